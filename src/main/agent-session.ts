@@ -1,0 +1,440 @@
+/**
+ * The public session API on the main thread: a thin facade over the worker link, the event
+ * stream, the transcript mirror and the retry controller.
+ *
+ * A prompt's life: `prompt()` → `startRun` on the worker → events arrive in order on the link
+ * (X4) → at `agent_end` the controller decides → maybe a chain of retries → when no run is in
+ * flight, no chain is live and no overflow hook is pending, `agent_settled` is emitted and the
+ * prompt resolves (R11, B4). Each step is driven by an event; nothing polls or sleeps.
+ */
+import type { AgentMessage } from "@mariozechner/pi-agent-core";
+import { type Api, type AssistantMessage, isContextOverflow, type Model } from "@mariozechner/pi-ai";
+import type { ClassifiableMessage } from "../shared/classify.js";
+import { LifelineError, SessionBusyError, type WorkerExitedError } from "../shared/errors.js";
+import type { AutoRetryStartEvent, PromptResult, SessionEvent } from "../shared/events.js";
+import type { BatchItem, RunInput } from "../shared/protocol.js";
+import type { Settings } from "../shared/settings.js";
+import type { AuthStorage } from "./auth-storage.js";
+import { EventStream, type SessionListener } from "./event-stream.js";
+import { type RetryDecision, RetryController } from "./retry-controller.js";
+import { abortableSleep } from "./sleep.js";
+import type { LinkClient, WorkerLink } from "./worker-link.js";
+
+/** What the session's compaction hook receives on a context overflow. */
+export interface ContextOverflowInfo {
+  sessionId: string;
+  errorMessage: string;
+  /** The runtime transcript at the time of the overflow. */
+  messages: readonly AgentMessage[];
+}
+
+/**
+ * Called when a run ends in a context overflow (never retried, SPEC R1). Returns whether it
+ * compacted the transcript. The default reports `compacted: false` and the prompt settles.
+ */
+export type ContextOverflowHook = (info: ContextOverflowInfo) => boolean | Promise<boolean>;
+
+/** Options of {@link AgentSession.prompt}. */
+export interface PromptOptions {
+  /**
+   * When the session is busy, wait for the current prompt to settle and then run, instead of
+   * rejecting with ERR_SESSION_BUSY. @default false
+   */
+  queue?: boolean;
+}
+
+/** Internal wiring from the host; not part of the public API. */
+export interface SessionWiring {
+  sessionId: string;
+  link: WorkerLink;
+  model: Model<Api>;
+  settings: Settings;
+  messages: AgentMessage[];
+  authStorage: AuthStorage | undefined;
+  onContextOverflow: ContextOverflowHook | undefined;
+  onListenerError: (error: unknown, event: SessionEvent) => void;
+  onDisposed: (sessionId: string) => void;
+  /** Test seam for the controller's clock; production uses real timers. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+interface PendingPrompt {
+  resolve: (result: PromptResult) => void;
+  reject: (error: Error) => void;
+  retries: number;
+  lastAssistant: AssistantMessage | undefined;
+  failure: string | undefined;
+}
+
+interface QueuedPrompt {
+  text: string;
+  resolve: (result: PromptResult) => void;
+  reject: (error: Error) => void;
+}
+
+/**
+ * One conversation with a model whose agent loop runs in a worker thread.
+ * Created by `SessionHost.createSession()`. All methods are called on the main thread.
+ */
+export class AgentSession {
+  /** Stable id of this session (also passed to providers for cache affinity). */
+  readonly id: string;
+  /** The resolved model. */
+  readonly model: Model<Api>;
+  readonly #link: WorkerLink;
+  readonly #settings: Settings;
+  readonly #events: EventStream;
+  readonly #retry: RetryController<AssistantMessage>;
+  readonly #wiring: SessionWiring;
+  #messages: AgentMessage[];
+  readonly #history: AgentMessage[];
+  #runId = 0;
+  #activeRunId: number | undefined;
+  /** The decision made at the active run's agent_end, carried out at its run_end. */
+  #afterRun: { decision: RetryDecision<AssistantMessage>; last: AssistantMessage | undefined } | undefined;
+  #prompt: PendingPrompt | undefined;
+  readonly #queue: QueuedPrompt[] = [];
+  #overflowPending = false;
+  #closed: LifelineError | undefined;
+
+  /** @internal Use `SessionHost.createSession()`. */
+  constructor(wiring: SessionWiring) {
+    this.id = wiring.sessionId;
+    this.model = wiring.model;
+    this.#wiring = wiring;
+    this.#link = wiring.link;
+    this.#settings = wiring.settings;
+    this.#messages = [...wiring.messages];
+    this.#history = [...wiring.messages];
+    this.#events = new EventStream(wiring.onListenerError);
+    const contextWindow = wiring.model.contextWindow;
+    const controllerOptions: ConstructorParameters<typeof RetryController>[0] = {
+      sessionId: wiring.sessionId,
+      settings: () => this.#settings.retry,
+      sleep: wiring.sleep ?? abortableSleep,
+      now: Date.now,
+      random: Math.random,
+      isOverflow: (message: ClassifiableMessage) =>
+        isContextOverflow(message as AssistantMessage, contextWindow > 0 ? contextWindow : undefined),
+      emit: (event) => {
+        if (event.type === "auto_retry_start" && this.#prompt !== undefined) this.#prompt.retries++;
+        this.#events.emit(event);
+      },
+      baseUrl: wiring.model.baseUrl,
+    };
+    if (wiring.authStorage !== undefined) controllerOptions.authStorage = wiring.authStorage;
+    this.#retry = new RetryController<AssistantMessage>(controllerOptions);
+    const client: LinkClient = {
+      handleItem: (item) => this.#handleItem(item),
+      handleWorkerExit: (error) => this.#handleWorkerExit(error),
+    };
+    this.#link.attach(this.id, client);
+  }
+
+  /**
+   * Sends a user prompt. Resolves with how the prompt ended once every run it caused and any retry
+   * chain have finished (R11), right after `agent_settled`. Model failures resolve (see
+   * `stopReason`/`errorMessage`); the promise rejects only when the runtime cannot serve it.
+   * @throws SessionBusyError (ERR_SESSION_BUSY) while another prompt is live, unless `queue` is set.
+   * @throws ERR_SESSION_DISPOSED after dispose(); WorkerExitedError if the worker dies; ERR_INVALID_OPTIONS for empty text.
+   */
+  prompt(text: string, options: PromptOptions = {}): Promise<PromptResult> {
+    if (this.#closed !== undefined) return Promise.reject(this.#closed);
+    if (typeof text !== "string" || text.trim() === "") {
+      return Promise.reject(
+        new LifelineError("ERR_INVALID_OPTIONS", "prompt() needs a non-empty string; pass the user's message text."),
+      );
+    }
+    return new Promise<PromptResult>((resolve, reject) => {
+      if (this.#prompt === undefined) {
+        this.#begin(text, resolve, reject);
+        return;
+      }
+      if (options.queue === true) {
+        this.#queue.push({ text, resolve, reject });
+        return;
+      }
+      const state = this.#retry.isRetrying ? `in a retry chain (attempt ${this.#retry.attempt})` : "streaming";
+      reject(
+        new SessionBusyError(
+          `Session ${this.id} is ${state}. Wait for agent_settled (or the pending prompt), call abort(), or pass { queue: true } to run this prompt afterwards.`,
+        ),
+      );
+    });
+  }
+
+  /**
+   * R9: cancels any retry chain (abortRetry), then aborts the active run's model request in the
+   * worker (X3). Resolves when the worker has acted on it; the prompt settles through its events.
+   */
+  async abort(): Promise<void> {
+    this.abortRetry();
+    if (this.#closed !== undefined || this.#activeRunId === undefined) return;
+    await this.#link.call("abort", this.id);
+  }
+
+  /** R8/B3: ends a live retry chain, sleeping or in flight, with "Retry cancelled". No-op when idle. */
+  abortRetry(): void {
+    this.#retry.abortRetry();
+    this.#maybeSettle();
+  }
+
+  /**
+   * Adds a listener for every {@link SessionEvent}, in the order the worker produced them.
+   * @returns a function that removes the listener.
+   */
+  subscribe(listener: SessionListener): () => void {
+    return this.#events.subscribe(listener);
+  }
+
+  /** B5: turns auto-retry on or off for this session only; no file is written. */
+  setAutoRetryEnabled(enabled: boolean): void {
+    if (typeof enabled !== "boolean") {
+      throw new LifelineError("ERR_INVALID_OPTIONS", `setAutoRetryEnabled() takes true or false, got ${JSON.stringify(enabled)}.`);
+    }
+    this.#settings.retry.enabled = enabled;
+  }
+
+  /** R12: whether auto-retry is on for this session. */
+  get autoRetryEnabled(): boolean {
+    return this.#settings.retry.enabled;
+  }
+
+  /** R12: true while a retry chain is live. */
+  get isRetrying(): boolean {
+    return this.#retry.isRetrying;
+  }
+
+  /** R3: the live chain's attempt, 0 when idle. */
+  get retryAttempt(): number {
+    return this.#retry.attempt;
+  }
+
+  /** True while a run is in flight in the worker. */
+  get isStreaming(): boolean {
+    return this.#activeRunId !== undefined;
+  }
+
+  /** True from `prompt()` until its `agent_settled`. */
+  get isBusy(): boolean {
+    return this.#prompt !== undefined;
+  }
+
+  /** The runtime transcript the model sees (failed attempts removed while retrying, R4). */
+  get messages(): readonly AgentMessage[] {
+    return this.#messages;
+  }
+
+  /** Every message the session produced, failed attempts included (R4's persisted history). */
+  get history(): readonly AgentMessage[] {
+    return this.#history;
+  }
+
+  /** The session's effective settings (files, host and session overrides, and toggles). */
+  get settings(): Readonly<Settings> {
+    return this.#settings;
+  }
+
+  /**
+   * Ends the session: cancels any chain, aborts any run, closes the worker side and rejects
+   * pending and queued prompts with ERR_SESSION_DISPOSED. Idempotent.
+   */
+  async dispose(): Promise<void> {
+    if (this.#closed !== undefined) return;
+    const error = new LifelineError("ERR_SESSION_DISPOSED", `Session ${this.id} was disposed; create a new session.`);
+    this.#retry.dispose(error.message);
+    this.#close(error);
+    this.#link.detach(this.id);
+    this.#wiring.onDisposed(this.id);
+    try {
+      await this.#link.call("closeSession", this.id);
+    } catch {
+      // The worker is gone already; nothing is left to close there.
+    }
+  }
+
+  #begin(text: string, resolve: PendingPrompt["resolve"], reject: PendingPrompt["reject"]): void {
+    this.#prompt = { resolve, reject, retries: 0, lastAssistant: undefined, failure: undefined };
+    void this.#startRun({ kind: "prompt", text });
+  }
+
+  async #startRun(input: RunInput): Promise<void> {
+    const runId = ++this.#runId;
+    this.#activeRunId = runId;
+    this.#afterRun = undefined;
+    try {
+      await this.#link.call("startRun", this.id, runId, input);
+    } catch (error) {
+      if (this.#activeRunId !== runId || this.#closed !== undefined) return;
+      // The run never started: close it as a failed run so the prompt settles (B3).
+      this.#handleItem({
+        type: "run_end",
+        sessionId: this.id,
+        runId,
+        tail: [],
+        error: { code: "ERR_RUN_FAILED", message: error instanceof Error ? error.message : String(error) },
+      });
+    }
+  }
+
+  #handleItem(item: BatchItem): void {
+    if (this.#closed !== undefined) return;
+    if (item.type === "run_end") {
+      this.#handleRunEnd(item);
+      return;
+    }
+    const event = item.event;
+    switch (event.type) {
+      case "message_update": {
+        // The batcher dropped `partial` (it equals `message`); restore the documented shape.
+        const inner = event.assistantMessageEvent as { partial?: unknown };
+        if ("delta" in inner || inner.partial === undefined) inner.partial = event.message;
+        this.#events.emit(event);
+        return;
+      }
+      case "message_end": {
+        this.#messages.push(event.message);
+        this.#history.push(event.message);
+        this.#events.emit(event);
+        if (event.message.role === "assistant") {
+          if (this.#prompt !== undefined) this.#prompt.lastAssistant = event.message;
+          this.#retry.onMessageEnd(event.message);
+        }
+        return;
+      }
+      case "agent_end": {
+        const last = lastAssistant(event.messages);
+        if (last !== undefined && this.#prompt !== undefined) this.#prompt.lastAssistant = last;
+        const decision = this.#retry.onAgentEnd(last);
+        this.#events.emit({ type: "agent_end", messages: event.messages, willRetry: decision.kind === "retry" });
+        // Acted on at run_end: the worker's run is over by then and the transcript tail is in.
+        this.#afterRun = { decision, last };
+        return;
+      }
+      default:
+        this.#events.emit(event);
+    }
+  }
+
+  #handleRunEnd(item: Extract<BatchItem, { type: "run_end" }>): void {
+    if (item.runId !== this.#activeRunId) return;
+    for (const message of item.tail) {
+      this.#messages.push(message);
+      this.#history.push(message);
+    }
+    this.#activeRunId = undefined;
+    const afterRun = this.#afterRun;
+    this.#afterRun = undefined;
+    if (afterRun === undefined) {
+      // The run ended without agent_end (it failed outside the agent loop): end any chain (B3).
+      if (this.#prompt !== undefined) this.#prompt.failure = item.error?.message ?? "The run ended without a reply.";
+      this.#retry.onAgentEnd(undefined);
+    } else if (afterRun.decision.kind === "retry") {
+      void this.#retry
+        .execute(afterRun.decision, {
+          removeFailedMessage: () => this.#removeFailed(),
+          restoreFailedMessage: (message) => this.#restoreFailed(message),
+          continueRun: () => this.#continueAfterRetry(),
+        })
+        .catch((error: unknown) => this.#failPrompt(error));
+    } else if (afterRun.decision.failure === "overflow" && afterRun.last !== undefined) {
+      void this.#routeOverflow(afterRun.last);
+    }
+    this.#maybeSettle();
+  }
+
+  async #removeFailed(): Promise<void> {
+    const last = this.#messages[this.#messages.length - 1];
+    if (last?.role === "assistant" && last.stopReason === "error") this.#messages.pop();
+    await this.#link.call("popFailedMessage", this.id);
+  }
+
+  async #restoreFailed(message: AssistantMessage): Promise<void> {
+    if (this.#closed !== undefined) return;
+    this.#messages.push(message);
+    await this.#link.call("appendMessage", this.id, message);
+  }
+
+  async #continueAfterRetry(): Promise<void> {
+    if (this.#closed !== undefined) return;
+    await this.#startRun({ kind: "continue" });
+  }
+
+  async #routeOverflow(message: AssistantMessage): Promise<void> {
+    const errorMessage = message.errorMessage ?? "context overflow";
+    this.#overflowPending = true;
+    this.#events.emit({ type: "compaction_start", reason: "overflow", errorMessage });
+    let compacted = false;
+    let error: string | undefined;
+    try {
+      const hook = this.#wiring.onContextOverflow;
+      if (hook !== undefined) compacted = await hook({ sessionId: this.id, errorMessage, messages: this.#messages });
+    } catch (hookError) {
+      error = hookError instanceof Error ? hookError.message : String(hookError);
+    }
+    this.#overflowPending = false;
+    if (this.#closed !== undefined) return;
+    this.#events.emit({
+      type: "compaction_end",
+      reason: "overflow",
+      compacted,
+      ...(error === undefined ? {} : { error }),
+    });
+    this.#maybeSettle();
+  }
+
+  /** Settles the live prompt when nothing of it is left: no run, no chain, no overflow hook. */
+  #maybeSettle(): void {
+    const pending = this.#prompt;
+    if (pending === undefined || this.#closed !== undefined) return;
+    if (this.#activeRunId !== undefined || this.#retry.isRetrying || this.#overflowPending) return;
+    this.#prompt = undefined;
+    const last = pending.lastAssistant;
+    const result: PromptResult = { stopReason: last?.stopReason ?? "error", retries: pending.retries };
+    const errorMessage = last?.errorMessage ?? pending.failure;
+    if (errorMessage !== undefined && (last === undefined || last.stopReason === "error" || last.stopReason === "aborted")) {
+      result.errorMessage = errorMessage;
+    }
+    if (last !== undefined) result.message = last;
+    this.#events.emit({ type: "agent_settled", ...result });
+    pending.resolve(result);
+    const next = this.#queue.shift();
+    if (next !== undefined) this.#begin(next.text, next.resolve, next.reject);
+  }
+
+  #failPrompt(error: unknown): void {
+    if (this.#closed !== undefined) return;
+    if (this.#prompt !== undefined) this.#prompt.failure = error instanceof Error ? error.message : String(error);
+    this.#retry.dispose(this.#prompt?.failure ?? "Retry failed");
+    this.#activeRunId = undefined;
+    this.#maybeSettle();
+  }
+
+  #handleWorkerExit(error: WorkerExitedError): void {
+    if (this.#closed !== undefined) return;
+    this.#retry.dispose("Worker exited");
+    this.#events.emit({ type: "worker_exited", error: { code: error.code, message: error.message } });
+    this.#close(error);
+  }
+
+  /** Marks the session closed and rejects the live and queued prompts with `error`. */
+  #close(error: LifelineError): void {
+    this.#closed = error;
+    this.#activeRunId = undefined;
+    const pending = this.#prompt;
+    this.#prompt = undefined;
+    pending?.reject(error);
+    for (const queued of this.#queue.splice(0)) queued.reject(error);
+  }
+}
+
+function lastAssistant(messages: readonly AgentMessage[]): AssistantMessage | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i];
+    if (message?.role === "assistant") return message;
+  }
+  return undefined;
+}
+
+/** Re-exported for hosts that format retry progress themselves. */
+export type { AutoRetryStartEvent };

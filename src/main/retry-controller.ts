@@ -1,0 +1,276 @@
+/**
+ * The auto-retry controller (SPEC R1–R9, R11, R12, R15, B3, B6). One per session, on the main
+ * thread (X2). A pure unit: its clock, sleep and randomness are injected, and it does no I/O;
+ * what it needs done to the transcript and the worker it asks of {@link RetryActions}.
+ *
+ * Lifecycle of a chain:
+ *   agent_end(retryable) → {@link RetryController.onAgentEnd} decides (sync, so `agent_end` can
+ *   carry `willRetry`) → {@link RetryController.execute}: usage-limit report, `auto_retry_start`,
+ *   remove the failed message, sleep, `continueRun()` → the retried run's first successful
+ *   assistant `message_end` ends the chain with success; another failure loops; exhaustion,
+ *   cancellation or a non-retryable failure ends it with `success: false`.
+ */
+import {
+  type ClassifiableMessage,
+  classifyMessage,
+  type FailureClass,
+  parseRetryHintsFromText,
+} from "../shared/classify.js";
+import type { RetryEvent } from "../shared/events.js";
+import type { RetrySettings } from "../shared/settings.js";
+import type { AuthStorage } from "./auth-storage.js";
+
+/** `finalError` of a chain ended by `abortRetry()` or `abort()` (R8). */
+export const RETRY_CANCELLED = "Retry cancelled";
+
+/** The assistant message fields the controller reads. */
+export interface RetryMessage extends ClassifiableMessage {
+  role: "assistant";
+  provider: string;
+}
+
+/** What the controller asks the session to do. */
+export interface RetryActions<M extends RetryMessage = RetryMessage> {
+  /** R4: drop the failed assistant message from the end of the runtime transcript. */
+  removeFailedMessage(message: M): Promise<void>;
+  /** B3: put it back when the chain is cancelled before the retried run started. */
+  restoreFailedMessage(message: M): Promise<void>;
+  /** R4: post `continue` to the worker. */
+  continueRun(): Promise<void>;
+}
+
+/** Dependencies of the controller; everything time- or I/O-related is injected. */
+export interface RetryControllerOptions {
+  sessionId: string;
+  /** Read at every decision, so toggles apply to the next failure (R4, R12). */
+  settings: () => RetrySettings;
+  /** Sleeps `ms`, rejecting when `signal` aborts. */
+  sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Epoch ms, for HTTP-date retry hints. */
+  now: () => number;
+  /** Uniform in [0, 1), for jitter. */
+  random: () => number;
+  isOverflow: (message: ClassifiableMessage) => boolean;
+  emit: (event: RetryEvent) => void;
+  authStorage?: AuthStorage;
+  /** Base URL of the session's model, passed to the auth storage. */
+  baseUrl?: string;
+}
+
+/** The decision for one `agent_end`. */
+export type RetryDecision<M extends RetryMessage = RetryMessage> =
+  | { kind: "none"; failure: FailureClass | "disabled" | "exhausted" | "over_cap" | "cancelled" | "no_message" }
+  | { kind: "retry"; chainId: number; attempt: number; maxAttempts: number; delayMs: number; message: M; usageLimit: boolean; retryAfterMs?: number };
+
+type Phase = "idle" | "scheduling" | "sleeping" | "in_flight";
+
+export class RetryController<M extends RetryMessage = RetryMessage> {
+  readonly #options: RetryControllerOptions;
+  #attempt = 0;
+  #chainId = 0;
+  #chain: { promise: Promise<void>; resolve: () => void } | undefined;
+  #sleepAbort: AbortController | undefined;
+  #phase: Phase = "idle";
+  /** The failed message removed for the pending retry, until the retried run starts. */
+  #removed: { message: M; actions: RetryActions<M> } | undefined;
+  /** abortRetry() ended the chain while a retried run was in flight: that run's end is final. */
+  #suppressNext = false;
+
+  constructor(options: RetryControllerOptions) {
+    this.#options = options;
+  }
+
+  /** R3: 0 when idle, else the 1-based attempt of the live chain. */
+  get attempt(): number {
+    return this.#attempt;
+  }
+
+  /** R12: true while a chain is live (sleeping, or a retried run in flight). */
+  get isRetrying(): boolean {
+    return this.#chain !== undefined;
+  }
+
+  /** R11: resolves when the live chain ends (at once if none). */
+  waitForChain(): Promise<void> {
+    return this.#chain?.promise ?? Promise.resolve();
+  }
+
+  /** R5: the first successful assistant message after retries began ends the chain. */
+  onMessageEnd(message: M): void {
+    if (this.#chain === undefined || this.#phase !== "in_flight") return;
+    if (message.stopReason === "error" || message.stopReason === "aborted") return;
+    this.#endChain(true, this.#attempt);
+  }
+
+  /**
+   * R1/R4: decides what follows a finished run. Synchronous; emits only chain-ending events.
+   * @param message the run's last assistant message, or undefined when the run failed without one.
+   */
+  onAgentEnd(message: M | undefined): RetryDecision<M> {
+    const suppressed = this.#suppressNext;
+    this.#suppressNext = false;
+    if (this.#phase === "in_flight") this.#phase = "idle";
+    if (suppressed) return { kind: "none", failure: "cancelled" };
+    if (message === undefined) {
+      this.#failChain("Run failed without a reply");
+      return { kind: "none", failure: "no_message" };
+    }
+    const failure = classifyMessage(message, this.#options.isOverflow);
+    if (failure === "success") {
+      if (this.#chain !== undefined) this.#endChain(true, this.#attempt);
+      return { kind: "none", failure };
+    }
+    if (failure !== "retryable" && failure !== "usage_limit") {
+      this.#failChain(message.errorMessage ?? "Request was aborted");
+      return { kind: "none", failure };
+    }
+    const errorMessage = message.errorMessage ?? "";
+    const settings = this.#options.settings();
+    if (!settings.enabled) {
+      this.#failChain(errorMessage);
+      return { kind: "none", failure: "disabled" };
+    }
+    this.#attempt++;
+    if (this.#chain === undefined) this.#startChain();
+    if (this.#attempt > settings.maxRetries) {
+      this.#endChain(false, this.#attempt - 1, errorMessage);
+      return { kind: "none", failure: "exhausted" };
+    }
+    const hints = parseRetryHintsFromText(errorMessage, this.#options.now());
+    const delayMs = this.#delay(settings, this.#attempt, hints.retryAfterMs);
+    if (delayMs === undefined) {
+      const cap = settings.maxDelayMs ?? 0;
+      this.#endChain(
+        false,
+        this.#attempt - 1,
+        `Server asked to retry after ${formatMs(hints.retryAfterMs ?? 0)}, above retry.maxDelayMs (${formatMs(cap)}): ${errorMessage}`,
+      );
+      return { kind: "none", failure: "over_cap" };
+    }
+    this.#phase = "scheduling";
+    const decision: RetryDecision<M> = {
+      kind: "retry",
+      chainId: this.#chainId,
+      attempt: this.#attempt,
+      maxAttempts: settings.maxRetries,
+      delayMs,
+      message,
+      usageLimit: failure === "usage_limit",
+    };
+    if (hints.retryAfterMs !== undefined) decision.retryAfterMs = hints.retryAfterMs;
+    return decision;
+  }
+
+  /**
+   * R4 after the decision: usage-limit report, `auto_retry_start`, transcript surgery, the
+   * cancellable sleep, then `continueRun()`. Returns when the retried run has been posted or the
+   * chain was cancelled. Never rejects on cancellation.
+   */
+  async execute(decision: Extract<RetryDecision<M>, { kind: "retry" }>, actions: RetryActions<M>): Promise<void> {
+    const live = () => this.#chainId === decision.chainId && this.#chain !== undefined;
+    if (!live()) return;
+    let delayMs = decision.delayMs;
+    const storage = this.#options.authStorage;
+    if (decision.usageLimit && storage !== undefined) {
+      const info: { retryAfterMs?: number; baseUrl?: string } = {};
+      if (decision.retryAfterMs !== undefined) info.retryAfterMs = decision.retryAfterMs;
+      if (this.#options.baseUrl !== undefined) info.baseUrl = this.#options.baseUrl;
+      const switched = await Promise.resolve()
+        .then(() => storage.markUsageLimitReached(decision.message.provider, this.#options.sessionId, info))
+        .catch(() => false);
+      if (!live()) return;
+      if (switched) delayMs = 0;
+    }
+    this.#options.emit({
+      type: "auto_retry_start",
+      attempt: decision.attempt,
+      maxAttempts: decision.maxAttempts,
+      delayMs,
+      errorMessage: decision.message.errorMessage ?? "",
+    });
+    if (!live()) return;
+    this.#removed = { message: decision.message, actions };
+    await actions.removeFailedMessage(decision.message);
+    if (!live()) return;
+    const abort = new AbortController();
+    this.#sleepAbort = abort;
+    this.#phase = "sleeping";
+    try {
+      await this.#options.sleep(delayMs, abort.signal);
+    } catch (error) {
+      if (abort.signal.aborted) return;
+      throw error;
+    } finally {
+      if (this.#sleepAbort === abort) this.#sleepAbort = undefined;
+    }
+    if (!live()) return;
+    this.#phase = "in_flight";
+    this.#removed = undefined;
+    await actions.continueRun();
+  }
+
+  /**
+   * R8/B3: ends the live chain now, whether it is sleeping or a retried run is in flight, with
+   * `auto_retry_end {success: false, finalError: "Retry cancelled"}`. A run in flight goes on;
+   * its outcome is final and is not retried. No-op when idle.
+   */
+  abortRetry(): void {
+    if (this.#chain === undefined) return;
+    if (this.#phase === "in_flight") this.#suppressNext = true;
+    this.#sleepAbort?.abort();
+    const removed = this.#removed;
+    this.#endChain(false, this.#attempt, RETRY_CANCELLED);
+    if (removed !== undefined) void removed.actions.restoreFailedMessage(removed.message).catch(() => {});
+  }
+
+  /** Ends any live chain with `finalError` and clears all timers; used when the worker is gone. */
+  dispose(finalError: string): void {
+    if (this.#chain === undefined) return;
+    this.#sleepAbort?.abort();
+    this.#endChain(false, this.#attempt, finalError);
+  }
+
+  #delay(settings: RetrySettings, attempt: number, retryAfterMs: number | undefined): number | undefined {
+    const backoff = settings.baseDelayMs * 2 ** (attempt - 1);
+    let delay = backoff;
+    if (settings.jitter === "full") delay = this.#options.random() * backoff;
+    else if (settings.jitter === "equal") delay = backoff / 2 + (this.#options.random() * backoff) / 2;
+    if (settings.respectRetryAfter && retryAfterMs !== undefined) {
+      if (settings.maxDelayMs !== undefined && retryAfterMs > settings.maxDelayMs) return undefined;
+      delay = Math.max(delay, retryAfterMs);
+    }
+    if (settings.maxDelayMs !== undefined) delay = Math.min(delay, settings.maxDelayMs);
+    return Math.round(delay);
+  }
+
+  #startChain(): void {
+    let resolve: () => void = () => {};
+    const promise = new Promise<void>((r) => {
+      resolve = r;
+    });
+    this.#chainId++;
+    this.#chain = { promise, resolve };
+  }
+
+  /** Ends a live chain with failure; a no-op when none is live. */
+  #failChain(finalError: string): void {
+    if (this.#chain !== undefined) this.#endChain(false, this.#attempt, finalError);
+  }
+
+  #endChain(success: boolean, attempt: number, finalError?: string): void {
+    const chain = this.#chain;
+    this.#chain = undefined;
+    this.#attempt = 0;
+    this.#phase = "idle";
+    this.#removed = undefined;
+    this.#sleepAbort = undefined;
+    const event: RetryEvent = { type: "auto_retry_end", success, attempt };
+    if (finalError !== undefined) event.finalError = finalError;
+    this.#options.emit(event);
+    chain?.resolve();
+  }
+}
+
+function formatMs(ms: number): string {
+  return ms >= 1000 ? `${Math.round(ms / 100) / 10}s` : `${ms}ms`;
+}

@@ -1,0 +1,286 @@
+/**
+ * The session host: owns the worker pool and the links to its workers, and creates sessions.
+ *
+ * Each worker runs one long-lived piscina task that serves many sessions over one port (see
+ * protocol.ts). Sessions go to the link with the fewest sessions; links are started lazily, up to
+ * `threads`. A link whose worker dies is dropped; the next session starts a fresh one.
+ */
+import { randomUUID } from "node:crypto";
+import { availableParallelism } from "node:os";
+import { MessageChannel, type ResourceLimits } from "node:worker_threads";
+import type { AgentMessage } from "@mariozechner/pi-agent-core";
+import { Piscina } from "piscina";
+import { z } from "zod";
+import { LifelineError } from "../shared/errors.js";
+import type { SessionEvent } from "../shared/events.js";
+import type { ModelRef, SessionInit } from "../shared/protocol.js";
+import { mergeSettings, parseSettings, type Settings, type SettingsInput } from "../shared/settings.js";
+import { AgentSession, type ContextOverflowHook } from "./agent-session.js";
+import type { AuthStorage } from "./auth-storage.js";
+import { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";
+import { type LinkEndpoint, WorkerLink } from "./worker-link.js";
+
+/** Options of {@link createSessionHost}. Every field is optional. */
+export interface SessionHostOptions {
+  /** Worker threads in the pool. @default one less than the cores, at least 1 and at most 4 */
+  threads?: number;
+  /** Directory of the project settings file `.lifeline/settings.json`. @default process.cwd() */
+  cwd?: string;
+  /** User directory holding `settings.json`. @default $LIFELINE_DIR, else ~/.lifeline */
+  lifelineDir?: string;
+  /** Settings applied over both files for every session of this host. */
+  settings?: SettingsInput;
+  /** Told about usage-limit errors (SPEC R4). @default none */
+  authStorage?: AuthStorage;
+  /** Longest wait for any single worker call before it rejects with ERR_CALL_TIMEOUT. @default 30000 */
+  callTimeoutMs?: number;
+  /** Minimum spacing of event batches from a busy worker, in ms. @default 8 */
+  batchIntervalMs?: number;
+  /** V8 heap limits for each worker; a worker over them exits and its sessions get ERR_WORKER_EXITED. */
+  resourceLimits?: ResourceLimits;
+  /** Receives errors thrown by `subscribe()` listeners. @default prints to stderr */
+  onListenerError?: (error: unknown, event: SessionEvent) => void;
+  /**
+   * Replaces the piscina pool as the source of worker endpoints. For tests that serve the worker
+   * API in-process over a MessageChannel; production code leaves it unset.
+   */
+  connect?: () => LinkEndpoint;
+  /** Replaces the retry sleep (tests with an injected clock). @default a main-thread timer */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+/** Options of {@link SessionHost.createSession}. */
+export interface SessionOptions {
+  /**
+   * The model: `"provider/id"`, `{ provider, id }`, or a pi-ai `Model` object.
+   * @default "demo/demo-1" (the built-in demo model: no key, no network)
+   */
+  model?: string | ModelRef;
+  /** @default "" */
+  systemPrompt?: string;
+  /** Per-session settings, over the files and the host's settings. */
+  settings?: SettingsInput;
+  /** API key for the model's provider; sent only to the worker serving this session. @default from the environment */
+  apiKey?: string;
+  /** Path or file URL of a module loaded in the worker whose `setup` returns tools. */
+  workerModule?: string | URL;
+  /** Plain data passed to the worker module's `setup`. */
+  workerModuleOptions?: unknown;
+  /** @default a random UUID */
+  sessionId?: string;
+  /** Transcript to start from. @default [] */
+  messages?: AgentMessage[];
+  /** Called on a context overflow (never retried). @default report and stop */
+  onContextOverflow?: ContextOverflowHook;
+}
+
+const hostOptionsSchema = z.object({
+  threads: z.number().int().min(1).max(64).optional(),
+  cwd: z.string().min(1).optional(),
+  lifelineDir: z.string().min(1).optional(),
+  callTimeoutMs: z.number().int().min(1).optional(),
+  batchIntervalMs: z.number().min(0).max(1000).optional(),
+});
+
+const sessionOptionsSchema = z.object({
+  model: z
+    .union([
+      z.string().regex(/^[^/\s]+\/\S+$/, 'use "provider/id", for example "demo/demo-1"'),
+      z.looseObject({ provider: z.string().min(1), id: z.string().min(1) }),
+    ])
+    .optional(),
+  systemPrompt: z.string().optional(),
+  apiKey: z.string().min(1).optional(),
+  sessionId: z.string().min(1).max(200).optional(),
+  messages: z.array(z.looseObject({ role: z.string() })).optional(),
+});
+
+/** Creates a host. Cheap: the pool and its workers start with the first session. */
+export function createSessionHost(options: SessionHostOptions = {}): SessionHost {
+  validate(hostOptionsSchema, options, "createSessionHost options");
+  return new SessionHost(options);
+}
+
+/** Owns a worker pool and the sessions on it. Create with {@link createSessionHost}. */
+export class SessionHost {
+  readonly #options: SessionHostOptions;
+  readonly #threads: number;
+  readonly #links: WorkerLink[] = [];
+  readonly #sessions = new Map<string, AgentSession>();
+  #pool: Piscina | undefined;
+  #fileSettings: Promise<SettingsInput> | undefined;
+  #closed = false;
+
+  /** @internal Use {@link createSessionHost}. */
+  constructor(options: SessionHostOptions) {
+    this.#options = options;
+    this.#threads = options.threads ?? Math.max(1, Math.min(4, availableParallelism() - 1));
+  }
+
+  /** Open sessions. */
+  get sessionCount(): number {
+    return this.#sessions.size;
+  }
+
+  /** Live worker links (one per worker thread in use). */
+  get workerCount(): number {
+    return this.#links.filter((link) => !link.isDead).length;
+  }
+
+  /**
+   * Opens a session in a worker.
+   * @throws ERR_INVALID_OPTIONS, ERR_INVALID_SETTINGS, ERR_UNKNOWN_MODEL, ERR_WORKER_MODULE,
+   *   ERR_HOST_CLOSED, or ERR_WORKER_EXITED if the worker dies while opening.
+   */
+  async createSession(options: SessionOptions = {}): Promise<AgentSession> {
+    this.#assertOpen();
+    validate(sessionOptionsSchema, options, "createSession options");
+    const settings = await this.#sessionSettings(options.settings);
+    this.#assertOpen();
+    const sessionId = options.sessionId ?? randomUUID();
+    if (this.#sessions.has(sessionId)) {
+      throw new LifelineError("ERR_INVALID_OPTIONS", `A session with id ${sessionId} is already open; pick another id.`);
+    }
+    const init: SessionInit = {
+      sessionId,
+      model: toModelRef(options.model ?? "demo/demo-1"),
+      systemPrompt: options.systemPrompt ?? "",
+      messages: options.messages ?? [],
+      provider: { ...settings.retry.provider },
+    };
+    if (options.apiKey !== undefined) init.apiKey = options.apiKey;
+    if (options.workerModule !== undefined) init.workerModule = toModuleUrl(options.workerModule);
+    if (options.workerModuleOptions !== undefined) init.workerModuleOptions = options.workerModuleOptions;
+    const link = this.#pickLink();
+    const opened = await link.call("openSession", init);
+    const session = new AgentSession({
+      sessionId,
+      link,
+      model: opened.model,
+      settings,
+      messages: init.messages,
+      authStorage: this.#options.authStorage,
+      onContextOverflow: options.onContextOverflow,
+      onListenerError: this.#options.onListenerError ?? reportListenerError,
+      onDisposed: (id) => this.#sessions.delete(id),
+      ...(this.#options.sleep === undefined ? {} : { sleep: this.#options.sleep }),
+    });
+    this.#sessions.set(sessionId, session);
+    return session;
+  }
+
+  /** Settings as the next session would get them, before per-session overrides. */
+  async settings(): Promise<Settings> {
+    return this.#sessionSettings(undefined);
+  }
+
+  /** Forgets the cached settings files; the next session reads them again. */
+  reloadSettings(): void {
+    this.#fileSettings = undefined;
+  }
+
+  /**
+   * B5: persists settings to the user's `settings.json` (for example `{ retry: { enabled: false } }`).
+   * Open sessions keep their own settings; new sessions read the file again.
+   */
+  async writeUserSettings(patch: SettingsInput): Promise<void> {
+    await writeUserSettings(patch, this.#lifelineDir());
+    this.reloadSettings();
+  }
+
+  /**
+   * Disposes every session, stops the workers and releases the pool. Afterwards no handle of the
+   * host keeps the process alive. Idempotent.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.all([...this.#sessions.values()].map((session) => session.dispose()));
+    await Promise.all(this.#links.map((link) => link.close(2000)));
+    this.#links.length = 0;
+    await this.#pool?.destroy();
+    this.#pool = undefined;
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new LifelineError("ERR_HOST_CLOSED", "This session host is closed; create a new host.");
+  }
+
+  #lifelineDir(): string {
+    return this.#options.lifelineDir ?? resolveLifelineDir();
+  }
+
+  async #sessionSettings(overrides: SettingsInput | undefined): Promise<Settings> {
+    this.#fileSettings ??= loadSettingsFiles(this.#lifelineDir(), this.#options.cwd ?? process.cwd());
+    let files: SettingsInput;
+    try {
+      files = await this.#fileSettings;
+    } catch (error) {
+      this.#fileSettings = undefined;
+      throw error;
+    }
+    if (this.#options.settings !== undefined) parseSettings(this.#options.settings, "createSessionHost({ settings })");
+    if (overrides !== undefined) parseSettings(overrides, "createSession({ settings })");
+    return parseSettings(mergeSettings(files, this.#options.settings, overrides), "the merged settings");
+  }
+
+  #pickLink(): WorkerLink {
+    for (let i = this.#links.length - 1; i >= 0; i--) {
+      if (this.#links[i]?.isDead) this.#links.splice(i, 1);
+    }
+    let best: WorkerLink | undefined;
+    for (const link of this.#links) {
+      if (best === undefined || link.clientCount < best.clientCount) best = link;
+    }
+    if (best !== undefined && (best.clientCount === 0 || this.#links.length >= this.#threads)) return best;
+    const link = new WorkerLink(this.#connect(), {
+      callTimeoutMs: this.#options.callTimeoutMs ?? 30_000,
+      onProtocolError: (reason) => process.emitWarning(`lifeline: ignored an invalid worker message (${reason})`),
+    });
+    this.#links.push(link);
+    return link;
+  }
+
+  #connect(): LinkEndpoint {
+    if (this.#options.connect !== undefined) return this.#options.connect();
+    this.#pool ??= new Piscina({
+      filename: new URL("../worker/entry.js", import.meta.url).href,
+      minThreads: 0,
+      maxThreads: this.#threads,
+      // One link task per worker: each long-lived task gets a thread of its own.
+      concurrentTasksPerWorker: 1,
+      idleTimeout: 1000,
+      // Sessions keep timers and port listeners alive between calls; the worker must never park.
+      atomics: "disabled",
+      ...(this.#options.resourceLimits === undefined ? {} : { resourceLimits: this.#options.resourceLimits }),
+    });
+    const { port1, port2 } = new MessageChannel();
+    const task: { port: typeof port2; batchIntervalMs?: number } = { port: port2 };
+    if (this.#options.batchIntervalMs !== undefined) task.batchIntervalMs = this.#options.batchIntervalMs;
+    const done = this.#pool.run(task, { transferList: [port2] });
+    return { port: port1, done };
+  }
+}
+
+function toModelRef(model: string | ModelRef): ModelRef {
+  if (typeof model !== "string") return model;
+  const slash = model.indexOf("/");
+  return { provider: model.slice(0, slash), id: model.slice(slash + 1) };
+}
+
+function toModuleUrl(module: string | URL): string {
+  if (module instanceof URL) return module.href;
+  if (/^file:/.test(module)) return module;
+  return new URL(module, `file://${process.cwd()}/`).href;
+}
+
+function validate(schema: z.ZodType, value: unknown, what: string): void {
+  const result = schema.safeParse(value);
+  if (result.success) return;
+  const problems = result.error.issues.map((issue) => `${issue.path.map(String).join(".") || "(root)"}: ${issue.message}`);
+  throw new LifelineError("ERR_INVALID_OPTIONS", `Invalid ${what}: ${problems.join("; ")}.`);
+}
+
+function reportListenerError(error: unknown, event: SessionEvent): void {
+  process.stderr.write(`lifeline: a session listener threw on ${event.type}: ${String(error)}\n`);
+}

@@ -1,0 +1,164 @@
+/**
+ * The main thread's end of one worker: the port, the comlink proxy for {@link WorkerApi} calls,
+ * and the dispatch of batch items to the sessions the worker serves.
+ *
+ * comlink never rejects a pending call when the worker dies (runtime-notes §0.3), so every call
+ * goes through {@link WorkerLink.call}, which settles on the reply, on the worker's death, or on a
+ * timeout, whichever comes first: no call can hang. The link holds its proxy strongly: a
+ * garbage-collected comlink proxy would close the worker's port.
+ */
+import type { MessagePort } from "node:worker_threads";
+import { type Remote, wrap } from "comlink";
+import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
+import { fromWireError, LifelineError, WorkerExitedError } from "../shared/errors.js";
+import { type BatchItem, decodeWorkerMessage, type Result, type WorkerApi } from "../shared/protocol.js";
+
+/** A worker's port plus a promise that settles when its serve loop ends (rejects on a crash). */
+export interface LinkEndpoint {
+  port: MessagePort;
+  done: Promise<unknown>;
+}
+
+/** What a session registers with its link. */
+export interface LinkClient {
+  handleItem(item: BatchItem): void;
+  handleWorkerExit(error: WorkerExitedError): void;
+}
+
+type ApiResult<K extends keyof WorkerApi> = Awaited<ReturnType<WorkerApi[K]>>;
+type Unwrapped<R> = R extends { ok: false } ? never : R extends { ok: true; value: infer T } ? T : R;
+
+export class WorkerLink {
+  readonly #port: MessagePort;
+  readonly #remote: Remote<WorkerApi>;
+  readonly #callTimeoutMs: number;
+  readonly #clients = new Map<string, LinkClient>();
+  readonly #pending = new Set<(error: LifelineError) => void>();
+  readonly #done: Promise<unknown>;
+  readonly #onProtocolError: (reason: string) => void;
+  #dead: WorkerExitedError | undefined;
+  #closing = false;
+
+  constructor(endpoint: LinkEndpoint, options: { callTimeoutMs: number; onProtocolError: (reason: string) => void }) {
+    this.#port = endpoint.port;
+    this.#callTimeoutMs = options.callTimeoutMs;
+    this.#onProtocolError = options.onProtocolError;
+    this.#remote = wrap<WorkerApi>(nodeEndpoint(endpoint.port));
+    this.#port.on("message", (data: unknown) => this.#onMessage(data));
+    this.#port.on("close", () => this.#die("its message port closed"));
+    this.#done = endpoint.done.then(
+      () => this.#die("it stopped serving"),
+      (error: unknown) => this.#die(error instanceof Error ? error.message : String(error), error),
+    );
+  }
+
+  /** Sessions currently served by this worker. */
+  get clientCount(): number {
+    return this.#clients.size;
+  }
+
+  /** True once the worker has exited or the link was closed. */
+  get isDead(): boolean {
+    return this.#dead !== undefined;
+  }
+
+  attach(sessionId: string, client: LinkClient): void {
+    this.#clients.set(sessionId, client);
+  }
+
+  detach(sessionId: string): void {
+    this.#clients.delete(sessionId);
+  }
+
+  /**
+   * Calls the worker and unwraps its {@link Result}.
+   * @throws the worker's typed error; WorkerExitedError if the worker is or becomes gone;
+   *   ERR_CALL_TIMEOUT if no reply comes within the call timeout.
+   */
+  call<K extends keyof WorkerApi>(method: K, ...args: Parameters<WorkerApi[K]>): Promise<Unwrapped<ApiResult<K>>> {
+    if (this.#dead !== undefined) return Promise.reject(this.#dead);
+    return new Promise((resolve, reject) => {
+      const fail = (error: LifelineError) => {
+        clearTimeout(timer);
+        this.#pending.delete(fail);
+        reject(error);
+      };
+      const timer = setTimeout(() => {
+        fail(
+          new LifelineError(
+            "ERR_CALL_TIMEOUT",
+            `The worker did not answer ${method} within ${this.#callTimeoutMs} ms; it may be blocked in synchronous code. Raise callTimeoutMs or check the worker module's tools.`,
+          ),
+        );
+      }, this.#callTimeoutMs);
+      timer.unref();
+      this.#pending.add(fail);
+      const invoke = this.#remote[method] as unknown as (...a: unknown[]) => Promise<ApiResult<K>>;
+      invoke(...args).then(
+        (result) => {
+          if (!this.#pending.has(fail)) return;
+          clearTimeout(timer);
+          this.#pending.delete(fail);
+          if (isResult(result)) {
+            if (result.ok) resolve(result.value as Unwrapped<ApiResult<K>>);
+            else reject(fromWireError(result.error));
+          } else {
+            resolve(result as Unwrapped<ApiResult<K>>);
+          }
+        },
+        (error: unknown) => fail(new LifelineError("ERR_PROTOCOL", `Worker call ${method} failed: ${String(error)}`)),
+      );
+    });
+  }
+
+  /** Asks the worker to stop serving, waits up to `timeoutMs` for it, then closes the port. */
+  async close(timeoutMs: number): Promise<void> {
+    if (this.#dead !== undefined) return;
+    this.#closing = true;
+    try {
+      await this.call("shutdown");
+      await Promise.race([this.#done, new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);
+    } catch {
+      // The worker is already gone or stuck; the pool's destroy() terminates it.
+    }
+    this.#die("the host closed");
+  }
+
+  #onMessage(data: unknown): void {
+    const decoded = decodeWorkerMessage(data);
+    switch (decoded.kind) {
+      case "comlink":
+        return;
+      case "invalid":
+        this.#onProtocolError(decoded.reason);
+        return;
+      case "message":
+        for (const item of decoded.message.items) this.#clients.get(item.sessionId)?.handleItem(item);
+        return;
+      default: {
+        const unreachable: never = decoded;
+        return unreachable;
+      }
+    }
+  }
+
+  #die(reason: string, cause?: unknown): void {
+    if (this.#dead !== undefined) return;
+    const error = new WorkerExitedError(
+      this.#closing
+        ? "The session host was closed."
+        : `The worker serving this session exited (${reason}). Pending calls were rejected; create a new session to go on (this session's history is kept on the main thread).`,
+      cause === undefined ? {} : { cause },
+    );
+    this.#dead = error;
+    for (const fail of [...this.#pending]) fail(error);
+    this.#port.close();
+    const clients = [...this.#clients.values()];
+    this.#clients.clear();
+    if (!this.#closing) for (const client of clients) client.handleWorkerExit(error);
+  }
+}
+
+function isResult(value: unknown): value is Result<unknown> {
+  return value !== null && typeof value === "object" && "ok" in value && typeof (value as { ok: unknown }).ok === "boolean";
+}

@@ -1,0 +1,149 @@
+/**
+ * Failure classification (SPEC R1, R2, B2) and retry-hint parsing (R4 usage-limit step, B6).
+ * Pure functions: no clock of their own, no I/O.
+ */
+
+/** The fields of an assistant message that classification reads. */
+export interface ClassifiableMessage {
+  stopReason: string;
+  errorMessage?: string | undefined;
+  /** HTTP status of the failed request, when the provider exposed one (B2). */
+  status?: number | undefined;
+}
+
+/**
+ * How a finished run's last assistant message is treated.
+ * - `success`: neither error nor aborted; ends a live chain with success (R5).
+ * - `aborted`: stopReason "aborted"; never retried and never a retry success (B3).
+ * - `overflow`: context overflow; never retried, goes to the compaction hook (R1).
+ * - `usage_limit`: retryable, and the auth storage is told first (R4).
+ * - `retryable`: matches R2.
+ * - `fatal`: an error that is not retryable.
+ */
+export type FailureClass = "success" | "aborted" | "overflow" | "usage_limit" | "retryable" | "fatal";
+
+// R2. Status-like numbers match only as whole tokens (B2): "1500 tokens" and "5030" are not 500/503.
+const RETRYABLE_PATTERNS: readonly RegExp[] = [
+  /overloaded/i,
+  /rate[ _-]?limit/i,
+  /usage[ _-]?limit/i,
+  /too many requests/i,
+  /(?<![\w.])(?:429|500|502|503|504)(?!\w|\.\d)/,
+  /service[ _-]?unavailable/i,
+  /server[ _-]?error/i,
+  /internal[ _-]?error/i,
+  /connection[ _-]?error/i,
+  /fetch failed/i,
+  /retry delay/i,
+];
+
+const USAGE_LIMIT_PATTERN = /usage[ _-]?limit/i;
+const RETRYABLE_STATUSES = new Set([408, 429, 500, 502, 503, 504, 529]);
+
+/** True when an error text matches the R2 retryable pattern set. */
+export function isRetryableErrorText(text: string): boolean {
+  return RETRYABLE_PATTERNS.some((pattern) => pattern.test(text));
+}
+
+/**
+ * Classifies a run's last assistant message.
+ * @param isOverflow the context-overflow test (pi-ai's `isContextOverflow` in production); injected so
+ *   this module stays free of provider code and the shared zone imports nothing heavy.
+ */
+export function classifyMessage(
+  message: ClassifiableMessage,
+  isOverflow: (message: ClassifiableMessage) => boolean,
+): FailureClass {
+  if (message.stopReason === "aborted") return "aborted";
+  if (message.stopReason !== "error") return "success";
+  const text = message.errorMessage;
+  if (text === undefined || text === "") return "fatal";
+  if (isOverflow(message)) return "overflow";
+  if (USAGE_LIMIT_PATTERN.test(text)) return "usage_limit";
+  if (message.status !== undefined) return RETRYABLE_STATUSES.has(message.status) ? "retryable" : "fatal";
+  return isRetryableErrorText(text) ? "retryable" : "fatal";
+}
+
+/** Retry hints found in headers or error text, normalised to a delay from `now`. */
+export interface RetryHints {
+  retryAfterMs?: number;
+}
+
+const HINT_KEYS = ["retry-after-ms", "retry-after", "x-ratelimit-reset-ms", "x-ratelimit-reset"] as const;
+type HintKey = (typeof HINT_KEYS)[number];
+
+/**
+ * Reads the server's retry hint, in priority order `retry-after-ms`, `retry-after` (seconds or
+ * HTTP date), `x-ratelimit-reset-ms`, `x-ratelimit-reset` (seconds, epoch seconds or a duration
+ * such as `6m0s`). Header names are case-insensitive.
+ * @param now epoch milliseconds, used for HTTP dates and epoch resets.
+ */
+export function parseRetryHeaders(headers: Readonly<Record<string, string>>, now: number): RetryHints {
+  const lower = new Map<string, string>();
+  for (const [key, value] of Object.entries(headers)) lower.set(key.toLowerCase(), value);
+  for (const key of HINT_KEYS) {
+    const raw = lower.get(key);
+    if (raw === undefined) continue;
+    const ms = hintToMs(key, raw.trim(), now);
+    if (ms !== undefined) return { retryAfterMs: ms };
+  }
+  return {};
+}
+
+/**
+ * Finds `name: value` or `name=value` retry hints inside an error message, for providers that
+ * only report text. Same priority and formats as {@link parseRetryHeaders}.
+ */
+export function parseRetryHintsFromText(text: string, now: number): RetryHints {
+  const found: Record<string, string> = {};
+  const pattern = /\b(retry-after-ms|retry-after|x-ratelimit-reset-ms|x-ratelimit-reset)"?\s*[:=]\s*"?([^",;\n]+)/gi;
+  for (const match of text.matchAll(pattern)) {
+    const key = match[1]?.toLowerCase();
+    const value = match[2];
+    if (key !== undefined && value !== undefined && found[key] === undefined) found[key] = value;
+  }
+  return parseRetryHeaders(found, now);
+}
+
+function hintToMs(key: HintKey, raw: string, now: number): number | undefined {
+  switch (key) {
+    case "retry-after-ms":
+    case "x-ratelimit-reset-ms":
+      return nonNegative(Number(raw));
+    case "retry-after": {
+      if (/^\d+(\.\d+)?$/.test(raw)) return nonNegative(Number(raw) * 1000);
+      const date = Date.parse(raw);
+      return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+    }
+    case "x-ratelimit-reset": {
+      if (/^\d+(\.\d+)?$/.test(raw)) {
+        const seconds = Number(raw);
+        // Large values are epoch seconds (GitHub style); small ones are seconds from now.
+        return seconds > 1e9 ? Math.max(0, seconds * 1000 - now) : nonNegative(seconds * 1000);
+      }
+      return parseDuration(raw);
+    }
+    default: {
+      const unreachable: never = key;
+      return unreachable;
+    }
+  }
+}
+
+/** Parses Go-style durations as OpenAI sends them: `1s`, `6m0s`, `250ms`, `1h2m`. */
+function parseDuration(raw: string): number | undefined {
+  const pattern = /(\d+(?:\.\d+)?)(ms|h|m|s)/g;
+  let total = 0;
+  let consumed = 0;
+  for (const match of raw.matchAll(pattern)) {
+    const amount = Number(match[1]);
+    const unit = match[2];
+    total += amount * (unit === "h" ? 3_600_000 : unit === "m" ? 60_000 : unit === "s" ? 1000 : 1);
+    consumed += match[0].length;
+  }
+  return consumed > 0 && consumed === raw.length ? Math.round(total) : undefined;
+}
+
+function nonNegative(value: number): number | undefined {
+  return Number.isFinite(value) && value >= 0 ? Math.round(value) : undefined;
+}

@@ -1,0 +1,117 @@
+/**
+ * Typed errors with stable codes, and their plain-data form for crossing a thread.
+ *
+ * Structured clone drops own fields of Error subclasses and comlink keeps only
+ * `{name, message, stack}` (runtime-notes §0.4), so errors never cross as Error objects:
+ * they cross as {@link WireError} and are rebuilt with {@link fromWireError}.
+ */
+
+/** Every code a lifeline error can carry. Tests and callers match on these, never on text. */
+export type ErrorCode =
+  | "ERR_INVALID_SETTINGS"
+  | "ERR_INVALID_OPTIONS"
+  | "ERR_UNKNOWN_MODEL"
+  | "ERR_SESSION_BUSY"
+  | "ERR_SESSION_DISPOSED"
+  | "ERR_HOST_CLOSED"
+  | "ERR_WORKER_EXITED"
+  | "ERR_WORKER_MODULE"
+  | "ERR_CALL_TIMEOUT"
+  | "ERR_PROTOCOL"
+  | "ERR_RUN_FAILED"
+  | "ERR_ABORTED";
+
+/** An error as plain data: what crosses a thread or goes into an event (SPEC X6). */
+export interface WireError {
+  code: ErrorCode;
+  message: string;
+  /** HTTP status of the failed request, when there was one. */
+  status?: number;
+  /** Server's retry hint in milliseconds, when it gave one. */
+  retryAfterMs?: number;
+  stack?: string;
+}
+
+/** Base class of every error lifeline throws. `code` is stable; `message` says what to do. */
+export class LifelineError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number | undefined;
+  readonly retryAfterMs: number | undefined;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { cause?: unknown; status?: number; retryAfterMs?: number } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "LifelineError";
+    this.code = code;
+    this.status = options.status;
+    this.retryAfterMs = options.retryAfterMs;
+  }
+}
+
+/** Settings or options failed validation; the message names the key, the value and what is allowed. */
+export class InvalidSettingsError extends LifelineError {
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super("ERR_INVALID_SETTINGS", message, options);
+    this.name = "InvalidSettingsError";
+  }
+}
+
+/** A prompt arrived while the session was streaming or inside a retry chain (SPEC B3). */
+export class SessionBusyError extends LifelineError {
+  constructor(message: string) {
+    super("ERR_SESSION_BUSY", message);
+    this.name = "SessionBusyError";
+  }
+}
+
+/** The worker serving a session exited, crashed or was terminated (SPEC X5). */
+export class WorkerExitedError extends LifelineError {
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super("ERR_WORKER_EXITED", message, options);
+    this.name = "WorkerExitedError";
+  }
+}
+
+/** Converts any thrown value to plain data. Keeps the code of a LifelineError; others become `fallback`. */
+export function toWireError(error: unknown, fallback: ErrorCode = "ERR_RUN_FAILED"): WireError {
+  if (error instanceof LifelineError) {
+    const wire: WireError = { code: error.code, message: error.message };
+    if (error.status !== undefined) wire.status = error.status;
+    if (error.retryAfterMs !== undefined) wire.retryAfterMs = error.retryAfterMs;
+    if (error.stack !== undefined) wire.stack = error.stack;
+    return wire;
+  }
+  if (error instanceof Error) {
+    const wire: WireError = { code: fallback, message: error.message };
+    if (error.stack !== undefined) wire.stack = error.stack;
+    return wire;
+  }
+  return { code: fallback, message: String(error) };
+}
+
+/** Rebuilds a typed error from its wire form, choosing the subclass by code. */
+export function fromWireError(wire: WireError): LifelineError {
+  let error: LifelineError;
+  switch (wire.code) {
+    case "ERR_INVALID_SETTINGS":
+      error = new InvalidSettingsError(wire.message);
+      break;
+    case "ERR_SESSION_BUSY":
+      error = new SessionBusyError(wire.message);
+      break;
+    case "ERR_WORKER_EXITED":
+      error = new WorkerExitedError(wire.message);
+      break;
+    default: {
+      const options: { status?: number; retryAfterMs?: number } = {};
+      if (wire.status !== undefined) options.status = wire.status;
+      if (wire.retryAfterMs !== undefined) options.retryAfterMs = wire.retryAfterMs;
+      error = new LifelineError(wire.code, wire.message, options);
+    }
+  }
+  if (wire.stack !== undefined) error.stack = wire.stack;
+  return error;
+}

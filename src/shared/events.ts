@@ -1,0 +1,89 @@
+/**
+ * Session events: what `AgentSession.subscribe()` listeners receive (SPEC R14, B4).
+ *
+ * The agent's lifecycle events come from the worker in the order it produced them (X4);
+ * the retry, settle, compaction and worker events are made on the main thread.
+ */
+import type { AgentEvent, AgentMessage } from "@mariozechner/pi-agent-core";
+import type { AssistantMessage } from "@mariozechner/pi-ai";
+import type { WireError } from "./errors.js";
+
+/** `agent_end` as listeners see it: the agent's event plus the retry decision made for it. */
+export interface AgentEndEvent {
+  type: "agent_end";
+  messages: AgentMessage[];
+  /** True when the retry controller will retry this run (an `auto_retry_start` follows). */
+  willRetry: boolean;
+}
+
+/** R14: a retry was scheduled. `attempt` is 1-based; `maxAttempts` is `retry.maxRetries`. */
+export interface AutoRetryStartEvent {
+  type: "auto_retry_start";
+  attempt: number;
+  maxAttempts: number;
+  delayMs: number;
+  errorMessage: string;
+}
+
+/** R14: a retry chain ended. Exactly one per chain. */
+export interface AutoRetryEndEvent {
+  type: "auto_retry_end";
+  success: boolean;
+  attempt: number;
+  finalError?: string;
+}
+
+/** How a prompt ended; carried by `agent_settled` and returned by `prompt()`. */
+export interface PromptResult {
+  /** The last assistant message's stop reason, or "error" when the run failed without one. */
+  stopReason: AssistantMessage["stopReason"];
+  /** The error text when the prompt ended in an error or abort. */
+  errorMessage?: string;
+  /** Retries made for this prompt across all its chains. */
+  retries: number;
+  /** The last assistant message of the prompt, if the model produced one. */
+  message?: AssistantMessage;
+}
+
+/** B4: the completion boundary of R11, once per prompt, after its last `agent_end` and any chain. */
+export interface AgentSettledEvent extends PromptResult {
+  type: "agent_settled";
+}
+
+/** R1/issue: a context overflow was routed to the compaction hook instead of the retry path. */
+export interface CompactionStartEvent {
+  type: "compaction_start";
+  reason: "overflow";
+  errorMessage: string;
+}
+
+/** The compaction hook finished. `compacted` is false when nothing was done (the default hook). */
+export interface CompactionEndEvent {
+  type: "compaction_end";
+  reason: "overflow";
+  compacted: boolean;
+  error?: string;
+}
+
+/** X5: the worker serving this session is gone; pending calls and prompts have been rejected. */
+export interface WorkerExitedEvent {
+  type: "worker_exited";
+  error: WireError;
+}
+
+/** The agent's own events, except `agent_end`, which gains `willRetry`. */
+export type ForwardedAgentEvent = Exclude<AgentEvent, { type: "agent_end" }>;
+
+/** Everything a session listener can receive. Switch on `type`. */
+export type SessionEvent =
+  | ForwardedAgentEvent
+  | AgentEndEvent
+  | AutoRetryStartEvent
+  | AutoRetryEndEvent
+  | AgentSettledEvent
+  | CompactionStartEvent
+  | CompactionEndEvent
+  | WorkerExitedEvent;
+
+/** The retry controller's events. */
+export type RetryEvent = AutoRetryStartEvent | AutoRetryEndEvent;

@@ -1,0 +1,116 @@
+/**
+ * The wire protocol between the main thread and a worker, written once (STYLE 2).
+ *
+ * One MessagePort per worker carries everything, in both directions, so that one FIFO queue
+ * orders a session's events, its run boundaries and the answers to its calls (runtime-notes
+ * §0.2: messages on separate ports have no relative order).
+ *
+ * - main → worker: comlink calls on the {@link WorkerApi} (short request/response: accepted or
+ *   refused, never "wait until the run is done").
+ * - worker → main: comlink replies, and {@link WorkerMessage} batches of session items. A run's
+ *   completion is a `run_end` item on the same port, after the run's last event.
+ *
+ * Only plain data crosses (X6): every call returns a {@link Result}; nothing is thrown across.
+ */
+import type { AgentEvent, AgentMessage } from "@mariozechner/pi-agent-core";
+import type { Api, Model } from "@mariozechner/pi-ai";
+import type { WireError } from "./errors.js";
+
+/** The outcome of a worker call: a value or a typed error as data. */
+export type Result<T> = { ok: true; value: T } | { ok: false; error: WireError };
+
+/** A model named by provider and id (resolved in the worker), or a full pi-ai model object. */
+export type ModelRef = { provider: string; id: string } | Model<Api>;
+
+/** Settings the worker needs for its provider calls (SPEC B1). */
+export interface ProviderSettings {
+  maxRetries: number;
+  timeoutMs?: number | undefined;
+}
+
+/** Everything the worker needs to open a session. Plain data only. */
+export interface SessionInit {
+  sessionId: string;
+  model: ModelRef;
+  systemPrompt: string;
+  /** Transcript to start from (a session restored elsewhere). */
+  messages: AgentMessage[];
+  provider: ProviderSettings;
+  /** Sent only to the worker that serves this session; never echoed in events or errors. */
+  apiKey?: string;
+  /** File URL of a module loaded in the worker; its `setup` export can return tools. */
+  workerModule?: string;
+  /** Plain data handed to the worker module's `setup`. */
+  workerModuleOptions?: unknown;
+}
+
+/** What the worker reports about an opened session. */
+export interface SessionOpened {
+  model: Model<Api>;
+  toolNames: string[];
+}
+
+/** What a run starts from: a new user prompt, or `continue()` after a retry sleep. */
+export type RunInput = { kind: "prompt"; text: string } | { kind: "continue" };
+
+/**
+ * The worker's API, called from the main thread through comlink.
+ * Every method returns quickly; a run's progress arrives as batch items.
+ */
+export interface WorkerApi {
+  openSession(init: SessionInit): Promise<Result<SessionOpened>>;
+  /** Starts a run. Refused with ERR_SESSION_BUSY if one is active. */
+  startRun(sessionId: string, runId: number, input: RunInput): Result<null>;
+  /** Aborts the active run's model request or tool; `value` says whether a run was active. */
+  abort(sessionId: string): Result<boolean>;
+  /** R4: removes a trailing error assistant message from the runtime transcript. */
+  popFailedMessage(sessionId: string): Result<boolean>;
+  /** B3: puts a message back at the end of the runtime transcript (a cancelled chain's failure). */
+  appendMessage(sessionId: string, message: AgentMessage): Result<null>;
+  closeSession(sessionId: string): Result<null>;
+  /** Aborts every run, closes every session and ends the worker's serve loop. */
+  shutdown(): Result<null>;
+  /** Round-trip probe for benchmarks and health checks. */
+  ping(): number;
+}
+
+/** `message_update` as it crosses: `assistantMessageEvent.partial` is dropped (it equals `message`). */
+export type WireAgentEvent = AgentEvent;
+
+/** One item of a batch: a session's event, or the end of one of its runs. */
+export type BatchItem =
+  | { type: "event"; sessionId: string; event: WireAgentEvent }
+  | {
+      type: "run_end";
+      sessionId: string;
+      runId: number;
+      /** Messages the agent appended without a `message_end` event (a thrown run's failure message). */
+      tail: AgentMessage[];
+      /** Set when the run failed outside the agent's own error handling. */
+      error?: WireError;
+    };
+
+/** Worker → main messages that are not comlink replies. */
+export type WorkerMessage = { type: "batch"; items: BatchItem[] };
+
+/** What the main thread's decoder makes of a message on the port. */
+export type DecodedMessage =
+  | { kind: "comlink" }
+  | { kind: "message"; message: WorkerMessage }
+  | { kind: "invalid"; reason: string };
+
+/**
+ * Sorts a message that arrived on the port. comlink replies carry an `id` and a wire-value
+ * `type` (RAW or HANDLER) and are left to comlink; anything else must be a {@link WorkerMessage}.
+ */
+export function decodeWorkerMessage(data: unknown): DecodedMessage {
+  if (data === null || typeof data !== "object") return { kind: "invalid", reason: "not an object" };
+  const record = data as { id?: unknown; type?: unknown; items?: unknown };
+  if (typeof record.id === "string" && (record.type === "RAW" || record.type === "HANDLER")) {
+    return { kind: "comlink" };
+  }
+  if (record.type === "batch" && Array.isArray(record.items)) {
+    return { kind: "message", message: data as WorkerMessage };
+  }
+  return { kind: "invalid", reason: `unknown message type ${JSON.stringify(record.type)}` };
+}

@@ -1,0 +1,137 @@
+/**
+ * The settings schema (SPEC R6, R12, B1, B6): one place for keys, defaults and validation.
+ *
+ * Files use pi's `settings.json` layout. Keys lifeline does not know at the top level are
+ * kept and ignored (a pi settings file is valid here); inside the `retry` group an unknown key
+ * is an error, because a typo there would silently change retry behaviour.
+ */
+import { z } from "zod";
+import { InvalidSettingsError } from "./errors.js";
+
+const nonNegativeInt = z.number().int().min(0);
+const positiveInt = z.number().int().min(1);
+
+const providerSchema = z.strictObject({
+  /** SDK-internal retries per model request. @default 0 (SPEC B1: lifeline is the one retry authority) */
+  maxRetries: nonNegativeInt.default(0),
+  /** HTTP request timeout for providers that support one, in ms. @default the provider's own */
+  timeoutMs: positiveInt.optional(),
+});
+
+const retrySchema = z.strictObject({
+  /** Auto-retry on or off. @default true */
+  enabled: z.boolean().default(true),
+  /** Retries per chain; the first request is not a retry. @default 3 */
+  maxRetries: nonNegativeInt.default(3),
+  /** Delay before retry n is `baseDelayMs * 2^(n-1)`. @default 2000 */
+  baseDelayMs: nonNegativeInt.default(2000),
+  /** B6: wait at least the server's retry hint. @default false */
+  respectRetryAfter: z.boolean().default(false),
+  /** B6: randomise delays. @default "none" */
+  jitter: z.enum(["none", "full", "equal"]).default("none"),
+  /** B6: cap on any delay; a server hint above it fails the chain at once. @default no cap */
+  maxDelayMs: positiveInt.optional(),
+  provider: providerSchema.default({ maxRetries: 0 }),
+});
+
+const settingsSchema = z.looseObject({
+  retry: retrySchema.default({
+    enabled: true,
+    maxRetries: 3,
+    baseDelayMs: 2000,
+    respectRetryAfter: false,
+    jitter: "none",
+    provider: { maxRetries: 0 },
+  }),
+});
+
+/** Validated retry settings, defaults applied. */
+export type RetrySettings = z.output<typeof retrySchema>;
+/** Validated settings, defaults applied. */
+export type Settings = z.output<typeof settingsSchema>;
+
+/** What a settings file or an override may contain: any subset, nested. */
+export interface SettingsInput {
+  retry?: {
+    enabled?: boolean;
+    maxRetries?: number;
+    baseDelayMs?: number;
+    respectRetryAfter?: boolean;
+    jitter?: "none" | "full" | "equal";
+    maxDelayMs?: number;
+    provider?: { maxRetries?: number; timeoutMs?: number };
+  };
+  [key: string]: unknown;
+}
+
+/** The defaults of every key, as one object (SPEC R6). */
+export const DEFAULT_SETTINGS: Settings = settingsSchema.parse({});
+
+/**
+ * Validates a merged settings object and applies defaults.
+ * @param source names where the values came from, for the error message (a file path, "overrides").
+ * @throws InvalidSettingsError naming the key, the value given and what is allowed.
+ */
+export function parseSettings(input: unknown, source: string): Settings {
+  const result = settingsSchema.safeParse(input);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const key = issue.path.map(String).join(".") || "(root)";
+    const value = valueAt(input, issue.path);
+    const given = value === undefined ? "" : ` (got ${JSON.stringify(value)})`;
+    return `${key}: ${describeIssue(issue)}${given}`;
+  });
+  return fail(`Invalid settings in ${source}: ${problems.join("; ")}. Fix or remove these keys.`);
+}
+
+function fail(message: string): never {
+  throw new InvalidSettingsError(message);
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === "unrecognized_keys") {
+    return `unknown key(s) ${issue.keys.join(", ")}; allowed: ${retryKeys()}`;
+  }
+  if (issue.code === "invalid_value") {
+    return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
+  }
+  return issue.message;
+}
+
+function retryKeys(): string {
+  return Object.keys(retrySchema.shape).join(", ");
+}
+
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let current: unknown = input;
+  for (const key of path) {
+    if (current === null || typeof current !== "object") return undefined;
+    current = (current as Record<PropertyKey, unknown>)[key];
+  }
+  return current;
+}
+
+/**
+ * Deep-merges settings layers, later layers winning key by key. Arrays and scalars replace.
+ * Inputs are not modified.
+ */
+export function mergeSettings(...layers: readonly (SettingsInput | undefined)[]): SettingsInput {
+  let merged: Record<string, unknown> = {};
+  for (const layer of layers) {
+    if (layer !== undefined) merged = mergeObjects(merged, layer);
+  }
+  return merged;
+}
+
+function mergeObjects(base: Record<string, unknown>, top: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(top)) {
+    const previous = out[key];
+    out[key] = isPlainObject(previous) && isPlainObject(value) ? mergeObjects(previous, value) : value;
+  }
+  return out;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}

@@ -1,0 +1,48 @@
+/**
+ * What the model sees of a runtime transcript.
+ */
+import type { AgentMessage } from "@mariozechner/pi-agent-core";
+import type { Message, UserMessage } from "@mariozechner/pi-ai";
+
+/**
+ * Keeps user, assistant and tool-result messages, drops failed (error or aborted) assistant
+ * messages, and merges user messages that end up adjacent into one.
+ *
+ * Why: a cancelled or exhausted retry chain leaves `user, assistant(error)` in the transcript
+ * (SPEC B3 keeps the record). pi-ai drops the failed assistant message when it builds the request,
+ * which would send two user turns in a row, and strict providers reject that.
+ */
+export function convertToLlm(messages: AgentMessage[]): Message[] {
+  const out: Message[] = [];
+  for (const message of messages) {
+    if (message.role === "assistant") {
+      if (message.stopReason === "error" || message.stopReason === "aborted") continue;
+      out.push(message);
+      continue;
+    }
+    if (message.role === "toolResult") {
+      out.push(message);
+      continue;
+    }
+    if (message.role !== "user") continue;
+    const previous = out[out.length - 1];
+    if (previous?.role === "user") {
+      out[out.length - 1] = mergeUsers(previous, message);
+    } else {
+      out.push(message);
+    }
+  }
+  return out;
+}
+
+function mergeUsers(first: UserMessage, second: UserMessage): UserMessage {
+  return {
+    role: "user",
+    content: [...asBlocks(first.content), { type: "text", text: "\n\n" }, ...asBlocks(second.content)],
+    timestamp: second.timestamp,
+  };
+}
+
+function asBlocks(content: UserMessage["content"]): Exclude<UserMessage["content"], string> {
+  return typeof content === "string" ? [{ type: "text", text: content }] : content;
+}

@@ -1,0 +1,141 @@
+/**
+ * The built-in `demo` provider: pi-ai's faux provider with scripted answers, so the whole stack,
+ * the retry path included, runs with no key and no network.
+ *
+ * Models:
+ * - `demo-1` fails twice per prompt with transient errors (503, then 429), then answers.
+ * - `demo-stream` always answers, streaming about 50 tokens per second (for load and benchmarks).
+ * - `demo-fast` always answers, streaming with no delay between chunks.
+ *
+ * A prompt can steer the script with directives in square brackets:
+ * `[fail=N]` (N transient failures before answering; `demo-1` only), `[words=N]` (answer length),
+ * `[overflow]` (a context-overflow error), `[fatal]` (a non-retryable 400 error).
+ */
+import {
+  type Api,
+  type AssistantMessage,
+  type Context,
+  fauxAssistantMessage,
+  getApiProvider,
+  type Model,
+  registerApiProvider,
+  registerFauxProvider,
+  type SimpleStreamOptions,
+} from "@mariozechner/pi-ai";
+
+/** The provider name of the demo models. */
+export const DEMO_PROVIDER = "demo";
+
+/** Ids of the demo models, in the order listed to users. */
+export const DEMO_MODEL_IDS = ["demo-1", "demo-stream", "demo-fast"] as const;
+
+const TRANSIENT_ERRORS = [
+  "503 Service Unavailable: the demo model is overloaded (simulated)",
+  "429 Too Many Requests: rate limit reached (simulated)",
+];
+
+interface Directives {
+  fail?: number;
+  words?: number;
+  overflow: boolean;
+  fatal: boolean;
+}
+
+/** Reads `[key=value]` and `[flag]` directives from a prompt. */
+export function parseDirectives(text: string): Directives {
+  const directives: Directives = { overflow: false, fatal: false };
+  for (const match of text.matchAll(/\[(fail|words)=(\d{1,6})\]|\[(overflow|fatal)\]/g)) {
+    if (match[1] === "fail") directives.fail = Number(match[2]);
+    else if (match[1] === "words") directives.words = Number(match[2]);
+    else if (match[3] === "overflow") directives.overflow = true;
+    else if (match[3] === "fatal") directives.fatal = true;
+  }
+  return directives;
+}
+
+let models: Map<string, Model<Api>> | undefined;
+
+/** Registers the demo models with pi-ai (once per thread) and returns them by id. */
+export function demoModels(): Map<string, Model<Api>> {
+  if (models === undefined) {
+    models = new Map([
+      registerDemoModel("demo-1", 2, 60),
+      registerDemoModel("demo-stream", 0, 50),
+      registerDemoModel("demo-fast", 0, undefined),
+    ]);
+  }
+  return models;
+}
+
+function registerDemoModel(
+  id: string,
+  defaultFailures: number,
+  tokensPerSecond: number | undefined,
+): [string, Model<Api>] {
+  // Attempts per (session, transcript length): a retry sees the same transcript, a new prompt a longer one.
+  const attempts = new Map<string, number>();
+  const fauxApi = `lifeline-demo-faux-${id}`;
+  const faux = registerFauxProvider({
+    api: fauxApi,
+    provider: DEMO_PROVIDER,
+    models: [{ id, name: `lifeline demo (${id})`, reasoning: false, contextWindow: 128_000, maxTokens: 4096 }],
+    ...(tokensPerSecond === undefined ? {} : { tokensPerSecond }),
+  });
+  const script = (context: Context, options: SimpleStreamOptions | undefined): AssistantMessage => {
+    const prompt = lastUserText(context);
+    const directives = parseDirectives(prompt);
+    if (directives.overflow) {
+      return errorMessage("prompt is too long: 213462 tokens > 128000 maximum (simulated)");
+    }
+    if (directives.fatal) return errorMessage("400 Bad Request: invalid request (simulated)");
+    const key = `${options?.sessionId ?? ""}:${context.messages.length}`;
+    const attempt = attempts.get(key) ?? 0;
+    const failures = directives.fail ?? defaultFailures;
+    if (attempt < failures) {
+      attempts.set(key, attempt + 1);
+      return errorMessage(TRANSIENT_ERRORS[attempt % TRANSIENT_ERRORS.length] ?? "503 Service Unavailable");
+    }
+    attempts.delete(key);
+    return fauxAssistantMessage(answerText(prompt, directives.words));
+  };
+  const fauxStream = getApiProvider(fauxApi)?.streamSimple;
+  if (fauxStream === undefined) throw new Error(`pi-ai did not register the faux provider ${fauxApi}`);
+  // The faux provider answers from a queue; topping it up right before each call makes the
+  // script unbounded and keeps concurrent sessions from starving each other.
+  const api = `lifeline-demo-${id}`;
+  // pi-ai checks that a model's api matches the provider it is dispatched to, hence the re-tagging.
+  const streamScripted = (model: Model<Api>, context: Context, options?: SimpleStreamOptions) => {
+    faux.appendResponses([(ctx, opts) => script(ctx, opts)]);
+    return fauxStream({ ...model, api: fauxApi }, context, options);
+  };
+  registerApiProvider({ api, stream: streamScripted, streamSimple: streamScripted });
+  const model = faux.getModel();
+  return [id, { ...model, api }];
+}
+
+function errorMessage(text: string): AssistantMessage {
+  return fauxAssistantMessage([], { stopReason: "error", errorMessage: text });
+}
+
+function lastUserText(context: Context): string {
+  for (let i = context.messages.length - 1; i >= 0; i--) {
+    const message = context.messages[i];
+    if (message?.role !== "user") continue;
+    if (typeof message.content === "string") return message.content;
+    return message.content.map((block) => (block.type === "text" ? block.text : "")).join("");
+  }
+  return "";
+}
+
+const FILLER =
+  "lifeline runs each agent loop in a worker thread while the host thread stays free to serve".split(" ");
+
+function answerText(prompt: string, words: number | undefined): string {
+  const cleaned = prompt.replace(/\[[^\]]*\]/g, "").trim();
+  if (words === undefined) {
+    return `Demo answer: you said "${cleaned}". This reply streamed from the demo model in a worker thread; no key, no network.`;
+  }
+  const out: string[] = [];
+  for (let i = 0; i < words; i++) out.push(FILLER[i % FILLER.length] ?? "word");
+  return out.join(" ");
+}

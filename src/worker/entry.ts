@@ -1,0 +1,17 @@
+/**
+ * The worker entry piscina loads. A thin shim: it binds the port handed over in the task to
+ * {@link serveWorker}. The task stays pending for the worker's life, so piscina counts the
+ * worker busy and never parks it in Atomics.wait while sessions are open (runtime-notes §0.5).
+ */
+import type { MessagePort } from "node:worker_threads";
+import { serveWorker } from "./serve-worker.js";
+
+/** The task the main thread runs on the pool: one per worker link. */
+export interface LinkTask {
+  port: MessagePort;
+  batchIntervalMs?: number;
+}
+
+export default function serveLink(task: LinkTask): Promise<void> {
+  return serveWorker(task.port, task.batchIntervalMs === undefined ? {} : { batchIntervalMs: task.batchIntervalMs });
+}

@@ -1,0 +1,45 @@
+/**
+ * Resolves a {@link ModelRef} to a pi-ai model inside the worker, where providers live.
+ */
+import { type Api, getModels, getProviders, type Model } from "@mariozechner/pi-ai";
+import { LifelineError } from "../shared/errors.js";
+import type { ModelRef } from "../shared/protocol.js";
+import { DEMO_PROVIDER, demoModels } from "./demo-provider.js";
+
+/**
+ * @throws LifelineError ERR_UNKNOWN_MODEL naming the provider or model and listing what exists.
+ */
+export function resolveModel(ref: ModelRef): Model<Api> {
+  if ("api" in ref && typeof ref.api === "string") return ref;
+  const { provider, id } = ref;
+  if (provider === DEMO_PROVIDER) {
+    const models = demoModels();
+    const model = models.get(id);
+    if (model !== undefined) return model;
+    throw unknownModel(provider, id, [...models.keys()]);
+  }
+  const providers: readonly string[] = getProviders();
+  if (!providers.includes(provider)) {
+    throw new LifelineError(
+      "ERR_UNKNOWN_MODEL",
+      `Unknown provider "${provider}". Use one of: ${[DEMO_PROVIDER, ...providers].join(", ")}, or pass a pi-ai Model object.`,
+    );
+  }
+  const candidates = getModels(provider as Parameters<typeof getModels>[0]) as Model<Api>[];
+  const model = candidates.find((candidate) => candidate.id === id);
+  if (model !== undefined) return model;
+  throw unknownModel(
+    provider,
+    id,
+    candidates.map((candidate) => candidate.id),
+  );
+}
+
+function unknownModel(provider: string, id: string, available: readonly string[]): LifelineError {
+  const shown = available.slice(0, 20).join(", ");
+  const more = available.length > 20 ? `, and ${available.length - 20} more` : "";
+  return new LifelineError(
+    "ERR_UNKNOWN_MODEL",
+    `Unknown model "${id}" for provider "${provider}". Available: ${shown}${more}.`,
+  );
+}

@@ -1,0 +1,148 @@
+/**
+ * One session's agent loop inside a worker: a pi-agent-core `Agent`, its runs, and the
+ * transcript edits the main thread's retry controller asks for.
+ */
+import { Agent, type AgentMessage, type AgentTool } from "@mariozechner/pi-agent-core";
+import { getEnvApiKey, streamSimple } from "@mariozechner/pi-ai";
+import { LifelineError, toWireError } from "../shared/errors.js";
+import type { RunInput, SessionInit, SessionOpened } from "../shared/protocol.js";
+import type { WorkerModuleSetup, WorkerModuleSetupFn } from "../shared/worker-module.js";
+import { convertToLlm } from "./convert-to-llm.js";
+import type { EventBatcher } from "./event-batcher.js";
+import { resolveModel } from "./resolve-model.js";
+
+export class WorkerSession {
+  readonly id: string;
+  readonly #agent: Agent;
+  readonly #batcher: EventBatcher;
+  #activeRunId: number | undefined;
+  /** Transcript length when the active run started, and message_end events forwarded since. */
+  #runStart = 0;
+  #forwarded = 0;
+  #closed = false;
+
+  private constructor(id: string, agent: Agent, batcher: EventBatcher) {
+    this.id = id;
+    this.#agent = agent;
+    this.#batcher = batcher;
+    agent.subscribe((event) => {
+      if (this.#closed) return;
+      if (event.type === "message_end") this.#forwarded++;
+      batcher.pushEvent(id, event);
+    });
+  }
+
+  /**
+   * Resolves the model, loads the worker module and builds the agent.
+   * @throws LifelineError ERR_UNKNOWN_MODEL or ERR_WORKER_MODULE.
+   */
+  static async open(init: SessionInit, batcher: EventBatcher): Promise<{ session: WorkerSession; opened: SessionOpened }> {
+    const model = resolveModel(init.model);
+    const tools = init.workerModule === undefined ? [] : await loadTools(init);
+    const provider = init.provider;
+    const agent = new Agent({
+      initialState: { systemPrompt: init.systemPrompt, model, tools, messages: init.messages },
+      convertToLlm,
+      sessionId: init.sessionId,
+      getApiKey: (name) => init.apiKey ?? getEnvApiKey(name),
+      // SPEC B1: the SDK's own retries are off unless settings say otherwise.
+      streamFn: (m, context, options) =>
+        streamSimple(m, context, {
+          ...options,
+          maxRetries: provider.maxRetries,
+          ...(provider.timeoutMs === undefined ? {} : { timeoutMs: provider.timeoutMs }),
+        }),
+    });
+    const session = new WorkerSession(init.sessionId, agent, batcher);
+    return { session, opened: { model, toolNames: tools.map((tool) => tool.name) } };
+  }
+
+  /** Starts a run without waiting for it; its end is reported as a `run_end` item. */
+  startRun(runId: number, input: RunInput): void {
+    if (this.#closed) throw new LifelineError("ERR_SESSION_DISPOSED", `Session ${this.id} is closed.`);
+    if (this.#activeRunId !== undefined || this.#agent.state.isStreaming) {
+      throw new LifelineError(
+        "ERR_SESSION_BUSY",
+        `Session ${this.id} is already running; wait for agent_settled before starting another run.`,
+      );
+    }
+    this.#activeRunId = runId;
+    this.#runStart = this.#agent.state.messages.length;
+    this.#forwarded = 0;
+    const run = input.kind === "prompt" ? this.#agent.prompt(input.text) : this.#agent.continue();
+    run.then(
+      () => this.#endRun(runId),
+      (error: unknown) => this.#endRun(runId, error),
+    );
+  }
+
+  /** Aborts the active run's model request or tool. Returns whether a run was active. */
+  abort(): boolean {
+    const active = this.#activeRunId !== undefined;
+    this.#agent.abort();
+    return active;
+  }
+
+  /** R4: removes a trailing failed assistant message. Refused while a run is active. */
+  popFailedMessage(): boolean {
+    if (this.#activeRunId !== undefined) return false;
+    const messages = this.#agent.state.messages;
+    const last = messages[messages.length - 1];
+    if (last?.role !== "assistant" || last.stopReason !== "error") return false;
+    this.#agent.state.messages = messages.slice(0, -1);
+    return true;
+  }
+
+  /** B3: puts a message back at the end of the transcript. */
+  appendMessage(message: AgentMessage): void {
+    this.#agent.state.messages = [...this.#agent.state.messages, message];
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#agent.abort();
+  }
+
+  #endRun(runId: number, error?: unknown): void {
+    if (this.#activeRunId !== runId) return;
+    this.#activeRunId = undefined;
+    if (this.#closed) return;
+    const tail = this.#agent.state.messages.slice(this.#runStart + this.#forwarded);
+    const item: Parameters<EventBatcher["pushRunEnd"]>[0] = { type: "run_end", sessionId: this.id, runId, tail };
+    if (error !== undefined) item.error = toWireError(error, "ERR_RUN_FAILED");
+    this.#batcher.pushRunEnd(item);
+  }
+}
+
+async function loadTools(init: SessionInit): Promise<AgentTool[]> {
+  const url = init.workerModule ?? "";
+  let setup: WorkerModuleSetupFn | undefined;
+  try {
+    const mod = (await import(url)) as { setup?: unknown; default?: unknown };
+    const candidate = mod.setup ?? mod.default;
+    if (typeof candidate === "function") setup = candidate as WorkerModuleSetupFn;
+  } catch (error) {
+    throw moduleError(url, `failed to load: ${describe(error)}`, error);
+  }
+  if (setup === undefined) {
+    throw moduleError(url, "exports no setup function; export `setup(context)` or a default function");
+  }
+  let result: WorkerModuleSetup | AgentTool[] | undefined;
+  try {
+    result = await setup({ sessionId: init.sessionId, options: init.workerModuleOptions });
+  } catch (error) {
+    throw moduleError(url, `setup threw: ${describe(error)}`, error);
+  }
+  if (result === undefined) return [];
+  return Array.isArray(result) ? result : (result.tools ?? []);
+}
+
+function moduleError(url: string, problem: string, cause?: unknown): LifelineError {
+  return new LifelineError("ERR_WORKER_MODULE", `Worker module ${url} ${problem}. Fix the module and create the session again.`, {
+    cause,
+  });
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,24 +1,46 @@
+/**
+ * Exact event sequences of retry chains through a full session, with the worker API served
+ * in-process over a MessageChannel and the retry sleep under the test's control.
+ */
+import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { afterEach, describe, expect, it } from "vitest";
-import { inProcessHost, outline, record } from "./fixtures/in-process-host.js";
-import { scriptedModel } from "./fixtures/scripted-provider.js";
+import { type AuthStorage, InMemoryAuthStorage } from "../src/main/auth-storage.js";
+import type { SessionHostOptions } from "../src/main/session-host.js";
+import { inProcessHost, nextEvent, nextEventAfter, outline, record } from "./fixtures/in-process-host.js";
+import { gate, type Step, scriptedModel } from "./fixtures/scripted-provider.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
 
-function setup(steps: Parameters<typeof scriptedModel>[0]) {
+async function setup(steps: readonly Step[], options: SessionHostOptions = {}) {
   const scripted = scriptedModel(steps);
-  const env = inProcessHost();
-  cleanups.push(() => env.host.close(), () => scripted.unregister());
-  return { ...env, scripted };
+  const env = inProcessHost(options);
+  cleanups.push(
+    () => env.host.close(),
+    () => scripted.unregister(),
+  );
+  const session = await env.host.createSession({ model: scripted.model });
+  const events = record(session);
+  return { ...env, scripted, session, events };
 }
 
-describe("retry chains through a session (in-process worker)", () => {
-  it("R4 R5 R7: succeeds after two failures with exact events", async () => {
-    const { host, clock, scripted } = setup([{ error: "503 Service Unavailable" }, { error: "429 Too Many Requests" }, { text: "hello" }]);
-    const session = await host.createSession({ model: scripted.model });
-    const events = record(session);
+function roles(messages: readonly AgentMessage[]): string[] {
+  return messages.map((m) => (m.role === "assistant" ? `assistant:${m.stopReason}` : m.role));
+}
+
+function noTwoUsersInARow(messages: readonly AgentMessage[]): boolean {
+  return messages.every((m, i) => i === 0 || !(m.role === "user" && messages[i - 1]?.role === "user"));
+}
+
+describe("retry chains through a session", () => {
+  it("R4 R5 R7: a prompt succeeds after two failures with the seed's exact events", async () => {
+    const { clock, scripted, session, events } = await setup([
+      { error: "503 Service Unavailable" },
+      { error: "429 Too Many Requests" },
+      { text: "hello" },
+    ]);
     const done = session.prompt("hi");
     await clock.release();
     await clock.release();
@@ -35,7 +57,383 @@ describe("retry chains through a session (in-process worker)", () => {
       "agent_end willRetry=false",
       "agent_settled stop retries=2",
     ]);
-    expect(result.stopReason).toBe("stop");
+    expect(result).toMatchObject({ stopReason: "stop", retries: 2 });
     expect(scripted.calls()).toBe(3);
+    expect(session.retryAttempt).toBe(0);
+    expect(session.isRetrying).toBe(false);
+  });
+
+  it("R4: the runtime transcript drops failed attempts while the history keeps them", async () => {
+    const { clock, session } = await setup([{ error: "503 Service Unavailable" }, { text: "ok" }]);
+    const done = session.prompt("hi");
+    await clock.release();
+    await done;
+    expect(roles(session.messages)).toEqual(["user", "assistant:stop"]);
+    expect(roles(session.history)).toEqual(["user", "assistant:error", "assistant:stop"]);
+  });
+
+  it("R6 R7: an exhausted chain waits 2000/4000/8000 ms and reports attempt - 1", async () => {
+    const { clock, scripted, session, events } = await setup([{ error: "500 Internal Server Error" }]);
+    const done = session.prompt("hi");
+    for (let i = 0; i < 3; i++) await clock.release();
+    const result = await done;
+    expect(clock.delays).toEqual([2000, 4000, 8000]);
+    expect(outline(events)).toEqual([
+      "agent_start",
+      "agent_end willRetry=true",
+      "auto_retry_start 1/3 delay=2000 error=500 Internal Server Error",
+      "agent_start",
+      "agent_end willRetry=true",
+      "auto_retry_start 2/3 delay=4000 error=500 Internal Server Error",
+      "agent_start",
+      "agent_end willRetry=true",
+      "auto_retry_start 3/3 delay=8000 error=500 Internal Server Error",
+      "agent_start",
+      "agent_end willRetry=false",
+      "auto_retry_end success=false attempt=3 finalError=500 Internal Server Error",
+      "agent_settled error retries=3",
+    ]);
+    expect(result).toMatchObject({ stopReason: "error", errorMessage: "500 Internal Server Error" });
+    expect(scripted.calls()).toBe(4);
+  });
+
+  it("R8 B3: abortRetry() in the sleep cancels the chain and leaves a valid transcript", async () => {
+    const { clock, scripted, session, events } = await setup([{ error: "503 Service Unavailable" }, { text: "second answer" }]);
+    const done = session.prompt("first");
+    await clock.waitForSleep();
+    session.abortRetry();
+    const result = await done;
+    expect(outline(events)).toEqual([
+      "agent_start",
+      "agent_end willRetry=true",
+      "auto_retry_start 1/3 delay=2000 error=503 Service Unavailable",
+      "auto_retry_end success=false attempt=1 finalError=Retry cancelled",
+      "agent_settled error retries=1",
+    ]);
+    expect(result.stopReason).toBe("error");
+    expect(clock.pending).toBe(0);
+    expect(scripted.calls()).toBe(1);
+    expect(roles(session.messages)).toEqual(["user", "assistant:error"]);
+    const next = await session.prompt("second");
+    expect(next.stopReason).toBe("stop");
+    expect(noTwoUsersInARow(session.messages)).toBe(true);
+    // What the model saw for the second prompt: one user turn holding both texts, not two in a row.
+    const seen = scripted.contexts[1]?.messages.map((m) => m.role);
+    expect(seen).toEqual(["user"]);
+  });
+
+  it("B3: abortRetry() while a retried attempt is in flight ends the chain and that attempt is not retried", async () => {
+    const held = gate();
+    const { clock, scripted, session, events } = await setup([
+      { error: "503 Service Unavailable" },
+      { error: "502 Bad Gateway", after: held.promise },
+      { text: "never" },
+    ]);
+    const done = session.prompt("hi");
+    const retried = nextEventAfter(session, "agent_start", 2);
+    await clock.release();
+    await retried;
+    session.abortRetry();
+    held.open();
+    const result = await done;
+    expect(outline(events)).toEqual([
+      "agent_start",
+      "agent_end willRetry=true",
+      "auto_retry_start 1/3 delay=2000 error=503 Service Unavailable",
+      "agent_start",
+      "auto_retry_end success=false attempt=1 finalError=Retry cancelled",
+      "agent_end willRetry=false",
+      "agent_settled error retries=1",
+    ]);
+    expect(result.errorMessage).toBe("502 Bad Gateway");
+    expect(scripted.calls()).toBe(2);
+    expect(noTwoUsersInARow(session.messages)).toBe(true);
+  });
+
+  it("R9: abort() in the sleep cancels the chain; no request follows", async () => {
+    const { clock, scripted, session, events } = await setup([{ error: "overloaded" }, { text: "never" }]);
+    const done = session.prompt("hi");
+    await clock.waitForSleep();
+    await session.abort();
+    await done;
+    expect(outline(events)).toEqual([
+      "agent_start",
+      "agent_end willRetry=true",
+      "auto_retry_start 1/3 delay=2000 error=overloaded",
+      "auto_retry_end success=false attempt=1 finalError=Retry cancelled",
+      "agent_settled error retries=1",
+    ]);
+    expect(clock.pending).toBe(0);
+    expect(scripted.calls()).toBe(1);
+  });
+
+  it("R9 X3: abort() during streaming stops the request; an aborted run is never retried", async () => {
+    const { scripted, session, events } = await setup([{ stall: true }]);
+    const done = session.prompt("hi");
+    await scripted.waitForCall(1);
+    await session.abort();
+    const result = await done;
+    expect(result.stopReason).toBe("aborted");
+    expect(outline(events)).toEqual(["agent_start", "agent_end willRetry=false", "agent_settled aborted retries=0"]);
+  });
+
+  it("B3: abort() while a retried attempt streams ends the chain; the aborted message is not a retry success", async () => {
+    const { clock, session, events } = await setup([{ error: "fetch failed" }, { stall: true }]);
+    const done = session.prompt("hi");
+    const retried = nextEventAfter(session, "agent_start", 2);
+    await clock.release();
+    await retried;
+    await session.abort();
+    const result = await done;
+    expect(outline(events)).toEqual([
+      "agent_start",
+      "agent_end willRetry=true",
+      "auto_retry_start 1/3 delay=2000 error=fetch failed",
+      "agent_start",
+      "auto_retry_end success=false attempt=1 finalError=Retry cancelled",
+      "agent_end willRetry=false",
+      "agent_settled aborted retries=1",
+    ]);
+    expect(result.stopReason).toBe("aborted");
+    expect(events.filter((e) => e.type === "auto_retry_end" && e.success)).toHaveLength(0);
+  });
+
+  it("R15: with retry disabled a retryable error ends the prompt", async () => {
+    const { scripted, session, events } = await setup([{ error: "503 Service Unavailable" }]);
+    session.setAutoRetryEnabled(false);
+    expect(session.autoRetryEnabled).toBe(false);
+    await session.prompt("hi");
+    expect(outline(events)).toEqual(["agent_start", "agent_end willRetry=false", "agent_settled error retries=0"]);
+    expect(scripted.calls()).toBe(1);
+  });
+
+  it("R2 R15: a non-retryable error is not retried", async () => {
+    const { scripted, session, events } = await setup([{ error: "400 Bad Request: invalid model" }]);
+    const result = await session.prompt("hi");
+    expect(outline(events)).toEqual(["agent_start", "agent_end willRetry=false", "agent_settled error retries=0"]);
+    expect(result.errorMessage).toBe("400 Bad Request: invalid model");
+    expect(scripted.calls()).toBe(1);
+  });
+
+  it("R1: a context overflow is never retried and goes to the compaction hook", async () => {
+    const scripted = scriptedModel([{ error: "prompt is too long: 213462 tokens > 200000 maximum" }]);
+    const env = inProcessHost();
+    cleanups.push(
+      () => env.host.close(),
+      () => scripted.unregister(),
+    );
+    const seen: string[] = [];
+    const session = await env.host.createSession({
+      model: scripted.model,
+      onContextOverflow: (info) => {
+        seen.push(info.errorMessage);
+        return false;
+      },
+    });
+    const events = record(session);
+    await session.prompt("hi");
+    expect(outline(events)).toEqual([
+      "agent_start",
+      "agent_end willRetry=false",
+      "compaction_start",
+      "compaction_end",
+      "agent_settled error retries=0",
+    ]);
+    expect(seen).toEqual(["prompt is too long: 213462 tokens > 200000 maximum"]);
+    expect(events.find((e) => e.type === "compaction_end")).toMatchObject({ compacted: false });
+    expect(scripted.calls()).toBe(1);
+  });
+
+  it("R4: a usage-limit error is reported to the auth storage with its retry hint; no switch keeps the backoff", async () => {
+    const storage = new InMemoryAuthStorage();
+    const { clock, session, events } = await setup([{ error: "usage limit reached (retry-after: 30)" }, { text: "ok" }], {
+      authStorage: storage,
+    });
+    const done = session.prompt("hi");
+    await clock.release();
+    await done;
+    expect(storage.records).toHaveLength(1);
+    expect(storage.records[0]).toMatchObject({ provider: "scripted", sessionId: session.id, retryAfterMs: 30_000 });
+    expect(outline(events)[2]).toBe("auto_retry_start 1/3 delay=2000 error=usage limit reached (retry-after: 30)");
+  });
+
+  it("R4: a usage-limit error retries with no delay when the auth storage switched credentials", async () => {
+    const calls: string[] = [];
+    const storage: AuthStorage = {
+      markUsageLimitReached: async (provider) => {
+        calls.push(provider);
+        return true;
+      },
+    };
+    const { clock, session, events } = await setup([{ error: "Usage limit exceeded" }, { text: "ok" }], { authStorage: storage });
+    const done = session.prompt("hi");
+    await clock.release();
+    await done;
+    expect(calls).toEqual(["scripted"]);
+    expect(clock.delays).toEqual([0]);
+    expect(outline(events)[2]).toBe("auto_retry_start 1/3 delay=0 error=Usage limit exceeded");
+  });
+
+  it("B3: a model call that throws still ends the run, is classified, and settles the prompt", async () => {
+    const { clock, session, events } = await setup([{ throws: "fetch failed" }, { text: "recovered" }]);
+    const done = session.prompt("hi");
+    await clock.release();
+    const result = await done;
+    expect(result.stopReason).toBe("stop");
+    expect(outline(events)).toContain("auto_retry_end success=true attempt=1");
+  });
+
+  it("B3: a thrown non-retryable failure settles the prompt with its message", async () => {
+    const { session } = await setup([{ throws: "provider exploded" }]);
+    const result = await session.prompt("hi");
+    expect(result).toMatchObject({ stopReason: "error", errorMessage: "provider exploded" });
+    expect(session.isBusy).toBe(false);
+  });
+
+  it("B3: a prompt during a live chain is refused with ERR_SESSION_BUSY, or queued on request", async () => {
+    const { clock, scripted, session, events } = await setup([{ error: "503 Service Unavailable" }, { text: "one" }, { text: "two" }]);
+    const first = session.prompt("first");
+    await clock.waitForSleep();
+    await expect(session.prompt("interleaved")).rejects.toMatchObject({ code: "ERR_SESSION_BUSY" });
+    const queued = session.prompt("second", { queue: true });
+    await clock.release();
+    const results = await Promise.all([first, queued]);
+    expect(results.map((r) => r.stopReason)).toEqual(["stop", "stop"]);
+    expect(scripted.calls()).toBe(3);
+    expect(events.filter((e) => e.type === "agent_settled")).toHaveLength(2);
+    expect(roles(session.messages)).toEqual(["user", "assistant:stop", "user", "assistant:stop"]);
+  });
+
+  it("R11 B4: agent_settled comes once per prompt, after the last agent_end, and before prompt() resolves", async () => {
+    const { clock, session } = await setup([{ error: "503" }, { text: "ok" }]);
+    const order: string[] = [];
+    session.subscribe((event) => {
+      if (event.type === "agent_end" || event.type === "agent_settled") order.push(event.type);
+    });
+    const done = session.prompt("hi").then(() => order.push("resolved"));
+    await clock.release();
+    await done;
+    expect(order).toEqual(["agent_end", "agent_end", "agent_settled", "resolved"]);
+  });
+
+  it("B5: setAutoRetryEnabled changes only its own session", async () => {
+    const scripted = scriptedModel([{ error: "503" }, { text: "ok" }]);
+    const env = inProcessHost();
+    cleanups.push(
+      () => env.host.close(),
+      () => scripted.unregister(),
+    );
+    const a = await env.host.createSession({ model: scripted.model });
+    const b = await env.host.createSession({ model: scripted.model });
+    a.setAutoRetryEnabled(false);
+    expect(b.autoRetryEnabled).toBe(true);
+    expect((await env.host.settings()).retry.enabled).toBe(true);
+  });
+
+  it("R14: listeners get auto_retry events with the seed's payload fields", async () => {
+    const { clock, session } = await setup([{ error: "rate limit exceeded" }, { text: "ok" }]);
+    const start = nextEvent(session, "auto_retry_start");
+    const end = nextEvent(session, "auto_retry_end");
+    const done = session.prompt("hi");
+    expect(await start).toEqual({
+      type: "auto_retry_start",
+      attempt: 1,
+      maxAttempts: 3,
+      delayMs: 2000,
+      errorMessage: "rate limit exceeded",
+    });
+    await clock.release();
+    expect(await end).toEqual({ type: "auto_retry_end", success: true, attempt: 1 });
+    await done;
+  });
+
+  it("a listener that throws does not break the session or other listeners", async () => {
+    const errors: unknown[] = [];
+    const { session } = await setup([{ text: "ok" }], { onListenerError: (error) => errors.push(error) });
+    const seen: string[] = [];
+    session.subscribe(() => {
+      throw new Error("listener bug");
+    });
+    session.subscribe((event) => seen.push(event.type));
+    const result = await session.prompt("hi");
+    expect(result.stopReason).toBe("stop");
+    expect(seen).toContain("agent_settled");
+    expect(errors.length).toBeGreaterThan(0);
+  });
+});
+
+describe("session lifecycle", () => {
+  it("X5: a worker that goes away settles the pending prompt with ERR_WORKER_EXITED and clears the sleep", async () => {
+    const { clock, session, events, workerPorts } = await setup([{ error: "503" }]);
+    const done = session.prompt("hi");
+    await clock.waitForSleep();
+    workerPorts[0]?.close();
+    await expect(done).rejects.toMatchObject({ code: "ERR_WORKER_EXITED" });
+    expect(clock.pending).toBe(0);
+    expect(outline(events)).toEqual([
+      "agent_start",
+      "agent_end willRetry=true",
+      "auto_retry_start 1/3 delay=2000 error=503",
+      "auto_retry_end success=false attempt=1 finalError=Worker exited",
+      "worker_exited",
+    ]);
+    await expect(session.prompt("again")).rejects.toMatchObject({ code: "ERR_WORKER_EXITED" });
+    expect(roles(session.history)).toEqual(["user", "assistant:error"]);
+  });
+
+  it("dispose() rejects pending and queued prompts with ERR_SESSION_DISPOSED, and later prompts too", async () => {
+    const { scripted, session } = await setup([{ stall: true }]);
+    const first = session.prompt("one").catch((error: unknown) => error);
+    const queued = session.prompt("two", { queue: true }).catch((error: unknown) => error);
+    await scripted.waitForCall(1);
+    await session.dispose();
+    expect(await first).toMatchObject({ code: "ERR_SESSION_DISPOSED" });
+    expect(await queued).toMatchObject({ code: "ERR_SESSION_DISPOSED" });
+    await expect(session.prompt("three")).rejects.toMatchObject({ code: "ERR_SESSION_DISPOSED" });
+  });
+
+  it("prompt() with empty text is refused with ERR_INVALID_OPTIONS", async () => {
+    const { session } = await setup([{ text: "ok" }]);
+    await expect(session.prompt("   ")).rejects.toMatchObject({ code: "ERR_INVALID_OPTIONS" });
+    expect(session.isBusy).toBe(false);
+  });
+
+  it("createSession rejects an unknown demo model with ERR_UNKNOWN_MODEL listing the models", async () => {
+    const env = inProcessHost();
+    cleanups.push(() => env.host.close());
+    const error = await env.host.createSession({ model: "demo/nope" }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "ERR_UNKNOWN_MODEL" });
+    expect(String((error as Error).message)).toContain("demo-1");
+  });
+
+  it("createSession rejects malformed options with ERR_INVALID_OPTIONS naming the field", async () => {
+    const env = inProcessHost();
+    cleanups.push(() => env.host.close());
+    const error = await env.host.createSession({ model: "no-slash" }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "ERR_INVALID_OPTIONS" });
+    expect(String((error as Error).message)).toContain("model");
+  });
+
+  it("createSession after close() is refused with ERR_HOST_CLOSED", async () => {
+    const env = inProcessHost();
+    await env.host.close();
+    await expect(env.host.createSession()).rejects.toMatchObject({ code: "ERR_HOST_CLOSED" });
+  });
+
+  it("the demo model fails twice then answers (built-in, in-process)", async () => {
+    const env = inProcessHost();
+    cleanups.push(() => env.host.close());
+    const session = await env.host.createSession();
+    const events = record(session);
+    const done = session.prompt("hello");
+    await env.clock.release();
+    await env.clock.release();
+    const result = await done;
+    expect(result.stopReason).toBe("stop");
+    expect(outline(events).filter((line) => line.startsWith("auto_retry"))).toEqual([
+      "auto_retry_start 1/3 delay=2000 error=503 Service Unavailable: the demo model is overloaded (simulated)",
+      "auto_retry_start 2/3 delay=4000 error=429 Too Many Requests: rate limit reached (simulated)",
+      "auto_retry_end success=true attempt=2",
+    ]);
   });
 });

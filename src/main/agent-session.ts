@@ -11,7 +11,7 @@ import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { type Api, type AssistantMessage, isContextOverflow, type Model } from "@mariozechner/pi-ai";
 import type { ClassifiableMessage } from "../shared/classify.js";
 import { LifelineError, SessionBusyError, type WorkerExitedError } from "../shared/errors.js";
-import type { AutoRetryStartEvent, PromptResult, SessionEvent } from "../shared/events.js";
+import type { AutoRetryStartEvent, PromptResult, RetryEvent, SessionEvent } from "../shared/events.js";
 import type { BatchItem, RunInput } from "../shared/protocol.js";
 import type { Settings } from "../shared/settings.js";
 import type { AuthStorage } from "./auth-storage.js";
@@ -95,6 +95,8 @@ export class AgentSession {
   #prompt: PendingPrompt | undefined;
   readonly #queue: QueuedPrompt[] = [];
   #overflowPending = false;
+  /** Collects controller events while an agent_end decision is being made (see #handleItem). */
+  #heldRetryEvents: RetryEvent[] | undefined;
   #closed: LifelineError | undefined;
 
   /** @internal Use `SessionHost.createSession()`. */
@@ -118,7 +120,8 @@ export class AgentSession {
         isContextOverflow(message as AssistantMessage, contextWindow > 0 ? contextWindow : undefined),
       emit: (event) => {
         if (event.type === "auto_retry_start" && this.#prompt !== undefined) this.#prompt.retries++;
-        this.#events.emit(event);
+        if (this.#heldRetryEvents !== undefined) this.#heldRetryEvents.push(event);
+        else this.#events.emit(event);
       },
       baseUrl: wiring.model.baseUrl,
     };
@@ -305,8 +308,13 @@ export class AgentSession {
       case "agent_end": {
         const last = lastAssistant(event.messages);
         if (last !== undefined && this.#prompt !== undefined) this.#prompt.lastAssistant = last;
+        // The decision may end a chain; as in pi, listeners see agent_end before auto_retry_end.
+        const held: RetryEvent[] = [];
+        this.#heldRetryEvents = held;
         const decision = this.#retry.onAgentEnd(last);
+        this.#heldRetryEvents = undefined;
         this.#events.emit({ type: "agent_end", messages: event.messages, willRetry: decision.kind === "retry" });
+        for (const retryEvent of held) this.#events.emit(retryEvent);
         // Acted on at run_end: the worker's run is over by then and the transcript tail is in.
         this.#afterRun = { decision, last };
         return;

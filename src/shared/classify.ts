@@ -96,7 +96,9 @@ export function parseRetryHeaders(headers: Readonly<Record<string, string>>, now
  */
 export function parseRetryHintsFromText(text: string, now: number): RetryHints {
   const found: Record<string, string> = {};
-  const pattern = /\b(retry-after-ms|retry-after|x-ratelimit-reset-ms|x-ratelimit-reset)"?\s*[:=]\s*"?([^",;\n]+)/gi;
+  // A value is a number or Go-style duration, or an HTTP date (which contains a comma).
+  const pattern =
+    /\b(retry-after-ms|retry-after|x-ratelimit-reset-ms|x-ratelimit-reset)"?\s*[:=]\s*"?((?:\d+(?:\.\d+)?(?:ms|h|m|s)?)+|[A-Z][a-z]{2}, \d{1,2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT)/gi;
   for (const match of text.matchAll(pattern)) {
     const key = match[1]?.toLowerCase();
     const value = match[2];

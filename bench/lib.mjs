@@ -1,0 +1,128 @@
+/**
+ * Helpers shared by the benchmark sections. Plain ESM; imports the built package from ../dist.
+ *
+ * Every section is a script that runs in its own process (bench/run.mjs spawns it) and ends by
+ * printing one line `BENCH_RESULT <json>` that run.mjs collects.
+ */
+import { readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createSessionHost } from "../dist/main/index.js";
+
+/** BENCH_QUICK=1 shrinks every count (smoke runs; figures are noisier). */
+export const QUICK = process.env.BENCH_QUICK === "1";
+
+/** Picks the full or the quick value. */
+export const pick = (full, quick) => (QUICK ? quick : full);
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * CPU time of the calling process's main thread, in nanoseconds.
+ *
+ * `process.cpuUsage()` counts every thread of the process (the worker threads too), so it cannot
+ * tell main-thread cost apart. On Linux the main thread's own run time is the first field of
+ * /proc/<pid>/task/<pid>/schedstat (ns, scheduler-accounted). Elsewhere this falls back to the
+ * event loop's active time (performance.eventLoopUtilization), which is close for a thread that
+ * does no blocking I/O.
+ */
+const SCHEDSTAT = `/proc/${process.pid}/task/${process.pid}/schedstat`;
+let schedstatWorks;
+export function mainThreadCpuNs() {
+  if (schedstatWorks !== false) {
+    try {
+      const ns = Number(readFileSync(SCHEDSTAT, "utf8").split(" ")[0]);
+      schedstatWorks = true;
+      return ns;
+    } catch {
+      schedstatWorks = false;
+    }
+  }
+  return performance.eventLoopUtilization().active * 1e6;
+}
+
+/** Which clock mainThreadCpuNs uses. */
+export function cpuClockName() {
+  mainThreadCpuNs();
+  return schedstatWorks ? "main-thread schedstat" : "event-loop active time";
+}
+
+/** A CPU + event-loop-utilisation stopwatch for the main thread. */
+export function startMeter() {
+  const cpu0 = mainThreadCpuNs();
+  const elu0 = performance.eventLoopUtilization();
+  const t0 = performance.now();
+  return () => {
+    const cpuNs = mainThreadCpuNs() - cpu0;
+    const elu = performance.eventLoopUtilization(elu0);
+    return { cpuNs, eluActiveMs: elu.active, elu: elu.utilization, wallMs: performance.now() - t0 };
+  };
+}
+
+/** Percentile of an array of numbers (nearest rank). Sorts a copy. */
+export function percentile(values, p) {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank];
+}
+
+export function summarize(values) {
+  const sum = values.reduce((a, b) => a + b, 0);
+  return {
+    n: values.length,
+    p50: percentile(values, 50),
+    p90: percentile(values, 90),
+    p99: percentile(values, 99),
+    max: Math.max(...values),
+    mean: sum / values.length,
+  };
+}
+
+/** An isolated host: settings files in a fresh temp dir, short retry base delay. */
+export async function makeHost(extra = {}) {
+  const dir = await mkdtemp(join(tmpdir(), "lifeline-bench-"));
+  const host = createSessionHost({
+    lifelineDir: dir,
+    cwd: dir,
+    settings: { retry: { baseDelayMs: 10 } },
+    ...extra,
+  });
+  const close = async () => {
+    await host.close();
+    await rm(dir, { recursive: true, force: true });
+  };
+  return { host, dir, close };
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+export async function mapLimit(items, limit, fn) {
+  const results = new Array(items.length);
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await fn(items[index], index);
+    }
+  });
+  await Promise.all(lanes);
+  return results;
+}
+
+/** Prints the section's result for run.mjs (last line of stdout). */
+export function report(result) {
+  process.stdout.write(`BENCH_RESULT ${JSON.stringify(result)}\n`);
+}
+
+/** Forces a full collection (needs --expose-gc); a few passes let finalizers and weak refs settle. */
+export async function fullGc() {
+  if (typeof globalThis.gc !== "function") throw new Error("run with node --expose-gc");
+  for (let i = 0; i < 4; i++) {
+    globalThis.gc();
+    await sleep(20);
+  }
+}
+
+export const fmtUs = (ns) => (ns / 1e3).toFixed(2);
+export const fmtMs = (ms) => ms.toFixed(2);

@@ -126,3 +126,33 @@ export async function fullGc() {
 
 export const fmtUs = (ns) => (ns / 1e3).toFixed(2);
 export const fmtMs = (ms) => ms.toFixed(2);
+
+/**
+ * Runs a bench script in a fresh Node process (same flags as this one, so --expose-gc carries
+ * over), streams its stderr through, and resolves with its BENCH_RESULT object.
+ */
+export async function runChild(script, args = [], { echo = false } = {}) {
+  const { spawn } = await import("node:child_process");
+  const { fileURLToPath } = await import("node:url");
+  const file = fileURLToPath(new URL(script, import.meta.url));
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...process.execArgv, file, ...args], {
+      stdio: ["ignore", "pipe", "inherit"],
+      env: process.env,
+    });
+    let out = "";
+    child.stdout.on("data", (data) => {
+      out += data;
+      if (echo) process.stdout.write(data);
+    });
+    child.on("error", reject);
+    child.on("exit", (code, signal) => {
+      const line = out.split("\n").find((l) => l.startsWith("BENCH_RESULT "));
+      if (code !== 0 || line === undefined) {
+        reject(new Error(`${script} ${args.join(" ")} exited with ${signal ?? code}\n${out.slice(-2000)}`));
+        return;
+      }
+      resolve(JSON.parse(line.slice("BENCH_RESULT ".length)));
+    });
+  });
+}

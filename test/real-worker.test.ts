@@ -1,0 +1,420 @@
+/**
+ * Real parts (STYLE 16, tier two): sessions through the built package, a real piscina pool and
+ * real worker threads, worker modules loaded in those threads, and a real HTTP server on
+ * 127.0.0.1. Run `npm run build` first; the host loads dist/worker/entry.js itself.
+ *
+ * Nothing here waits for wall-clock time to "let things happen": every wait is on an event or a
+ * promise, bounded by {@link within}.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { getModels, type Model } from "@mariozechner/pi-ai";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  type AgentSession,
+  createSessionHost,
+  LifelineError,
+  type PromptResult,
+  type SessionEvent,
+  type SessionHost,
+  type SessionHostOptions,
+  WorkerExitedError,
+} from "../dist/main/index.js";
+import { checkEventOrder, type LogEntry } from "./fixtures/event-order.js";
+
+const DIST_INDEX = new URL("../dist/main/index.js", import.meta.url).href;
+const PACED_MODULE = new URL("./fixtures/paced-provider.mjs", import.meta.url);
+const CRASH_MODULE = new URL("./fixtures/crash-provider.mjs", import.meta.url);
+const TOOL_MODULE = new URL("./fixtures/tool-module.mjs", import.meta.url);
+const THROWING_MODULE = new URL("./fixtures/throws-at-load.mjs", import.meta.url);
+
+/** A pi-ai model object for an api registered by a worker module fixture. */
+function testModel(api: string, id: string): Model<string> {
+  return {
+    id,
+    name: id,
+    api,
+    provider: "test",
+    baseUrl: "http://localhost:0",
+    reasoning: false,
+    input: ["text"],
+    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+    contextWindow: 128_000,
+    maxTokens: 4096,
+  };
+}
+
+const PACED_MODEL = testModel("lifeline-test-paced", "paced-1");
+const STALL_MODEL = testModel("lifeline-test-stall", "stall-1");
+const CRASH_MODEL = testModel("lifeline-test-crash", "crash-1");
+const TOOLS_MODEL = testModel("lifeline-test-tools", "tools-1");
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "lifeline-real-"));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** A host on the real pool, isolated from any user or project settings file. */
+function realHost(options: SessionHostOptions = {}): SessionHost {
+  const dir = tempDir();
+  const host = createSessionHost({ lifelineDir: dir, cwd: dir, settings: { retry: { baseDelayMs: 1 } }, ...options });
+  cleanups.push(() => host.close());
+  return host;
+}
+
+/** Resolves or rejects with `promise`, or rejects once `ms` have passed: no wait is unbounded. */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function record(session: AgentSession): LogEntry[] {
+  const log: LogEntry[] = [];
+  session.subscribe((event) => log.push(event));
+  return log;
+}
+
+/** Sends a prompt and pushes a `prompt_resolved` marker into `log` when it resolves. */
+function promptLogged(session: AgentSession, log: LogEntry[], text: string): Promise<PromptResult> {
+  return session.prompt(text).then((result) => {
+    log.push({ type: "prompt_resolved" });
+    return result;
+  });
+}
+
+/** Resolves at the session's next event of `type`. */
+function nextEvent<T extends SessionEvent["type"]>(session: AgentSession, type: T): Promise<Extract<SessionEvent, { type: T }>> {
+  return new Promise((resolve) => {
+    const off = session.subscribe((event) => {
+      if (event.type === type) {
+        off();
+        resolve(event as Extract<SessionEvent, { type: T }>);
+      }
+    });
+  });
+}
+
+function answerOf(result: PromptResult): string {
+  return (result.message?.content ?? []).map((block) => (block.type === "text" ? block.text : "")).join("");
+}
+
+function settledError(outcome: PromiseSettledResult<unknown>): unknown {
+  return outcome.status === "rejected" ? outcome.reason : `resolved with ${JSON.stringify(outcome.value)}`;
+}
+
+describe("sessions through a real worker pool", () => {
+  it("X4: delivers thousands of events from concurrent sessions in order, and prompt() settles only after agent_end, the chain and agent_settled", async () => {
+    const host = realHost({ threads: 2, batchIntervalMs: 0 });
+    // Each session runs two prompts one after the other; `fail` is the number of retries expected.
+    const plans: { name: string; model: string | Model<string>; workerModule?: URL; prompts: { text: string; fail: number; words?: number }[] }[] = [
+      { name: "fast-a", model: "demo/demo-fast", prompts: [{ text: "a1 [words=3000]", fail: 0, words: 3000 }, { text: "a2 [fail=2] [words=3000]", fail: 2, words: 3000 }] },
+      { name: "fast-b", model: "demo/demo-fast", prompts: [{ text: "b1 [fail=2] [words=3000]", fail: 2, words: 3000 }, { text: "b2 [words=3000]", fail: 0, words: 3000 }] },
+      { name: "fast-c", model: "demo/demo-fast", prompts: [{ text: "c1 [fail=1] [words=3000]", fail: 1, words: 3000 }, { text: "c2 [fail=3] [words=3000]", fail: 3, words: 3000 }] },
+      { name: "demo-1", model: "demo/demo-1", prompts: [{ text: "d1 hello [fail=2]", fail: 2 }, { text: "d2 again [fail=2]", fail: 2 }] },
+      { name: "paced-a", model: PACED_MODEL, workerModule: PACED_MODULE, prompts: [{ text: "p1 [words=500]", fail: 0, words: 500 }, { text: "p2 [fail=2] [words=500]", fail: 2, words: 500 }] },
+      { name: "paced-b", model: PACED_MODEL, workerModule: PACED_MODULE, prompts: [{ text: "q1 [fail=1] [words=500]", fail: 1, words: 500 }, { text: "q2 [words=500]", fail: 0, words: 500 }] },
+    ];
+    const runs = plans.map(async (plan) => {
+      const session = await host.createSession({ model: plan.model, ...(plan.workerModule === undefined ? {} : { workerModule: plan.workerModule }) });
+      const log = record(session);
+      const results: PromptResult[] = [];
+      for (const prompt of plan.prompts) results.push(await promptLogged(session, log, prompt.text));
+      return { plan, log, results };
+    });
+    const outcomes = await within(Promise.all(runs), 18_000, "every session's prompts");
+
+    let updates = 0;
+    for (const { plan, log, results } of outcomes) {
+      expect({ session: plan.name, problems: checkEventOrder(log) }).toEqual({ session: plan.name, problems: [] });
+      expect(log.filter((entry) => entry.type === "agent_settled")).toHaveLength(plan.prompts.length);
+      plan.prompts.forEach((prompt, i) => {
+        const result = results[i];
+        expect(result?.stopReason, `${plan.name} prompt ${i}`).toBe("stop");
+        expect(result?.retries, `${plan.name} prompt ${i}`).toBe(prompt.fail);
+        if (prompt.words !== undefined && result !== undefined) {
+          expect(answerOf(result).split(" "), `${plan.name} prompt ${i}`).toHaveLength(prompt.words);
+        }
+      });
+      updates += log.filter((entry) => entry.type === "message_update").length;
+    }
+    // The load is real: the paced sessions alone stream one delta per timer tick in the worker.
+    expect(updates).toBeGreaterThan(1000);
+  });
+
+  it("X5: a worker that exits mid-run rejects every pending prompt with ERR_WORKER_EXITED, and the host keeps serving", async () => {
+    const host = realHost({ threads: 1 });
+    const stalled = await host.createSession({ model: STALL_MODEL, workerModule: CRASH_MODULE });
+    const crasher = await host.createSession({ model: CRASH_MODEL, workerModule: CRASH_MODULE });
+    expect(host.workerCount).toBe(1);
+    const stalledLog = record(stalled);
+    const crasherLog = record(crasher);
+
+    const streaming = nextEvent(stalled, "message_update");
+    const stalledPrompt = stalled.prompt("wait for me");
+    stalledPrompt.catch(() => {});
+    await within(streaming, 5000, "the stalled session's first delta");
+    // The crash provider's stream function calls process.exit(3) in the worker serving both sessions.
+    const crashPrompt = crasher.prompt("crash the worker");
+    crashPrompt.catch(() => {});
+    const settled = await within(Promise.allSettled([stalledPrompt, crashPrompt]), 10_000, "both prompts to settle");
+
+    for (const outcome of settled) {
+      const error = settledError(outcome);
+      expect(error).toBeInstanceOf(WorkerExitedError);
+      expect(error).toMatchObject({ code: "ERR_WORKER_EXITED" });
+    }
+    for (const log of [stalledLog, crasherLog]) {
+      expect(log.filter((entry) => entry.type === "worker_exited")).toHaveLength(1);
+      expect(log.at(-1)?.type).toBe("worker_exited");
+      expect(log.some((entry) => entry.type === "agent_settled")).toBe(false);
+    }
+    expect(host.workerCount).toBe(0);
+
+    // Further calls on a session whose worker died reject with a typed error, or end at once.
+    await expect(within(stalled.prompt("again"), 2000, "a prompt on a dead session")).rejects.toMatchObject({ code: "ERR_WORKER_EXITED" });
+    await expect(within(crasher.prompt("again"), 2000, "a prompt on a dead session")).rejects.toBeInstanceOf(LifelineError);
+    await within(stalled.abort(), 2000, "abort() on a dead session");
+    await within(stalled.dispose(), 2000, "dispose() on a dead session");
+
+    // A new session on the same host gets a fresh worker and answers.
+    const fresh = await within(host.createSession({ model: "demo/demo-fast" }), 10_000, "a new session after the crash");
+    const result = await within(fresh.prompt("still there?"), 10_000, "the new session's prompt");
+    expect(result.stopReason).toBe("stop");
+    expect(answerOf(result)).toContain("still there?");
+    expect(host.workerCount).toBe(1);
+  });
+
+  it("X3: abort() closes the worker's in-flight HTTP request, the prompt settles as aborted and nothing is retried", async () => {
+    const requests: string[] = [];
+    let sawRequest: () => void = () => {};
+    const requestSeen = new Promise<void>((resolve) => {
+      sawRequest = resolve;
+    });
+    let connectionClosed: () => void = () => {};
+    const closed = new Promise<void>((resolve) => {
+      connectionClosed = resolve;
+    });
+    const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+      requests.push(`${req.method} ${req.url}`);
+      if (req.method !== "POST" || req.url !== "/v1/chat/completions") {
+        res.writeHead(404).end();
+        return;
+      }
+      req.resume();
+      res.on("close", () => connectionClosed());
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+      const chunk = {
+        id: "chatcmpl-mock",
+        object: "chat.completion.chunk",
+        created: Math.floor(Date.now() / 1000),
+        model: "mock-1",
+        choices: [{ index: 0, delta: { role: "assistant", content: "Hel" }, finish_reason: null }],
+      };
+      res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      sawRequest();
+      // Then the server stalls: no more chunks, no end.
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    cleanups.push(
+      () =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    );
+    const { port } = server.address() as AddressInfo;
+
+    const host = realHost({ threads: 1 });
+    const model = {
+      id: "mock-1",
+      name: "mock",
+      api: "openai-completions",
+      provider: "mock",
+      baseUrl: `http://127.0.0.1:${port}/v1`,
+      reasoning: false,
+      input: ["text"],
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+      contextWindow: 128_000,
+      maxTokens: 4096,
+      compat: { supportsDeveloperRole: false, supportsReasoningEffort: false },
+    };
+    const session = await host.createSession({ model, apiKey: "dummy" });
+    const log = record(session);
+    const firstDelta = nextEvent(session, "message_update");
+    const prompt = session.prompt("stream something");
+    prompt.catch(() => {});
+    await within(requestSeen, 5000, "the server to see the request");
+    await within(firstDelta, 5000, "the first streamed delta on the main thread");
+
+    await within(session.abort(), 5000, "abort()");
+    await within(closed, 5000, "the server to see the connection close");
+    const result = await within(prompt, 5000, "the aborted prompt to settle");
+
+    expect(result.stopReason).toBe("aborted");
+    expect(result.retries).toBe(0);
+    expect(log.some((entry) => entry.type === "auto_retry_start" || entry.type === "auto_retry_end")).toBe(false);
+    expect(log.filter((entry) => entry.type === "agent_settled")).toHaveLength(1);
+    expect(requests).toEqual(["POST /v1/chat/completions"]);
+  });
+
+  it("X6: a worker module that throws at load makes createSession reject with ERR_WORKER_MODULE naming the module, and the host keeps serving", async () => {
+    const host = realHost({ threads: 1 });
+    const failure = host.createSession({ workerModule: THROWING_MODULE });
+    await expect(within(failure, 10_000, "createSession")).rejects.toMatchObject({
+      code: "ERR_WORKER_MODULE",
+      message: expect.stringContaining("throws-at-load.mjs"),
+    });
+    await expect(failure).rejects.toThrow(/broken on purpose/);
+    const missing = host.createSession({ workerModule: new URL("./fixtures/no-such-module.mjs", import.meta.url) });
+    await expect(within(missing, 10_000, "createSession")).rejects.toMatchObject({
+      code: "ERR_WORKER_MODULE",
+      message: expect.stringContaining("no-such-module.mjs"),
+    });
+    expect(host.sessionCount).toBe(0);
+
+    const session = await within(host.createSession({ model: "demo/demo-fast" }), 10_000, "a good session");
+    const result = await within(session.prompt("after a broken module"), 10_000, "its prompt");
+    expect(result.stopReason).toBe("stop");
+    expect(host.sessionCount).toBe(1);
+  });
+
+  it("X1: a worker module's tool is called by the model and runs in the worker thread, with tool_execution events in order", async () => {
+    const host = realHost({ threads: 1 });
+    const session = await host.createSession({ model: TOOLS_MODEL, workerModule: TOOL_MODULE, workerModuleOptions: { tag: "from-main" } });
+    const log = record(session);
+    const result = await within(promptLogged(session, log, "where does the tool run?"), 10_000, "the tool prompt");
+
+    expect(checkEventOrder(log)).toEqual([]);
+    const starts = log.filter((entry) => entry.type === "tool_execution_start");
+    const ends = log.filter((entry) => entry.type === "tool_execution_end");
+    expect(starts).toHaveLength(1);
+    expect(ends).toHaveLength(1);
+    expect(starts[0]).toMatchObject({ toolName: "whereami", args: { label: "probe" } });
+    expect(ends[0]?.isError).toBe(false);
+    const toolText = (ends[0]?.result as { content: { type: string; text: string }[] }).content[0]?.text ?? "";
+    expect(toolText).toMatch(/^isMainThread=false threadId=[1-9]\d* /);
+    expect(toolText).toContain(`session=${session.id} tag=from-main label=probe`);
+    expect(log.indexOf(starts[0] as LogEntry)).toBeLessThan(log.indexOf(ends[0] as LogEntry));
+    expect(result.stopReason).toBe("stop");
+    expect(answerOf(result)).toBe(`the tool said: ${toolText}`);
+    expect(session.messages.map((message) => message.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
+  });
+
+  it("X6: an unknown provider or model makes createSession reject with ERR_UNKNOWN_MODEL listing what exists, and the host keeps working", async () => {
+    const host = realHost({ threads: 1 });
+    const unknownProvider = host.createSession({ model: "no-such-provider/x" });
+    await expect(within(unknownProvider, 10_000, "createSession")).rejects.toMatchObject({ code: "ERR_UNKNOWN_MODEL" });
+    const providerMessage = String(((await unknownProvider.catch((error: unknown) => error)) as Error).message);
+    expect(providerMessage).toContain("no-such-provider");
+    expect(providerMessage).toMatch(/\bdemo\b/);
+    expect(providerMessage).toMatch(/\bopenai\b/);
+
+    const unknownDemo = host.createSession({ model: "demo/demo-99" });
+    await expect(within(unknownDemo, 10_000, "createSession")).rejects.toMatchObject({ code: "ERR_UNKNOWN_MODEL" });
+    const demoMessage = String(((await unknownDemo.catch((error: unknown) => error)) as Error).message);
+    for (const id of ["demo-99", "demo-1", "demo-stream", "demo-fast"]) expect(demoMessage).toContain(id);
+
+    const unknownOpenai = host.createSession({ model: "openai/no-such-model" });
+    await expect(within(unknownOpenai, 10_000, "createSession")).rejects.toMatchObject({ code: "ERR_UNKNOWN_MODEL" });
+    const openaiMessage = String(((await unknownOpenai.catch((error: unknown) => error)) as Error).message);
+    expect(openaiMessage).toContain("no-such-model");
+    expect(openaiMessage).toContain(getModels("openai")[0]?.id ?? "(no openai models?)");
+    expect(host.sessionCount).toBe(0);
+
+    const session = await within(host.createSession({ model: "demo/demo-fast" }), 10_000, "a good session");
+    const result = await within(session.prompt("known model"), 10_000, "its prompt");
+    expect(result.stopReason).toBe("stop");
+  });
+});
+
+interface ChildOutcome {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+}
+
+/** Runs an ES module script in a child node process; kills it if it has not exited within `timeoutMs`. */
+function runNodeScript(script: string, env: Record<string, string>, timeoutMs: number): Promise<ChildOutcome> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    let timedOut = false;
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill("SIGKILL");
+    }, timeoutMs);
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr, timedOut });
+    });
+  });
+}
+
+describe("host.close() in a process of its own", () => {
+  it("X5: after a prompt and host.close() no handle keeps the process alive", async () => {
+    const dir = tempDir();
+    const script = `
+      const { createSessionHost } = await import(process.env.LIFELINE_DIST);
+      const dir = process.env.LIFELINE_TEST_DIR;
+      const host = createSessionHost({ lifelineDir: dir, cwd: dir, settings: { retry: { baseDelayMs: 1 } } });
+      const session = await host.createSession({ model: "demo/demo-1" });
+      const result = await session.prompt("hi");
+      await host.close();
+      process.stdout.write(JSON.stringify({ stopReason: result.stopReason, retries: result.retries, sessions: host.sessionCount, workers: host.workerCount }));
+    `;
+    const outcome = await runNodeScript(script, { LIFELINE_DIST: DIST_INDEX, LIFELINE_TEST_DIR: dir }, 15_000);
+    expect(outcome.timedOut, `stderr: ${outcome.stderr}`).toBe(false);
+    expect(outcome.code, `stderr: ${outcome.stderr}`).toBe(0);
+    expect(JSON.parse(outcome.stdout)).toEqual({ stopReason: "stop", retries: 2, sessions: 0, workers: 0 });
+  });
+
+  it("X5: host.close() during a streaming prompt rejects it with ERR_SESSION_DISPOSED and the process exits by itself", async () => {
+    const dir = tempDir();
+    const script = `
+      const { createSessionHost } = await import(process.env.LIFELINE_DIST);
+      const dir = process.env.LIFELINE_TEST_DIR;
+      const host = createSessionHost({ lifelineDir: dir, cwd: dir });
+      const session = await host.createSession({ model: "demo/demo-stream" });
+      const streaming = new Promise((resolve) => {
+        const off = session.subscribe((event) => { if (event.type === "message_update") { off(); resolve(); } });
+      });
+      const prompt = session.prompt("a very long answer [words=100000]").then(() => "resolved", (error) => error.code);
+      await streaming;
+      await host.close();
+      process.stdout.write(JSON.stringify({ prompt: await prompt }));
+    `;
+    const outcome = await runNodeScript(script, { LIFELINE_DIST: DIST_INDEX, LIFELINE_TEST_DIR: dir }, 15_000);
+    expect(outcome.timedOut, `stderr: ${outcome.stderr}`).toBe(false);
+    expect(outcome.code, `stderr: ${outcome.stderr}`).toBe(0);
+    expect(JSON.parse(outcome.stdout)).toEqual({ prompt: "ERR_SESSION_DISPOSED" });
+  });
+});

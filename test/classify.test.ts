@@ -1,5 +1,5 @@
-import { isContextOverflow } from "@mariozechner/pi-ai";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
+import { isContextOverflow } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
 import {
   type ClassifiableMessage,
@@ -82,12 +82,16 @@ describe("retry hints", () => {
   });
 
   it("reads HTTP dates and epoch-second resets relative to now", () => {
-    expect(parseRetryHeaders({ "retry-after": "Mon, 30 Nov 2026 12:00:30 GMT" }, now)).toEqual({ retryAfterMs: 30_000 });
+    expect(parseRetryHeaders({ "retry-after": "Mon, 30 Nov 2026 12:00:30 GMT" }, now)).toEqual({
+      retryAfterMs: 30_000,
+    });
     expect(parseRetryHeaders({ "x-ratelimit-reset": String(now / 1000 + 45) }, now)).toEqual({ retryAfterMs: 45_000 });
   });
 
   it("ignores values it cannot read and falls through to the next hint", () => {
-    expect(parseRetryHeaders({ "retry-after": "soon", "x-ratelimit-reset-ms": "700" }, now)).toEqual({ retryAfterMs: 700 });
+    expect(parseRetryHeaders({ "retry-after": "soon", "x-ratelimit-reset-ms": "700" }, now)).toEqual({
+      retryAfterMs: 700,
+    });
     expect(parseRetryHeaders({ "retry-after-ms": "-5" }, now)).toEqual({});
     expect(parseRetryHeaders({}, now)).toEqual({});
   });
@@ -95,7 +99,9 @@ describe("retry hints", () => {
   it("finds hints inside error text", () => {
     expect(parseRetryHintsFromText("429 rate limited (retry-after: 30)", now)).toEqual({ retryAfterMs: 30_000 });
     expect(parseRetryHintsFromText('{"retry-after-ms":"1200"}', now)).toEqual({ retryAfterMs: 1200 });
-    expect(parseRetryHintsFromText("retry-after: Mon, 30 Nov 2026 12:01:00 GMT; then", now)).toEqual({ retryAfterMs: 60_000 });
+    expect(parseRetryHintsFromText("retry-after: Mon, 30 Nov 2026 12:01:00 GMT; then", now)).toEqual({
+      retryAfterMs: 60_000,
+    });
     expect(parseRetryHintsFromText("no hint here", now)).toEqual({});
   });
 });

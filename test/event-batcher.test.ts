@@ -63,7 +63,9 @@ describe("EventBatcher", () => {
     batcher.pushEvent("s", first);
     batcher.pushEvent("s", delta("b"));
     batcher.flush();
-    expect((first as { assistantMessageEvent: { delta: string; partial?: unknown } }).assistantMessageEvent.delta).toBe("a");
+    expect((first as { assistantMessageEvent: { delta: string; partial?: unknown } }).assistantMessageEvent.delta).toBe(
+      "a",
+    );
     expect((first as { assistantMessageEvent: { partial?: unknown } }).assistantMessageEvent.partial).toBeDefined();
   });
 

@@ -31,7 +31,7 @@ type Action =
   | { kind: "toggle"; enabled: boolean }
   | { kind: "tick" };
 
-const action = fc.oneof(
+const action: fc.Arbitrary<Action> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("prompt" as const), queue: fc.boolean() }) },
   { weight: 4, arbitrary: fc.constant({ kind: "release" as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: "abortRetry" as const }) },
@@ -71,88 +71,92 @@ function noTwoUsersInARow(messages: readonly AgentMessage[]): boolean {
 describe("retry controller invariants under random interleavings", () => {
   it("R3 R5 R11 B3: one live chain at most, one end per chain, no retry after a cancel, every prompt settles, idle means attempt 0, no timer left", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(outcome, { minLength: 1, maxLength: 12 }), fc.array(action, { maxLength: 30 }), async (outcomes, actions) => {
-        // After the script, the model answers, so every chain can end.
-        const scripted = scriptedModel([...outcomes, { text: "final" }]);
-        const { host, clock } = inProcessHost();
-        try {
-          const session = await host.createSession({ model: scripted.model });
-          const events: SessionEvent[] = [];
-          const violations: string[] = [];
-          // B3: once a chain is cancelled, nothing of that prompt is retried again.
-          let cancelled = false;
-          session.subscribe((event) => {
-            events.push(event);
-            if (event.type === "auto_retry_start" && cancelled) violations.push("retried after abortRetry/abort");
-            if (event.type === "agent_settled") cancelled = false;
-            if (event.type === "agent_settled" && (session.isRetrying || session.retryAttempt !== 0)) {
-              violations.push("settled while a chain was live");
-            }
-            if (event.type === "auto_retry_end" && (session.isRetrying || session.retryAttempt !== 0)) {
-              violations.push("chain state not reset at auto_retry_end");
-            }
-          });
-          const prompts: Promise<unknown>[] = [];
-          let accepted = 0;
-          for (const step of actions) {
-            switch (step.kind) {
-              case "prompt": {
-                const busy = session.isBusy;
-                const p = session.prompt("go", { queue: step.queue });
-                if (busy && !step.queue) {
-                  await expect(p).rejects.toMatchObject({ code: "ERR_SESSION_BUSY" });
-                } else {
-                  accepted++;
-                  prompts.push(p);
-                }
-                break;
+      fc.asyncProperty(
+        fc.array(outcome, { minLength: 1, maxLength: 12 }),
+        fc.array(action, { maxLength: 30 }),
+        async (outcomes, actions) => {
+          // After the script, the model answers, so every chain can end.
+          const scripted = scriptedModel([...outcomes, { text: "final" }]);
+          const { host, clock } = inProcessHost();
+          try {
+            const session = await host.createSession({ model: scripted.model });
+            const events: SessionEvent[] = [];
+            const violations: string[] = [];
+            // B3: once a chain is cancelled, nothing of that prompt is retried again.
+            let cancelled = false;
+            session.subscribe((event) => {
+              events.push(event);
+              if (event.type === "auto_retry_start" && cancelled) violations.push("retried after abortRetry/abort");
+              if (event.type === "agent_settled") cancelled = false;
+              if (event.type === "agent_settled" && (session.isRetrying || session.retryAttempt !== 0)) {
+                violations.push("settled while a chain was live");
               }
-              case "release":
-                if (clock.pending > 0) await clock.release();
-                break;
-              case "abortRetry":
-                if (session.isRetrying) cancelled = true;
-                session.abortRetry();
-                break;
-              case "abort":
+              if (event.type === "auto_retry_end" && (session.isRetrying || session.retryAttempt !== 0)) {
+                violations.push("chain state not reset at auto_retry_end");
+              }
+            });
+            const prompts: Promise<unknown>[] = [];
+            let accepted = 0;
+            for (const step of actions) {
+              switch (step.kind) {
+                case "prompt": {
+                  const busy = session.isBusy;
+                  const p = session.prompt("go", { queue: step.queue });
+                  if (busy && !step.queue) {
+                    await expect(p).rejects.toMatchObject({ code: "ERR_SESSION_BUSY" });
+                  } else {
+                    accepted++;
+                    prompts.push(p);
+                  }
+                  break;
+                }
+                case "release":
+                  if (clock.pending > 0) await clock.release();
+                  break;
+                case "abortRetry":
+                  if (session.isRetrying) cancelled = true;
+                  session.abortRetry();
+                  break;
+                case "abort":
+                  if (session.isRetrying) cancelled = true;
+                  await session.abort();
+                  break;
+                case "toggle":
+                  session.setAutoRetryEnabled(step.enabled);
+                  break;
+                case "tick":
+                  await tick();
+                  break;
+              }
+            }
+            // Drain: release sleeps and abort stalls until every prompt has settled (bounded).
+            let settled = false;
+            void Promise.allSettled(prompts).then(() => {
+              settled = true;
+            });
+            for (let i = 0; i < 400 && !settled; i++) {
+              if (clock.pending > 0) await clock.release();
+              else if (i % 10 === 9) {
                 if (session.isRetrying) cancelled = true;
                 await session.abort();
-                break;
-              case "toggle":
-                session.setAutoRetryEnabled(step.enabled);
-                break;
-              case "tick":
-                await tick();
-                break;
+              }
+              await tick();
             }
+            expect(settled).toBe(true);
+            expect(violations).toEqual([]);
+            checkChains(events);
+            expect(events.filter((e) => e.type === "agent_settled")).toHaveLength(accepted);
+            expect(session.retryAttempt).toBe(0);
+            expect(session.isRetrying).toBe(false);
+            expect(session.isBusy).toBe(false);
+            expect(clock.pending).toBe(0);
+            expect(noTwoUsersInARow(session.messages)).toBe(true);
+          } finally {
+            await host.close();
+            scripted.unregister();
           }
-          // Drain: release sleeps and abort stalls until every prompt has settled (bounded).
-          let settled = false;
-          void Promise.allSettled(prompts).then(() => {
-            settled = true;
-          });
-          for (let i = 0; i < 400 && !settled; i++) {
-            if (clock.pending > 0) await clock.release();
-            else if (i % 10 === 9) {
-              if (session.isRetrying) cancelled = true;
-              await session.abort();
-            }
-            await tick();
-          }
-          expect(settled).toBe(true);
-          expect(violations).toEqual([]);
-          checkChains(events);
-          expect(events.filter((e) => e.type === "agent_settled")).toHaveLength(accepted);
-          expect(session.retryAttempt).toBe(0);
-          expect(session.isRetrying).toBe(false);
-          expect(session.isBusy).toBe(false);
-          expect(clock.pending).toBe(0);
-          expect(noTwoUsersInARow(session.messages)).toBe(true);
-        } finally {
-          await host.close();
-          scripted.unregister();
-        }
-      }),
+        },
+      ),
       { numRuns: 150 },
     );
   });

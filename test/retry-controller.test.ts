@@ -64,7 +64,12 @@ describe("RetryController", () => {
     expect(events.map((e) => (e.type === "auto_retry_start" ? e.attempt : -1))).toEqual([1, 2, 3]);
     const { decision } = await fail("503 Service Unavailable");
     expect(decision).toEqual({ kind: "none", failure: "exhausted" });
-    expect(events.at(-1)).toEqual({ type: "auto_retry_end", success: false, attempt: 3, finalError: "503 Service Unavailable" });
+    expect(events.at(-1)).toEqual({
+      type: "auto_retry_end",
+      success: false,
+      attempt: 3,
+      finalError: "503 Service Unavailable",
+    });
     expect(controller.attempt).toBe(0);
     expect(controller.isRetrying).toBe(false);
   });
@@ -73,7 +78,9 @@ describe("RetryController", () => {
     const { clock, events, log, fail } = harness();
     const { running } = await fail("overloaded");
     await clock.waitForSleep();
-    expect(events).toEqual([{ type: "auto_retry_start", attempt: 1, maxAttempts: 3, delayMs: 2000, errorMessage: "overloaded" }]);
+    expect(events).toEqual([
+      { type: "auto_retry_start", attempt: 1, maxAttempts: 3, delayMs: 2000, errorMessage: "overloaded" },
+    ]);
     expect(log).toEqual(["remove"]);
     await clock.release();
     await running;
@@ -99,8 +106,18 @@ describe("RetryController", () => {
     await running;
     controller.onMessageEnd({ role: "assistant", provider: "p", stopReason: "aborted" });
     expect(controller.isRetrying).toBe(true);
-    controller.onAgentEnd({ role: "assistant", provider: "p", stopReason: "aborted", errorMessage: "Request was aborted" });
-    expect(events.at(-1)).toEqual({ type: "auto_retry_end", success: false, attempt: 1, finalError: "Request was aborted" });
+    controller.onAgentEnd({
+      role: "assistant",
+      provider: "p",
+      stopReason: "aborted",
+      errorMessage: "Request was aborted",
+    });
+    expect(events.at(-1)).toEqual({
+      type: "auto_retry_end",
+      success: false,
+      attempt: 1,
+      finalError: "Request was aborted",
+    });
   });
 
   it("R8: abortRetry() in the sleep emits 'Retry cancelled', restores the message and clears the timer", async () => {
@@ -111,7 +128,12 @@ describe("RetryController", () => {
     controller.abortRetry();
     await waiting;
     await running;
-    expect(events.at(-1)).toEqual({ type: "auto_retry_end", success: false, attempt: 1, finalError: "Retry cancelled" });
+    expect(events.at(-1)).toEqual({
+      type: "auto_retry_end",
+      success: false,
+      attempt: 1,
+      finalError: "Retry cancelled",
+    });
     expect(clock.pending).toBe(0);
     expect(log).toEqual(["remove", "restore"]);
     expect(controller.attempt).toBe(0);
@@ -152,7 +174,12 @@ describe("RetryController", () => {
     await clock.release();
     await running;
     controller.onAgentEnd(failure("401 Unauthorized"));
-    expect(events.at(-1)).toEqual({ type: "auto_retry_end", success: false, attempt: 1, finalError: "401 Unauthorized" });
+    expect(events.at(-1)).toEqual({
+      type: "auto_retry_end",
+      success: false,
+      attempt: 1,
+      finalError: "401 Unauthorized",
+    });
     expect(controller.isRetrying).toBe(false);
   });
 
@@ -227,7 +254,9 @@ describe("RetryController", () => {
     expect(controller.onAgentEnd(failure("429 retry-after: 120"))).toEqual({ kind: "none", failure: "over_cap" });
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ type: "auto_retry_end", success: false, attempt: 0 });
-    expect((events[0] as { finalError: string }).finalError).toMatch(/retry after 120s, above retry.maxDelayMs \(30s\)/);
+    expect((events[0] as { finalError: string }).finalError).toMatch(
+      /retry after 120s, above retry.maxDelayMs \(30s\)/,
+    );
   });
 
   it("B6: maxDelayMs caps the backoff", async () => {

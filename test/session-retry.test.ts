@@ -98,7 +98,10 @@ describe("retry chains through a session", () => {
   });
 
   it("R8 B3: abortRetry() in the sleep cancels the chain and leaves a valid transcript", async () => {
-    const { clock, scripted, session, events } = await setup([{ error: "503 Service Unavailable" }, { text: "second answer" }]);
+    const { clock, scripted, session, events } = await setup([
+      { error: "503 Service Unavailable" },
+      { text: "second answer" },
+    ]);
     const done = session.prompt("first");
     await clock.waitForSleep();
     session.abortRetry();
@@ -246,9 +249,12 @@ describe("retry chains through a session", () => {
 
   it("R4: a usage-limit error is reported to the auth storage with its retry hint; no switch keeps the backoff", async () => {
     const storage = new InMemoryAuthStorage();
-    const { clock, session, events } = await setup([{ error: "usage limit reached (retry-after: 30)" }, { text: "ok" }], {
-      authStorage: storage,
-    });
+    const { clock, session, events } = await setup(
+      [{ error: "usage limit reached (retry-after: 30)" }, { text: "ok" }],
+      {
+        authStorage: storage,
+      },
+    );
     const done = session.prompt("hi");
     await clock.release();
     await done;
@@ -265,7 +271,9 @@ describe("retry chains through a session", () => {
         return true;
       },
     };
-    const { clock, session, events } = await setup([{ error: "Usage limit exceeded" }, { text: "ok" }], { authStorage: storage });
+    const { clock, session, events } = await setup([{ error: "Usage limit exceeded" }, { text: "ok" }], {
+      authStorage: storage,
+    });
     const done = session.prompt("hi");
     await clock.release();
     await done;
@@ -291,7 +299,11 @@ describe("retry chains through a session", () => {
   });
 
   it("B3: a prompt during a live chain is refused with ERR_SESSION_BUSY, or queued on request", async () => {
-    const { clock, scripted, session, events } = await setup([{ error: "503 Service Unavailable" }, { text: "one" }, { text: "two" }]);
+    const { clock, scripted, session, events } = await setup([
+      { error: "503 Service Unavailable" },
+      { text: "one" },
+      { text: "two" },
+    ]);
     const first = session.prompt("first");
     await clock.waitForSleep();
     await expect(session.prompt("interleaved")).rejects.toMatchObject({ code: "ERR_SESSION_BUSY" });

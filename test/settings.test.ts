@@ -113,7 +113,9 @@ describe("settings files", () => {
   it("B5: writeUserSettings refuses an invalid patch and leaves the file unchanged", async () => {
     const dir = tempDir();
     writeFileSync(join(dir, "settings.json"), JSON.stringify({ retry: { maxRetries: 2 } }));
-    await expect(writeUserSettings({ retry: { maxRetries: -3 } }, dir)).rejects.toMatchObject({ code: "ERR_INVALID_SETTINGS" });
+    await expect(writeUserSettings({ retry: { maxRetries: -3 } }, dir)).rejects.toMatchObject({
+      code: "ERR_INVALID_SETTINGS",
+    });
     expect(JSON.parse(readFileSync(join(dir, "settings.json"), "utf8"))).toEqual({ retry: { maxRetries: 2 } });
   });
 });

@@ -16,7 +16,7 @@ import type { BatchItem, RunInput } from "../shared/protocol.js";
 import type { Settings } from "../shared/settings.js";
 import type { AuthStorage } from "./auth-storage.js";
 import { EventStream, type SessionListener } from "./event-stream.js";
-import { type RetryDecision, RetryController } from "./retry-controller.js";
+import { RetryController, type RetryDecision } from "./retry-controller.js";
 import { abortableSleep } from "./sleep.js";
 import type { LinkClient, WorkerLink } from "./worker-link.js";
 
@@ -193,7 +193,10 @@ export class AgentSession {
   /** B5: turns auto-retry on or off for this session only; no file is written. */
   setAutoRetryEnabled(enabled: boolean): void {
     if (typeof enabled !== "boolean") {
-      throw new LifelineError("ERR_INVALID_OPTIONS", `setAutoRetryEnabled() takes true or false, got ${JSON.stringify(enabled)}.`);
+      throw new LifelineError(
+        "ERR_INVALID_OPTIONS",
+        `setAutoRetryEnabled() takes true or false, got ${JSON.stringify(enabled)}.`,
+      );
     }
     this.#settings.retry.enabled = enabled;
   }
@@ -400,7 +403,10 @@ export class AgentSession {
     const last = pending.lastAssistant;
     const result: PromptResult = { stopReason: last?.stopReason ?? "error", retries: pending.retries };
     const errorMessage = last?.errorMessage ?? pending.failure;
-    if (errorMessage !== undefined && (last === undefined || last.stopReason === "error" || last.stopReason === "aborted")) {
+    if (
+      errorMessage !== undefined &&
+      (last === undefined || last.stopReason === "error" || last.stopReason === "aborted")
+    ) {
       result.errorMessage = errorMessage;
     }
     if (last !== undefined) result.message = last;

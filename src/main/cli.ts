@@ -78,7 +78,10 @@ async function run(options: RunOptions): Promise<number> {
     return 0;
   } catch (error) {
     process.stderr.write(`Error: ${error instanceof Error ? error.message : String(error)}\n`);
-    if (error instanceof LifelineError && ["ERR_INVALID_SETTINGS", "ERR_INVALID_OPTIONS", "ERR_UNKNOWN_MODEL"].includes(error.code)) {
+    if (
+      error instanceof LifelineError &&
+      ["ERR_INVALID_SETTINGS", "ERR_INVALID_OPTIONS", "ERR_UNKNOWN_MODEL"].includes(error.code)
+    ) {
       return 2;
     }
     return 1;
@@ -88,7 +91,7 @@ async function run(options: RunOptions): Promise<number> {
 }
 
 function modelName(provider: string | undefined, model: string | undefined): string {
-  if (model !== undefined && model.includes("/") && provider === undefined) return model;
+  if (model?.includes("/") && provider === undefined) return model;
   return `${provider ?? "demo"}/${model ?? (provider === undefined || provider === "demo" ? "demo-1" : "")}`;
 }
 

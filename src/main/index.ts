@@ -1,25 +1,31 @@
 // The public API of lifeline. Re-exports only.
-export { createSessionHost, SessionHost } from "./session-host.js";
-export type { SessionHostOptions, SessionOptions } from "./session-host.js";
-export { AgentSession } from "./agent-session.js";
-export type { ContextOverflowHook, ContextOverflowInfo, PromptOptions } from "./agent-session.js";
-export type { SessionListener } from "./event-stream.js";
-export { InMemoryAuthStorage } from "./auth-storage.js";
-export type { AuthStorage, UsageLimitInfo, UsageLimitRecord } from "./auth-storage.js";
-export { RetryController, RETRY_CANCELLED } from "./retry-controller.js";
-export type { RetryActions, RetryControllerOptions, RetryDecision, RetryMessage } from "./retry-controller.js";
-export { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";
+
+export type { ClassifiableMessage, FailureClass, RetryHints } from "../shared/classify.js";
+export {
+  classifyMessage,
+  isRetryableErrorText,
+  parseRetryHeaders,
+  parseRetryHintsFromText,
+} from "../shared/classify.js";
+export type { ErrorCode, WireError } from "../shared/errors.js";
 export {
   InvalidSettingsError,
   LifelineError,
   SessionBusyError,
   WorkerExitedError,
 } from "../shared/errors.js";
-export type { ErrorCode, WireError } from "../shared/errors.js";
 export type * from "../shared/events.js";
-export { DEFAULT_SETTINGS, parseSettings } from "../shared/settings.js";
-export type { RetrySettings, Settings, SettingsInput } from "../shared/settings.js";
-export { classifyMessage, isRetryableErrorText, parseRetryHeaders, parseRetryHintsFromText } from "../shared/classify.js";
-export type { ClassifiableMessage, FailureClass, RetryHints } from "../shared/classify.js";
 export type { ModelRef } from "../shared/protocol.js";
+export type { RetrySettings, Settings, SettingsInput } from "../shared/settings.js";
+export { DEFAULT_SETTINGS, parseSettings } from "../shared/settings.js";
 export type { WorkerModuleContext, WorkerModuleSetup, WorkerModuleSetupFn } from "../shared/worker-module.js";
+export type { ContextOverflowHook, ContextOverflowInfo, PromptOptions } from "./agent-session.js";
+export { AgentSession } from "./agent-session.js";
+export type { AuthStorage, UsageLimitInfo, UsageLimitRecord } from "./auth-storage.js";
+export { InMemoryAuthStorage } from "./auth-storage.js";
+export type { SessionListener } from "./event-stream.js";
+export type { RetryActions, RetryControllerOptions, RetryDecision, RetryMessage } from "./retry-controller.js";
+export { RETRY_CANCELLED, RetryController } from "./retry-controller.js";
+export type { SessionHostOptions, SessionOptions } from "./session-host.js";
+export { createSessionHost, SessionHost } from "./session-host.js";
+export { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";

@@ -60,7 +60,16 @@ export interface RetryControllerOptions {
 /** The decision for one `agent_end`. */
 export type RetryDecision<M extends RetryMessage = RetryMessage> =
   | { kind: "none"; failure: FailureClass | "disabled" | "exhausted" | "over_cap" | "cancelled" | "no_message" }
-  | { kind: "retry"; chainId: number; attempt: number; maxAttempts: number; delayMs: number; message: M; usageLimit: boolean; retryAfterMs?: number };
+  | {
+      kind: "retry";
+      chainId: number;
+      attempt: number;
+      maxAttempts: number;
+      delayMs: number;
+      message: M;
+      usageLimit: boolean;
+      retryAfterMs?: number;
+    };
 
 type Phase = "idle" | "scheduling" | "sleeping" | "in_flight";
 

@@ -139,7 +139,10 @@ export class SessionHost {
     this.#assertOpen();
     const sessionId = options.sessionId ?? randomUUID();
     if (this.#sessions.has(sessionId)) {
-      throw new LifelineError("ERR_INVALID_OPTIONS", `A session with id ${sessionId} is already open; pick another id.`);
+      throw new LifelineError(
+        "ERR_INVALID_OPTIONS",
+        `A session with id ${sessionId} is already open; pick another id.`,
+      );
     }
     const init: SessionInit = {
       sessionId,
@@ -277,7 +280,9 @@ function toModuleUrl(module: string | URL): string {
 function validate(schema: z.ZodType, value: unknown, what: string): void {
   const result = schema.safeParse(value);
   if (result.success) return;
-  const problems = result.error.issues.map((issue) => `${issue.path.map(String).join(".") || "(root)"}: ${issue.message}`);
+  const problems = result.error.issues.map(
+    (issue) => `${issue.path.map(String).join(".") || "(root)"}: ${issue.message}`,
+  );
   throw new LifelineError("ERR_INVALID_OPTIONS", `Invalid ${what}: ${problems.join("; ")}.`);
 }
 

@@ -60,7 +60,10 @@ async function readSettingsFile(path: string): Promise<SettingsInput | undefined
  * Keys lifeline does not know (pi's other settings) are kept.
  * @throws InvalidSettingsError if the patch or the existing file is invalid; the file is unchanged then.
  */
-export async function writeUserSettings(patch: SettingsInput, lifelineDir: string = resolveLifelineDir()): Promise<void> {
+export async function writeUserSettings(
+  patch: SettingsInput,
+  lifelineDir: string = resolveLifelineDir(),
+): Promise<void> {
   const path = settingsPaths(lifelineDir, lifelineDir).user;
   const existing = (await readSettingsFile(path)) ?? {};
   const next = mergeSettings(existing, patch);

@@ -137,7 +137,7 @@ export class WorkerLink {
         return;
       default: {
         const unreachable: never = decoded;
-        return unreachable;
+        throw new LifelineError("ERR_PROTOCOL", `Unhandled decoded message ${JSON.stringify(unreachable)}`);
       }
     }
   }
@@ -160,5 +160,7 @@ export class WorkerLink {
 }
 
 function isResult(value: unknown): value is Result<unknown> {
-  return value !== null && typeof value === "object" && "ok" in value && typeof (value as { ok: unknown }).ok === "boolean";
+  return (
+    value !== null && typeof value === "object" && "ok" in value && typeof (value as { ok: unknown }).ok === "boolean"
+  );
 }

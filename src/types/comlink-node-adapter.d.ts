@@ -1,6 +1,7 @@
 // comlink ships its Node adapter as an ESM file without a type entry in an exports map.
 declare module "comlink/dist/esm/node-adapter.mjs" {
   import type { Endpoint } from "comlink";
+
   interface NodeEndpoint {
     postMessage(message: unknown, transfer?: readonly unknown[]): void;
     on(type: string, listener: (value: unknown) => void): void;

@@ -127,8 +127,7 @@ function lastUserText(context: Context): string {
   return "";
 }
 
-const FILLER =
-  "lifeline runs each agent loop in a worker thread while the host thread stays free to serve".split(" ");
+const FILLER = "lifeline runs each agent loop in a worker thread while the host thread stays free to serve".split(" ");
 
 function answerText(prompt: string, words: number | undefined): string {
   const cleaned = prompt.replace(/\[[^\]]*\]/g, "").trim();

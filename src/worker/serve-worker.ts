@@ -54,17 +54,17 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
         return { ok: false, error: toWireError(error, "ERR_INVALID_OPTIONS") };
       }
     },
-    startRun: (sessionId, runId, input) => attempt(() => find(sessionId).startRun(runId, input)),
+    startRun: (sessionId, runId, input) => command(() => find(sessionId).startRun(runId, input)),
     abort: (sessionId) => attempt(() => find(sessionId).abort()),
     popFailedMessage: (sessionId) => attempt(() => find(sessionId).popFailedMessage()),
-    appendMessage: (sessionId, message) => attempt(() => find(sessionId).appendMessage(message)),
+    appendMessage: (sessionId, message) => command(() => find(sessionId).appendMessage(message)),
     closeSession: (sessionId) =>
-      attempt(() => {
+      command(() => {
         sessions.get(sessionId)?.close();
         sessions.delete(sessionId);
       }),
     shutdown: () =>
-      attempt(() => {
+      command(() => {
         for (const session of sessions.values()) session.close();
         sessions.clear();
         batcher.flush();
@@ -87,11 +87,18 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
 }
 
 /** Runs `fn`, returning its value as a Result, and any throw as a typed error in data form. */
-function attempt<T>(fn: () => T): Result<T extends undefined | void ? null : T> {
+function attempt<T>(fn: () => T): Result<T> {
   try {
-    const value = fn();
-    return { ok: true, value: (value === undefined ? null : value) as T extends undefined | void ? null : T };
+    return { ok: true, value: fn() };
   } catch (error) {
     return { ok: false, error: toWireError(error) };
   }
+}
+
+/** {@link attempt} for commands with no value: success is `null`, which crosses a port as itself. */
+function command(fn: () => void): Result<null> {
+  return attempt(() => {
+    fn();
+    return null;
+  });
 }

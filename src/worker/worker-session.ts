@@ -36,7 +36,10 @@ export class WorkerSession {
    * Resolves the model, loads the worker module and builds the agent.
    * @throws LifelineError ERR_UNKNOWN_MODEL or ERR_WORKER_MODULE.
    */
-  static async open(init: SessionInit, batcher: EventBatcher): Promise<{ session: WorkerSession; opened: SessionOpened }> {
+  static async open(
+    init: SessionInit,
+    batcher: EventBatcher,
+  ): Promise<{ session: WorkerSession; opened: SessionOpened }> {
     const model = resolveModel(init.model);
     const tools = init.workerModule === undefined ? [] : await loadTools(init);
     const provider = init.provider;
@@ -138,9 +141,13 @@ async function loadTools(init: SessionInit): Promise<AgentTool[]> {
 }
 
 function moduleError(url: string, problem: string, cause?: unknown): LifelineError {
-  return new LifelineError("ERR_WORKER_MODULE", `Worker module ${url} ${problem}. Fix the module and create the session again.`, {
-    cause,
-  });
+  return new LifelineError(
+    "ERR_WORKER_MODULE",
+    `Worker module ${url} ${problem}. Fix the module and create the session again.`,
+    {
+      cause,
+    },
+  );
 }
 
 function describe(error: unknown): string {

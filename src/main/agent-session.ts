@@ -292,9 +292,9 @@ export class AgentSession {
     const event = item.event;
     switch (event.type) {
       case "message_update": {
-        // The batcher dropped `partial` (it equals `message`); restore the documented shape.
-        const inner = event.assistantMessageEvent as { partial?: unknown };
-        if ("delta" in inner || inner.partial === undefined) inner.partial = event.message;
+        // The batcher dropped `partial` (it equals `message`; every event the agent forwards as a
+        // message_update carries one); restore the documented shape.
+        (event.assistantMessageEvent as { partial?: unknown }).partial = event.message;
         this.#events.emit(event);
         return;
       }

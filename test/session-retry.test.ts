@@ -374,6 +374,26 @@ describe("retry chains through a session", () => {
   });
 });
 
+describe("streamed events", () => {
+  it("X4: merged text deltas add up to the final text and message_update keeps its partial", async () => {
+    const text = "word ".repeat(400).trim();
+    const { session, events } = await setup([{ text }]);
+    await session.prompt("hi");
+    const updates = events.filter((e) => e.type === "message_update");
+    expect(updates.length).toBeGreaterThan(0);
+    let streamed = "";
+    for (const update of updates) {
+      const inner = update.assistantMessageEvent;
+      expect((inner as { partial?: unknown }).partial).toBe(update.message);
+      if (inner.type === "text_delta") streamed += inner.delta;
+    }
+    expect(streamed).toBe(text);
+    const types = events.map((e) => e.type);
+    expect(types.indexOf("message_end")).toBeLessThan(types.indexOf("agent_end"));
+    expect(types.at(-1)).toBe("agent_settled");
+  });
+});
+
 describe("session lifecycle", () => {
   it("X5: a worker that goes away settles the pending prompt with ERR_WORKER_EXITED and clears the sleep", async () => {
     const { clock, session, events, workerPorts } = await setup([{ error: "503" }]);

@@ -96,7 +96,10 @@ function promptLogged(session: AgentSession, log: LogEntry[], text: string): Pro
 }
 
 /** Resolves at the session's next event of `type`. */
-function nextEvent<T extends SessionEvent["type"]>(session: AgentSession, type: T): Promise<Extract<SessionEvent, { type: T }>> {
+function nextEvent<T extends SessionEvent["type"]>(
+  session: AgentSession,
+  type: T,
+): Promise<Extract<SessionEvent, { type: T }>> {
   return new Promise((resolve) => {
     const off = session.subscribe((event) => {
       if (event.type === type) {
@@ -115,20 +118,93 @@ function settledError(outcome: PromiseSettledResult<unknown>): unknown {
   return outcome.status === "rejected" ? outcome.reason : `resolved with ${JSON.stringify(outcome.value)}`;
 }
 
+/**
+ * Opens two sessions on the host's one worker (`threads: 1`), gets the first streaming on a model
+ * that stalls, then has the second call a model whose stream function calls `process.exit(3)` in
+ * that worker. Resolves once both prompts have settled.
+ */
+async function crashWorkerMidRun(host: SessionHost) {
+  const stalled = await host.createSession({ model: STALL_MODEL, workerModule: CRASH_MODULE });
+  const crasher = await host.createSession({ model: CRASH_MODEL, workerModule: CRASH_MODULE });
+  expect(host.workerCount).toBe(1);
+  const stalledLog = record(stalled);
+  const crasherLog = record(crasher);
+  const streaming = nextEvent(stalled, "message_update");
+  const stalledPrompt = stalled.prompt("wait for me");
+  stalledPrompt.catch(() => {});
+  await within(streaming, 5000, "the stalled session's first delta");
+  const crashPrompt = crasher.prompt("crash the worker");
+  crashPrompt.catch(() => {});
+  const settled = await within(Promise.allSettled([stalledPrompt, crashPrompt]), 10_000, "both prompts to settle");
+  return { stalled, crasher, stalledLog, crasherLog, settled };
+}
+
 describe("sessions through a real worker pool", () => {
   it("X4: delivers thousands of events from concurrent sessions in order, and prompt() settles only after agent_end, the chain and agent_settled", async () => {
     const host = realHost({ threads: 2, batchIntervalMs: 0 });
     // Each session runs two prompts one after the other; `fail` is the number of retries expected.
-    const plans: { name: string; model: string | Model<string>; workerModule?: URL; prompts: { text: string; fail: number; words?: number }[] }[] = [
-      { name: "fast-a", model: "demo/demo-fast", prompts: [{ text: "a1 [words=3000]", fail: 0, words: 3000 }, { text: "a2 [fail=2] [words=3000]", fail: 2, words: 3000 }] },
-      { name: "fast-b", model: "demo/demo-fast", prompts: [{ text: "b1 [fail=2] [words=3000]", fail: 2, words: 3000 }, { text: "b2 [words=3000]", fail: 0, words: 3000 }] },
-      { name: "fast-c", model: "demo/demo-fast", prompts: [{ text: "c1 [fail=1] [words=3000]", fail: 1, words: 3000 }, { text: "c2 [fail=3] [words=3000]", fail: 3, words: 3000 }] },
-      { name: "demo-1", model: "demo/demo-1", prompts: [{ text: "d1 hello [fail=2]", fail: 2 }, { text: "d2 again [fail=2]", fail: 2 }] },
-      { name: "paced-a", model: PACED_MODEL, workerModule: PACED_MODULE, prompts: [{ text: "p1 [words=500]", fail: 0, words: 500 }, { text: "p2 [fail=2] [words=500]", fail: 2, words: 500 }] },
-      { name: "paced-b", model: PACED_MODEL, workerModule: PACED_MODULE, prompts: [{ text: "q1 [fail=1] [words=500]", fail: 1, words: 500 }, { text: "q2 [words=500]", fail: 0, words: 500 }] },
+    const plans: {
+      name: string;
+      model: string | Model<string>;
+      workerModule?: URL;
+      prompts: { text: string; fail: number; words?: number }[];
+    }[] = [
+      {
+        name: "fast-a",
+        model: "demo/demo-fast",
+        prompts: [
+          { text: "a1 [words=3000]", fail: 0, words: 3000 },
+          { text: "a2 [fail=2] [words=3000]", fail: 2, words: 3000 },
+        ],
+      },
+      {
+        name: "fast-b",
+        model: "demo/demo-fast",
+        prompts: [
+          { text: "b1 [fail=2] [words=3000]", fail: 2, words: 3000 },
+          { text: "b2 [words=3000]", fail: 0, words: 3000 },
+        ],
+      },
+      {
+        name: "fast-c",
+        model: "demo/demo-fast",
+        prompts: [
+          { text: "c1 [fail=1] [words=3000]", fail: 1, words: 3000 },
+          { text: "c2 [fail=3] [words=3000]", fail: 3, words: 3000 },
+        ],
+      },
+      {
+        name: "demo-1",
+        model: "demo/demo-1",
+        prompts: [
+          { text: "d1 hello [fail=2]", fail: 2 },
+          { text: "d2 again [fail=2]", fail: 2 },
+        ],
+      },
+      {
+        name: "paced-a",
+        model: PACED_MODEL,
+        workerModule: PACED_MODULE,
+        prompts: [
+          { text: "p1 [words=500]", fail: 0, words: 500 },
+          { text: "p2 [fail=2] [words=500]", fail: 2, words: 500 },
+        ],
+      },
+      {
+        name: "paced-b",
+        model: PACED_MODEL,
+        workerModule: PACED_MODULE,
+        prompts: [
+          { text: "q1 [fail=1] [words=500]", fail: 1, words: 500 },
+          { text: "q2 [words=500]", fail: 0, words: 500 },
+        ],
+      },
     ];
     const runs = plans.map(async (plan) => {
-      const session = await host.createSession({ model: plan.model, ...(plan.workerModule === undefined ? {} : { workerModule: plan.workerModule }) });
+      const session = await host.createSession({
+        model: plan.model,
+        ...(plan.workerModule === undefined ? {} : { workerModule: plan.workerModule }),
+      });
       const log = record(session);
       const results: PromptResult[] = [];
       for (const prompt of plan.prompts) results.push(await promptLogged(session, log, prompt.text));
@@ -154,22 +230,9 @@ describe("sessions through a real worker pool", () => {
     expect(updates).toBeGreaterThan(1000);
   });
 
-  it("X5: a worker that exits mid-run rejects every pending prompt with ERR_WORKER_EXITED, and the host keeps serving", async () => {
-    const host = realHost({ threads: 1 });
-    const stalled = await host.createSession({ model: STALL_MODEL, workerModule: CRASH_MODULE });
-    const crasher = await host.createSession({ model: CRASH_MODEL, workerModule: CRASH_MODULE });
-    expect(host.workerCount).toBe(1);
-    const stalledLog = record(stalled);
-    const crasherLog = record(crasher);
-
-    const streaming = nextEvent(stalled, "message_update");
-    const stalledPrompt = stalled.prompt("wait for me");
-    stalledPrompt.catch(() => {});
-    await within(streaming, 5000, "the stalled session's first delta");
-    // The crash provider's stream function calls process.exit(3) in the worker serving both sessions.
-    const crashPrompt = crasher.prompt("crash the worker");
-    crashPrompt.catch(() => {});
-    const settled = await within(Promise.allSettled([stalledPrompt, crashPrompt]), 10_000, "both prompts to settle");
+  it("X5: a worker that exits mid-run rejects every pending prompt of its sessions with ERR_WORKER_EXITED and emits worker_exited", async () => {
+    const host = realHost({ threads: 1, callTimeoutMs: 5000 });
+    const { stalled, crasher, stalledLog, crasherLog, settled } = await crashWorkerMidRun(host);
 
     for (const outcome of settled) {
       const error = settledError(outcome);
@@ -184,14 +247,24 @@ describe("sessions through a real worker pool", () => {
     expect(host.workerCount).toBe(0);
 
     // Further calls on a session whose worker died reject with a typed error, or end at once.
-    await expect(within(stalled.prompt("again"), 2000, "a prompt on a dead session")).rejects.toMatchObject({ code: "ERR_WORKER_EXITED" });
-    await expect(within(crasher.prompt("again"), 2000, "a prompt on a dead session")).rejects.toBeInstanceOf(LifelineError);
+    await expect(within(stalled.prompt("again"), 2000, "a prompt on a dead session")).rejects.toMatchObject({
+      code: "ERR_WORKER_EXITED",
+    });
+    await expect(within(crasher.prompt("again"), 2000, "a prompt on a dead session")).rejects.toBeInstanceOf(
+      LifelineError,
+    );
     await within(stalled.abort(), 2000, "abort() on a dead session");
     await within(stalled.dispose(), 2000, "dispose() on a dead session");
+  });
 
-    // A new session on the same host gets a fresh worker and answers.
-    const fresh = await within(host.createSession({ model: "demo/demo-fast" }), 10_000, "a new session after the crash");
-    const result = await within(fresh.prompt("still there?"), 10_000, "the new session's prompt");
+  it("X5: a session created right after a worker crash gets a fresh worker and answers", async () => {
+    // A short call timeout bounds how long a call to a worker that never starts can wait.
+    const host = realHost({ threads: 1, callTimeoutMs: 5000 });
+    await crashWorkerMidRun(host);
+    expect(host.workerCount).toBe(0);
+
+    const fresh = await within(host.createSession({ model: "demo/demo-fast" }), 8000, "a new session after the crash");
+    const result = await within(fresh.prompt("still there?"), 8000, "the new session's prompt");
     expect(result.stopReason).toBe("stop");
     expect(answerOf(result)).toContain("still there?");
     expect(host.workerCount).toBe(1);
@@ -215,7 +288,11 @@ describe("sessions through a real worker pool", () => {
       }
       req.resume();
       res.on("close", () => connectionClosed());
-      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+      res.writeHead(200, {
+        "content-type": "text/event-stream",
+        "cache-control": "no-cache",
+        connection: "keep-alive",
+      });
       const chunk = {
         id: "chatcmpl-mock",
         object: "chat.completion.chunk",
@@ -293,7 +370,11 @@ describe("sessions through a real worker pool", () => {
 
   it("X1: a worker module's tool is called by the model and runs in the worker thread, with tool_execution events in order", async () => {
     const host = realHost({ threads: 1 });
-    const session = await host.createSession({ model: TOOLS_MODEL, workerModule: TOOL_MODULE, workerModuleOptions: { tag: "from-main" } });
+    const session = await host.createSession({
+      model: TOOLS_MODEL,
+      workerModule: TOOL_MODULE,
+      workerModuleOptions: { tag: "from-main" },
+    });
     const log = record(session);
     const result = await within(promptLogged(session, log, "where does the tool run?"), 10_000, "the tool prompt");
 
@@ -304,7 +385,8 @@ describe("sessions through a real worker pool", () => {
     expect(ends).toHaveLength(1);
     expect(starts[0]).toMatchObject({ toolName: "whereami", args: { label: "probe" } });
     expect(ends[0]?.isError).toBe(false);
-    const toolText = (ends[0]?.result as { content: { type: string; text: string }[] }).content[0]?.text ?? "";
+    const toolText =
+      (ends[0]?.result as { content?: { type: string; text: string }[] } | undefined)?.content?.[0]?.text ?? "";
     expect(toolText).toMatch(/^isMainThread=false threadId=[1-9]\d* /);
     expect(toolText).toContain(`session=${session.id} tag=from-main label=probe`);
     expect(log.indexOf(starts[0] as LogEntry)).toBeLessThan(log.indexOf(ends[0] as LogEntry));

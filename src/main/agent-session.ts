@@ -429,6 +429,7 @@ export class AgentSession {
     this.#retry.dispose("Worker exited");
     this.#events.emit({ type: "worker_exited", error: { code: error.code, message: error.message } });
     this.#close(error);
+    this.#wiring.onDisposed(this.id);
   }
 
   /** Marks the session closed and rejects the live and queued prompts with `error`. */

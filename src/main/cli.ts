@@ -22,15 +22,16 @@ interface RunOptions {
   banner?: string;
 }
 
-function formatSeconds(ms: number): string {
-  return `${Math.ceil(ms / 1000)}s`;
+/** Whole seconds, rounded up as pi's loader counts them; short delays in ms so they don't read as 1s. */
+function formatDelay(ms: number): string {
+  return ms < 1000 ? `${ms}ms` : `${Math.ceil(ms / 1000)}s`;
 }
 
 /** One line of stderr progress for an event, or undefined for events the CLI does not show. */
 export function progressLine(event: SessionEvent): string | undefined {
   switch (event.type) {
     case "auto_retry_start":
-      return `Retrying (${event.attempt}/${event.maxAttempts}) in ${formatSeconds(event.delayMs)}… after: ${event.errorMessage}`;
+      return `Retrying (${event.attempt}/${event.maxAttempts}) in ${formatDelay(event.delayMs)}… after: ${event.errorMessage}`;
     case "auto_retry_end":
       if (event.success) return `Recovered after ${event.attempt} ${event.attempt === 1 ? "retry" : "retries"}.`;
       return `Retry failed after ${event.attempt} attempts: ${event.finalError ?? "Unknown error"}`;

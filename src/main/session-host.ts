@@ -13,7 +13,7 @@ import { Piscina } from "piscina";
 import { z } from "zod";
 import { LifelineError } from "../shared/errors.js";
 import type { SessionEvent } from "../shared/events.js";
-import type { ModelRef, SessionInit } from "../shared/protocol.js";
+import type { ModelRef, SessionInit, SessionOpened } from "../shared/protocol.js";
 import { mergeSettings, parseSettings, type Settings, type SettingsInput } from "../shared/settings.js";
 import { AgentSession, type ContextOverflowHook } from "./agent-session.js";
 import type { AuthStorage } from "./auth-storage.js";
@@ -154,8 +154,17 @@ export class SessionHost {
     if (options.apiKey !== undefined) init.apiKey = options.apiKey;
     if (options.workerModule !== undefined) init.workerModule = toModuleUrl(options.workerModule);
     if (options.workerModuleOptions !== undefined) init.workerModuleOptions = options.workerModuleOptions;
-    const link = this.#pickLink();
-    const opened = await link.call("openSession", init);
+    const link = await this.#pickLink();
+    this.#assertOpen();
+    let opened: SessionOpened;
+    try {
+      opened = await link.call("openSession", init);
+    } catch (error) {
+      // A worker that cannot even open a session is stuck; stop handing it new sessions.
+      if (error instanceof LifelineError && error.code === "ERR_CALL_TIMEOUT")
+        link.abandon("it did not answer openSession");
+      throw error;
+    }
     const session = new AgentSession({
       sessionId,
       link,
@@ -227,12 +236,16 @@ export class SessionHost {
     return parseSettings(mergeSettings(files, this.#options.settings, overrides), "the merged settings");
   }
 
-  #pickLink(): WorkerLink {
-    for (let i = this.#links.length - 1; i >= 0; i--) {
-      if (this.#links[i]?.isDead) this.#links.splice(i, 1);
+  async #pickLink(): Promise<WorkerLink> {
+    const dead = this.#links.filter((link) => link.isDead);
+    if (dead.length > 0) {
+      // See WorkerLink.released: let the pool drop dead workers before asking it for a new one.
+      await Promise.race([Promise.all(dead.map((link) => link.released)), unrefDelay(5000)]);
+      for (const link of dead) this.#links.splice(this.#links.indexOf(link), 1);
     }
     let best: WorkerLink | undefined;
     for (const link of this.#links) {
+      if (link.isDead) continue;
       if (best === undefined || link.clientCount < best.clientCount) best = link;
     }
     if (best !== undefined && (best.clientCount === 0 || this.#links.length >= this.#threads)) return best;
@@ -263,6 +276,10 @@ export class SessionHost {
     const done = this.#pool.run(task, { transferList: [port2] });
     return { port: port1, done };
   }
+}
+
+function unrefDelay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 function toModelRef(model: string | ModelRef): ModelRef {

@@ -34,7 +34,8 @@ export class WorkerLink {
   readonly #callTimeoutMs: number;
   readonly #clients = new Map<string, LinkClient>();
   readonly #pending = new Set<(error: LifelineError) => void>();
-  readonly #done: Promise<unknown>;
+  /** Settles (never rejects) once the worker's serve loop is over and the pool has let go of it. */
+  readonly #done: Promise<void>;
   readonly #onProtocolError: (reason: string) => void;
   #dead: WorkerExitedError | undefined;
   #closing = false;
@@ -60,6 +61,20 @@ export class WorkerLink {
   /** True once the worker has exited or the link was closed. */
   get isDead(): boolean {
     return this.#dead !== undefined;
+  }
+
+  /**
+   * Resolves when the pool has finished with this link's worker. A dead worker's port can close
+   * before piscina handles its exit; a new task submitted in between is queued behind the dead
+   * worker and may never start, so the host waits for this before starting a replacement.
+   */
+  get released(): Promise<void> {
+    return this.#done;
+  }
+
+  /** Gives up on a worker that does not answer: rejects its calls and notifies its sessions. */
+  abandon(reason: string): void {
+    this.#die(reason);
   }
 
   attach(sessionId: string, client: LinkClient): void {

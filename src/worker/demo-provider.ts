@@ -8,7 +8,7 @@
  * - `demo-fast` always answers, streaming with no delay between chunks.
  *
  * A prompt can steer the script with directives in square brackets:
- * `[fail=N]` (N transient failures before answering; `demo-1` only), `[words=N]` (answer length),
+ * `[fail=N]` (N transient failures before answering, on any demo model), `[words=N]` (answer length),
  * `[overflow]` (a context-overflow error), `[fatal]` (a non-retryable 400 error).
  */
 import {

@@ -19,12 +19,12 @@ import {
   createSessionHost,
   LifelineError,
   type PromptResult,
-  type SessionEvent,
   type SessionHost,
   type SessionHostOptions,
   WorkerExitedError,
 } from "../dist/main/index.js";
 import { checkEventOrder, type LogEntry } from "./fixtures/event-order.js";
+import { nextEvent } from "./fixtures/events.js";
 
 const DIST_INDEX = new URL("../dist/main/index.js", import.meta.url).href;
 const PACED_MODULE = new URL("./fixtures/paced-provider.mjs", import.meta.url);
@@ -92,21 +92,6 @@ function promptLogged(session: AgentSession, log: LogEntry[], text: string): Pro
   return session.prompt(text).then((result) => {
     log.push({ type: "prompt_resolved" });
     return result;
-  });
-}
-
-/** Resolves at the session's next event of `type`. */
-function nextEvent<T extends SessionEvent["type"]>(
-  session: AgentSession,
-  type: T,
-): Promise<Extract<SessionEvent, { type: T }>> {
-  return new Promise((resolve) => {
-    const off = session.subscribe((event) => {
-      if (event.type === type) {
-        off();
-        resolve(event as Extract<SessionEvent, { type: T }>);
-      }
-    });
   });
 }
 

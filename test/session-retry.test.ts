@@ -6,7 +6,8 @@ import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { afterEach, describe, expect, it } from "vitest";
 import { type AuthStorage, InMemoryAuthStorage } from "../src/main/auth-storage.js";
 import type { SessionHostOptions } from "../src/main/session-host.js";
-import { inProcessHost, nextEvent, nextEventAfter, outline, record } from "./fixtures/in-process-host.js";
+import { nextEvent } from "./fixtures/events.js";
+import { inProcessHost, outline, record } from "./fixtures/in-process-host.js";
 import { gate, type Step, scriptedModel } from "./fixtures/scripted-provider.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -14,13 +15,23 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
 
-async function setup(steps: readonly Step[], options: SessionHostOptions = {}) {
-  const scripted = scriptedModel(steps);
+/** An in-process host closed after the test. */
+function freshHost(options: SessionHostOptions = {}) {
   const env = inProcessHost(options);
-  cleanups.push(
-    () => env.host.close(),
-    () => scripted.unregister(),
-  );
+  cleanups.push(() => env.host.close());
+  return env;
+}
+
+/** A scripted model unregistered after the test. */
+function script(steps: readonly Step[]) {
+  const scripted = scriptedModel(steps);
+  cleanups.push(() => scripted.unregister());
+  return scripted;
+}
+
+async function setup(steps: readonly Step[], options: SessionHostOptions = {}) {
+  const scripted = script(steps);
+  const env = freshHost(options);
   const session = await env.host.createSession({ model: scripted.model });
   const events = record(session);
   return { ...env, scripted, session, events };
@@ -133,7 +144,7 @@ describe("retry chains through a session", () => {
       { text: "never" },
     ]);
     const done = session.prompt("hi");
-    const retried = nextEventAfter(session, "agent_start", 2);
+    const retried = nextEvent(session, "agent_start", 2);
     await clock.release();
     await retried;
     session.abortRetry();
@@ -183,7 +194,7 @@ describe("retry chains through a session", () => {
   it("B3: abort() while a retried attempt streams ends the chain; the aborted message is not a retry success", async () => {
     const { clock, session, events } = await setup([{ error: "fetch failed" }, { stall: true }]);
     const done = session.prompt("hi");
-    const retried = nextEventAfter(session, "agent_start", 2);
+    const retried = nextEvent(session, "agent_start", 2);
     await clock.release();
     await retried;
     await session.abort();
@@ -219,12 +230,8 @@ describe("retry chains through a session", () => {
   });
 
   it("R1: a context overflow is never retried and goes to the compaction hook", async () => {
-    const scripted = scriptedModel([{ error: "prompt is too long: 213462 tokens > 200000 maximum" }]);
-    const env = inProcessHost();
-    cleanups.push(
-      () => env.host.close(),
-      () => scripted.unregister(),
-    );
+    const scripted = script([{ error: "prompt is too long: 213462 tokens > 200000 maximum" }]);
+    const env = freshHost();
     const seen: string[] = [];
     const session = await env.host.createSession({
       model: scripted.model,
@@ -329,12 +336,8 @@ describe("retry chains through a session", () => {
   });
 
   it("B5: setAutoRetryEnabled changes only its own session", async () => {
-    const scripted = scriptedModel([{ error: "503" }, { text: "ok" }]);
-    const env = inProcessHost();
-    cleanups.push(
-      () => env.host.close(),
-      () => scripted.unregister(),
-    );
+    const scripted = script([{ error: "503" }, { text: "ok" }]);
+    const env = freshHost();
     const a = await env.host.createSession({ model: scripted.model });
     const b = await env.host.createSession({ model: scripted.model });
     a.setAutoRetryEnabled(false);
@@ -431,16 +434,14 @@ describe("session lifecycle", () => {
   });
 
   it("createSession rejects an unknown demo model with ERR_UNKNOWN_MODEL listing the models", async () => {
-    const env = inProcessHost();
-    cleanups.push(() => env.host.close());
+    const env = freshHost();
     const error = await env.host.createSession({ model: "demo/nope" }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "ERR_UNKNOWN_MODEL" });
     expect(String((error as Error).message)).toContain("demo-1");
   });
 
   it("createSession rejects malformed options with ERR_INVALID_OPTIONS naming the field", async () => {
-    const env = inProcessHost();
-    cleanups.push(() => env.host.close());
+    const env = freshHost();
     const error = await env.host.createSession({ model: "no-slash" }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "ERR_INVALID_OPTIONS" });
     expect(String((error as Error).message)).toContain("model");
@@ -453,8 +454,7 @@ describe("session lifecycle", () => {
   });
 
   it("the demo model fails twice then answers (built-in, in-process)", async () => {
-    const env = inProcessHost();
-    cleanups.push(() => env.host.close());
+    const env = freshHost();
     const session = await env.host.createSession();
     const events = record(session);
     const done = session.prompt("hello");

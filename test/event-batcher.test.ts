@@ -40,7 +40,11 @@ describe("EventBatcher", () => {
     const items = sent[0]?.items ?? [];
     const deltas = items.map((i) => {
       if (i.type !== "event" || i.event.type !== "message_update") return "";
-      const inner = i.event.assistantMessageEvent as { delta: string; contentIndex: number; partial?: unknown };
+      const inner = i.event.assistantMessageEvent as unknown as {
+        delta: string;
+        contentIndex: number;
+        partial?: unknown;
+      };
       expect(inner.partial).toBeUndefined();
       return `${i.sessionId}:${inner.contentIndex}:${inner.delta}`;
     });

@@ -389,6 +389,9 @@ describe("streamed events", () => {
       const inner = update.assistantMessageEvent;
       expect((inner as { partial?: unknown }).partial).toBe(update.message);
       if (inner.type === "text_delta") streamed += inner.delta;
+      // Each snapshot shows exactly the text streamed so far: no later text, no duplicates.
+      const block = update.message.role === "assistant" ? update.message.content[0] : undefined;
+      if (inner.type !== "text_end") expect(block?.type === "text" ? block.text : "").toBe(streamed);
     }
     expect(streamed).toBe(text);
     const types = events.map((e) => e.type);

@@ -14,6 +14,7 @@ import { LifelineError, SessionBusyError, type WorkerExitedError } from "../shar
 import type { AutoRetryStartEvent, PromptResult, RetryEvent, SessionEvent } from "../shared/events.js";
 import type { BatchItem, RunInput } from "../shared/protocol.js";
 import type { Settings } from "../shared/settings.js";
+import { fromWireUpdate, type StreamState, startStream } from "../shared/stream-wire.js";
 import type { AuthStorage } from "./auth-storage.js";
 import { EventStream, type SessionListener } from "./event-stream.js";
 import { RetryController, type RetryDecision } from "./retry-controller.js";
@@ -95,6 +96,8 @@ export class AgentSession {
   #prompt: PendingPrompt | undefined;
   readonly #queue: QueuedPrompt[] = [];
   #overflowPending = false;
+  /** The assistant message being streamed, rebuilt from slimmed updates (see stream-wire.ts). */
+  #streaming: StreamState | undefined;
   /** Collects controller events while an agent_end decision is being made (see #handleItem). */
   #heldRetryEvents: RetryEvent[] | undefined;
   #closed: LifelineError | undefined;
@@ -291,14 +294,17 @@ export class AgentSession {
     }
     const event = item.event;
     switch (event.type) {
-      case "message_update": {
-        // The batcher dropped `partial` (it equals `message`; every event the agent forwards as a
-        // message_update carries one); restore the documented shape.
-        (event.assistantMessageEvent as { partial?: unknown }).partial = event.message;
+      case "message_start": {
+        if (event.message.role === "assistant") this.#streaming = startStream(event.message);
         this.#events.emit(event);
         return;
       }
+      case "message_update": {
+        this.#events.emit(fromWireUpdate(event, this.#streaming));
+        return;
+      }
       case "message_end": {
+        this.#streaming = undefined;
         this.#messages.push(event.message);
         this.#history.push(event.message);
         this.#events.emit(event);

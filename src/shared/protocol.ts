@@ -15,6 +15,7 @@
 import type { AgentEvent, AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import type { WireError } from "./errors.js";
+import type { WireUpdateEvent } from "./stream-wire.js";
 
 /** The outcome of a worker call: a value or a typed error as data. */
 export type Result<T> = { ok: true; value: T } | { ok: false; error: WireError };
@@ -74,8 +75,8 @@ export interface WorkerApi {
   ping(): number;
 }
 
-/** `message_update` as it crosses: `assistantMessageEvent.partial` is dropped (it equals `message`). */
-export type WireAgentEvent = AgentEvent;
+/** An agent event as it crosses; `message_update` travels slimmed down (see stream-wire.ts). */
+export type WireAgentEvent = Exclude<AgentEvent, { type: "message_update" }> | WireUpdateEvent;
 
 /** One item of a batch: a session's event, or the end of one of its runs. */
 export type BatchItem =

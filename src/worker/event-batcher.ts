@@ -3,43 +3,56 @@
  *
  * One `postMessage` costs the receiving main thread more than an in-process agent spends on an
  * event, so forwarding each streamed delta on its own would make the host slower than running
- * in-process. The batcher sends at most one message per flush for all sessions of the worker, and
- * merges consecutive deltas of the same content block of a session into one delta.
+ * in-process. The batcher sends one message per flush for all sessions of the worker, merges
+ * consecutive deltas of the same content block of a session, and slims updates down (see
+ * stream-wire.ts).
  *
  * Flush timing: the first item after a quiet period is flushed on the next macrotask (low latency);
- * under load, flushes are spaced at least `minIntervalMs` apart (bounded message rate).
+ * under load, flushes are spaced at least `minIntervalMs` apart (bounded message rate), and a batch
+ * that reaches `maxItems` is sent at once, so no single message makes the host's main thread
+ * deserialise and dispatch a long burst in one task.
  */
 import type { AgentEvent } from "@mariozechner/pi-agent-core";
 import type { BatchItem, WorkerMessage } from "../shared/protocol.js";
-
-type UpdateEvent = Extract<AgentEvent, { type: "message_update" }>;
-const DELTA_TYPES = new Set(["text_delta", "thinking_delta", "toolcall_delta"]);
+import { mergeWireUpdates, snapshot, toWireUpdate } from "../shared/stream-wire.js";
 
 export class EventBatcher {
   readonly #post: (message: WorkerMessage) => void;
   readonly #minIntervalMs: number;
+  readonly #maxItems: number;
   #items: BatchItem[] = [];
   /** Index in #items of each session's last item, for coalescing. */
   #lastIndex = new Map<string, number>();
   #timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
   #lastFlush = 0;
 
-  constructor(post: (message: WorkerMessage) => void, minIntervalMs: number) {
+  constructor(post: (message: WorkerMessage) => void, minIntervalMs: number, maxItems = 32) {
     this.#post = post;
     this.#minIntervalMs = minIntervalMs;
+    this.#maxItems = maxItems;
   }
 
   /** Queues a session event; deltas may be merged into the session's previous queued delta. */
   pushEvent(sessionId: string, event: AgentEvent): void {
-    if (event.type === "message_update") {
-      const wire = stripPartial(event);
-      const index = this.#lastIndex.get(sessionId);
-      const previous = index === undefined ? undefined : this.#items[index];
-      if (previous?.type === "event" && tryMerge(previous.event, wire)) return;
-      this.#append(sessionId, { type: "event", sessionId, event: wire });
+    if (event.type === "message_start") {
+      this.#append(sessionId, { type: "event", sessionId, event: { ...event, message: snapshot(event.message) } });
       return;
     }
-    this.#append(sessionId, { type: "event", sessionId, event });
+    if (event.type !== "message_update") {
+      this.#append(sessionId, { type: "event", sessionId, event });
+      return;
+    }
+    const wire = toWireUpdate(event);
+    const index = this.#lastIndex.get(sessionId);
+    const previous = index === undefined ? undefined : this.#items[index];
+    if (
+      previous?.type === "event" &&
+      previous.event.type === "message_update" &&
+      mergeWireUpdates(previous.event, wire)
+    ) {
+      return;
+    }
+    this.#append(sessionId, { type: "event", sessionId, event: wire });
   }
 
   /** Queues a run boundary. It is sent after every event queued before it. */
@@ -65,28 +78,12 @@ export class EventBatcher {
   #append(sessionId: string, item: BatchItem): void {
     this.#lastIndex.set(sessionId, this.#items.length);
     this.#items.push(item);
+    if (this.#items.length >= this.#maxItems) {
+      this.flush();
+      return;
+    }
     if (this.#timer !== undefined) return;
     const wait = this.#lastFlush + this.#minIntervalMs - performance.now();
     this.#timer = wait > 0 ? setTimeout(() => this.flush(), wait) : setImmediate(() => this.flush());
   }
-}
-
-/** `partial` duplicates `message`; the main thread restores it (see the session event stream). */
-function stripPartial(event: UpdateEvent): UpdateEvent {
-  // Always a copy: tryMerge mutates queued events, which must never be the agent's own objects.
-  const { partial: _partial, ...rest } = event.assistantMessageEvent as { partial?: unknown };
-  return { ...event, assistantMessageEvent: rest as UpdateEvent["assistantMessageEvent"] };
-}
-
-/** Merges `next` into `previous` when both are deltas of the same content block. */
-function tryMerge(previous: AgentEvent, next: UpdateEvent): boolean {
-  if (previous.type !== "message_update") return false;
-  const a = previous.assistantMessageEvent;
-  const b = next.assistantMessageEvent;
-  if (a.type !== b.type || !DELTA_TYPES.has(a.type)) return false;
-  if (!("contentIndex" in a) || !("contentIndex" in b) || a.contentIndex !== b.contentIndex) return false;
-  if (!("delta" in a) || !("delta" in b)) return false;
-  (a as { delta: string }).delta += b.delta;
-  previous.message = next.message;
-  return true;
 }

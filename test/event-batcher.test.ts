@@ -86,4 +86,16 @@ describe("EventBatcher", () => {
     batcher.flush();
     expect(sent).toHaveLength(2);
   });
+
+  it("sends a run end on the next macrotask even inside the load spacing", async () => {
+    const sent: WorkerMessage[] = [];
+    const batcher = new EventBatcher((m) => sent.push(m), 10_000);
+    batcher.pushEvent("a", { type: "agent_start" });
+    await new Promise((resolve) => setImmediate(resolve));
+    batcher.pushEvent("a", { type: "turn_start" });
+    batcher.pushRunEnd({ type: "run_end", sessionId: "a", runId: 1, tail: [] });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(sent).toHaveLength(2);
+    expect(sent[1]?.items.map((i) => i.type)).toEqual(["event", "run_end"]);
+  });
 });

@@ -24,7 +24,7 @@ export class EventBatcher {
   /** Index in #items of each session's last item, for coalescing. */
   #lastIndex = new Map<string, number>();
   #timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
-  #lastFlush = 0;
+  #lastFlush = Number.NEGATIVE_INFINITY;
 
   constructor(post: (message: WorkerMessage) => void, minIntervalMs: number, maxItems = 32) {
     this.#post = post;
@@ -55,9 +55,17 @@ export class EventBatcher {
     this.#append(sessionId, { type: "event", sessionId, event: wire });
   }
 
-  /** Queues a run boundary. It is sent after every event queued before it. */
+  /**
+   * Queues a run boundary, sent after every event queued before it. It goes out on the next
+   * macrotask, not after the load spacing: prompts settle and retries proceed on it.
+   */
   pushRunEnd(item: Extract<BatchItem, { type: "run_end" }>): void {
     this.#append(item.sessionId, item);
+    if (this.#timer !== undefined && this.#items.length > 0) {
+      clearTimeout(this.#timer as NodeJS.Timeout);
+      clearImmediate(this.#timer as NodeJS.Immediate);
+      this.#timer = setImmediate(() => this.flush());
+    }
   }
 
   /** Sends everything queued now. */

@@ -18,7 +18,7 @@
  * sessions on the same worker stream demo-stream answers (context, no target).
  */
 import { createServer } from "node:http";
-import { makeHost, pick, report, sleep, summarize } from "./lib.mjs";
+import { makeHost, mockModel, pick, report, sleep, summarize } from "./lib.mjs";
 
 const ITERATIONS = pick(200, 50);
 const WARMUP = pick(10, 5);
@@ -73,20 +73,6 @@ function startServer() {
   });
 }
 
-const mockModel = (port) => ({
-  id: "mock-1",
-  name: "mock",
-  api: "openai-completions",
-  provider: "mock",
-  baseUrl: `http://127.0.0.1:${port}/v1`,
-  reasoning: false,
-  input: ["text"],
-  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-  contextWindow: 128000,
-  maxTokens: 4096,
-  compat: { supportsDeveloperRole: false, supportsReasoningEffort: false },
-});
-
 /** Resolves on the session's first text delta (the first chunk made it through the worker to main). */
 function firstDelta(session) {
   return new Promise((resolve) => {
@@ -116,7 +102,8 @@ async function abortOnce(session, srv, iteration) {
   const settledAt = performance.now();
   await closed;
   const ackAt = await ack;
-  if (result.stopReason !== "aborted") throw new Error(`expected an aborted prompt, got ${result.stopReason}: ${result.errorMessage}`);
+  if (result.stopReason !== "aborted")
+    throw new Error(`expected an aborted prompt, got ${result.stopReason}: ${result.errorMessage}`);
   return { closeMs: entry.closedAt - t0, ackMs: ackAt - t0, settleMs: settledAt - t0 };
 }
 

@@ -42,6 +42,18 @@ export function mainThreadCpuNs() {
   return performance.eventLoopUtilization().active * 1e6;
 }
 
+/**
+ * Time the main thread spent runnable but waiting for a CPU (second schedstat field, ns): how
+ * much the other threads and processes crowded it out. NaN where schedstat is unavailable.
+ */
+export function mainThreadRunqueueWaitNs() {
+  try {
+    return Number(readFileSync(SCHEDSTAT, "utf8").split(" ")[1]);
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /** Which clock mainThreadCpuNs uses. */
 export function cpuClockName() {
   mainThreadCpuNs();
@@ -50,13 +62,15 @@ export function cpuClockName() {
 
 /** A CPU + event-loop-utilisation stopwatch for the main thread. */
 export function startMeter() {
+  const wait0 = mainThreadRunqueueWaitNs();
   const cpu0 = mainThreadCpuNs();
   const elu0 = performance.eventLoopUtilization();
   const t0 = performance.now();
   return () => {
     const cpuNs = mainThreadCpuNs() - cpu0;
+    const waitNs = mainThreadRunqueueWaitNs() - wait0;
     const elu = performance.eventLoopUtilization(elu0);
-    return { cpuNs, eluActiveMs: elu.active, elu: elu.utilization, wallMs: performance.now() - t0 };
+    return { cpuNs, waitNs, eluActiveMs: elu.active, elu: elu.utilization, wallMs: performance.now() - t0 };
   };
 }
 
@@ -95,6 +109,21 @@ export async function makeHost(extra = {}) {
   };
   return { host, dir, close };
 }
+
+/** A pi-ai model object for an OpenAI-compatible mock server on 127.0.0.1:`port`. */
+export const mockModel = (port) => ({
+  id: "mock-1",
+  name: "mock",
+  api: "openai-completions",
+  provider: "mock",
+  baseUrl: `http://127.0.0.1:${port}/v1`,
+  reasoning: false,
+  input: ["text"],
+  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+  contextWindow: 128000,
+  maxTokens: 4096,
+  compat: { supportsDeveloperRole: false, supportsReasoningEffort: false },
+});
 
 /** Runs `fn` over `items` with at most `limit` in flight. */
 export async function mapLimit(items, limit, fn) {

@@ -18,7 +18,7 @@
 import { Worker } from "node:worker_threads";
 import { Agent } from "@mariozechner/pi-agent-core";
 import { demoModels } from "../dist/worker/demo-provider.js";
-import { cpuClockName, makeHost, mainThreadCpuNs, pick, report, sleep, startMeter, summarize } from "./lib.mjs";
+import { cpuClockName, makeHost, pick, report, sleep, startMeter, summarize } from "./lib.mjs";
 
 const RTT_N = pick(20_000, 4_000);
 const RTT_WARMUP = pick(2_000, 500);
@@ -58,7 +58,10 @@ async function rawBaseline() {
   const payload = {
     type: "event",
     sessionId: "6f1d3c1e-2b7a-4c55-9d1e-0a8b7c6d5e4f",
-    event: { type: "message_update", assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: "lifeline runs " } },
+    event: {
+      type: "message_update",
+      assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: "lifeline runs " },
+    },
   };
   const flood = (count) =>
     new Promise((resolve) => {
@@ -124,7 +127,10 @@ async function lifelineFastSequential() {
 }
 
 function inProcessAgent(model) {
-  return new Agent({ initialState: { systemPrompt: "", model, tools: [], messages: [] }, sessionId: crypto.randomUUID() });
+  return new Agent({
+    initialState: { systemPrompt: "", model, tools: [], messages: [] },
+    sessionId: crypto.randomUUID(),
+  });
 }
 
 async function inProcessFastSequential() {
@@ -193,7 +199,9 @@ const row = (name, r, extra = {}) => ({
 const runs = [
   row("lifeline demo-fast, 1 session, sequential", lifelineFast, { workers: lifelineFast.workers }),
   row("in-process Agent demo-fast, 1 session, sequential", inProcessFast),
-  row(`lifeline demo-stream, ${STREAM_SESSIONS} sessions concurrent`, lifelineStream, { workers: lifelineStream.workers }),
+  row(`lifeline demo-stream, ${STREAM_SESSIONS} sessions concurrent`, lifelineStream, {
+    workers: lifelineStream.workers,
+  }),
   row(`in-process Agent demo-stream, ${STREAM_SESSIONS} sessions concurrent`, inProcessStream),
 ];
 // Source events: what the agent emits before batching. The in-process run of the same prompts
@@ -209,5 +217,4 @@ report({
   config: { RTT_N, FLOOD_N, FAST_PROMPTS, FAST_WORDS, STREAM_SESSIONS, STREAM_WORDS },
   raw,
   runs,
-  mainCpuCheck: mainThreadCpuNs() > 0,
 });

@@ -111,19 +111,7 @@ export async function makeHost(extra = {}) {
 }
 
 /** A pi-ai model object for an OpenAI-compatible mock server on 127.0.0.1:`port`. */
-export const mockModel = (port) => ({
-  id: "mock-1",
-  name: "mock",
-  api: "openai-completions",
-  provider: "mock",
-  baseUrl: `http://127.0.0.1:${port}/v1`,
-  reasoning: false,
-  input: ["text"],
-  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-  contextWindow: 128000,
-  maxTokens: 4096,
-  compat: { supportsDeveloperRole: false, supportsReasoningEffort: false },
-});
+export { mockModel } from "../test/fixtures/models.mjs";
 
 /** Runs `fn` over `items` with at most `limit` in flight. */
 export async function mapLimit(items, limit, fn) {

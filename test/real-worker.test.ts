@@ -25,6 +25,7 @@ import {
 } from "../dist/main/index.js";
 import { checkEventOrder, type LogEntry } from "./fixtures/event-order.js";
 import { nextEvent } from "./fixtures/events.js";
+import { mockModel, workerApiModel } from "./fixtures/models.mjs";
 
 const DIST_INDEX = new URL("../dist/main/index.js", import.meta.url).href;
 const PACED_MODULE = new URL("./fixtures/paced-provider.mjs", import.meta.url);
@@ -32,26 +33,10 @@ const CRASH_MODULE = new URL("./fixtures/crash-provider.mjs", import.meta.url);
 const TOOL_MODULE = new URL("./fixtures/tool-module.mjs", import.meta.url);
 const THROWING_MODULE = new URL("./fixtures/throws-at-load.mjs", import.meta.url);
 
-/** A pi-ai model object for an api registered by a worker module fixture. */
-function testModel(api: string, id: string): Model<string> {
-  return {
-    id,
-    name: id,
-    api,
-    provider: "test",
-    baseUrl: "http://localhost:0",
-    reasoning: false,
-    input: ["text"],
-    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-    contextWindow: 128_000,
-    maxTokens: 4096,
-  };
-}
-
-const PACED_MODEL = testModel("lifeline-test-paced", "paced-1");
-const STALL_MODEL = testModel("lifeline-test-stall", "stall-1");
-const CRASH_MODEL = testModel("lifeline-test-crash", "crash-1");
-const TOOLS_MODEL = testModel("lifeline-test-tools", "tools-1");
+const PACED_MODEL = workerApiModel("lifeline-test-paced", "paced-1");
+const STALL_MODEL = workerApiModel("lifeline-test-stall", "stall-1");
+const CRASH_MODEL = workerApiModel("lifeline-test-crash", "crash-1");
+const TOOLS_MODEL = workerApiModel("lifeline-test-tools", "tools-1");
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -300,19 +285,7 @@ describe("sessions through a real worker pool", () => {
     const { port } = server.address() as AddressInfo;
 
     const host = realHost({ threads: 1 });
-    const model = {
-      id: "mock-1",
-      name: "mock",
-      api: "openai-completions",
-      provider: "mock",
-      baseUrl: `http://127.0.0.1:${port}/v1`,
-      reasoning: false,
-      input: ["text"],
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-      contextWindow: 128_000,
-      maxTokens: 4096,
-      compat: { supportsDeveloperRole: false, supportsReasoningEffort: false },
-    };
+    const model = mockModel(port);
     const session = await host.createSession({ model, apiKey: "dummy" });
     const log = record(session);
     const firstDelta = nextEvent(session, "message_update");

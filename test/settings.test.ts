@@ -134,6 +134,12 @@ describe("settings in a host", () => {
     }
   });
 
+  it("invalid host settings are refused when the host is created", () => {
+    expect(() => inProcessHost({ settings: { retry: { jitter: "sometimes" as "full" } } })).toThrow(
+      expect.objectContaining({ code: "ERR_INVALID_SETTINGS", message: expect.stringContaining("createSessionHost") }),
+    );
+  });
+
   it("an invalid session override rejects createSession with ERR_INVALID_SETTINGS", async () => {
     const { host } = inProcessHost();
     try {

@@ -96,8 +96,12 @@ const sessionOptionsSchema = z.object({
 });
 
 /** Creates a host. Cheap: the pool and its workers start with the first session. */
+/**
+ * @throws ERR_INVALID_OPTIONS for a malformed option, ERR_INVALID_SETTINGS for invalid `settings`.
+ */
 export function createSessionHost(options: SessionHostOptions = {}): SessionHost {
   validate(hostOptionsSchema, options, "createSessionHost options");
+  if (options.settings !== undefined) parseSettings(options.settings, "createSessionHost({ settings })");
   return new SessionHost(options);
 }
 
@@ -231,7 +235,6 @@ export class SessionHost {
       this.#fileSettings = undefined;
       throw error;
     }
-    if (this.#options.settings !== undefined) parseSettings(this.#options.settings, "createSessionHost({ settings })");
     if (overrides !== undefined) parseSettings(overrides, "createSession({ settings })");
     return parseSettings(mergeSettings(files, this.#options.settings, overrides), "the merged settings");
   }

@@ -450,6 +450,22 @@ describe("session lifecycle", () => {
     expect(String((error as Error).message)).toContain("model");
   });
 
+  it("sessions created concurrently spread over the worker threads", async () => {
+    const env = freshHost({ threads: 2 });
+    await Promise.all([1, 2, 3, 4].map(() => env.host.createSession({ model: "demo/demo-fast" })));
+    expect(env.workerPorts).toHaveLength(2);
+    expect(env.host.workerCount).toBe(2);
+  });
+
+  it("a host closed while a session is opening refuses that session with ERR_HOST_CLOSED", async () => {
+    const env = inProcessHost();
+    const opening = env.host.createSession({ model: "demo/demo-fast" });
+    const closing = env.host.close();
+    await expect(opening).rejects.toMatchObject({ code: "ERR_HOST_CLOSED" });
+    await closing;
+    expect(env.host.sessionCount).toBe(0);
+  });
+
   it("createSession after close() is refused with ERR_HOST_CLOSED", async () => {
     const env = inProcessHost();
     await env.host.close();

@@ -158,16 +158,23 @@ export class SessionHost {
     if (options.apiKey !== undefined) init.apiKey = options.apiKey;
     if (options.workerModule !== undefined) init.workerModule = toModuleUrl(options.workerModule);
     if (options.workerModuleOptions !== undefined) init.workerModuleOptions = options.workerModuleOptions;
-    const link = await this.#pickLink();
-    this.#assertOpen();
+    const { link, release } = await this.#pickLink();
     let opened: SessionOpened;
     try {
+      this.#assertOpen();
       opened = await link.call("openSession", init);
     } catch (error) {
       // A worker that cannot even open a session is stuck; stop handing it new sessions.
-      if (error instanceof LifelineError && error.code === "ERR_CALL_TIMEOUT")
+      if (error instanceof LifelineError && error.code === "ERR_CALL_TIMEOUT") {
         link.abandon("it did not answer openSession");
+      }
       throw error;
+    } finally {
+      release();
+    }
+    if (this.#closed) {
+      void link.call("closeSession", sessionId).catch(() => {});
+      this.#assertOpen();
     }
     const session = new AgentSession({
       sessionId,
@@ -239,25 +246,32 @@ export class SessionHost {
     return parseSettings(mergeSettings(files, this.#options.settings, overrides), "the merged settings");
   }
 
-  async #pickLink(): Promise<WorkerLink> {
+  /** Chooses the least-loaded link (starting one if under `threads`) and reserves a place on it. */
+  async #pickLink(): Promise<{ link: WorkerLink; release: () => void }> {
     const dead = this.#links.filter((link) => link.isDead);
     if (dead.length > 0) {
       // See WorkerLink.released: let the pool drop dead workers before asking it for a new one.
       await Promise.race([Promise.all(dead.map((link) => link.released)), unrefDelay(5000)]);
-      for (const link of dead) this.#links.splice(this.#links.indexOf(link), 1);
+      for (const link of dead) {
+        // A concurrent createSession may have pruned it already.
+        const index = this.#links.indexOf(link);
+        if (index >= 0) this.#links.splice(index, 1);
+      }
     }
     let best: WorkerLink | undefined;
     for (const link of this.#links) {
       if (link.isDead) continue;
       if (best === undefined || link.clientCount < best.clientCount) best = link;
     }
-    if (best !== undefined && (best.clientCount === 0 || this.#links.length >= this.#threads)) return best;
+    if (best !== undefined && (best.clientCount === 0 || this.#links.length >= this.#threads)) {
+      return { link: best, release: best.reserve() };
+    }
     const link = new WorkerLink(this.#connect(), {
       callTimeoutMs: this.#options.callTimeoutMs ?? 30_000,
       onProtocolError: (reason) => process.emitWarning(`lifeline: ignored an invalid worker message (${reason})`),
     });
     this.#links.push(link);
-    return link;
+    return { link, release: link.reserve() };
   }
 
   #connect(): LinkEndpoint {

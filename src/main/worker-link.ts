@@ -38,6 +38,7 @@ export class WorkerLink {
   readonly #done: Promise<void>;
   readonly #onProtocolError: (reason: string) => void;
   #dead: WorkerExitedError | undefined;
+  #reserved = 0;
   #closing = false;
 
   constructor(endpoint: LinkEndpoint, options: { callTimeoutMs: number; onProtocolError: (reason: string) => void }) {
@@ -53,9 +54,23 @@ export class WorkerLink {
     );
   }
 
-  /** Sessions currently served by this worker. */
+  /** Sessions served by this worker, counting those still opening (see {@link reserve}). */
   get clientCount(): number {
-    return this.#clients.size;
+    return this.#clients.size + this.#reserved;
+  }
+
+  /**
+   * Counts a session that is being opened on this worker, so that concurrent createSession calls
+   * see the load they are adding. Returns the function that drops the reservation.
+   */
+  reserve(): () => void {
+    this.#reserved++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#reserved--;
+    };
   }
 
   /** True once the worker has exited or the link was closed. */

@@ -72,8 +72,9 @@ function registerDemoModel(
   defaultFailures: number,
   tokensPerSecond: number | undefined,
 ): [string, Model<Api>] {
-  // Attempts per (session, transcript length): a retry sees the same transcript, a new prompt a longer one.
-  const attempts = new Map<string, number>();
+  // Failed attempts of each session's current prompt. A retry sees the same transcript length, a new
+  // prompt a longer one; one entry per session keeps this bounded even when chains are cancelled.
+  const attempts = new Map<string, { length: number; count: number }>();
   const fauxApi = `lifeline-demo-faux-${id}`;
   const faux = registerFauxProvider({
     api: fauxApi,
@@ -88,11 +89,13 @@ function registerDemoModel(
       return errorMessage("prompt is too long: 213462 tokens > 128000 maximum (simulated)");
     }
     if (directives.fatal) return errorMessage("400 Bad Request: invalid request (simulated)");
-    const key = `${options?.sessionId ?? ""}:${context.messages.length}`;
-    const attempt = attempts.get(key) ?? 0;
+    const key = options?.sessionId ?? "";
+    const length = context.messages.length;
+    const seen = attempts.get(key);
+    const attempt = seen !== undefined && seen.length === length ? seen.count : 0;
     const failures = directives.fail ?? defaultFailures;
     if (attempt < failures) {
-      attempts.set(key, attempt + 1);
+      attempts.set(key, { length, count: attempt + 1 });
       return errorMessage(TRANSIENT_ERRORS[attempt % TRANSIENT_ERRORS.length] ?? "503 Service Unavailable");
     }
     attempts.delete(key);

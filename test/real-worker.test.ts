@@ -240,6 +240,19 @@ describe("sessions through a real worker pool", () => {
     expect(host.workerCount).toBe(1);
   });
 
+  it("X5: a worker stuck in synchronous code is terminated when a call to it times out, and nothing waits forever", async () => {
+    const host = realHost({ callTimeoutMs: 500 });
+    const session = await host.createSession({ model: TOOLS_MODEL, workerModule: TOOL_MODULE });
+    const exited = nextEvent(session, "worker_exited");
+    const stuck = session.prompt("please [spin]").catch((error: unknown) => error);
+    await expect(session.abort()).rejects.toMatchObject({ code: "ERR_CALL_TIMEOUT" });
+    expect(await within(stuck, 5000, "the stuck prompt to settle")).toMatchObject({ code: "ERR_WORKER_EXITED" });
+    const event = await within(exited, 5000, "worker_exited");
+    expect(event.error.message).toMatch(/did not answer abort within 500 ms and was terminated/);
+    const fresh = await host.createSession({ model: "demo/demo-fast" });
+    expect((await within(fresh.prompt("still there?"), 5000, "a prompt on a fresh worker")).stopReason).toBe("stop");
+  });
+
   it("X3: abort() closes the worker's in-flight HTTP request, the prompt settles as aborted and nothing is retried", async () => {
     const requests: string[] = [];
     let sawRequest: () => void = () => {};

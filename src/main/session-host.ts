@@ -163,15 +163,10 @@ export class SessionHost {
     try {
       this.#assertOpen();
       opened = await link.call("openSession", init);
-    } catch (error) {
-      // A worker that cannot even open a session is stuck; stop handing it new sessions.
-      if (error instanceof LifelineError && error.code === "ERR_CALL_TIMEOUT") {
-        link.abandon("it did not answer openSession");
-      }
-      throw error;
     } finally {
       release();
     }
+    link.threadId ??= opened.threadId;
     if (this.#closed) {
       void link.call("closeSession", sessionId).catch(() => {});
       this.#assertOpen();
@@ -269,9 +264,24 @@ export class SessionHost {
     const link = new WorkerLink(this.#connect(), {
       callTimeoutMs: this.#options.callTimeoutMs ?? 30_000,
       onProtocolError: (reason) => process.emitWarning(`lifeline: ignored an invalid worker message (${reason})`),
+      onUnresponsive: (hung) => this.#terminate(hung),
     });
     this.#links.push(link);
     return { link, release: link.reserve() };
+  }
+
+  /**
+   * X5 for a worker stuck in synchronous code: calls to it time out but it never exits, so its
+   * sessions would wait forever. Terminating the thread makes piscina settle the link's task, and
+   * the usual exit path rejects everything the worker held.
+   */
+  #terminate(link: WorkerLink): void {
+    const worker = this.#pool?.threads.find((thread) => thread.threadId === link.threadId);
+    if (worker === undefined) {
+      link.abandon("it stopped answering");
+      return;
+    }
+    void worker.terminate();
   }
 
   #connect(): LinkEndpoint {

@@ -39,12 +39,26 @@ export class WorkerLink {
   readonly #onProtocolError: (reason: string) => void;
   #dead: WorkerExitedError | undefined;
   #reserved = 0;
+  readonly #onUnresponsive: (link: WorkerLink) => void;
+  /** Why the worker is being terminated, when lifeline itself decided to (it stopped answering). */
+  #hung: string | undefined;
+  /** Thread id of the worker, learnt from its first openSession. */
+  threadId: number | undefined;
   #closing = false;
 
-  constructor(endpoint: LinkEndpoint, options: { callTimeoutMs: number; onProtocolError: (reason: string) => void }) {
+  constructor(
+    endpoint: LinkEndpoint,
+    options: {
+      callTimeoutMs: number;
+      onProtocolError: (reason: string) => void;
+      /** Called once when a call gets no answer in time: the worker is taken to be hung. */
+      onUnresponsive: (link: WorkerLink) => void;
+    },
+  ) {
     this.#port = endpoint.port;
     this.#callTimeoutMs = options.callTimeoutMs;
     this.#onProtocolError = options.onProtocolError;
+    this.#onUnresponsive = options.onUnresponsive;
     this.#remote = wrap<WorkerApi>(nodeEndpoint(endpoint.port));
     this.#port.on("message", (data: unknown) => this.#onMessage(data));
     this.#port.on("close", () => this.#die("its message port closed"));
@@ -117,9 +131,13 @@ export class WorkerLink {
         fail(
           new LifelineError(
             "ERR_CALL_TIMEOUT",
-            `The worker did not answer ${method} within ${this.#callTimeoutMs} ms; it may be blocked in synchronous code. Raise callTimeoutMs or check the worker module's tools.`,
+            `The worker did not answer ${method} within ${this.#callTimeoutMs} ms; it is taken to be blocked in synchronous code and is terminated. Raise callTimeoutMs or check the worker module's tools.`,
           ),
         );
+        if (this.#hung === undefined && this.#dead === undefined) {
+          this.#hung = `it did not answer ${method} within ${this.#callTimeoutMs} ms and was terminated`;
+          this.#onUnresponsive(this);
+        }
       }, this.#callTimeoutMs);
       timer.unref();
       this.#pending.add(fail);
@@ -172,8 +190,9 @@ export class WorkerLink {
     }
   }
 
-  #die(reason: string, cause?: unknown): void {
+  #die(exitReason: string, cause?: unknown): void {
     if (this.#dead !== undefined) return;
+    const reason = this.#hung ?? exitReason;
     const error = new WorkerExitedError(
       this.#closing
         ? "The session host was closed."

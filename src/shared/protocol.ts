@@ -49,6 +49,8 @@ export interface SessionInit {
 export interface SessionOpened {
   model: Model<Api>;
   toolNames: string[];
+  /** The serving thread's id, so the host can terminate it if it stops answering. */
+  threadId: number;
 }
 
 /** What a run starts from: a new user prompt, or `continue()` after a retry sleep. */

@@ -2,6 +2,7 @@
  * One session's agent loop inside a worker: a pi-agent-core `Agent`, its runs, and the
  * transcript edits the main thread's retry controller asks for.
  */
+import { threadId } from "node:worker_threads";
 import { Agent, type AgentMessage, type AgentTool } from "@mariozechner/pi-agent-core";
 import { getEnvApiKey, streamSimple } from "@mariozechner/pi-ai";
 import { LifelineError, toWireError } from "../shared/errors.js";
@@ -57,7 +58,7 @@ export class WorkerSession {
         }),
     });
     const session = new WorkerSession(init.sessionId, agent, batcher);
-    return { session, opened: { model, toolNames: tools.map((tool) => tool.name) } };
+    return { session, opened: { model, toolNames: tools.map((tool) => tool.name), threadId } };
   }
 
   /** Starts a run without waiting for it; its end is reported as a `run_end` item. */

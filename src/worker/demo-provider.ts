@@ -16,12 +16,10 @@ import {
   type AssistantMessage,
   type Context,
   fauxAssistantMessage,
-  getApiProvider,
   type Model,
-  registerApiProvider,
-  registerFauxProvider,
   type SimpleStreamOptions,
 } from "@mariozechner/pi-ai";
+import { registerScriptedFaux } from "./scripted-faux.js";
 
 /** The provider name of the demo models. */
 export const DEMO_PROVIDER = "demo";
@@ -75,13 +73,6 @@ function registerDemoModel(
   // Failed attempts of each session's current prompt. A retry sees the same transcript length, a new
   // prompt a longer one; one entry per session keeps this bounded even when chains are cancelled.
   const attempts = new Map<string, { length: number; count: number }>();
-  const fauxApi = `lifeline-demo-faux-${id}`;
-  const faux = registerFauxProvider({
-    api: fauxApi,
-    provider: DEMO_PROVIDER,
-    models: [{ id, name: `lifeline demo (${id})`, reasoning: false, contextWindow: 128_000, maxTokens: 4096 }],
-    ...(tokensPerSecond === undefined ? {} : { tokensPerSecond }),
-  });
   const script = (context: Context, options: SimpleStreamOptions | undefined): AssistantMessage => {
     const prompt = lastUserText(context);
     const directives = parseDirectives(prompt);
@@ -101,19 +92,14 @@ function registerDemoModel(
     attempts.delete(key);
     return fauxAssistantMessage(answerText(prompt, directives.words));
   };
-  const fauxStream = getApiProvider(fauxApi)?.streamSimple;
-  if (fauxStream === undefined) throw new Error(`pi-ai did not register the faux provider ${fauxApi}`);
-  // The faux provider answers from a queue; topping it up right before each call makes the
-  // script unbounded and keeps concurrent sessions from starving each other.
-  const api = `lifeline-demo-${id}`;
-  // pi-ai checks that a model's api matches the provider it is dispatched to, hence the re-tagging.
-  const streamScripted = (model: Model<Api>, context: Context, options?: SimpleStreamOptions) => {
-    faux.appendResponses([(ctx, opts) => script(ctx, opts)]);
-    return fauxStream({ ...model, api: fauxApi }, context, options);
-  };
-  registerApiProvider({ api, stream: streamScripted, streamSimple: streamScripted });
-  const model = faux.getModel();
-  return [id, { ...model, api }];
+  const { model } = registerScriptedFaux({
+    api: `lifeline-demo-${id}`,
+    provider: DEMO_PROVIDER,
+    model: { id, name: `lifeline demo (${id})`, reasoning: false, contextWindow: 128_000, maxTokens: 4096 },
+    ...(tokensPerSecond === undefined ? {} : { tokensPerSecond }),
+    script,
+  });
+  return [id, model];
 }
 
 function errorMessage(text: string): AssistantMessage {

@@ -8,7 +8,7 @@
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -64,6 +64,19 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
     timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Starts `server` on 127.0.0.1 (a free port), closed after the test. */
+async function listen(server: Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return (server.address() as AddressInfo).port;
 }
 
 function record(session: AgentSession): LogEntry[] {
@@ -253,6 +266,36 @@ describe("sessions through a real worker pool", () => {
     expect((await within(fresh.prompt("still there?"), 5000, "a prompt on a fresh worker")).stopReason).toBe("stop");
   });
 
+  it.each([
+    { providerRetries: undefined, expected: 4 },
+    { providerRetries: 1, expected: 8 },
+  ])(
+    "B1: an exhausted chain through the OpenAI SDK sends $expected requests when retry.provider.maxRetries is $providerRetries (lifeline is the one retry authority by default)",
+    async ({ providerRetries, expected }) => {
+      let count = 0;
+      const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+        count++;
+        req.resume();
+        res.writeHead(503, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { message: "Service Unavailable", type: "server_error" } }));
+      });
+      const port = await listen(server);
+      const retry = providerRetries === undefined ? {} : { provider: { maxRetries: providerRetries } };
+      const host = realHost({ threads: 1, settings: { retry: { baseDelayMs: 1, ...retry } } });
+      const session = await host.createSession({ model: mockModel(port), apiKey: "dummy" });
+      const log = record(session);
+      const result = await within(session.prompt("hi"), 15_000, "the exhausted chain");
+      expect(result.stopReason).toBe("error");
+      expect(result.errorMessage).toMatch(/503/);
+      expect(log.filter((e) => e.type === "auto_retry_start")).toHaveLength(3);
+      expect(log.filter((e) => e.type === "auto_retry_end")).toEqual([
+        expect.objectContaining({ success: false, attempt: 3 }),
+      ]);
+      // Default (B1): the SDK's own retries are off, so lifeline's 1 + 3 attempts are the only requests.
+      expect(count).toBe(expected);
+    },
+  );
+
   it("X3: abort() closes the worker's in-flight HTTP request, the prompt settles as aborted and nothing is retried", async () => {
     const requests: string[] = [];
     let sawRequest: () => void = () => {};
@@ -287,15 +330,7 @@ describe("sessions through a real worker pool", () => {
       sawRequest();
       // Then the server stalls: no more chunks, no end.
     });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    cleanups.push(
-      () =>
-        new Promise<void>((resolve) => {
-          server.closeAllConnections();
-          server.close(() => resolve());
-        }),
-    );
-    const { port } = server.address() as AddressInfo;
+    const port = await listen(server);
 
     const host = realHost({ threads: 1 });
     const model = mockModel(port);

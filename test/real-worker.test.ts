@@ -267,10 +267,10 @@ describe("sessions through a real worker pool", () => {
   });
 
   it.each([
-    { providerRetries: undefined, expected: 4 },
-    { providerRetries: 1, expected: 8 },
+    { label: "unset (the default, 0)", providerRetries: undefined, expected: 4 },
+    { label: "1", providerRetries: 1, expected: 8 },
   ])(
-    "B1: an exhausted chain through the OpenAI SDK sends $expected requests when retry.provider.maxRetries is $providerRetries (lifeline is the one retry authority by default)",
+    "B1: an exhausted chain through the OpenAI SDK sends $expected requests when retry.provider.maxRetries is $label",
     async ({ providerRetries, expected }) => {
       let count = 0;
       const server = createServer((req: IncomingMessage, res: ServerResponse) => {

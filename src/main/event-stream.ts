@@ -7,6 +7,7 @@ import type { SessionEvent } from "../shared/events.js";
 /** A `subscribe()` callback. Called synchronously on the main thread, in event order. */
 export type SessionListener = (event: SessionEvent) => void;
 
+/** Ordered, synchronous delivery to a session's listeners; used by `AgentSession`. */
 export class EventStream {
   readonly #listeners = new Set<SessionListener>();
   readonly #onListenerError: (error: unknown, event: SessionEvent) => void;

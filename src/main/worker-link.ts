@@ -28,6 +28,10 @@ export interface LinkClient {
 type ApiResult<K extends keyof WorkerApi> = Awaited<ReturnType<WorkerApi[K]>>;
 type Unwrapped<R> = R extends { ok: false } ? never : R extends { ok: true; value: infer T } ? T : R;
 
+/**
+ * The main side of one worker, created by `SessionHost`. Dies (once) when the worker exits, its port
+ * closes, the host closes it, or it is abandoned; every call pending then rejects.
+ */
 export class WorkerLink {
   readonly #port: MessagePort;
   readonly #remote: Remote<WorkerApi>;

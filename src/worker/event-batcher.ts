@@ -16,6 +16,7 @@ import type { AgentEvent } from "@mariozechner/pi-agent-core";
 import type { BatchItem, WorkerMessage } from "../shared/protocol.js";
 import { mergeWireUpdates, snapshot, toWireUpdate } from "../shared/stream-wire.js";
 
+/** Queues one worker's outgoing session items and posts them as batches; see the file comment. */
 export class EventBatcher {
   readonly #post: (message: WorkerMessage) => void;
   readonly #minIntervalMs: number;

@@ -12,6 +12,10 @@ import { convertToLlm } from "./convert-to-llm.js";
 import type { EventBatcher } from "./event-batcher.js";
 import { resolveModel } from "./resolve-model.js";
 
+/**
+ * A session inside the worker, created by `serveWorker` on `openSession`. Its methods throw typed
+ * errors that `serveWorker` returns as data; its run's end is reported through the batcher.
+ */
 export class WorkerSession {
   readonly id: string;
   readonly #agent: Agent;

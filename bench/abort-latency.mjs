@@ -18,6 +18,7 @@
  * sessions on the same worker stream demo-stream answers (context, no target).
  */
 import { createServer } from "node:http";
+import { SSE_HEADERS, sseChunk } from "../test/fixtures/models.mjs";
 import { makeHost, mockModel, pick, report, sleep, summarize } from "./lib.mjs";
 
 const ITERATIONS = pick(200, 50);
@@ -36,15 +37,8 @@ function startServer() {
     req.resume();
     const entry = { seenAt: performance.now(), firstChunkAt: 0, closedAt: 0 };
     requests.push(entry);
-    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
-    const chunk = {
-      id: "chatcmpl-bench",
-      object: "chat.completion.chunk",
-      created: Math.floor(Date.now() / 1000),
-      model: "mock-1",
-      choices: [{ index: 0, delta: { role: "assistant", content: "Hello" }, finish_reason: null }],
-    };
-    res.write(`data: ${JSON.stringify(chunk)}\n\n`, () => {
+    res.writeHead(200, SSE_HEADERS);
+    res.write(sseChunk({ role: "assistant", content: "Hello" }), () => {
       entry.firstChunkAt = performance.now();
     });
     // Stall: never end. The close is the abort arriving.

@@ -8,19 +8,11 @@
  * connection stops the stream. Tells the parent its port with process.send({ port }).
  */
 import { createServer } from "node:http";
+import { sseChunk as chunk, SSE_HEADERS } from "../test/fixtures/models.mjs";
 
 const CHUNKS = Number(process.env.SSE_CHUNKS ?? 400);
 const TEXT = "lifeline runs each agent loop in a worker thread while the host thread stays free to serve ";
 const LONG = TEXT.repeat(Math.ceil((CHUNKS * 16) / TEXT.length) + 1);
-
-const chunk = (delta, finishReason = null) =>
-  `data: ${JSON.stringify({
-    id: "chatcmpl-bench",
-    object: "chat.completion.chunk",
-    created: 0,
-    model: "mock-1",
-    choices: [{ index: 0, delta, finish_reason: finishReason }],
-  })}\n\n`;
 
 const server = createServer((req, res) => {
   if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) {
@@ -28,7 +20,7 @@ const server = createServer((req, res) => {
     return;
   }
   req.resume();
-  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+  res.writeHead(200, SSE_HEADERS);
   let sent = 0;
   let timer;
   const send = () => {

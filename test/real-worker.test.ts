@@ -25,7 +25,7 @@ import {
 } from "../dist/main/index.js";
 import { checkEventOrder, type LogEntry } from "./fixtures/event-order.js";
 import { nextEvent } from "./fixtures/events.js";
-import { mockModel, workerApiModel } from "./fixtures/models.mjs";
+import { mockModel, SSE_HEADERS, sseChunk, workerApiModel } from "./fixtures/models.mjs";
 
 const DIST_INDEX = new URL("../dist/main/index.js", import.meta.url).href;
 const PACED_MODULE = new URL("./fixtures/paced-provider.mjs", import.meta.url);
@@ -314,19 +314,8 @@ describe("sessions through a real worker pool", () => {
       }
       req.resume();
       res.on("close", () => connectionClosed());
-      res.writeHead(200, {
-        "content-type": "text/event-stream",
-        "cache-control": "no-cache",
-        connection: "keep-alive",
-      });
-      const chunk = {
-        id: "chatcmpl-mock",
-        object: "chat.completion.chunk",
-        created: Math.floor(Date.now() / 1000),
-        model: "mock-1",
-        choices: [{ index: 0, delta: { role: "assistant", content: "Hel" }, finish_reason: null }],
-      };
-      res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      res.writeHead(200, SSE_HEADERS);
+      res.write(sseChunk({ role: "assistant", content: "Hel" }));
       sawRequest();
       // Then the server stalls: no more chunks, no end.
     });

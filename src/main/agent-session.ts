@@ -9,7 +9,7 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { type Api, type AssistantMessage, isContextOverflow, type Model } from "@mariozechner/pi-ai";
-import type { ClassifiableMessage } from "../shared/classify.js";
+import { type ClassifiableMessage, isFailedStop, isRemovableFailure } from "../shared/classify.js";
 import { LifelineError, SessionBusyError, type WorkerExitedError } from "../shared/errors.js";
 import type { AutoRetryStartEvent, PromptResult, RetryEvent, SessionEvent } from "../shared/events.js";
 import type { BatchItem, RunInput } from "../shared/protocol.js";
@@ -361,8 +361,7 @@ export class AgentSession {
   }
 
   async #removeFailed(): Promise<void> {
-    const last = this.#messages[this.#messages.length - 1];
-    if (last?.role === "assistant" && last.stopReason === "error") this.#messages.pop();
+    if (isRemovableFailure(this.#messages[this.#messages.length - 1])) this.#messages.pop();
     await this.#link.call("popFailedMessage", this.id);
   }
 
@@ -409,10 +408,7 @@ export class AgentSession {
     const last = pending.lastAssistant;
     const result: PromptResult = { stopReason: last?.stopReason ?? "error", retries: pending.retries };
     const errorMessage = last?.errorMessage ?? pending.failure;
-    if (
-      errorMessage !== undefined &&
-      (last === undefined || last.stopReason === "error" || last.stopReason === "aborted")
-    ) {
+    if (errorMessage !== undefined && (last === undefined || isFailedStop(last.stopReason))) {
       result.errorMessage = errorMessage;
     }
     if (last !== undefined) result.message = last;

@@ -10,6 +10,7 @@
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { Command, CommanderError, Option } from "commander";
+import { isFailedStop } from "../shared/classify.js";
 import { LifelineError } from "../shared/errors.js";
 import type { PromptResult, SessionEvent } from "../shared/events.js";
 import { createSessionHost } from "./session-host.js";
@@ -71,7 +72,7 @@ async function run(options: RunOptions): Promise<number> {
       process.off("SIGINT", onSignal);
     }
     if (interrupted) return 130;
-    if (result.stopReason === "error" || result.stopReason === "aborted") {
+    if (isFailedStop(result.stopReason)) {
       process.stderr.write(`Error: ${result.errorMessage ?? result.stopReason}\n`);
       return 1;
     }

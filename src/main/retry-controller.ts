@@ -14,6 +14,7 @@ import {
   type ClassifiableMessage,
   classifyMessage,
   type FailureClass,
+  isFailedStop,
   parseRetryHintsFromText,
 } from "../shared/classify.js";
 import type { RetryEvent } from "../shared/events.js";
@@ -112,7 +113,7 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
   /** R5: the first successful assistant message after retries began ends the chain. */
   onMessageEnd(message: M): void {
     if (this.#chain === undefined || this.#phase !== "in_flight") return;
-    if (message.stopReason === "error" || message.stopReason === "aborted") return;
+    if (isFailedStop(message.stopReason)) return;
     this.#endChain(true, this.#attempt);
   }
 

@@ -40,6 +40,20 @@ const RETRYABLE_PATTERNS: readonly RegExp[] = [
 const USAGE_LIMIT_PATTERN = /usage[ _-]?limit/i;
 const RETRYABLE_STATUSES = new Set([408, 429, 500, 502, 503, 504, 529]);
 
+/** True for a stop reason that ends a reply without an answer: "error" or "aborted". */
+export function isFailedStop(stopReason: string): boolean {
+  return stopReason === "error" || stopReason === "aborted";
+}
+
+/**
+ * R4: whether `message` is what a retry removes from the end of the runtime transcript, an
+ * assistant reply that ended in an error. The worker's transcript and the main thread's mirror
+ * both apply this rule, so they stay the same.
+ */
+export function isRemovableFailure(message: { role: string; stopReason?: string } | undefined): boolean {
+  return message?.role === "assistant" && message.stopReason === "error";
+}
+
 /** True when an error text matches the R2 retryable pattern set. */
 export function isRetryableErrorText(text: string): boolean {
   return RETRYABLE_PATTERNS.some((pattern) => pattern.test(text));
@@ -55,7 +69,7 @@ export function classifyMessage(
   isOverflow: (message: ClassifiableMessage) => boolean,
 ): FailureClass {
   if (message.stopReason === "aborted") return "aborted";
-  if (message.stopReason !== "error") return "success";
+  if (!isFailedStop(message.stopReason)) return "success";
   const text = message.errorMessage;
   if (text === undefined || text === "") return "fatal";
   if (isOverflow(message)) return "overflow";

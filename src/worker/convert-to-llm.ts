@@ -3,6 +3,7 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Message, UserMessage } from "@mariozechner/pi-ai";
+import { isFailedStop } from "../shared/classify.js";
 
 /**
  * Keeps user, assistant and tool-result messages, drops failed (error or aborted) assistant
@@ -16,7 +17,7 @@ export function convertToLlm(messages: AgentMessage[]): Message[] {
   const out: Message[] = [];
   for (const message of messages) {
     if (message.role === "assistant") {
-      if (message.stopReason === "error" || message.stopReason === "aborted") continue;
+      if (isFailedStop(message.stopReason)) continue;
       out.push(message);
       continue;
     }

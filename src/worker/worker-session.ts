@@ -5,6 +5,7 @@
 import { threadId } from "node:worker_threads";
 import { Agent, type AgentMessage, type AgentTool } from "@mariozechner/pi-agent-core";
 import { getEnvApiKey, streamSimple } from "@mariozechner/pi-ai";
+import { isRemovableFailure } from "../shared/classify.js";
 import { LifelineError, toWireError } from "../shared/errors.js";
 import type { RunInput, SessionInit, SessionOpened } from "../shared/protocol.js";
 import type { WorkerModuleSetup, WorkerModuleSetupFn } from "../shared/worker-module.js";
@@ -95,8 +96,7 @@ export class WorkerSession {
   popFailedMessage(): boolean {
     if (this.#activeRunId !== undefined) return false;
     const messages = this.#agent.state.messages;
-    const last = messages[messages.length - 1];
-    if (last?.role !== "assistant" || last.stopReason !== "error") return false;
+    if (!isRemovableFailure(messages[messages.length - 1])) return false;
     this.#agent.state.messages = messages.slice(0, -1);
     return true;
   }

@@ -24,7 +24,8 @@ export class EventBatcher {
   #items: BatchItem[] = [];
   /** Index in #items of each session's last item, for coalescing. */
   #lastIndex = new Map<string, number>();
-  #timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
+  /** The pending flush: a spacing timeout, or an immediate (next macrotask). */
+  #timer: { kind: "timeout"; handle: NodeJS.Timeout } | { kind: "immediate"; handle: NodeJS.Immediate } | undefined;
   #lastFlush = Number.NEGATIVE_INFINITY;
 
   constructor(post: (message: WorkerMessage) => void, minIntervalMs: number, maxItems = 32) {
@@ -61,21 +62,12 @@ export class EventBatcher {
    * macrotask, not after the load spacing: prompts settle and retries proceed on it.
    */
   pushRunEnd(item: Extract<BatchItem, { type: "run_end" }>): void {
-    this.#append(item.sessionId, item);
-    if (this.#timer !== undefined && this.#items.length > 0) {
-      clearTimeout(this.#timer as NodeJS.Timeout);
-      clearImmediate(this.#timer as NodeJS.Immediate);
-      this.#timer = setImmediate(() => this.flush());
-    }
+    this.#append(item.sessionId, item, true);
   }
 
   /** Sends everything queued now. */
   flush(): void {
-    if (this.#timer !== undefined) {
-      clearTimeout(this.#timer as NodeJS.Timeout);
-      clearImmediate(this.#timer as NodeJS.Immediate);
-      this.#timer = undefined;
-    }
+    this.#cancelTimer();
     if (this.#items.length === 0) return;
     const items = this.#items;
     this.#items = [];
@@ -84,15 +76,29 @@ export class EventBatcher {
     this.#post({ type: "batch", items });
   }
 
-  #append(sessionId: string, item: BatchItem): void {
+  /** Queues `item`; `urgent` items go out on the next macrotask whatever the load spacing. */
+  #append(sessionId: string, item: BatchItem, urgent = false): void {
     this.#lastIndex.set(sessionId, this.#items.length);
     this.#items.push(item);
     if (this.#items.length >= this.#maxItems) {
       this.flush();
       return;
     }
-    if (this.#timer !== undefined) return;
-    const wait = this.#lastFlush + this.#minIntervalMs - performance.now();
-    this.#timer = wait > 0 ? setTimeout(() => this.flush(), wait) : setImmediate(() => this.flush());
+    const wait = urgent ? 0 : this.#lastFlush + this.#minIntervalMs - performance.now();
+    if (this.#timer !== undefined) {
+      // A pending flush is soon enough unless this item is urgent and the flush is spaced out.
+      if (wait > 0 || this.#timer.kind === "immediate") return;
+      this.#cancelTimer();
+    }
+    this.#timer =
+      wait > 0
+        ? { kind: "timeout", handle: setTimeout(() => this.flush(), wait) }
+        : { kind: "immediate", handle: setImmediate(() => this.flush()) };
+  }
+
+  #cancelTimer(): void {
+    if (this.#timer?.kind === "timeout") clearTimeout(this.#timer.handle);
+    else if (this.#timer?.kind === "immediate") clearImmediate(this.#timer.handle);
+    this.#timer = undefined;
   }
 }

@@ -6,8 +6,9 @@
  * delta: O(n²) bytes over a streamed answer, all of it deserialised on the host's main thread.
  * On the wire, every update drops `partial`, and text/thinking deltas (the frequent ones) also
  * drop `message`; the receiver rebuilds it by appending the delta to its copy. Every other
- * update (block starts and ends, tool-call deltas) keeps `message`, so the receiver resyncs to
- * the exact snapshot at each block boundary.
+ * update (block starts and ends, tool-call deltas) keeps `message`, and the receiver takes it as
+ * its new copy, except for the text of blocks still streaming, which only deltas decide (see
+ * {@link StreamState}).
  */
 import type { AgentEvent } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage, AssistantMessageEvent } from "@mariozechner/pi-ai";
@@ -36,9 +37,9 @@ export function toWireUpdate(event: UpdateEvent): WireUpdateEvent {
 
 /**
  * A copy of a message being streamed, as it is now. The agent's event snapshots are shallow and
- * providers mutate their content blocks in place as deltas arrive; a batch is serialised later,
- * so without this copy a block-start snapshot would already hold text whose deltas follow, and
- * the receiver would append them twice.
+ * providers mutate their content blocks in place; a batch is serialised later, so without this
+ * copy a snapshot would show the message as of the flush (blocks that start later included)
+ * rather than as of its event. Worker-side, once per block boundary: not on the delta path.
  */
 export function snapshot<M>(message: M): M {
   return structuredClone(message);

@@ -11,7 +11,7 @@ import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { type Api, type AssistantMessage, isContextOverflow, type Model } from "@mariozechner/pi-ai";
 import { type ClassifiableMessage, isFailedStop, isRemovableFailure } from "../shared/classify.js";
 import { LifelineError, SessionBusyError, type WorkerExitedError } from "../shared/errors.js";
-import type { AutoRetryStartEvent, PromptResult, RetryEvent, SessionEvent } from "../shared/events.js";
+import type { PromptResult, RetryEvent, SessionEvent } from "../shared/events.js";
 import type { BatchItem, RunInput } from "../shared/protocol.js";
 import type { Settings } from "../shared/settings.js";
 import { fromWireUpdate, type StreamState, startStream } from "../shared/stream-wire.js";
@@ -452,6 +452,3 @@ function lastAssistant(messages: readonly AgentMessage[]): AssistantMessage | un
   }
   return undefined;
 }
-
-/** Re-exported for hosts that format retry progress themselves. */
-export type { AutoRetryStartEvent };

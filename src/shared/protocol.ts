@@ -48,7 +48,6 @@ export interface SessionInit {
 /** What the worker reports about an opened session. */
 export interface SessionOpened {
   model: Model<Api>;
-  toolNames: string[];
   /** The serving thread's id, so the host can terminate it if it stops answering. */
   threadId: number;
 }
@@ -73,8 +72,6 @@ export interface WorkerApi {
   closeSession(sessionId: string): Result<null>;
   /** Aborts every run, closes every session and ends the worker's serve loop. */
   shutdown(): Result<null>;
-  /** Round-trip probe for benchmarks and health checks. */
-  ping(): number;
 }
 
 /** An agent event as it crosses; `message_update` travels slimmed down (see stream-wire.ts). */

@@ -74,7 +74,6 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
           stop();
         });
       }),
-    ping: () => performance.now(),
   };
 
   port.on("close", () => {

@@ -63,7 +63,7 @@ export class WorkerSession {
         }),
     });
     const session = new WorkerSession(init.sessionId, agent, batcher);
-    return { session, opened: { model, toolNames: tools.map((tool) => tool.name), threadId } };
+    return { session, opened: { model, threadId } };
   }
 
   /** Starts a run without waiting for it; its end is reported as a `run_end` item. */

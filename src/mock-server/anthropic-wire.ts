@@ -1,0 +1,120 @@
+/**
+ * Anthropic messages on the wire: `event: <type>` / `data: <json>` SSE from `message_start` to
+ * `message_stop`, `message` JSON, and `{type: "error", error: {type, message}, request_id}` bodies
+ * with a matching `request-id` header.
+ */
+import type { AnswerContext, ErrorSpec, RenderedError, WireFormat } from "./wire.js";
+
+// 502 and 504 come from a gateway in front of the API, so they are plain api_error; 503 means
+// capacity, which Anthropic reports as overloaded_error (as for its own 529).
+const TYPES: Readonly<Record<number, string>> = {
+  400: "invalid_request_error",
+  401: "authentication_error",
+  403: "permission_error",
+  404: "not_found_error",
+  413: "request_too_large",
+  429: "rate_limit_error",
+  500: "api_error",
+  502: "api_error",
+  503: "overloaded_error",
+  504: "api_error",
+  529: "overloaded_error",
+};
+
+function statusMessage(status: number, ctx: AnswerContext): string {
+  switch (status) {
+    case 400:
+      return "Invalid request.";
+    case 401:
+      return "invalid x-api-key";
+    case 403:
+      return "Your API key does not have permission to use the specified resource.";
+    case 404:
+      return `model: ${ctx.model}`;
+    case 413:
+      return "Request exceeds the maximum allowed number of bytes.";
+    case 429:
+      return "This request would exceed the rate limit for your organization of 50 requests per minute. For details, refer to: https://docs.claude.com/en/api/rate-limits.";
+    case 500:
+      return "Internal server error";
+    case 502:
+      return "Bad gateway";
+    case 504:
+      return "Gateway timeout";
+    case 529:
+    case 503:
+      return "Overloaded";
+    default:
+      return status < 500 ? `Request failed with status ${status}.` : "Internal server error";
+  }
+}
+
+function describe(spec: ErrorSpec, ctx: AnswerContext): { type: string; message: string } {
+  const type = TYPES[spec.status] ?? (spec.status < 500 ? "invalid_request_error" : "api_error");
+  switch (spec.reason) {
+    case "context_overflow":
+      return { type: "invalid_request_error", message: "prompt is too long: 213456 tokens > 200000 maximum" };
+    case "usage_limit":
+      return { type: "rate_limit_error", message: "You have reached your usage limit. Try again later." };
+    case "malformed":
+    case "status":
+      return { type, message: spec.message ?? statusMessage(spec.status, ctx) };
+    default: {
+      const unreachable: never = spec.reason;
+      return unreachable;
+    }
+  }
+}
+
+function event(type: string, data: Record<string, unknown>): string {
+  return `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+}
+
+const messageId = (ctx: AnswerContext) => `msg_mock${ctx.seq}`;
+
+/** The Anthropic messages wire format. */
+export const anthropicWire: WireFormat = {
+  api: "anthropic",
+  headers: (ctx) => ({ "request-id": `req_mock${ctx.seq}` }),
+  error(spec: ErrorSpec, ctx: AnswerContext): RenderedError {
+    const error = describe(spec, ctx);
+    return {
+      status: spec.status,
+      body: { type: "error", error, request_id: `req_mock${ctx.seq}` },
+      headers: anthropicWire.headers(ctx),
+    };
+  },
+  streamStart: (ctx) =>
+    event("message_start", {
+      message: {
+        id: messageId(ctx),
+        type: "message",
+        role: "assistant",
+        content: [],
+        model: ctx.model,
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: ctx.promptTokens, output_tokens: 1 },
+      },
+    }) +
+    event("content_block_start", { index: 0, content_block: { type: "text", text: "" } }) +
+    event("ping", {}),
+  streamToken: (_ctx, token) => event("content_block_delta", { index: 0, delta: { type: "text_delta", text: token } }),
+  streamEnd: (_ctx, completionTokens) =>
+    event("content_block_stop", { index: 0 }) +
+    event("message_delta", {
+      delta: { stop_reason: "end_turn", stop_sequence: null },
+      usage: { output_tokens: completionTokens },
+    }) +
+    event("message_stop", {}),
+  completion: (ctx, text, completionTokens) => ({
+    id: messageId(ctx),
+    type: "message",
+    role: "assistant",
+    model: ctx.model,
+    content: [{ type: "text", text }],
+    stop_reason: "end_turn",
+    stop_sequence: null,
+    usage: { input_tokens: ctx.promptTokens, output_tokens: completionTokens },
+  }),
+};

@@ -1,0 +1,165 @@
+/**
+ * OpenAI chat completions on the wire: `chat.completion.chunk` SSE lines ending in
+ * `data: [DONE]`, `chat.completion` JSON, and `{error: {message, type, param, code}}` bodies with
+ * texts modelled on what api.openai.com and its Cloudflare front send.
+ */
+import { type AnswerContext, type ErrorSpec, maskKey, type RenderedError, type WireFormat } from "./wire.js";
+
+interface OpenAiError {
+  message: string;
+  type: string;
+  code: string | null;
+}
+
+function statusError(status: number, ctx: AnswerContext, retryAfter: number | undefined): OpenAiError {
+  switch (status) {
+    case 400:
+      return { message: "Invalid request.", type: "invalid_request_error", code: null };
+    case 401:
+      return {
+        message:
+          ctx.apiKey === undefined
+            ? "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
+            : `Incorrect API key provided: ${maskKey(ctx.apiKey)}. You can find your API key at https://platform.openai.com/account/api-keys.`,
+        type: "invalid_request_error",
+        code: "invalid_api_key",
+      };
+    case 403:
+      return {
+        message: `Project \`proj_mock\` does not have access to model \`${ctx.model}\``,
+        type: "invalid_request_error",
+        code: "model_not_found",
+      };
+    case 404:
+      return {
+        message: `The model \`${ctx.model}\` does not exist or you do not have access to it.`,
+        type: "invalid_request_error",
+        code: "model_not_found",
+      };
+    case 429:
+      return {
+        message: `Rate limit reached for requests per min (RPM) on ${ctx.model} in organization org-mock: Limit 500, Used 500, Requested 1. Please try again in ${retryAfter ?? 20}s. Visit https://platform.openai.com/account/rate-limits to learn more.`,
+        type: "requests",
+        code: "rate_limit_exceeded",
+      };
+    case 502:
+      return { message: "Bad gateway.", type: "cf_bad_gateway", code: null };
+    case 503:
+      return {
+        message: "The engine is currently overloaded, please try again later.",
+        type: "server_error",
+        code: null,
+      };
+    case 504:
+      return { message: "Gateway timeout.", type: "cf_gateway_timeout", code: null };
+    case 529:
+      return { message: "Overloaded", type: "overloaded_error", code: null };
+    default:
+      return status < 500
+        ? { message: `Request failed with status ${status}.`, type: "invalid_request_error", code: null }
+        : {
+            message: "The server had an error while processing your request. Sorry about that!",
+            type: "server_error",
+            code: null,
+          };
+  }
+}
+
+function describe(spec: ErrorSpec, ctx: AnswerContext): OpenAiError & { param: string | null } {
+  switch (spec.reason) {
+    case "context_overflow":
+      return {
+        message:
+          "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.",
+        type: "invalid_request_error",
+        param: "messages",
+        code: "context_length_exceeded",
+      };
+    case "usage_limit":
+      return {
+        message: "You have reached your usage limit. Try again later.",
+        type: "usage_limit_reached",
+        param: null,
+        code: "usage_limit_reached",
+      };
+    case "malformed":
+      return {
+        message: spec.message ?? "Invalid request.",
+        type: "invalid_request_error",
+        param: spec.param ?? null,
+        code: null,
+      };
+    case "status": {
+      const base = statusError(spec.status, ctx, spec.retryAfter);
+      return { ...base, message: spec.message ?? base.message, param: null };
+    }
+    default: {
+      const unreachable: never = spec.reason;
+      return unreachable;
+    }
+  }
+}
+
+function chunk(ctx: AnswerContext, delta: Record<string, string>, finishReason: "stop" | null): string {
+  const body = {
+    id: `chatcmpl-mock${ctx.seq}`,
+    object: "chat.completion.chunk",
+    created: ctx.created,
+    model: ctx.model,
+    system_fingerprint: null,
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+  };
+  return `data: ${JSON.stringify(body)}\n\n`;
+}
+
+function usage(ctx: AnswerContext, completionTokens: number) {
+  return {
+    prompt_tokens: ctx.promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: ctx.promptTokens + completionTokens,
+  };
+}
+
+/** The OpenAI chat-completions wire format. */
+export const openAiWire: WireFormat = {
+  api: "openai",
+  headers: (ctx) => ({ "x-request-id": `req_mock${ctx.seq}` }),
+  error(spec: ErrorSpec, ctx: AnswerContext): RenderedError {
+    const { message, type, param, code } = describe(spec, ctx);
+    return { status: spec.status, body: { error: { message, type, param, code } }, headers: openAiWire.headers(ctx) };
+  },
+  streamStart: (ctx) => chunk(ctx, { role: "assistant", content: "" }, null),
+  streamToken: (ctx, token) => chunk(ctx, { content: token }, null),
+  streamEnd(ctx, completionTokens) {
+    let text = chunk(ctx, {}, "stop");
+    if (ctx.includeUsage) {
+      const body = {
+        id: `chatcmpl-mock${ctx.seq}`,
+        object: "chat.completion.chunk",
+        created: ctx.created,
+        model: ctx.model,
+        system_fingerprint: null,
+        choices: [],
+        usage: usage(ctx, completionTokens),
+      };
+      text += `data: ${JSON.stringify(body)}\n\n`;
+    }
+    return `${text}data: [DONE]\n\n`;
+  },
+  completion: (ctx, text, completionTokens) => ({
+    id: `chatcmpl-mock${ctx.seq}`,
+    object: "chat.completion",
+    created: ctx.created,
+    model: ctx.model,
+    system_fingerprint: null,
+    choices: [
+      {
+        index: 0,
+        message: { role: "assistant", content: text, refusal: null },
+        logprobs: null,
+        finish_reason: "stop",
+      },
+    ],
+    usage: usage(ctx, completionTokens),
+  }),
+};

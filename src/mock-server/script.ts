@@ -1,0 +1,258 @@
+/**
+ * The fault script: its schema (one place for keys, defaults and validation), shorthand
+ * normalisation, JSONC file loading, and the picker that turns a conversation key into a step.
+ */
+import { readFile } from "node:fs/promises";
+import { type ParseError, parse, printParseErrorCode } from "jsonc-parser";
+import { z } from "zod";
+import { MockServerError } from "./errors.js";
+
+/** The answer text of a script that sets no `reply`. */
+export const DEFAULT_REPLY = "Hello from the mock model server.";
+
+const ms = z.number().int().min(0);
+const seconds = z.number().min(0);
+
+/** A strict object whose unknown-key error lists the keys it allows. */
+function strict<Shape extends z.core.$ZodLooseShape>(shape: Shape) {
+  const allowed = Object.keys(shape).join(", ");
+  return z.strictObject(shape, {
+    error: (issue) =>
+      issue.code === "unrecognized_keys" ? `unknown key(s) ${issue.keys.join(", ")}; allowed: ${allowed}` : undefined,
+  });
+}
+
+const okStep = strict({
+  type: z.literal("ok"),
+  /** Answer text. @default the script's `reply` */
+  text: z.string().optional(),
+  /** Repeat or trim the text to this many word tokens. @default the text's own count */
+  tokens: z.number().int().min(1).optional(),
+  /** Delay between streamed tokens. @default the script's `tokenDelayMs` */
+  tokenDelayMs: ms.optional(),
+  delayMs: ms.optional(),
+});
+
+const errorStep = strict({
+  type: z.literal("error"),
+  status: z.number().int().min(400).max(599),
+  /** Replaces the realistic message of the status. */
+  message: z.string().optional(),
+  /** Sent as the `retry-after` header, in seconds. */
+  retryAfter: seconds.optional(),
+  /** Sent as the `retry-after-ms` header. */
+  retryAfterMs: seconds.optional(),
+  headers: z.record(z.string(), z.string()).optional(),
+  /** Send the status with no body at all. @default false */
+  emptyBody: z.boolean().optional(),
+  delayMs: ms.optional(),
+});
+
+const contextOverflowStep = strict({ type: z.literal("context_overflow"), delayMs: ms.optional() });
+
+const usageLimitStep = strict({
+  type: z.literal("usage_limit"),
+  retryAfter: seconds.optional(),
+  retryAfterMs: seconds.optional(),
+  delayMs: ms.optional(),
+});
+
+const resetStep = strict({ type: z.literal("reset"), delayMs: ms.optional() });
+
+const cutStep = strict({
+  type: z.literal("cut"),
+  /** Tokens sent before the socket is destroyed. @default 3 */
+  afterTokens: z.number().int().min(0).default(3),
+  tokenDelayMs: ms.optional(),
+  delayMs: ms.optional(),
+});
+
+const stallStep = strict({
+  type: z.literal("stall"),
+  /** Tokens sent before the response goes silent. @default 0 */
+  afterTokens: z.number().int().min(0).default(0),
+  tokenDelayMs: ms.optional(),
+  delayMs: ms.optional(),
+});
+
+const stepOptions = [okStep, errorStep, contextOverflowStep, usageLimitStep, resetStep, cutStep, stallStep] as const;
+
+/** Every step kind, in the order the docs list them. */
+export const STEP_KINDS = stepOptions.map((option) => option.shape.type.value);
+
+const stepObject = z.discriminatedUnion("type", [...stepOptions], {
+  error: (issue) =>
+    issue.code === "invalid_union"
+      ? `unknown step kind; expected one of ${quoteAll(STEP_KINDS)}`
+      : issue.code === "invalid_type"
+        ? `expected a status number (400-599), one of ${quoteAll(STEP_KINDS)}, or an object with "type"`
+        : undefined,
+});
+
+// Shorthands: 503 → {type:"error",status:503}; "cut" → {type:"cut"}. Anything else is left for
+// the union to reject, so that the error names the field.
+const step = z.preprocess(
+  (value) =>
+    typeof value === "number" ? { type: "error", status: value } : typeof value === "string" ? { type: value } : value,
+  stepObject,
+);
+
+const conversation = strict({
+  /** Substring of the conversation key; the first entry that matches wins. */
+  match: z.string(),
+  steps: z.array(step),
+});
+
+const fault = strict({ probability: z.number().min(0).max(1), step });
+
+const scriptSchema = strict({
+  /** Answer text of `ok` steps without `text`, and the words of `cut`/`stall` tokens. @default DEFAULT_REPLY */
+  reply: z.string().default(DEFAULT_REPLY),
+  /** Default delay between streamed tokens. @default 0 */
+  tokenDelayMs: ms.default(0),
+  /** Scripted steps per conversation. @default [] */
+  conversations: z.array(conversation).default([]),
+  /** Faults rolled for requests with no scripted step left; probabilities sum to at most 1. @default [] */
+  faults: z
+    .array(fault)
+    .default([])
+    .refine((faults) => faults.reduce((sum, f) => sum + f.probability, 0) <= 1 + 1e-9, {
+      message: "the probabilities add up to more than 1; lower them so their sum is at most 1",
+    }),
+  /** Seed of the fault PRNG. @default 0 */
+  seed: z.number().int().default(0),
+});
+
+/** A script as written: shorthands allowed, every key optional. */
+export type MockScriptInput = z.input<typeof scriptSchema>;
+/** A validated script: shorthands expanded to objects, defaults applied. */
+export type MockScript = z.output<typeof scriptSchema>;
+/** One validated step. */
+export type MockStep = z.output<typeof stepObject>;
+/** One step as written: the object form with optional fields (shorthands are `number | string`). */
+export type MockStepInput = z.input<typeof stepObject>;
+/** The kind of a step: `ok`, `error`, `context_overflow`, `usage_limit`, `reset`, `cut` or `stall`. */
+export type StepKind = MockStep["type"];
+
+/**
+ * Validates a script and applies defaults. Accepts its own output, so a validated script can be
+ * passed again.
+ * @param source names where the value came from (a file path, "setScript"), for the message.
+ * @throws MockServerError `ERR_MOCK_SCRIPT` naming each bad field path, the value given and what is allowed.
+ */
+export function parseMockScript(value: unknown, source = "script"): MockScript {
+  const result = scriptSchema.safeParse(value ?? {}, { reportInput: true });
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const path = issue.path.map(String).join(".") || "(root)";
+    return `${path}: ${issue.message}${given(issue)}`;
+  });
+  throw new MockServerError(
+    "ERR_MOCK_SCRIPT",
+    `Invalid mock script in ${source}: ${problems.join("; ")}. Fix these fields.`,
+  );
+}
+
+/**
+ * Reads a JSON or JSONC file (comments and trailing commas allowed) and validates it.
+ * @throws MockServerError `ERR_MOCK_SCRIPT` naming the file and, for syntax errors, line:column.
+ */
+export async function loadMockScript(path: string): Promise<MockScript> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new MockServerError("ERR_MOCK_SCRIPT", `Cannot read mock script ${path}: ${reason}. Check the path.`, {
+      cause: error,
+    });
+  }
+  return parseMockScript(parseJsonc(text, path), path);
+}
+
+/**
+ * Parses JSON with comments and trailing commas.
+ * @throws MockServerError `ERR_MOCK_SCRIPT` naming `source`, line:column and the syntax error.
+ */
+export function parseJsonc(text: string, source: string): unknown {
+  const errors: ParseError[] = [];
+  const value: unknown = parse(text, errors, { allowTrailingComma: true });
+  const first = errors[0];
+  if (first === undefined) return value;
+  const { line, column } = lineColumn(text, first.offset);
+  throw new MockServerError(
+    "ERR_MOCK_SCRIPT",
+    `Invalid JSONC in mock script ${source}:${line}:${column}: ${printParseErrorCode(first.error)}. Fix the syntax there.`,
+  );
+}
+
+/**
+ * Resolves the step of each request: scripted steps in order per conversation key, then a
+ * seeded fault roll, else a normal answer. Owned by one server; `setScript`/`reset` make a new one.
+ */
+export class StepPicker {
+  /** The validated script this picker reads; the server also takes `reply` and `tokenDelayMs` from it. */
+  readonly script: MockScript;
+  readonly #cursors = new Map<string, number>();
+  readonly #random: () => number;
+
+  constructor(script: MockScript) {
+    this.script = script;
+    this.#random = mulberry32(script.seed);
+  }
+
+  /** The step for the next request of `conversation`. Advances that key's cursor or the PRNG. */
+  next(conversation: string): MockStep {
+    const entry = this.script.conversations.find((c) => conversation.includes(c.match));
+    if (entry !== undefined) {
+      const cursor = this.#cursors.get(conversation) ?? 0;
+      const scripted = entry.steps[cursor];
+      if (scripted !== undefined) {
+        this.#cursors.set(conversation, cursor + 1);
+        return scripted;
+      }
+    }
+    if (this.script.faults.length > 0) {
+      const roll = this.#random();
+      let threshold = 0;
+      for (const candidate of this.script.faults) {
+        threshold += candidate.probability;
+        if (roll < threshold) return candidate.step;
+      }
+    }
+    return { type: "ok" };
+  }
+}
+
+/** Small, fast, well-distributed 32-bit PRNG; enough for fault rolls and reproducible by seed. */
+function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function lineColumn(text: string, offset: number): { line: number; column: number } {
+  const before = text.slice(0, offset);
+  const lastBreak = before.lastIndexOf("\n");
+  return { line: before.split("\n").length, column: offset - lastBreak };
+}
+
+/** The offending value, when it is short enough to be worth repeating. */
+function given(issue: z.core.$ZodIssue): string {
+  let input: unknown = issue.input;
+  // The discriminator issue carries the whole step object; the kind is what was wrong.
+  if (issue.code === "invalid_union" && input !== null && typeof input === "object" && "type" in input) {
+    input = input.type;
+  }
+  if (input === undefined || typeof input === "object") return "";
+  return ` (got ${JSON.stringify(input)})`;
+}
+
+function quoteAll(values: readonly string[]): string {
+  return values.map((v) => JSON.stringify(v)).join(", ");
+}

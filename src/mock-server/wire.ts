@@ -1,0 +1,65 @@
+/**
+ * What a wire format (OpenAI chat completions, Anthropic messages) provides to the server: the
+ * bytes of answers and errors. The server decides what to send and when; a wire format only
+ * decides how it looks, so both formats get every fault the same way.
+ */
+
+/** Which wire format a request used. */
+export type WireApi = "openai" | "anthropic";
+
+/** Facts about the request being answered that bodies quote. */
+export interface AnswerContext {
+  /** The request's sequence number; ids derive from it so runs are reproducible. */
+  seq: number;
+  model: string;
+  promptTokens: number;
+  includeUsage: boolean;
+  /** The key the client sent (Bearer token or `x-api-key`), for realistic 401 texts. Never echoed whole. */
+  apiKey: string | undefined;
+  /** Epoch seconds, as OpenAI's `created`. */
+  created: number;
+}
+
+/**
+ * An error to render:
+ * - `status`: the provider's realistic body for that HTTP status (`message` overrides the text);
+ * - `context_overflow`: the provider's 400 for a prompt over the context window;
+ * - `usage_limit`: a 429 whose text says "usage limit";
+ * - `malformed`: the request itself was refused; `message` says why and `param` names the field.
+ */
+export interface ErrorSpec {
+  reason: "status" | "context_overflow" | "usage_limit" | "malformed";
+  status: number;
+  message?: string | undefined;
+  param?: string | null | undefined;
+  /** Seconds the client should wait, quoted by texts that mention it. */
+  retryAfter?: number | undefined;
+}
+
+/** A rendered error: its status, JSON body and the headers that belong to the body. */
+export interface RenderedError {
+  status: number;
+  body: unknown;
+  headers: Record<string, string>;
+}
+
+/** One wire format. Pure functions of their arguments. */
+export interface WireFormat {
+  readonly api: WireApi;
+  /** Headers of every response, such as the request-id header. */
+  headers(ctx: AnswerContext): Record<string, string>;
+  error(spec: ErrorSpec, ctx: AnswerContext): RenderedError;
+  /** SSE text before the first token. */
+  streamStart(ctx: AnswerContext): string;
+  /** SSE text of one token. */
+  streamToken(ctx: AnswerContext, token: string): string;
+  /** SSE text after the last token, up to and including the end marker. */
+  streamEnd(ctx: AnswerContext, completionTokens: number): string;
+  /** The JSON body of a non-streaming answer. */
+  completion(ctx: AnswerContext, text: string, completionTokens: number): unknown;
+}
+
+/** Masks a secret the way OpenAI does in 401 texts: a short head and tail, never the whole key. */
+export function maskKey(key: string): string {
+  return key.length >= 12 ? `${key.slice(0, 5)}****${key.slice(-4)}` : "****";
+}

@@ -4,14 +4,20 @@ import { describe, expect, it } from "vitest";
 import {
   type ClassifiableMessage,
   classifyMessage,
+  explainMessage,
   isRetryableErrorText,
   parseRetryHeaders,
   parseRetryHintsFromText,
+  retryHintsOf,
 } from "../src/shared/classify.js";
+import { attachRequestFailure, type RequestFailure, requestFailureOf } from "../src/shared/request-failure.js";
 
 const overflow = (m: ClassifiableMessage) => isContextOverflow(m as AssistantMessage);
-const error = (errorMessage: string, status?: number): ClassifiableMessage =>
-  status === undefined ? { stopReason: "error", errorMessage } : { stopReason: "error", errorMessage, status };
+const error = (errorMessage: string, failure?: RequestFailure): ClassifiableMessage => {
+  const message: ClassifiableMessage = { stopReason: "error", errorMessage };
+  if (failure !== undefined) attachRequestFailure(message, failure, 0);
+  return message;
+};
 
 describe("R2 classification", () => {
   it.each([
@@ -63,10 +69,67 @@ describe("R2 classification", () => {
     expect(classifyMessage({ stopReason: "error" }, overflow)).toBe("fatal");
     expect(classifyMessage({ stopReason: "error", errorMessage: "" }, overflow)).toBe("fatal");
   });
+});
 
-  it("B2: a structured HTTP status wins over the text", () => {
-    expect(classifyMessage(error("something odd", 503), overflow)).toBe("retryable");
-    expect(classifyMessage(error("server error (but really a 400)", 400), overflow)).toBe("fatal");
+describe("B2 structured classification", () => {
+  it("a structured HTTP status wins over the text", () => {
+    expect(explainMessage(error("something odd", { status: 503 }), overflow)).toEqual({
+      failureClass: "retryable",
+      basis: "status 503",
+    });
+    expect(classifyMessage(error("400 max_tokens must be below 500", { status: 400 }), overflow)).toBe("fatal");
+    expect(classifyMessage(error("server error (but really a 401)", { status: 401 }), overflow)).toBe("fatal");
+    expect(classifyMessage(error("Overloaded", { status: 529, errorType: "overloaded_error" }), overflow)).toBe(
+      "retryable",
+    );
+  });
+
+  it("the server's x-should-retry advice wins over the status", () => {
+    const noRetry = error("429 Rate limit", { status: 429, headers: { "x-should-retry": "false" } });
+    expect(explainMessage(noRetry, overflow)).toEqual({ failureClass: "fatal", basis: "x-should-retry: false" });
+    const retry = error("409 conflict", { status: 409, headers: { "x-should-retry": "true" } });
+    expect(classifyMessage(retry, overflow)).toBe("retryable");
+  });
+
+  it("error codes mark overflow and usage limits that the text does not name", () => {
+    const tooLong = error("400 input is long", { status: 400, errorCode: "context_length_exceeded" });
+    expect(classifyMessage(tooLong, overflow)).toBe("overflow");
+    expect(classifyMessage(error("413 too big", { status: 413, errorType: "request_too_large" }), overflow)).toBe(
+      "overflow",
+    );
+    const quota = error("429 You exceeded your current quota", { status: 429, errorCode: "insufficient_quota" });
+    expect(explainMessage(quota, overflow)).toEqual({ failureClass: "usage_limit", basis: "error insufficient_quota" });
+  });
+
+  it("a stream that broke after a 200 is a transient network failure, not a 200", () => {
+    const cut = error("terminated", {
+      status: 200,
+      network: { phase: "body", code: "UND_ERR_SOCKET", message: "other side closed" },
+    });
+    expect(explainMessage(cut, overflow)).toEqual({
+      failureClass: "retryable",
+      basis: "network UND_ERR_SOCKET (stream broke off)",
+    });
+    const midStream = error("Anthropic says no", { status: 200, errorType: "overloaded_error" });
+    expect(classifyMessage(midStream, overflow)).toBe("retryable");
+    const refused = error("Connection refused", { network: { phase: "request", code: "ECONNREFUSED", message: "x" } });
+    expect(classifyMessage(refused, overflow)).toBe("retryable");
+  });
+
+  it("falls back to the R2 patterns when the record says nothing decisive", () => {
+    expect(explainMessage(error("terminated", { status: 200 }), overflow).failureClass).toBe("fatal");
+    expect(explainMessage(error("503 whatever"), overflow)).toEqual({
+      failureClass: "retryable",
+      basis: "text matches /(?<![\\w.])(?:429|500|502|503|504)(?!\\w|\\.\\d)/",
+    });
+  });
+
+  it("the record travels as a diagnostics entry and replaces an earlier one", () => {
+    const message = error("x", { status: 500 });
+    attachRequestFailure(message, { status: 502 }, 1);
+    expect(message.diagnostics).toHaveLength(1);
+    expect(requestFailureOf(message)).toEqual({ status: 502 });
+    expect(JSON.parse(JSON.stringify(message))).toEqual(message);
   });
 });
 
@@ -103,5 +166,11 @@ describe("retry hints", () => {
       retryAfterMs: 60_000,
     });
     expect(parseRetryHintsFromText("no hint here", now)).toEqual({});
+  });
+
+  it("B6: prefers the recorded headers to hints in the text", () => {
+    const message = error("429 (retry-after: 30)", { status: 429, headers: { "retry-after-ms": "1500" } });
+    expect(retryHintsOf(message, now)).toEqual({ retryAfterMs: 1500 });
+    expect(retryHintsOf(error("429 (retry-after: 30)", { status: 429 }), now)).toEqual({ retryAfterMs: 30_000 });
   });
 });

@@ -15,7 +15,7 @@ import {
   classifyMessage,
   type FailureClass,
   isFailedStop,
-  parseRetryHintsFromText,
+  retryHintsOf,
 } from "../shared/classify.js";
 import type { RetryEvent } from "../shared/events.js";
 import type { RetrySettings } from "../shared/settings.js";
@@ -151,7 +151,7 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
       this.#endChain(false, this.#attempt - 1, errorMessage);
       return { kind: "none", failure: "exhausted" };
     }
-    const hints = parseRetryHintsFromText(errorMessage, this.#options.now());
+    const hints = retryHintsOf(message, this.#options.now());
     const delayMs = this.#delay(settings, this.#attempt, hints.retryAfterMs);
     if (delayMs === undefined) {
       const cap = settings.maxDelayMs ?? 0;

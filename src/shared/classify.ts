@@ -2,13 +2,12 @@
  * Failure classification (SPEC R1, R2, B2) and retry-hint parsing (R4 usage-limit step, B6).
  * Pure functions: no clock of their own, no I/O.
  */
+import { type RequestFailure, requestFailureOf, type WithDiagnostics } from "./request-failure.js";
 
 /** The fields of an assistant message that classification reads. */
-export interface ClassifiableMessage {
+export interface ClassifiableMessage extends WithDiagnostics {
   stopReason: string;
   errorMessage?: string | undefined;
-  /** HTTP status of the failed request, when the provider exposed one (B2). */
-  status?: number | undefined;
 }
 
 /**
@@ -17,10 +16,17 @@ export interface ClassifiableMessage {
  * - `aborted`: stopReason "aborted"; never retried and never a retry success (B3).
  * - `overflow`: context overflow; never retried, goes to the compaction hook (R1).
  * - `usage_limit`: retryable, and the auth storage is told first (R4).
- * - `retryable`: matches R2.
+ * - `retryable`: a transient failure (R2, B2).
  * - `fatal`: an error that is not retryable.
  */
 export type FailureClass = "success" | "aborted" | "overflow" | "usage_limit" | "retryable" | "fatal";
+
+/** A class and the evidence it was decided on, for logs and docs/errors.md. */
+export interface Classification {
+  failureClass: FailureClass;
+  /** What decided it, e.g. `status 503`, `x-should-retry: false`, `text matches /overloaded/i`. */
+  basis: string;
+}
 
 // R2. Status-like numbers match only as whole tokens (B2): "1500 tokens" and "5030" are not 500/503.
 const RETRYABLE_PATTERNS: readonly RegExp[] = [
@@ -38,7 +44,31 @@ const RETRYABLE_PATTERNS: readonly RegExp[] = [
 ];
 
 const USAGE_LIMIT_PATTERN = /usage[ _-]?limit/i;
+
+/**
+ * B2: statuses that mean "try again later". R2's 429/500/502/503/504, plus 408 (request timeout)
+ * and 529 (Anthropic's "overloaded"), which the official SDKs also retry.
+ */
 const RETRYABLE_STATUSES = new Set([408, 429, 500, 502, 503, 504, 529]);
+
+/** Provider error types and codes that mean an exhausted quota rather than a burst limit. */
+const USAGE_LIMIT_KINDS = new Set(["usage_limit_reached", "insufficient_quota", "usage_limit_exceeded"]);
+const OVERFLOW_KINDS = new Set(["context_length_exceeded", "request_too_large", "string_above_max_length"]);
+
+/**
+ * Error types that providers send inside a stream that had already answered 200 (Anthropic's
+ * `event: error`, OpenAI's in-stream `error` object): the status cannot classify those.
+ */
+const TRANSIENT_KINDS = new Set([
+  "overloaded_error",
+  "api_error",
+  "rate_limit_error",
+  "server_error",
+  "rate_limit_exceeded",
+  "UNAVAILABLE",
+  "RESOURCE_EXHAUSTED",
+  "INTERNAL",
+]);
 
 /** True for a stop reason that ends a reply without an answer: "error" or "aborted". */
 export function isFailedStop(stopReason: string): boolean {
@@ -68,14 +98,62 @@ export function classifyMessage(
   message: ClassifiableMessage,
   isOverflow: (message: ClassifiableMessage) => boolean,
 ): FailureClass {
-  if (message.stopReason === "aborted") return "aborted";
-  if (!isFailedStop(message.stopReason)) return "success";
+  return explainMessage(message, isOverflow).failureClass;
+}
+
+/**
+ * {@link classifyMessage} with its evidence. Order: aborted and success first; then context
+ * overflow (R1: never retried, whatever the status says); then usage limits (R4); then, B2, the
+ * structured data the worker recorded (server advice, HTTP status, provider error type, transport
+ * failure); and last the R2 patterns on the text, for providers that expose nothing else.
+ */
+export function explainMessage(
+  message: ClassifiableMessage,
+  isOverflow: (message: ClassifiableMessage) => boolean,
+): Classification {
+  if (message.stopReason === "aborted") return { failureClass: "aborted", basis: "stopReason aborted" };
+  if (!isFailedStop(message.stopReason)) return { failureClass: "success", basis: `stopReason ${message.stopReason}` };
   const text = message.errorMessage;
-  if (text === undefined || text === "") return "fatal";
-  if (isOverflow(message)) return "overflow";
-  if (USAGE_LIMIT_PATTERN.test(text)) return "usage_limit";
-  if (message.status !== undefined) return RETRYABLE_STATUSES.has(message.status) ? "retryable" : "fatal";
-  return isRetryableErrorText(text) ? "retryable" : "fatal";
+  if (text === undefined || text === "") return { failureClass: "fatal", basis: "no errorMessage" };
+  const failure = requestFailureOf(message);
+  const kinds = [failure?.errorType, failure?.errorCode].filter((kind): kind is string => kind !== undefined);
+  const overflowKind = kinds.find((kind) => OVERFLOW_KINDS.has(kind));
+  if (overflowKind !== undefined) return { failureClass: "overflow", basis: `error ${overflowKind}` };
+  if (failure?.status === 413) return { failureClass: "overflow", basis: "status 413" };
+  if (isOverflow(message)) return { failureClass: "overflow", basis: "context-overflow text" };
+  const usageKind = kinds.find((kind) => USAGE_LIMIT_KINDS.has(kind));
+  if (usageKind !== undefined) return { failureClass: "usage_limit", basis: `error ${usageKind}` };
+  if (USAGE_LIMIT_PATTERN.test(text))
+    return { failureClass: "usage_limit", basis: `text matches ${USAGE_LIMIT_PATTERN}` };
+  if (failure !== undefined) {
+    const structured = explainRequestFailure(failure, kinds);
+    if (structured !== undefined) return structured;
+  }
+  const pattern = RETRYABLE_PATTERNS.find((candidate) => candidate.test(text));
+  return pattern === undefined
+    ? { failureClass: "fatal", basis: "text matches no R2 pattern" }
+    : { failureClass: "retryable", basis: `text matches ${pattern}` };
+}
+
+/** B2 on the structured record alone; undefined when it says nothing either way. */
+function explainRequestFailure(failure: RequestFailure, kinds: readonly string[]): Classification | undefined {
+  const advice = failure.headers?.["x-should-retry"];
+  if (advice === "true") return { failureClass: "retryable", basis: "x-should-retry: true" };
+  if (advice === "false") return { failureClass: "fatal", basis: "x-should-retry: false" };
+  const status = failure.status;
+  if (status !== undefined && status >= 400) {
+    return RETRYABLE_STATUSES.has(status)
+      ? { failureClass: "retryable", basis: `status ${status}` }
+      : { failureClass: "fatal", basis: `status ${status}` };
+  }
+  const transient = kinds.find((kind) => TRANSIENT_KINDS.has(kind));
+  if (transient !== undefined) return { failureClass: "retryable", basis: `error ${transient}` };
+  if (failure.network !== undefined) {
+    const code = failure.network.code === undefined ? "" : ` ${failure.network.code}`;
+    const where = failure.network.phase === "body" ? "stream broke off" : "no response";
+    return { failureClass: "retryable", basis: `network${code} (${where})` };
+  }
+  return undefined;
 }
 
 /** Retry hints found in headers or error text, normalised to a delay from `now`. */
@@ -102,6 +180,19 @@ export function parseRetryHeaders(headers: Readonly<Record<string, string>>, now
     if (ms !== undefined) return { retryAfterMs: ms };
   }
   return {};
+}
+
+/**
+ * B6: the server's retry hint for a failed message: from the headers the worker recorded when
+ * there are any (B2), else from `name: value` hints in the error text.
+ */
+export function retryHintsOf(message: ClassifiableMessage, now: number): RetryHints {
+  const headers = requestFailureOf(message)?.headers;
+  if (headers !== undefined) {
+    const hints = parseRetryHeaders(headers, now);
+    if (hints.retryAfterMs !== undefined) return hints;
+  }
+  return parseRetryHintsFromText(message.errorMessage ?? "", now);
 }
 
 /**

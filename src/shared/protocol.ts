@@ -20,8 +20,18 @@ import type { WireUpdateEvent } from "./stream-wire.js";
 /** The outcome of a worker call: a value or a typed error as data. */
 export type Result<T> = { ok: true; value: T } | { ok: false; error: WireError };
 
-/** A model named by provider and id (resolved in the worker), or a full pi-ai model object. */
-export type ModelRef = { provider: string; id: string } | Model<Api>;
+/**
+ * A model named by provider and id (resolved in the worker from pi-ai's catalogue, with the
+ * user's `models.json` overrides of that provider applied), or a full pi-ai model object.
+ */
+export type ModelRef = { provider: string; id: string; overrides?: ProviderOverrides } | Model<Api>;
+
+/** What `models.json` may change about a built-in provider's models (pi's format). */
+export interface ProviderOverrides {
+  baseUrl?: string;
+  headers?: Record<string, string>;
+  compat?: Record<string, unknown>;
+}
 
 /** Settings the worker needs for its provider calls (SPEC B1). */
 export interface ProviderSettings {
@@ -39,6 +49,8 @@ export interface SessionInit {
   provider: ProviderSettings;
   /** Sent only to the worker that serves this session; never echoed in events or errors. */
   apiKey?: string;
+  /** Send the key as `Authorization: Bearer <key>` as well (`authHeader` in models.json). */
+  authHeader?: boolean;
   /** File URL of a module loaded in the worker; its `setup` export can return tools. */
   workerModule?: string;
   /** Plain data handed to the worker module's `setup`. */

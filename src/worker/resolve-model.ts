@@ -3,7 +3,7 @@
  */
 import { type Api, getModels, getProviders, type Model } from "@mariozechner/pi-ai";
 import { LifelineError } from "../shared/errors.js";
-import type { ModelRef } from "../shared/protocol.js";
+import type { ModelRef, ProviderOverrides } from "../shared/protocol.js";
 import { DEMO_PROVIDER, demoModels } from "./demo-provider.js";
 
 /**
@@ -27,7 +27,7 @@ export function resolveModel(ref: ModelRef): Model<Api> {
   }
   const candidates = getModels(provider as Parameters<typeof getModels>[0]) as Model<Api>[];
   const model = candidates.find((candidate) => candidate.id === id);
-  if (model !== undefined) return model;
+  if (model !== undefined) return "overrides" in ref ? withOverrides(model, ref.overrides) : model;
   throw unknownModel(
     provider,
     id,
@@ -42,4 +42,16 @@ function unknownModel(provider: string, id: string, available: readonly string[]
     "ERR_UNKNOWN_MODEL",
     `Unknown model "${id}" for provider "${provider}". Available: ${shown}${more}.`,
   );
+}
+
+/** A copy of a catalogue model with `models.json`'s provider overrides applied (pi's semantics). */
+function withOverrides(model: Model<Api>, overrides: ProviderOverrides | undefined): Model<Api> {
+  if (overrides === undefined) return model;
+  const copy: Model<Api> = { ...model };
+  if (overrides.baseUrl !== undefined) copy.baseUrl = overrides.baseUrl;
+  if (overrides.headers !== undefined) copy.headers = { ...model.headers, ...overrides.headers };
+  if (overrides.compat !== undefined) {
+    (copy as { compat?: unknown }).compat = { ...model.compat, ...overrides.compat };
+  }
+  return copy;
 }

@@ -4,13 +4,16 @@
  */
 import { threadId } from "node:worker_threads";
 import { Agent, type AgentMessage, type AgentTool } from "@mariozechner/pi-agent-core";
-import { getEnvApiKey, streamSimple } from "@mariozechner/pi-ai";
+import { type AssistantMessage, getEnvApiKey, streamSimple } from "@mariozechner/pi-ai";
 import { isRemovableFailure } from "../shared/classify.js";
 import { LifelineError, toWireError } from "../shared/errors.js";
 import type { RunInput, SessionInit, SessionOpened } from "../shared/protocol.js";
+import { attachRequestFailure, type RequestFailure } from "../shared/request-failure.js";
 import type { WorkerModuleSetup, WorkerModuleSetupFn } from "../shared/worker-module.js";
 import { convertToLlm } from "./convert-to-llm.js";
 import type { EventBatcher } from "./event-batcher.js";
+import { redactSecrets } from "./redact.js";
+import { installRequestCapture, RequestCapture } from "./request-capture.js";
 import { resolveModel } from "./resolve-model.js";
 
 /**
@@ -26,14 +29,24 @@ export class WorkerSession {
   #runStart = 0;
   #forwarded = 0;
   #closed = false;
+  readonly #secrets: readonly string[];
 
-  private constructor(id: string, agent: Agent, batcher: EventBatcher) {
+  private constructor(id: string, agent: Agent, batcher: EventBatcher, capture: RequestCapture, secrets: string[]) {
     this.id = id;
     this.#agent = agent;
     this.#batcher = batcher;
+    this.#secrets = secrets;
     agent.subscribe((event) => {
       if (this.#closed) return;
       if (event.type === "message_end") this.#forwarded++;
+      // A reply that fails before streaming arrives as message_start carrying a copy of the final
+      // message, then message_end with the message itself; both must be treated.
+      if (event.type === "message_start" || event.type === "message_end") {
+        const message = event.message;
+        if (message.role === "assistant" && message.stopReason === "error") {
+          finishFailedMessage(message, capture.failure(), secrets);
+        }
+      }
       batcher.pushEvent(id, event);
     });
   }
@@ -49,20 +62,34 @@ export class WorkerSession {
     const model = resolveModel(init.model);
     const tools = init.workerModule === undefined ? [] : await loadTools(init);
     const provider = init.provider;
+    installRequestCapture();
+    const capture = new RequestCapture();
+    const apiKey = init.apiKey ?? getEnvApiKey(model.provider);
+    if (apiKey === undefined && needsKey(model)) {
+      throw new LifelineError(
+        "ERR_MISSING_API_KEY",
+        `No API key for provider "${model.provider}": set its API key environment variable, pass apiKey to createSession (CLI: --api-key), or set "apiKey" for it in models.json.`,
+      );
+    }
     const agent = new Agent({
       initialState: { systemPrompt: init.systemPrompt, model, tools, messages: init.messages },
       convertToLlm,
       sessionId: init.sessionId,
-      getApiKey: (name) => init.apiKey ?? getEnvApiKey(name),
+      getApiKey: () => apiKey,
       // SPEC B1: the SDK's own retries are off unless settings say otherwise.
       streamFn: (m, context, options) =>
-        streamSimple(m, context, {
-          ...options,
-          maxRetries: provider.maxRetries,
-          ...(provider.timeoutMs === undefined ? {} : { timeoutMs: provider.timeoutMs }),
-        }),
+        capture.run(() =>
+          streamSimple(m, context, {
+            ...options,
+            ...(init.authHeader === true && apiKey !== undefined
+              ? { headers: { ...options?.headers, Authorization: `Bearer ${apiKey}` } }
+              : {}),
+            maxRetries: provider.maxRetries,
+            ...(provider.timeoutMs === undefined ? {} : { timeoutMs: provider.timeoutMs }),
+          }),
+        ),
     });
-    const session = new WorkerSession(init.sessionId, agent, batcher);
+    const session = new WorkerSession(init.sessionId, agent, batcher, capture, apiKey === undefined ? [] : [apiKey]);
     return { session, opened: { model, threadId } };
   }
 
@@ -117,9 +144,65 @@ export class WorkerSession {
     if (this.#closed) return;
     const tail = this.#agent.state.messages.slice(this.#runStart + this.#forwarded);
     const item: Parameters<EventBatcher["pushRunEnd"]>[0] = { type: "run_end", sessionId: this.id, runId, tail };
-    if (error !== undefined) item.error = toWireError(error, "ERR_RUN_FAILED");
+    if (error !== undefined) {
+      const wire = toWireError(error, "ERR_RUN_FAILED");
+      wire.message = redactSecrets(wire.message, this.#secrets);
+      if (wire.stack !== undefined) wire.stack = redactSecrets(wire.stack, this.#secrets);
+      item.error = wire;
+    }
     this.#batcher.pushRunEnd(item);
   }
+}
+
+/**
+ * B2/X6: a failed reply carries what its request exposed (message_end's object is the
+ * transcript's, so the run tail and later events carry it too); an unreachable server is named;
+ * and a key the server echoed in its error text never leaves the worker.
+ */
+function finishFailedMessage(
+  message: AssistantMessage,
+  failure: RequestFailure | undefined,
+  secrets: readonly string[],
+): void {
+  if (failure !== undefined) attachRequestFailure(message, failure, Date.now());
+  if (message.errorMessage === undefined) return;
+  const hinted = message.errorMessage.endsWith(HINT_END)
+    ? message.errorMessage
+    : message.errorMessage + unreachableHint(failure, message.provider);
+  message.errorMessage = redactSecrets(hinted, secrets);
+}
+
+/** Socket errors that mean the server was never reached (as opposed to reached, then lost). */
+const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"]);
+const HINT_END = "; check its baseUrl and that the server is running)";
+
+/**
+ * What to do about a server that could not be reached: pi-ai reports only "Connection error.",
+ * which names neither the address nor the provider.
+ */
+function unreachableHint(failure: RequestFailure | undefined, provider: string): string {
+  const network = failure?.network;
+  if (network?.phase !== "request" || network.code === undefined || !UNREACHABLE_CODES.has(network.code)) return "";
+  const where = network.origin === undefined ? "" : ` ${network.origin}`;
+  return ` (could not reach${where} for provider "${provider}": ${network.code}${HINT_END}`;
+}
+
+/**
+ * pi-ai's HTTP APIs that take an API key. Bedrock and Vertex use ambient credentials, and APIs
+ * registered by worker modules (fakes, custom transports) decide for themselves.
+ */
+const KEYED_APIS = new Set([
+  "openai-completions",
+  "openai-responses",
+  "azure-openai-responses",
+  "openai-codex-responses",
+  "anthropic-messages",
+  "google-generative-ai",
+  "mistral-conversations",
+]);
+
+function needsKey(model: { api: string }): boolean {
+  return KEYED_APIS.has(model.api);
 }
 
 async function loadTools(init: SessionInit): Promise<AgentTool[]> {

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
+import { startMockServer } from "../dist/main/index.js";
 
 const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CLI = fileURLToPath(new URL("../dist/main/cli.js", import.meta.url));
@@ -38,6 +39,10 @@ interface CliOptions {
   userSettings?: string | undefined;
   /** Contents of `<cwd>/.lifeline/settings.json`; undefined writes no file. */
   projectSettings?: string;
+  /** Contents of `$LIFELINE_DIR/models.json`; undefined writes no file. */
+  models?: string;
+  /** Extra environment variables for the child. */
+  env?: Record<string, string>;
   /** "ignore", or "pipe" to leave an open stdin pipe that is never written to or closed. @default "ignore" */
   stdin?: "ignore" | "pipe";
   timeoutMs?: number;
@@ -51,6 +56,7 @@ function runCli(args: readonly string[], options: CliOptions = {}): Promise<CliR
   const cwd = tempDir();
   const userSettings = "userSettings" in options ? options.userSettings : FAST_RETRIES;
   if (userSettings !== undefined) writeFileSync(join(lifelineDir, "settings.json"), userSettings);
+  if (options.models !== undefined) writeFileSync(join(lifelineDir, "models.json"), options.models);
   if (options.projectSettings !== undefined) {
     mkdirSync(join(cwd, ".lifeline"));
     writeFileSync(join(cwd, ".lifeline", "settings.json"), options.projectSettings);
@@ -59,7 +65,7 @@ function runCli(args: readonly string[], options: CliOptions = {}): Promise<CliR
   return new Promise((resolve, reject) => {
     const child: ChildProcess = spawn(command.file, command.args, {
       cwd: command.cwd,
-      env: { ...process.env, LIFELINE_DIR: lifelineDir, NO_COLOR: "1" },
+      env: { ...process.env, LIFELINE_DIR: lifelineDir, NO_COLOR: "1", ...options.env },
       stdio: [options.stdin ?? "ignore", "pipe", "pipe"],
     });
     let stdout = "";
@@ -195,5 +201,121 @@ describe("the lifeline command", () => {
     expect(run.code, `stderr: ${run.stderr}`).toBe(0);
     expect(run.stdout).toMatch(/Usage: lifeline/);
     expect(run.stdout).toMatch(/-p, --print <text>/);
+  });
+
+  describe("real providers (issue 3)", () => {
+    const KEY = "sk-cli-secret-5a4b3c2d1e";
+    const models = (url: string, apiKey?: string) =>
+      JSON.stringify({
+        providers: {
+          // A comment and a trailing comma: models.json is JSONC.
+          mock: {
+            baseUrl: `${url}/v1`,
+            api: "openai-completions",
+            ...(apiKey === undefined ? {} : { apiKey }),
+            models: [{ id: "mock-1" }, { id: "mock-2" }],
+          },
+        },
+      }).replace('"providers":{', '"providers":{ /* local mock */');
+
+    it("--provider/--model reach a models.json provider; the mock's answer is printed", async () => {
+      const server = await startMockServer({ script: { reply: "Mock says hi." } });
+      cleanups.push(() => void server.close());
+      const run = await runCli(["-p", "hello", "--provider", "mock", "--model", "mock-1"], {
+        models: models(server.url, "MOCK_CLI_KEY"),
+        env: { MOCK_CLI_KEY: KEY },
+      });
+      expect(run.code, `stderr: ${run.stderr}`).toBe(0);
+      expect(run.stdout).toBe("Mock says hi.\n");
+      expect(server.requests("hello")).toBe(1);
+    });
+
+    it("--api-key is used, and a key the server echoes appears nowhere in the output", async () => {
+      const server = await startMockServer({
+        script: {
+          conversations: [{ match: "leak", steps: [{ type: "error", status: 401, message: `bad key ${KEY}` }] }],
+        },
+      });
+      cleanups.push(() => void server.close());
+      const run = await runCli(["-p", "leak", "--model", "mock/mock-1", "--api-key", KEY], {
+        models: models(server.url),
+      });
+      expect(run.code, `stderr: ${run.stderr}`).toBe(1);
+      expect(run.stdout + run.stderr).not.toContain(KEY);
+      expect(run.stderr).toContain("Error: 401 bad key [redacted]");
+    });
+
+    it("an unknown model of a models.json provider exits 2 and lists the provider's models", async () => {
+      const run = await runCli(["-p", "x", "--model", "mock/nope"], { models: models("http://127.0.0.1:9", "k") });
+      expect(run.code, `stderr: ${run.stderr}`).toBe(2);
+      expect(run.stderr).toContain('Unknown model "nope" for provider "mock"');
+      expect(run.stderr).toContain("Available: mock-1, mock-2.");
+    });
+
+    it("a malformed models.json exits 2 naming the file and the line", async () => {
+      const run = await runCli(["-p", "x"], { models: '{ "providers": { "mock": ' });
+      expect(run.code, `stderr: ${run.stderr}`).toBe(2);
+      expect(run.stderr).toMatch(/Models file .*models\.json is not valid JSON at line 1, column \d+/);
+    });
+
+    it("a provider without a key exits 2 with ERR_MISSING_API_KEY's advice", async () => {
+      const run = await runCli(["-p", "x", "--model", "mock/mock-1"], { models: models("http://127.0.0.1:9") });
+      expect(run.code, `stderr: ${run.stderr}`).toBe(2);
+      expect(run.stderr).toContain('No API key for provider "mock"');
+      expect(run.stderr).toContain("--api-key");
+    });
+
+    it("--no-session is accepted, as in pi", async () => {
+      const run = await runCli(["-p", "hi", "--model", "demo/demo-fast", "--no-session"]);
+      expect(run.code, `stderr: ${run.stderr}`).toBe(0);
+    });
+
+    it("mock-server serves models and counters until SIGTERM, then exits 0", async () => {
+      const dir = tempDir();
+      writeFileSync(join(dir, "faults.jsonc"), '{ "reply": "From the CLI server.", /* JSONC */ }');
+      const child = spawn(process.execPath, [CLI, "mock-server", "--script", join(dir, "faults.jsonc")], {
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+      cleanups.push(() => {
+        clearTimeout(timer);
+        child.kill("SIGKILL");
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stderr.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.on("data", (chunk: Buffer) => {
+          stdout += chunk.toString();
+          const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout);
+          if (match?.[1] !== undefined) resolve(match[1]);
+        });
+        child.on("exit", () => reject(new Error(`mock-server exited early: ${stderr}`)));
+      });
+      const answer = await fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
+      });
+      expect(
+        ((await answer.json()) as { choices: { message: { content: string } }[] }).choices[0]?.message.content,
+      ).toBe("From the CLI server.");
+      const stats = (await (await fetch(`${url}/_mock/stats`)).json()) as { total: number };
+      expect(stats.total).toBe(1);
+      const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+      expect(stderr).toContain("stopped after 1 model requests");
+    });
+
+    it("mock-server with an invalid script exits 2 naming the file", async () => {
+      const dir = tempDir();
+      writeFileSync(join(dir, "bad.json"), '{ "faults": [{ "probability": 2, "step": 503 }] }');
+      const run = await runCli(["mock-server", "--script", join(dir, "bad.json")]);
+      expect(run.code, `stderr: ${run.stderr}`).toBe(2);
+      expect(run.stderr).toContain(join(dir, "bad.json"));
+    });
   });
 });

@@ -7,11 +7,8 @@
  * promise, bounded by {@link within}.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { getModels, type Model } from "@mariozechner/pi-ai";
 import { afterEach, describe, expect, it } from "vitest";
 import {
@@ -23,6 +20,7 @@ import {
   type SessionHostOptions,
   WorkerExitedError,
 } from "../dist/main/index.js";
+import { tempDir, within } from "./fixtures/bounded.js";
 import { checkEventOrder, type LogEntry } from "./fixtures/event-order.js";
 import { nextEvent } from "./fixtures/events.js";
 import { mockModel, SSE_HEADERS, sseChunk, workerApiModel } from "./fixtures/models.mjs";
@@ -43,27 +41,12 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "lifeline-real-"));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
 /** A host on the real pool, isolated from any user or project settings file. */
 function realHost(options: SessionHostOptions = {}): SessionHost {
-  const dir = tempDir();
+  const dir = tempDir(cleanups, "lifeline-real-");
   const host = createSessionHost({ lifelineDir: dir, cwd: dir, settings: { retry: { baseDelayMs: 1 } }, ...options });
   cleanups.push(() => host.close());
   return host;
-}
-
-/** Resolves or rejects with `promise`, or rejects once `ms` have passed: no wait is unbounded. */
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** Starts `server` on 127.0.0.1 (a free port), closed after the test. */
@@ -458,7 +441,7 @@ function runNodeScript(script: string, env: Record<string, string>, timeoutMs: n
 
 describe("host.close() in a process of its own", () => {
   it("X5: after a prompt and host.close() no handle keeps the process alive", async () => {
-    const dir = tempDir();
+    const dir = tempDir(cleanups, "lifeline-real-");
     const script = `
       const { createSessionHost } = await import(process.env.LIFELINE_DIST);
       const dir = process.env.LIFELINE_TEST_DIR;
@@ -475,7 +458,7 @@ describe("host.close() in a process of its own", () => {
   });
 
   it("X5: host.close() during a streaming prompt rejects it with ERR_SESSION_DISPOSED and the process exits by itself", async () => {
-    const dir = tempDir();
+    const dir = tempDir(cleanups, "lifeline-real-");
     const script = `
       const { createSessionHost } = await import(process.env.LIFELINE_DIST);
       const dir = process.env.LIFELINE_TEST_DIR;

@@ -2,14 +2,17 @@
 /**
  * The `lifeline` command.
  *
- *   lifeline -p "text" [--provider P] [--model M]   one prompt; answer on stdout, retry progress on stderr
+ *   lifeline -p "text" [--provider P] [--model M] [--api-key K]   one prompt; answer on stdout,
+ *                                                               retry progress on stderr
  *   lifeline demo                                    the demo job behind `npm start`
+ *   lifeline mock-server [--port N] [--script F]     the fault-injecting model server, until Ctrl+C
  *
- * Exit codes: 0 answered; 1 the prompt failed (final error on stderr); 2 bad usage or settings;
- * 130 interrupted.
+ * Exit codes: 0 answered; 1 the prompt failed (final error on stderr); 2 bad usage, settings,
+ * models.json, unknown model or missing key; 130 interrupted.
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { Command, CommanderError, Option } from "commander";
+import { loadMockScript, type MockScript, startMockServer } from "../mock-server/index.js";
 import { isFailedStop } from "../shared/classify.js";
 import { LifelineError } from "../shared/errors.js";
 import type { PromptResult, SessionEvent } from "../shared/events.js";
@@ -20,8 +23,18 @@ const DEMO_PROMPT = "Say hello to lifeline.";
 interface RunOptions {
   text: string;
   model: string;
+  apiKey?: string | undefined;
   banner?: string;
 }
+
+/** Errors that mean "fix your command or configuration", exit 2. */
+const USAGE_ERRORS = new Set([
+  "ERR_INVALID_SETTINGS",
+  "ERR_INVALID_OPTIONS",
+  "ERR_INVALID_MODELS",
+  "ERR_UNKNOWN_MODEL",
+  "ERR_MISSING_API_KEY",
+]);
 
 /** Whole seconds, rounded up as pi's loader counts them; short delays in ms so they don't read as 1s. */
 function formatDelay(ms: number): string {
@@ -55,7 +68,10 @@ async function run(options: RunOptions): Promise<number> {
   let interrupted = false;
   try {
     if (options.banner !== undefined) process.stderr.write(`${options.banner}\n`);
-    const session = await host.createSession({ model: options.model });
+    const session = await host.createSession({
+      model: options.model,
+      ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+    });
     session.subscribe((event) => {
       const line = progressLine(event);
       if (line !== undefined) process.stderr.write(`${line}\n`);
@@ -80,16 +96,46 @@ async function run(options: RunOptions): Promise<number> {
     return 0;
   } catch (error) {
     process.stderr.write(`Error: ${error instanceof Error ? error.message : String(error)}\n`);
-    if (
-      error instanceof LifelineError &&
-      ["ERR_INVALID_SETTINGS", "ERR_INVALID_OPTIONS", "ERR_UNKNOWN_MODEL"].includes(error.code)
-    ) {
-      return 2;
-    }
-    return 1;
+    return error instanceof LifelineError && USAGE_ERRORS.has(error.code) ? 2 : 1;
   } finally {
     await host.close();
   }
+}
+
+async function mockServer(opts: { port: string; host: string; script?: string }): Promise<number> {
+  const port = Number(opts.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    process.stderr.write(`Error: --port must be a whole number from 0 to 65535, got "${opts.port}".\n`);
+    return 2;
+  }
+  let script: MockScript | undefined;
+  try {
+    if (opts.script !== undefined) script = await loadMockScript(opts.script);
+  } catch (error) {
+    process.stderr.write(`Error: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 2;
+  }
+  let server: Awaited<ReturnType<typeof startMockServer>>;
+  try {
+    server = await startMockServer({ port, host: opts.host, ...(script === undefined ? {} : { script }) });
+  } catch (error) {
+    process.stderr.write(
+      `Error: cannot start the mock server: ${error instanceof Error ? error.message : String(error)}\n`,
+    );
+    return 1;
+  }
+  process.stdout.write(
+    `Mock model server listening on ${server.url}\n` +
+      `  OpenAI chat completions: ${server.url}/v1   Anthropic messages: ${server.url}\n` +
+      `  Counters: GET ${server.url}/_mock/stats   Press Ctrl+C to stop.\n`,
+  );
+  await new Promise<void>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+  });
+  await server.close();
+  process.stderr.write(`Mock model server stopped after ${server.stats().total} model requests.\n`);
+  return 0;
 }
 
 function modelName(provider: string | undefined, model: string | undefined): string {
@@ -108,7 +154,16 @@ export async function main(argv: readonly string[]): Promise<number> {
     .addOption(new Option("-p, --print <text>", "send one prompt, print the answer and exit"))
     .addOption(new Option("--provider <name>", 'model provider, for example "demo" or "openai"'))
     .addOption(new Option("--model <id>", 'model id, or "provider/id"'))
-    .action(async (opts: { print?: string; provider?: string; model?: string }) => {
+    .addOption(
+      new Option("--api-key <key>", "API key for the provider (default: models.json, then its environment variable)"),
+    )
+    .addOption(
+      new Option(
+        "--no-session",
+        "write no session file (accepted for pi compatibility: lifeline does not write session files yet)",
+      ),
+    )
+    .action(async (opts: { print?: string; provider?: string; model?: string; apiKey?: string }) => {
       if (opts.print === undefined) {
         program.outputHelp();
         return;
@@ -119,7 +174,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         exitCode = 2;
         return;
       }
-      exitCode = await run({ text: opts.print, model });
+      exitCode = await run({ text: opts.print, model, apiKey: opts.apiKey });
     });
   program
     .command("demo")
@@ -132,6 +187,15 @@ export async function main(argv: readonly string[]): Promise<number> {
           `lifeline demo: prompt "${DEMO_PROMPT}" on demo/demo-1 (a built-in model in a worker thread; no key, no network).\n` +
           "The model fails twice with transient errors; the retry controller on the main thread backs off and retries.",
       });
+    });
+  program
+    .command("mock-server")
+    .description("run the fault-injecting model server (OpenAI chat completions and Anthropic messages) until Ctrl+C")
+    .addOption(new Option("--port <n>", "port to listen on (0 picks a free one)").default("0"))
+    .addOption(new Option("--host <address>", "address to listen on").default("127.0.0.1"))
+    .addOption(new Option("--script <file>", "fault script (JSON or JSONC), see docs/mock-server.md"))
+    .action(async (opts: { port: string; host: string; script?: string }) => {
+      exitCode = await mockServer(opts);
     });
   try {
     await program.parseAsync([...argv], { from: "user" });

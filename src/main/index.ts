@@ -1,11 +1,28 @@
 // The public API of lifeline. Re-exports only.
 
-export type { ClassifiableMessage, FailureClass, RetryHints } from "../shared/classify.js";
+export {
+  CONVERSATION_HEADER,
+  loadMockScript,
+  type MockRequestRecord,
+  type MockScript,
+  type MockScriptInput,
+  type MockServer,
+  MockServerError,
+  type MockServerOptions,
+  type MockStats,
+  type MockStep,
+  type Outcome as MockOutcome,
+  parseMockScript,
+  startMockServer,
+} from "../mock-server/index.js";
+export type { ClassifiableMessage, Classification, FailureClass, RetryHints } from "../shared/classify.js";
 export {
   classifyMessage,
+  explainMessage,
   isRetryableErrorText,
   parseRetryHeaders,
   parseRetryHintsFromText,
+  retryHintsOf,
 } from "../shared/classify.js";
 export type { ErrorCode, WireError } from "../shared/errors.js";
 export {
@@ -15,7 +32,9 @@ export {
   WorkerExitedError,
 } from "../shared/errors.js";
 export type * from "../shared/events.js";
-export type { ModelRef } from "../shared/protocol.js";
+export type { ModelRef, ProviderOverrides } from "../shared/protocol.js";
+export type { RequestFailure } from "../shared/request-failure.js";
+export { REQUEST_FAILURE_DIAGNOSTIC, requestFailureOf } from "../shared/request-failure.js";
 export type { RetrySettings, Settings, SettingsInput } from "../shared/settings.js";
 export { DEFAULT_SETTINGS, parseSettings } from "../shared/settings.js";
 export type { WorkerModuleContext, WorkerModuleSetup, WorkerModuleSetupFn } from "../shared/worker-module.js";
@@ -24,6 +43,8 @@ export { AgentSession } from "./agent-session.js";
 export type { AuthStorage, UsageLimitInfo, UsageLimitRecord } from "./auth-storage.js";
 export { InMemoryAuthStorage } from "./auth-storage.js";
 export type { SessionListener } from "./event-stream.js";
+export type { ModelsConfig, ResolvedModel } from "./models-config.js";
+export { loadModelsConfig, modelsPath, parseModelsConfig } from "./models-config.js";
 export type { RetryActions, RetryControllerOptions, RetryDecision, RetryMessage } from "./retry-controller.js";
 export { RETRY_CANCELLED, RetryController } from "./retry-controller.js";
 export type { SessionHostOptions, SessionOptions } from "./session-host.js";

@@ -17,6 +17,7 @@ import type { ModelRef, SessionInit, SessionOpened } from "../shared/protocol.js
 import { mergeSettings, parseSettings, type Settings, type SettingsInput } from "../shared/settings.js";
 import { AgentSession, type ContextOverflowHook } from "./agent-session.js";
 import type { AuthStorage } from "./auth-storage.js";
+import { loadModelsConfig, type ModelsConfig, modelsPath, resolveModelRef } from "./models-config.js";
 import { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";
 import { type LinkEndpoint, WorkerLink } from "./worker-link.js";
 
@@ -26,7 +27,7 @@ export interface SessionHostOptions {
   threads?: number;
   /** Directory of the project settings file `.lifeline/settings.json`. @default process.cwd() */
   cwd?: string;
-  /** User directory holding `settings.json`. @default $LIFELINE_DIR, else ~/.lifeline */
+  /** User directory holding `settings.json` and `models.json`. @default $LIFELINE_DIR, else ~/.lifeline */
   lifelineDir?: string;
   /** Settings applied over both files for every session of this host. */
   settings?: SettingsInput;
@@ -60,7 +61,10 @@ export interface SessionOptions {
   systemPrompt?: string;
   /** Per-session settings, over the files and the host's settings. */
   settings?: SettingsInput;
-  /** API key for the model's provider; sent only to the worker serving this session. @default from the environment */
+  /**
+   * API key for the model's provider; sent only to the worker serving this session.
+   * @default the provider's `apiKey` in models.json, else its environment variable
+   */
   apiKey?: string;
   /** Path or file URL of a module loaded in the worker whose `setup` returns tools. */
   workerModule?: string | URL;
@@ -113,6 +117,7 @@ export class SessionHost {
   readonly #sessions = new Map<string, AgentSession>();
   #pool: Piscina | undefined;
   #fileSettings: Promise<SettingsInput> | undefined;
+  #modelsConfig: Promise<ModelsConfig> | undefined;
   #closed = false;
 
   /** @internal Use {@link createSessionHost}. */
@@ -133,13 +138,19 @@ export class SessionHost {
 
   /**
    * Opens a session in a worker.
-   * @throws ERR_INVALID_OPTIONS, ERR_INVALID_SETTINGS, ERR_UNKNOWN_MODEL, ERR_WORKER_MODULE,
-   *   ERR_HOST_CLOSED, or ERR_WORKER_EXITED if the worker dies while opening.
+   * @throws ERR_INVALID_OPTIONS, ERR_INVALID_SETTINGS, ERR_INVALID_MODELS (models.json),
+   *   ERR_UNKNOWN_MODEL, ERR_MISSING_API_KEY, ERR_WORKER_MODULE, ERR_HOST_CLOSED, or
+   *   ERR_WORKER_EXITED if the worker dies while opening.
    */
   async createSession(options: SessionOptions = {}): Promise<AgentSession> {
     this.#assertOpen();
     validate(sessionOptionsSchema, options, "createSession options");
     const settings = await this.#sessionSettings(options.settings);
+    const resolved = await resolveModelRef(
+      toModelRef(options.model ?? "demo/demo-1"),
+      await this.#models(),
+      options.apiKey,
+    );
     this.#assertOpen();
     const sessionId = options.sessionId ?? randomUUID();
     if (this.#sessions.has(sessionId)) {
@@ -150,12 +161,13 @@ export class SessionHost {
     }
     const init: SessionInit = {
       sessionId,
-      model: toModelRef(options.model ?? "demo/demo-1"),
+      model: resolved.ref,
       systemPrompt: options.systemPrompt ?? "",
       messages: options.messages ?? [],
       provider: { ...settings.retry.provider },
     };
-    if (options.apiKey !== undefined) init.apiKey = options.apiKey;
+    if (resolved.apiKey !== undefined) init.apiKey = resolved.apiKey;
+    if (resolved.authHeader === true) init.authHeader = true;
     if (options.workerModule !== undefined) init.workerModule = toModuleUrl(options.workerModule);
     if (options.workerModuleOptions !== undefined) init.workerModuleOptions = options.workerModuleOptions;
     const { link, release } = await this.#pickLink();
@@ -192,9 +204,10 @@ export class SessionHost {
     return this.#sessionSettings(undefined);
   }
 
-  /** Forgets the cached settings files; the next session reads them again. */
+  /** Forgets the cached settings and models files; the next session reads them again. */
   reloadSettings(): void {
     this.#fileSettings = undefined;
+    this.#modelsConfig = undefined;
   }
 
   /**
@@ -226,6 +239,17 @@ export class SessionHost {
 
   #lifelineDir(): string {
     return this.#options.lifelineDir ?? resolveLifelineDir();
+  }
+
+  /** The user's models.json, read once and kept until {@link reloadSettings}; a failed read is retried. */
+  async #models(): Promise<ModelsConfig> {
+    this.#modelsConfig ??= loadModelsConfig(modelsPath(this.#lifelineDir()));
+    try {
+      return await this.#modelsConfig;
+    } catch (error) {
+      this.#modelsConfig = undefined;
+      throw error;
+    }
   }
 
   async #sessionSettings(overrides: SettingsInput | undefined): Promise<Settings> {

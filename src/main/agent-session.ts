@@ -12,7 +12,7 @@ import { type Api, type AssistantMessage, isContextOverflow, type Model } from "
 import { type ClassifiableMessage, isFailedStop, isRemovableFailure } from "../shared/classify.js";
 import { LifelineError, SessionBusyError, type WorkerExitedError } from "../shared/errors.js";
 import type { PromptResult, RetryEvent, SessionEvent } from "../shared/events.js";
-import type { BatchItem, RunInput } from "../shared/protocol.js";
+import type { BatchItem, ModelChange, ModelRef, RunInput } from "../shared/protocol.js";
 import type { Settings } from "../shared/settings.js";
 import { fromWireUpdate, type StreamState, startStream } from "../shared/stream-wire.js";
 import type { AuthStorage } from "./auth-storage.js";
@@ -57,6 +57,8 @@ export interface SessionWiring {
   onDisposed: (sessionId: string) => void;
   /** Test seam for the controller's clock; production uses real timers. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Resolves a model reference and its key as the host does for new sessions (models.json). */
+  resolveModel: (ref: ModelRef) => Promise<ModelChange>;
 }
 
 interface PendingPrompt {
@@ -80,8 +82,9 @@ interface QueuedPrompt {
 export class AgentSession {
   /** Stable id of this session (also passed to providers for cache affinity). */
   readonly id: string;
-  /** The resolved model. */
-  readonly model: Model<Api>;
+  #model: Model<Api>;
+  /** Steering and follow-up messages sent to the worker and not yet seen in the transcript. */
+  readonly #queued: AgentMessage[] = [];
   readonly #link: WorkerLink;
   readonly #settings: Settings;
   readonly #events: EventStream;
@@ -105,28 +108,29 @@ export class AgentSession {
   /** @internal Use `SessionHost.createSession()`. */
   constructor(wiring: SessionWiring) {
     this.id = wiring.sessionId;
-    this.model = wiring.model;
+    this.#model = wiring.model;
     this.#wiring = wiring;
     this.#link = wiring.link;
     this.#settings = wiring.settings;
     this.#messages = [...wiring.messages];
     this.#history = [...wiring.messages];
     this.#events = new EventStream(wiring.onListenerError);
-    const contextWindow = wiring.model.contextWindow;
     const controllerOptions: ConstructorParameters<typeof RetryController>[0] = {
       sessionId: wiring.sessionId,
       settings: () => this.#settings.retry,
       sleep: wiring.sleep ?? abortableSleep,
       now: Date.now,
       random: Math.random,
-      isOverflow: (message: ClassifiableMessage) =>
-        isContextOverflow(message as AssistantMessage, contextWindow > 0 ? contextWindow : undefined),
+      isOverflow: (message: ClassifiableMessage) => {
+        const contextWindow = this.#model.contextWindow;
+        return isContextOverflow(message as AssistantMessage, contextWindow > 0 ? contextWindow : undefined);
+      },
       emit: (event) => {
         if (event.type === "auto_retry_start" && this.#prompt !== undefined) this.#prompt.retries++;
         if (this.#heldRetryEvents !== undefined) this.#heldRetryEvents.push(event);
         else this.#events.emit(event);
       },
-      baseUrl: wiring.model.baseUrl,
+      baseUrl: () => this.#model.baseUrl,
     };
     if (wiring.authStorage !== undefined) controllerOptions.authStorage = wiring.authStorage;
     this.#retry = new RetryController<AssistantMessage>(controllerOptions);
@@ -169,13 +173,70 @@ export class AgentSession {
     });
   }
 
+  /** The session's model; {@link setModel} changes it. */
+  get model(): Model<Api> {
+    return this.#model;
+  }
+
+  /**
+   * Switches the model for the next model request, a retried one included (the request in flight
+   * keeps its model). The reference resolves as in `createSession` (`"provider/id"`, models.json,
+   * keys). Resolves with the new model.
+   * @throws ERR_UNKNOWN_MODEL, ERR_MISSING_API_KEY, ERR_INVALID_MODELS; the model is unchanged then.
+   */
+  async setModel(model: string | ModelRef): Promise<Model<Api>> {
+    if (this.#closed !== undefined) throw this.#closed;
+    const change = await this.#wiring.resolveModel(typeof model === "string" ? parseModelName(model) : model);
+    const resolved = await this.#link.call("setModel", this.id, change);
+    this.#model = resolved;
+    return resolved;
+  }
+
+  /**
+   * Delivers a user message into the live prompt's agent loop (pi's steering queues): `steer`
+   * before its next model call, `followUp` when it would otherwise stop. During a retry sleep the
+   * retried run delivers them. Messages still queued when the prompt settles (it failed or was
+   * cancelled) are delivered by the next prompt; `abort()` drops them.
+   * @throws ERR_INVALID_OPTIONS when no prompt is live (use `prompt()`) or the text is empty;
+   *   ERR_SESSION_DISPOSED after dispose().
+   */
+  async queueMessage(kind: "steer" | "followUp", text: string): Promise<void> {
+    if (this.#closed !== undefined) throw this.#closed;
+    if (typeof text !== "string" || text.trim() === "") {
+      throw new LifelineError(
+        "ERR_INVALID_OPTIONS",
+        `${kind}() needs a non-empty string; pass the user's message text.`,
+      );
+    }
+    if (this.#prompt === undefined) {
+      throw new LifelineError("ERR_INVALID_OPTIONS", `Nothing to ${kind}: session ${this.id} is idle; use prompt().`);
+    }
+    const message: AgentMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
+    this.#queued.push(message);
+    try {
+      await this.#link.call("queueMessage", this.id, kind, message);
+    } catch (error) {
+      this.#queued.splice(this.#queued.indexOf(message), 1);
+      throw error;
+    }
+  }
+
+  /** Steering and follow-up messages not yet delivered to the model. */
+  get pendingMessageCount(): number {
+    return this.#queued.length;
+  }
+
   /**
    * R9: cancels any retry chain (abortRetry), then aborts the active run's model request in the
    * worker (X3). Resolves when the worker has acted on it; the prompt settles through its events.
    */
   async abort(): Promise<void> {
     this.abortRetry();
-    if (this.#closed !== undefined || this.#activeRunId === undefined) return;
+    if (this.#closed !== undefined) return;
+    // The worker drops queued steering and follow-up messages with the run.
+    const dropQueued = this.#queued.length > 0;
+    this.#queued.length = 0;
+    if (this.#activeRunId === undefined && !dropQueued) return;
     await this.#link.call("abort", this.id);
   }
 
@@ -305,6 +366,7 @@ export class AgentSession {
       }
       case "message_end": {
         this.#streaming = undefined;
+        if (event.message.role === "user" && this.#queued.length > 0) this.#delivered(event.message);
         this.#messages.push(event.message);
         this.#history.push(event.message);
         this.#events.emit(event);
@@ -331,6 +393,14 @@ export class AgentSession {
       default:
         this.#events.emit(event);
     }
+  }
+
+  /** A queued message reached the transcript: it is no longer pending. */
+  #delivered(message: AgentMessage): void {
+    const index = this.#queued.findIndex(
+      (queued) => queued.timestamp === message.timestamp && sameContent(queued, message),
+    );
+    if (index >= 0) this.#queued.splice(index, 1);
   }
 
   #handleRunEnd(item: Extract<BatchItem, { type: "run_end" }>): void {
@@ -443,6 +513,19 @@ export class AgentSession {
     pending?.reject(error);
     for (const queued of this.#queue.splice(0)) queued.reject(error);
   }
+}
+
+function sameContent(a: AgentMessage, b: AgentMessage): boolean {
+  return "content" in a && "content" in b && JSON.stringify(a.content) === JSON.stringify(b.content);
+}
+
+/** `"provider/id"` → `{ provider, id }`. @throws ERR_INVALID_OPTIONS without a slash. */
+export function parseModelName(name: string): { provider: string; id: string } {
+  const slash = name.indexOf("/");
+  if (slash <= 0 || slash === name.length - 1) {
+    throw new LifelineError("ERR_INVALID_OPTIONS", `Model "${name}" must be "provider/id", for example "demo/demo-1".`);
+  }
+  return { provider: name.slice(0, slash), id: name.slice(slash + 1) };
 }
 
 function lastAssistant(messages: readonly AgentMessage[]): AssistantMessage | undefined {

@@ -5,6 +5,7 @@
  *   lifeline -p "text" [--provider P] [--model M] [--api-key K]   one prompt; answer on stdout,
  *                                                               retry progress on stderr
  *   lifeline demo                                    the demo job behind `npm start`
+ *   lifeline --mode rpc [--provider P] [--model M]   pi's RPC protocol on stdin/stdout (rpc/rpc-mode.ts)
  *   lifeline mock-server [--port N] [--script F]     the fault-injecting model server, until Ctrl+C
  *
  * Exit codes: 0 answered; 1 the prompt failed (final error on stderr); 2 bad usage, settings,
@@ -16,6 +17,7 @@ import { loadMockScript, type MockScript, startMockServer } from "../mock-server
 import { isFailedStop } from "../shared/classify.js";
 import { LifelineError } from "../shared/errors.js";
 import type { PromptResult, SessionEvent } from "../shared/events.js";
+import { runRpcMode } from "./rpc/rpc-mode.js";
 import { createSessionHost } from "./session-host.js";
 
 const DEMO_PROMPT = "Say hello to lifeline.";
@@ -158,12 +160,27 @@ export async function main(argv: readonly string[]): Promise<number> {
       new Option("--api-key <key>", "API key for the provider (default: models.json, then its environment variable)"),
     )
     .addOption(
+      new Option("--mode <mode>", "text: one prompt with -p; rpc: pi's RPC protocol on stdin/stdout")
+        .choices(["text", "rpc"])
+        .default("text"),
+    )
+    .addOption(
       new Option(
         "--no-session",
         "write no session file (accepted for pi compatibility: lifeline does not write session files yet)",
       ),
     )
-    .action(async (opts: { print?: string; provider?: string; model?: string; apiKey?: string }) => {
+    .action(async (opts: { print?: string; provider?: string; model?: string; apiKey?: string; mode: string }) => {
+      if (opts.mode === "rpc") {
+        const model = modelName(opts.provider, opts.model);
+        if (model.endsWith("/")) {
+          process.stderr.write(`Error: --provider ${opts.provider} needs --model <id> as well.\n`);
+          exitCode = 2;
+          return;
+        }
+        exitCode = await runRpcMode({ model, ...(opts.apiKey === undefined ? {} : { apiKey: opts.apiKey }) });
+        return;
+      }
       if (opts.print === undefined) {
         program.outputHelp();
         return;

@@ -17,7 +17,7 @@
 import { exec } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { type Api, getEnvApiKey, getProviders, type Model } from "@mariozechner/pi-ai";
+import { type Api, getEnvApiKey, getModels, getProviders, type Model } from "@mariozechner/pi-ai";
 import { type ParseError, parse as parseJsonc, printParseErrorCode } from "jsonc-parser";
 import { z } from "zod";
 import { LifelineError } from "../shared/errors.js";
@@ -221,6 +221,28 @@ export async function resolveModelRef(
     env,
   );
   return withKey({ ...authHeader, ref: toModel(ref.provider, provider, model, { ...headers, ...modelHeaders }) }, key);
+}
+
+/**
+ * Models usable without further configuration: every model `config` defines, then pi-ai's
+ * catalogue for each provider with a key (in the environment or in `config`), with the file's
+ * overrides applied. Keys are not resolved here (a `!command` is not run for a listing), and
+ * headers are left out: they may hold credentials.
+ */
+export function listConfiguredModels(config: ModelsConfig): Model<Api>[] {
+  const listed: Model<Api>[] = [];
+  for (const [name, provider] of Object.entries(config.providers)) {
+    for (const model of provider.models ?? []) listed.push(toModel(name, provider, model, {}));
+  }
+  for (const name of getProviders()) {
+    const override = config.providers[name];
+    if (override?.models !== undefined && override.models.length > 0) continue;
+    if (override?.apiKey === undefined && getEnvApiKey(name) === undefined) continue;
+    for (const model of getModels(name) as Model<Api>[]) {
+      listed.push(override?.baseUrl === undefined ? model : { ...model, baseUrl: override.baseUrl });
+    }
+  }
+  return listed;
 }
 
 /** Every model `config` defines, as `provider/id`, for listings. */

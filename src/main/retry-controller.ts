@@ -54,8 +54,8 @@ export interface RetryControllerOptions {
   isOverflow: (message: ClassifiableMessage) => boolean;
   emit: (event: RetryEvent) => void;
   authStorage?: AuthStorage;
-  /** Base URL of the session's model, passed to the auth storage. */
-  baseUrl?: string;
+  /** Base URL of the session's current model, passed to the auth storage. */
+  baseUrl?: () => string | undefined;
 }
 
 /** The decision for one `agent_end`. */
@@ -189,7 +189,8 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
     if (decision.usageLimit && storage !== undefined) {
       const info: { retryAfterMs?: number; baseUrl?: string } = {};
       if (decision.retryAfterMs !== undefined) info.retryAfterMs = decision.retryAfterMs;
-      if (this.#options.baseUrl !== undefined) info.baseUrl = this.#options.baseUrl;
+      const baseUrl = this.#options.baseUrl?.();
+      if (baseUrl !== undefined) info.baseUrl = baseUrl;
       const switched = await Promise.resolve()
         .then(() => storage.markUsageLimitReached(decision.message.provider, this.#options.sessionId, info))
         .catch(() => false);

@@ -9,15 +9,23 @@ import { randomUUID } from "node:crypto";
 import { availableParallelism } from "node:os";
 import { MessageChannel, type ResourceLimits } from "node:worker_threads";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
+import type { Api, Model } from "@mariozechner/pi-ai";
 import { Piscina } from "piscina";
 import { z } from "zod";
 import { LifelineError } from "../shared/errors.js";
 import type { SessionEvent } from "../shared/events.js";
-import type { ModelRef, SessionInit, SessionOpened } from "../shared/protocol.js";
+import type { ModelChange, ModelRef, SessionInit, SessionOpened } from "../shared/protocol.js";
 import { mergeSettings, parseSettings, type Settings, type SettingsInput } from "../shared/settings.js";
-import { AgentSession, type ContextOverflowHook } from "./agent-session.js";
+import { AgentSession, type ContextOverflowHook, parseModelName } from "./agent-session.js";
 import type { AuthStorage } from "./auth-storage.js";
-import { loadModelsConfig, type ModelsConfig, modelsPath, resolveModelRef } from "./models-config.js";
+import {
+  listConfiguredModels,
+  loadModelsConfig,
+  type ModelsConfig,
+  modelsPath,
+  type ResolvedModel,
+  resolveModelRef,
+} from "./models-config.js";
 import { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";
 import { type LinkEndpoint, WorkerLink } from "./worker-link.js";
 
@@ -146,11 +154,7 @@ export class SessionHost {
     this.#assertOpen();
     validate(sessionOptionsSchema, options, "createSession options");
     const settings = await this.#sessionSettings(options.settings);
-    const resolved = await resolveModelRef(
-      toModelRef(options.model ?? "demo/demo-1"),
-      await this.#models(),
-      options.apiKey,
-    );
+    const resolved = await this.#resolveModel(toModelRef(options.model ?? "demo/demo-1"), options.apiKey);
     this.#assertOpen();
     const sessionId = options.sessionId ?? randomUUID();
     if (this.#sessions.has(sessionId)) {
@@ -193,10 +197,36 @@ export class SessionHost {
       onContextOverflow: options.onContextOverflow,
       onListenerError: this.#options.onListenerError ?? reportListenerError,
       onDisposed: (id) => this.#sessions.delete(id),
+      resolveModel: async (ref) => {
+        const change = await this.#resolveModel(ref, undefined);
+        const result: ModelChange = { model: change.ref };
+        if (change.apiKey !== undefined) result.apiKey = change.apiKey;
+        if (change.authHeader === true) result.authHeader = true;
+        return result;
+      },
       ...(this.#options.sleep === undefined ? {} : { sleep: this.#options.sleep }),
     });
     this.#sessions.set(sessionId, session);
     return session;
+  }
+
+  /**
+   * Models a session can use now: the worker's built-in demo models, every model in models.json,
+   * and pi-ai's catalogue for providers that have a key (environment or models.json), with
+   * models.json overrides applied. Starts a worker if none is running.
+   * @throws ERR_INVALID_MODELS for a malformed models.json; ERR_HOST_CLOSED.
+   */
+  async availableModels(): Promise<Model<Api>[]> {
+    this.#assertOpen();
+    const config = await this.#models();
+    const { link, release } = await this.#pickLink();
+    let builtIn: Model<Api>[];
+    try {
+      builtIn = await link.call("listBuiltInModels");
+    } finally {
+      release();
+    }
+    return [...builtIn, ...listConfiguredModels(config)];
   }
 
   /** Settings as the next session would get them, before per-session overrides. */
@@ -239,6 +269,10 @@ export class SessionHost {
 
   #lifelineDir(): string {
     return this.#options.lifelineDir ?? resolveLifelineDir();
+  }
+
+  async #resolveModel(ref: ModelRef, apiKey: string | undefined): Promise<ResolvedModel> {
+    return resolveModelRef(ref, await this.#models(), apiKey);
   }
 
   /** The user's models.json, read once and kept until {@link reloadSettings}; a failed read is retried. */
@@ -334,9 +368,7 @@ function unrefDelay(ms: number): Promise<void> {
 }
 
 function toModelRef(model: string | ModelRef): ModelRef {
-  if (typeof model !== "string") return model;
-  const slash = model.indexOf("/");
-  return { provider: model.slice(0, slash), id: model.slice(slash + 1) };
+  return typeof model === "string" ? parseModelName(model) : model;
 }
 
 function toModuleUrl(module: string | URL): string {

@@ -21,7 +21,11 @@ export type ErrorCode =
   | "ERR_CALL_TIMEOUT"
   | "ERR_PROTOCOL"
   | "ERR_RUN_FAILED"
-  | "ERR_ABORTED";
+  | "ERR_ABORTED"
+  | "ERR_RPC_TIMEOUT"
+  | "ERR_RPC_EXITED"
+  | "ERR_RPC_FAILED"
+  | "ERR_RPC_NOT_STARTED";
 
 /** An error as plain data: what crosses a thread or goes into an event (SPEC X6). */
 export interface WireError {

@@ -64,6 +64,13 @@ export interface SessionOpened {
   threadId: number;
 }
 
+/** A model switch: the reference and its key, resolved on the main thread like a session's. */
+export interface ModelChange {
+  model: ModelRef;
+  apiKey?: string;
+  authHeader?: boolean;
+}
+
 /** What a run starts from: a new user prompt, or `continue()` after a retry sleep. */
 export type RunInput = { kind: "prompt"; text: string } | { kind: "continue" };
 
@@ -81,6 +88,12 @@ export interface WorkerApi {
   popFailedMessage(sessionId: string): Result<boolean>;
   /** B3: puts a message back at the end of the runtime transcript (a cancelled chain's failure). */
   appendMessage(sessionId: string, message: AgentMessage): Result<null>;
+  /** Queues a user message into the active (or next) run: `steer` or `followUp` (pi-agent-core). */
+  queueMessage(sessionId: string, kind: "steer" | "followUp", message: AgentMessage): Result<null>;
+  /** Switches the model for the session's next request; returns the resolved model. */
+  setModel(sessionId: string, change: ModelChange): Result<Model<Api>>;
+  /** The models this worker provides itself (the demo models). */
+  listBuiltInModels(): Result<Model<Api>[]>;
   closeSession(sessionId: string): Result<null>;
   /** Aborts every run, closes every session and ends the worker's serve loop. */
   shutdown(): Result<null>;

@@ -10,6 +10,7 @@ import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { LifelineError, toWireError } from "../shared/errors.js";
 import type { Result, SessionInit, SessionOpened, WorkerApi, WorkerMessage } from "../shared/protocol.js";
 import { EventBatcher } from "./event-batcher.js";
+import { demoModels } from "./demo-provider.js";
 import { WorkerSession } from "./worker-session.js";
 
 /** Options of {@link serveWorker}. */
@@ -58,6 +59,9 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
     abort: (sessionId) => attempt(() => find(sessionId).abort()),
     popFailedMessage: (sessionId) => attempt(() => find(sessionId).popFailedMessage()),
     appendMessage: (sessionId, message) => command(() => find(sessionId).appendMessage(message)),
+    queueMessage: (sessionId, kind, message) => command(() => find(sessionId).queueMessage(kind, message)),
+    setModel: (sessionId, change) => attempt(() => find(sessionId).setModel(change)),
+    listBuiltInModels: () => attempt(() => [...demoModels().values()]),
     closeSession: (sessionId) =>
       command(() => {
         sessions.get(sessionId)?.close();

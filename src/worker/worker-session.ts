@@ -4,10 +4,10 @@
  */
 import { threadId } from "node:worker_threads";
 import { Agent, type AgentMessage, type AgentTool } from "@mariozechner/pi-agent-core";
-import { type AssistantMessage, getEnvApiKey, streamSimple } from "@mariozechner/pi-ai";
+import { type Api, type AssistantMessage, getEnvApiKey, type Model, streamSimple } from "@mariozechner/pi-ai";
 import { isRemovableFailure } from "../shared/classify.js";
 import { LifelineError, toWireError } from "../shared/errors.js";
-import type { RunInput, SessionInit, SessionOpened } from "../shared/protocol.js";
+import type { ModelChange, RunInput, SessionInit, SessionOpened } from "../shared/protocol.js";
 import { attachRequestFailure, type RequestFailure } from "../shared/request-failure.js";
 import type { WorkerModuleSetup, WorkerModuleSetupFn } from "../shared/worker-module.js";
 import { convertToLlm } from "./convert-to-llm.js";
@@ -29,13 +29,14 @@ export class WorkerSession {
   #runStart = 0;
   #forwarded = 0;
   #closed = false;
-  readonly #secrets: readonly string[];
+  readonly #credentials: Credentials;
 
-  private constructor(id: string, agent: Agent, batcher: EventBatcher, capture: RequestCapture, secrets: string[]) {
+  private constructor(id: string, agent: Agent, batcher: EventBatcher, capture: RequestCapture, credentials: Credentials) {
     this.id = id;
     this.#agent = agent;
     this.#batcher = batcher;
-    this.#secrets = secrets;
+    this.#credentials = credentials;
+    const secrets = credentials.secrets;
     agent.subscribe((event) => {
       if (this.#closed) return;
       if (event.type === "message_end") this.#forwarded++;
@@ -64,33 +65,51 @@ export class WorkerSession {
     const provider = init.provider;
     installRequestCapture();
     const capture = new RequestCapture();
-    const apiKey = init.apiKey ?? getEnvApiKey(model.provider);
-    if (apiKey === undefined && needsKey(model)) {
-      throw new LifelineError(
-        "ERR_MISSING_API_KEY",
-        `No API key for provider "${model.provider}": set its API key environment variable, pass apiKey to createSession (CLI: --api-key), or set "apiKey" for it in models.json.`,
-      );
-    }
+    const credentials = new Credentials();
+    credentials.set(model, init.apiKey, init.authHeader === true);
     const agent = new Agent({
       initialState: { systemPrompt: init.systemPrompt, model, tools, messages: init.messages },
       convertToLlm,
       sessionId: init.sessionId,
-      getApiKey: () => apiKey,
+      getApiKey: () => credentials.apiKey,
       // SPEC B1: the SDK's own retries are off unless settings say otherwise.
       streamFn: (m, context, options) =>
         capture.run(() =>
           streamSimple(m, context, {
             ...options,
-            ...(init.authHeader === true && apiKey !== undefined
-              ? { headers: { ...options?.headers, Authorization: `Bearer ${apiKey}` } }
+            ...(credentials.authHeader && credentials.apiKey !== undefined
+              ? { headers: { ...options?.headers, Authorization: `Bearer ${credentials.apiKey}` } }
               : {}),
             maxRetries: provider.maxRetries,
             ...(provider.timeoutMs === undefined ? {} : { timeoutMs: provider.timeoutMs }),
           }),
         ),
     });
-    const session = new WorkerSession(init.sessionId, agent, batcher, capture, apiKey === undefined ? [] : [apiKey]);
+    const session = new WorkerSession(init.sessionId, agent, batcher, capture, credentials);
     return { session, opened: { model, threadId } };
+  }
+
+  /**
+   * Switches the model for the next request (a retried one included); the active request keeps
+   * its model. @throws LifelineError ERR_UNKNOWN_MODEL or ERR_MISSING_API_KEY; the model is
+   * unchanged then.
+   */
+  setModel(change: ModelChange): Model<Api> {
+    const model = resolveModel(change.model);
+    this.#credentials.set(model, change.apiKey, change.authHeader === true);
+    this.#agent.state.model = model;
+    return model;
+  }
+
+  /**
+   * Queues a user message into the agent loop: `steer` before its next model call, `followUp`
+   * when it would otherwise stop (pi-agent-core's queues). A retried run (`continue`) delivers
+   * them too. Messages still queued when a run ends are delivered by the next run.
+   */
+  queueMessage(kind: "steer" | "followUp", message: AgentMessage): void {
+    if (this.#closed) throw new LifelineError("ERR_SESSION_DISPOSED", `Session ${this.id} is closed.`);
+    if (kind === "steer") this.#agent.steer(message);
+    else this.#agent.followUp(message);
   }
 
   /** Starts a run without waiting for it; its end is reported as a `run_end` item. */
@@ -112,9 +131,14 @@ export class WorkerSession {
     );
   }
 
-  /** Aborts the active run's model request or tool. Returns whether a run was active. */
+  /**
+   * Aborts the active run's model request or tool, and drops queued steering and follow-up
+   * messages (an abort stops what the user asked for, queued requests included, as in pi).
+   * Returns whether a run was active.
+   */
   abort(): boolean {
     const active = this.#activeRunId !== undefined;
+    this.#agent.clearAllQueues();
     this.#agent.abort();
     return active;
   }
@@ -146,11 +170,35 @@ export class WorkerSession {
     const item: Parameters<EventBatcher["pushRunEnd"]>[0] = { type: "run_end", sessionId: this.id, runId, tail };
     if (error !== undefined) {
       const wire = toWireError(error, "ERR_RUN_FAILED");
-      wire.message = redactSecrets(wire.message, this.#secrets);
-      if (wire.stack !== undefined) wire.stack = redactSecrets(wire.stack, this.#secrets);
+      wire.message = redactSecrets(wire.message, this.#credentials.secrets);
+      if (wire.stack !== undefined) wire.stack = redactSecrets(wire.stack, this.#credentials.secrets);
       item.error = wire;
     }
     this.#batcher.pushRunEnd(item);
+  }
+}
+
+/**
+ * The key a session's requests use. Every key it has used stays in `secrets`, so a key replaced
+ * by `setModel` is still redacted from late error texts.
+ */
+class Credentials {
+  apiKey: string | undefined;
+  authHeader = false;
+  readonly secrets: string[] = [];
+
+  /** @throws LifelineError ERR_MISSING_API_KEY when `model`'s API needs a key and none is found. */
+  set(model: Model<Api>, apiKey: string | undefined, authHeader: boolean): void {
+    const key = apiKey ?? getEnvApiKey(model.provider);
+    if (key === undefined && needsKey(model)) {
+      throw new LifelineError(
+        "ERR_MISSING_API_KEY",
+        `No API key for provider "${model.provider}": set its API key environment variable, pass apiKey to createSession (CLI: --api-key), or set "apiKey" for it in models.json.`,
+      );
+    }
+    this.apiKey = key;
+    this.authHeader = authHeader;
+    if (key !== undefined && !this.secrets.includes(key)) this.secrets.push(key);
   }
 }
 

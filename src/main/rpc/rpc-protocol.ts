@@ -1,0 +1,103 @@
+/**
+ * The RPC protocol of `lifeline --mode rpc`, written once (STYLE 2): pi's commands, responses and
+ * state (../shared/research/pi-rpc-protocol.md §2), for the commands lifeline supports, plus the
+ * retry fields pi's state lacks (SPEC B4).
+ *
+ * Framing is strict JSONL (jsonl.ts): one JSON object per line on stdin (commands) and stdout
+ * (responses and session events); LF is the only separator.
+ *
+ * The command schemas validate what arrives on stdin; the types derived from them are what
+ * `RpcClient` sends. A response echoes the command's `id` whenever one could be read.
+ */
+import type { AgentMessage } from "@mariozechner/pi-agent-core";
+import type { Api, Model } from "@mariozechner/pi-ai";
+import { z } from "zod";
+import type { SessionEvent } from "../../shared/events.js";
+
+const id = z.string().max(1000).optional();
+const text = z.string().min(1, "must be a non-empty string");
+// pi clients may send `images: []`; images themselves are not supported yet.
+const images = z.array(z.unknown()).max(0, "images are not supported by lifeline yet; send text only").optional();
+
+/** Every command lifeline's RPC mode accepts, keyed by `type`. */
+export const rpcCommandSchemas = {
+  prompt: z.strictObject({
+    id,
+    type: z.literal("prompt"),
+    message: text,
+    images,
+    /** While a prompt is live: "steer" delivers it before the next model call, "followUp" after the run. */
+    streamingBehavior: z.enum(["steer", "followUp"]).optional(),
+  }),
+  steer: z.strictObject({ id, type: z.literal("steer"), message: text, images }),
+  follow_up: z.strictObject({ id, type: z.literal("follow_up"), message: text, images }),
+  abort: z.strictObject({ id, type: z.literal("abort") }),
+  get_state: z.strictObject({ id, type: z.literal("get_state") }),
+  get_messages: z.strictObject({ id, type: z.literal("get_messages") }),
+  set_model: z.strictObject({ id, type: z.literal("set_model"), provider: text, modelId: text }),
+  get_available_models: z.strictObject({ id, type: z.literal("get_available_models") }),
+  set_auto_retry: z.strictObject({ id, type: z.literal("set_auto_retry"), enabled: z.boolean() }),
+  abort_retry: z.strictObject({ id, type: z.literal("abort_retry") }),
+  new_session: z.strictObject({ id, type: z.literal("new_session"), parentSession: z.string().optional() }),
+  get_last_assistant_text: z.strictObject({ id, type: z.literal("get_last_assistant_text") }),
+} as const;
+
+/** The `type` of a supported command. */
+export type RpcCommandType = keyof typeof rpcCommandSchemas;
+
+/** A command as sent on stdin. */
+export type RpcCommand = { [K in RpcCommandType]: z.input<(typeof rpcCommandSchemas)[K]> }[RpcCommandType];
+
+/** The command of `type` K. */
+export type RpcCommandOf<K extends RpcCommandType> = Extract<RpcCommand, { type: K }>;
+
+/** pi's `RpcSessionState` plus lifeline's retry fields (B4). */
+export interface RpcSessionState {
+  model?: Model<Api>;
+  thinkingLevel: string;
+  /** A run is in flight in the worker. */
+  isStreaming: boolean;
+  isCompacting: boolean;
+  steeringMode: "all" | "one-at-a-time";
+  followUpMode: "all" | "one-at-a-time";
+  sessionId: string;
+  autoCompactionEnabled: boolean;
+  messageCount: number;
+  /** Steering and follow-up messages not yet delivered to the model. */
+  pendingMessageCount: number;
+  /** B4: this session's auto-retry toggle. */
+  autoRetryEnabled: boolean;
+  /** B4: a retry chain is live (sleeping or a retried attempt in flight). */
+  isRetrying: boolean;
+  /** B4: the live chain's attempt, 0 when idle. */
+  retryAttempt: number;
+  /** False from an accepted prompt until its `agent_settled`: a session waiting out a backoff is not idle. */
+  isIdle: boolean;
+}
+
+/** What each command's successful response carries in `data`. */
+export interface RpcResponseData {
+  prompt: undefined;
+  steer: undefined;
+  follow_up: undefined;
+  abort: undefined;
+  get_state: RpcSessionState;
+  get_messages: { messages: AgentMessage[] };
+  set_model: Model<Api>;
+  get_available_models: { models: Model<Api>[] };
+  set_auto_retry: undefined;
+  abort_retry: undefined;
+  new_session: { cancelled: boolean };
+  get_last_assistant_text: { text: string | null };
+}
+
+/** A response line. `command` is the command's type, or "parse" when the line was not a command. */
+export type RpcResponse =
+  | { id?: string; type: "response"; command: string; success: true; data?: unknown }
+  | { id?: string; type: "response"; command: string; success: false; error: string };
+
+/** An event line: a session event as `subscribe()` listeners see it. Events never carry `id`. */
+export type RpcEvent = SessionEvent;
+
+/** Anything RPC mode writes to stdout. */
+export type RpcOutput = RpcResponse | RpcEvent;

@@ -140,6 +140,23 @@ describe("lifeline --mode rpc", () => {
     expect((await rpc.request({ type: "get_state" })).data).toMatchObject({ pendingMessageCount: 0, isIdle: true });
   });
 
+  it("steer while streaming delivers the message before the agent's next model call, in the same run", async () => {
+    const rpc = spawnRpc(cleanups, { args: ["--model", "demo/demo-stream"] });
+    await rpc.request({ type: "prompt", message: "tell me a story [words=40]" });
+    await rpc.waitFor((r) => r.type === "message_update", "the answer streaming");
+    const steered = await rpc.request({ type: "steer", message: "and make it short" });
+    expect(steered).toMatchObject({ success: true, command: "steer" });
+    expect((await rpc.request({ type: "get_state" })).data).toMatchObject({
+      pendingMessageCount: 1,
+      isStreaming: true,
+    });
+    await rpc.waitFor(isSettled, "agent_settled", 0, 20_000);
+    const roles = rpc.records.filter((r) => r.type === "message_end").map((r) => (r.message as { role: string }).role);
+    expect(roles).toEqual(["user", "assistant", "user", "assistant"]);
+    expect(rpc.records.filter((r) => r.type === "agent_end")).toHaveLength(1);
+    expect((await rpc.request({ type: "get_state" })).data).toMatchObject({ pendingMessageCount: 0 });
+  });
+
   it("R13: abort_retry during the sleep ends the chain with 'Retry cancelled' and the prompt settles", async () => {
     const rpc = spawnRpc(cleanups, { settings: SLOW_RETRIES, args: ["--model", "demo/demo-fast"] });
     await rpc.request({ type: "prompt", message: "x [fail=3]" });

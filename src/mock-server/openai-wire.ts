@@ -101,13 +101,18 @@ function describe(spec: ErrorSpec, ctx: AnswerContext): OpenAiError & { param: s
 }
 
 function chunk(ctx: AnswerContext, delta: Record<string, string>, finishReason: "stop" | null): string {
+  return sseData(ctx, { choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }] });
+}
+
+/** One `data:` record of a chat.completion.chunk with the exchange's id, time and model. */
+function sseData(ctx: AnswerContext, fields: Record<string, unknown>): string {
   const body = {
     id: `chatcmpl-mock${ctx.seq}`,
     object: "chat.completion.chunk",
     created: ctx.created,
     model: ctx.model,
     system_fingerprint: null,
-    choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+    ...fields,
   };
   return `data: ${JSON.stringify(body)}\n\n`;
 }
@@ -133,16 +138,7 @@ export const openAiWire: WireFormat = {
   streamEnd(ctx, completionTokens) {
     let text = chunk(ctx, {}, "stop");
     if (ctx.includeUsage) {
-      const body = {
-        id: `chatcmpl-mock${ctx.seq}`,
-        object: "chat.completion.chunk",
-        created: ctx.created,
-        model: ctx.model,
-        system_fingerprint: null,
-        choices: [],
-        usage: usage(ctx, completionTokens),
-      };
-      text += `data: ${JSON.stringify(body)}\n\n`;
+      text += sseData(ctx, { choices: [], usage: usage(ctx, completionTokens) });
     }
     return `${text}data: [DONE]\n\n`;
   },

@@ -245,6 +245,17 @@ describe("the lifeline command", () => {
       expect(run.stderr).toContain("Error: 401 bad key [redacted]");
     });
 
+    it("LIFELINE_API_KEY gives the key without putting it on the command line (models.json has none)", async () => {
+      const server = await startMockServer({ script: { reply: "Keyed." } });
+      cleanups.push(() => void server.close());
+      const run = await runCli(["-p", "key via env", "--model", "mock/mock-1"], {
+        models: models(server.url),
+        env: { LIFELINE_API_KEY: KEY },
+      });
+      expect(run.code, `stderr: ${run.stderr}`).toBe(0);
+      expect(run.stdout).toBe("Keyed.\n");
+    });
+
     it("an unknown model of a models.json provider exits 2 and lists the provider's models", async () => {
       const run = await runCli(["-p", "x", "--model", "mock/nope"], { models: models("http://127.0.0.1:9", "k") });
       expect(run.code, `stderr: ${run.stderr}`).toBe(2);

@@ -285,6 +285,11 @@ export class AgentSession {
     return this.#activeRunId !== undefined;
   }
 
+  /** True after `dispose()`, or once the session's worker has exited (`worker_exited`). */
+  get isClosed(): boolean {
+    return this.#closed !== undefined;
+  }
+
   /** True from `prompt()` until its `agent_settled`. */
   get isBusy(): boolean {
     return this.#prompt !== undefined;

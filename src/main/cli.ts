@@ -157,7 +157,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     .addOption(new Option("--provider <name>", 'model provider, for example "demo" or "openai"'))
     .addOption(new Option("--model <id>", 'model id, or "provider/id"'))
     .addOption(
-      new Option("--api-key <key>", "API key for the provider (default: models.json, then its environment variable)"),
+      new Option(
+        "--api-key <key>",
+        "API key for the provider (default: models.json, then its environment variable); LIFELINE_API_KEY keeps it off the command line",
+      ).env("LIFELINE_API_KEY"),
     )
     .addOption(
       new Option("--mode <mode>", "text: one prompt with -p; rpc: pi's RPC protocol on stdin/stdout")

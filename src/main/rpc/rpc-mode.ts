@@ -196,7 +196,10 @@ class RpcServer {
   }
 
   async #handle(type: RpcCommandType, command: unknown): Promise<RpcResponseData[RpcCommandType]> {
-    const session = this.#current();
+    // Reading commands and new_session work on an ended session; the others need a live one.
+    const readOnly = type === "get_state" || type === "get_messages" || type === "get_last_assistant_text";
+    const session =
+      readOnly || type === "new_session" || type === "get_available_models" ? this.#current() : this.#live();
     switch (type) {
       case "prompt": {
         const { message, streamingBehavior } = command as RpcCommandOf<"prompt">;
@@ -241,6 +244,7 @@ class RpcServer {
       case "new_session": {
         const model = `${session.model.provider}/${session.model.id}`;
         await session.dispose();
+        this.#unsubscribe();
         await this.open(model);
         return { cancelled: false };
       }
@@ -267,6 +271,18 @@ class RpcServer {
   #current(): AgentSession {
     if (this.#session === undefined) throw new LifelineError("ERR_SESSION_DISPOSED", "No session is open.");
     return this.#session;
+  }
+
+  /** The session, for commands that need it alive. */
+  #live(): AgentSession {
+    const session = this.#current();
+    if (session.isClosed) {
+      throw new LifelineError(
+        "ERR_SESSION_DISPOSED",
+        "The session has ended (its worker exited; see the worker_exited event). Send new_session to start a fresh one.",
+      );
+    }
+    return session;
   }
 
   #respond(response: { id: string | undefined; command: string; data?: unknown; error?: string }): void {

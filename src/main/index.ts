@@ -47,6 +47,24 @@ export type { ModelsConfig, ResolvedModel } from "./models-config.js";
 export { loadModelsConfig, modelsPath, parseModelsConfig } from "./models-config.js";
 export type { RetryActions, RetryControllerOptions, RetryDecision, RetryMessage } from "./retry-controller.js";
 export { RETRY_CANCELLED, RetryController } from "./retry-controller.js";
+export {
+  attachJsonlReader,
+  type JsonlReaderHandlers,
+  type JsonlReaderOptions,
+  serializeJsonLine,
+} from "./rpc/jsonl.js";
+export { RpcClient, type RpcClientOptions } from "./rpc/rpc-client.js";
+export type { RpcModeOptions } from "./rpc/rpc-mode.js";
+export { runRpcMode } from "./rpc/rpc-mode.js";
+export type {
+  RpcCommand,
+  RpcCommandType,
+  RpcEvent,
+  RpcOutput,
+  RpcResponse,
+  RpcResponseData,
+  RpcSessionState,
+} from "./rpc/rpc-protocol.js";
 export type { SessionHostOptions, SessionOptions } from "./session-host.js";
 export { createSessionHost, SessionHost } from "./session-host.js";
 export { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";

@@ -1,0 +1,46 @@
+/**
+ * The `onEvent` listeners of one `RpcClient`: every event to every listener, in subscription order;
+ * a listener that throws is reported and never stops delivery.
+ */
+import type { RpcEvent } from "./rpc-protocol.js";
+
+/** The public event subscribers of one `RpcClient`. */
+export class EventListeners {
+  readonly #listeners = new Set<(event: RpcEvent) => void>();
+  readonly #onListenerError: (error: unknown, event: RpcEvent) => void;
+
+  /** @param onListenerError receives what a listener throws; undefined writes it to process.stderr */
+  constructor(onListenerError: ((error: unknown, event: RpcEvent) => void) | undefined) {
+    this.#onListenerError = onListenerError ?? reportListenerError;
+  }
+
+  /** Subscribes `listener` from now on. Returns a function that unsubscribes it. */
+  add(listener: (event: RpcEvent) => void): () => void {
+    // Wrapped so the same function can be subscribed twice and unsubscribed once each.
+    const entry = (event: RpcEvent) => listener(event);
+    this.#listeners.add(entry);
+    return () => {
+      this.#listeners.delete(entry);
+    };
+  }
+
+  /** Calls every listener with `event`. Never throws. */
+  dispatch(event: RpcEvent): void {
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener(event);
+      } catch (error) {
+        try {
+          this.#onListenerError(error, event);
+        } catch {
+          // The error reporter failed too; the reader must keep going regardless.
+        }
+      }
+    }
+  }
+}
+
+function reportListenerError(error: unknown, event: RpcEvent): void {
+  const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  process.stderr.write(`lifeline RpcClient: an onEvent listener threw on ${event.type}: ${text}\n`);
+}

@@ -1,0 +1,407 @@
+/**
+ * `RpcClient`: drives `lifeline --mode rpc` in a child process over strict JSONL
+ * (rpc-protocol.ts, ../shared/research/pi-rpc-protocol.md §2.6), as pi's RpcClient does, with the
+ * fixes its users asked for: a readiness handshake instead of a fixed wait, completion on
+ * `agent_settled` instead of the first `agent_end` (a retried prompt has several), a timer per
+ * request, and every waiter released at once, with the child's stderr, when the child dies.
+ */
+import { fileURLToPath } from "node:url";
+import type { AgentMessage } from "@mariozechner/pi-agent-core";
+import type { Api, Model } from "@mariozechner/pi-ai";
+import { LifelineError } from "../../shared/errors.js";
+import type { AgentSettledEvent } from "../../shared/events.js";
+import { EventListeners } from "./event-listeners.js";
+import { CONTINUE, EventWatches, type Watch } from "./event-watches.js";
+import { PendingRequests } from "./pending-requests.js";
+import { RpcChild } from "./rpc-child.js";
+import { RpcClientPhase } from "./rpc-client-phase.js";
+import type { RpcCommandOf, RpcCommandType, RpcEvent, RpcResponseData, RpcSessionState } from "./rpc-protocol.js";
+
+/** Options of {@link RpcClient}. Validated by the constructor. */
+export interface RpcClientOptions {
+  /**
+   * Path of lifeline's CLI, run with the current `node`.
+   * @default the package's own `dist/main/cli.js` (resolved from this module's location)
+   */
+  cliPath?: string;
+  /** Working directory of the child, where `.lifeline/settings.json` is looked up. @default process.cwd() */
+  cwd?: string;
+  /** Environment variables merged over `process.env` for the child (for example `LIFELINE_DIR`). */
+  env?: NodeJS.ProcessEnv;
+  /** Passed as `--provider`. @default the CLI's, "demo" */
+  provider?: string;
+  /** Passed as `--model`: an id, or "provider/id". @default the CLI's, "demo-1" */
+  model?: string;
+  /** The provider's key, passed in the child's environment as `LIFELINE_API_KEY` (a command line is visible to other local users in `ps`). */
+  apiKey?: string;
+  /** Extra CLI arguments, after the ones above (for example `["--no-session"]`). */
+  args?: string[];
+  /**
+   * Longest wait for the response to one command, the start handshake included. Past it the call
+   * rejects with `ERR_RPC_TIMEOUT`; the child is left running. `Infinity` waits without limit.
+   * @default 30000
+   */
+  requestTimeoutMs?: number;
+  /**
+   * Receives errors thrown by `onEvent` listeners; such an error never stops event delivery.
+   * @default writes the error to process.stderr
+   */
+  onListenerError?: (error: unknown, event: RpcEvent) => void;
+}
+
+const DEFAULTS = {
+  requestTimeoutMs: 30_000,
+  /** waitForIdle, collectEvents and promptAndWait. */
+  waitTimeoutMs: 60_000,
+  /**
+   * Longest stdout record read. Larger than the server's 8 MiB command limit: the child is trusted,
+   * and a long transcript from get_messages is a legitimate large response.
+   */
+  maxResponseBytes: 256 * 1024 * 1024,
+} as const;
+
+/** Node's largest timer delay; a longer one would fire at once. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * A client for one `lifeline --mode rpc` child process: one session, driven by pi's commands.
+ *
+ * Lifecycle: `start()` once, then commands, then `stop()`. A client is single-use: after `stop()`
+ * (or a failed `start()`) every call rejects with `ERR_RPC_NOT_STARTED`; after the child died on
+ * its own every call rejects with the `ERR_RPC_EXITED` error that reported the death.
+ *
+ * Every command method resolves with the response's data, and rejects with `ERR_RPC_FAILED` (the
+ * server refused or failed it; the message carries the server's error), `ERR_RPC_TIMEOUT` (no
+ * response in `requestTimeoutMs`), `ERR_RPC_EXITED` (the child exited, or `stop()` was called,
+ * before the response) or `ERR_RPC_NOT_STARTED`. Response data is trusted as the server sent it.
+ * Commands are written in call order; RPC mode handles them one at a time, in that order.
+ */
+export class RpcClient {
+  readonly #cliPath: string;
+  readonly #args: string[];
+  readonly #cwd: string | undefined;
+  readonly #env: NodeJS.ProcessEnv;
+
+  readonly #phase = new RpcClientPhase();
+  #child: RpcChild | undefined;
+  #startPromise: Promise<void> | undefined;
+  #stopPromise: Promise<void> | undefined;
+
+  readonly #requests: PendingRequests;
+  readonly #listeners: EventListeners;
+  readonly #watches = new EventWatches();
+  /** Prompt, steer and follow_up requests not answered yet: each may still start a run that settles. */
+  readonly #promptsInFlight = new Set<Promise<unknown>>();
+
+  /**
+   * Creates a client; spawns nothing until `start()`.
+   * @throws LifelineError `ERR_INVALID_OPTIONS` naming the option, for an empty `cliPath` or a
+   *   `requestTimeoutMs` that is not a positive number of milliseconds.
+   */
+  constructor(options: RpcClientOptions = {}) {
+    const cliPath = options.cliPath ?? fileURLToPath(new URL("../cli.js", import.meta.url));
+    if (cliPath === "") throw invalidOption("cliPath", "must be a non-empty path to lifeline's cli.js");
+    this.#cliPath = cliPath;
+    const requestTimeoutMs = checkTimeout("requestTimeoutMs", options.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs);
+    this.#requests = new PendingRequests(requestTimeoutMs);
+    this.#cwd = options.cwd;
+    this.#env = {
+      ...process.env,
+      ...options.env,
+      ...(options.apiKey === undefined ? {} : { LIFELINE_API_KEY: options.apiKey }),
+    };
+    this.#args = [
+      ...(options.provider === undefined ? [] : ["--provider", options.provider]),
+      ...(options.model === undefined ? [] : ["--model", options.model]),
+      ...(options.args ?? []),
+    ];
+    this.#listeners = new EventListeners(options.onListenerError);
+  }
+
+  /** The child's process id once spawned (for diagnostics, and for tests that signal the child); undefined before start(). */
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  /**
+   * Spawns `node <cliPath> --mode rpc …` and resolves once the child answered a get_state (a real
+   * readiness handshake, not a fixed wait). Rejects with `ERR_RPC_EXITED` (with the child's stderr
+   * tail in the message) if the child exits first, `ERR_RPC_TIMEOUT` if it does not answer in
+   * requestTimeoutMs; a child that did not answer is then stopped (see `stop()`) before the
+   * rejection, so no process outlives a failed start. A child that cannot be spawned at all (a
+   * missing `cwd`) also rejects with `ERR_RPC_EXITED`. Calling it again returns the first call's
+   * promise (a client never restarts); on a client stopped before it started it rejects with
+   * `ERR_RPC_NOT_STARTED`.
+   */
+  start(): Promise<void> {
+    if (this.#startPromise !== undefined) return this.#startPromise;
+    if (this.#phase.value !== "new") return Promise.reject(this.#phase.notStarted("start"));
+    this.#startPromise = this.#start();
+    return this.#startPromise;
+  }
+
+  async #start(): Promise<void> {
+    this.#child = new RpcChild(
+      {
+        cliPath: this.#cliPath,
+        args: this.#args,
+        cwd: this.#cwd,
+        env: this.#env,
+        maxLineBytes: DEFAULTS.maxResponseBytes,
+      },
+      {
+        line: (text) => this.#receive(text),
+        oversize: (bytes, head) => this.#requests.receiveOversize(bytes, head, DEFAULTS.maxResponseBytes),
+        gone: (error) => this.#childGone(error),
+      },
+    );
+    this.#phase.run();
+    try {
+      await this.#request({ type: "get_state" });
+    } catch (error) {
+      if (this.#phase.value === "running") await this.stop();
+      throw error;
+    }
+  }
+
+  /**
+   * Ends the child cleanly: closes its stdin (EOF means shut down), then SIGTERM after 2 s,
+   * SIGKILL 1 s later. Resolves when it has exited. Idempotent; never rejects. Pending requests
+   * and waits reject with `ERR_RPC_EXITED` at once; later calls reject with `ERR_RPC_NOT_STARTED`.
+   * Afterwards no timer or handle of this client keeps the process alive.
+   */
+  stop(): Promise<void> {
+    if (this.#stopPromise !== undefined) return this.#stopPromise;
+    this.#phase.stop();
+    this.#failAll(
+      new LifelineError(
+        "ERR_RPC_EXITED",
+        "RpcClient.stop() was called before this completed; nothing more will arrive.",
+      ),
+    );
+    this.#stopPromise = this.#child?.stop() ?? Promise.resolve();
+    return this.#stopPromise;
+  }
+
+  /**
+   * Calls `listener` with every event line from the child (never responses), in order, from now
+   * on. A listener that throws is reported to `onListenerError` and does not stop delivery.
+   * May be called before `start()`. Returns a function that unsubscribes.
+   */
+  onEvent(listener: (event: RpcEvent) => void): () => void {
+    return this.#listeners.add(listener);
+  }
+
+  /** The child's stderr so far: its last 64 Ki characters. Still readable after the child exited. */
+  getStderr(): string {
+    return this.#child?.getStderr() ?? "";
+  }
+
+  /**
+   * Sends a user prompt. Resolves once the server accepted it (the run goes on; its outcome arrives
+   * as events ending in `agent_settled`). While a prompt is live the server refuses another
+   * (`ERR_RPC_FAILED`) unless `streamingBehavior` says how to deliver it.
+   */
+  prompt(message: string, options: { streamingBehavior?: "steer" | "followUp" } = {}): Promise<void> {
+    const command: RpcCommandOf<"prompt"> = { type: "prompt", message };
+    if (options.streamingBehavior !== undefined) command.streamingBehavior = options.streamingBehavior;
+    return this.#trackPrompt(this.#request(command));
+  }
+
+  /** Queues a message delivered to the live run before its next model call; on an idle session it starts a prompt. */
+  steer(message: string): Promise<void> {
+    return this.#trackPrompt(this.#request({ type: "steer", message }));
+  }
+
+  /** Queues a message delivered after the live run ends; on an idle session it starts a prompt. */
+  followUp(message: string): Promise<void> {
+    return this.#trackPrompt(this.#request({ type: "follow_up", message }));
+  }
+
+  /** Remembers a request that may start a run until it is answered (see waitForIdle). */
+  #trackPrompt(request: Promise<void>): Promise<void> {
+    this.#promptsInFlight.add(request);
+    const forget = () => {
+      this.#promptsInFlight.delete(request);
+    };
+    request.then(forget, forget);
+    return request;
+  }
+
+  /** Aborts the live run and any retry chain; resolves when the server has done so. */
+  abort(): Promise<void> {
+    return this.#request({ type: "abort" });
+  }
+
+  /** The session's state, with lifeline's retry fields and `isIdle` (false until `agent_settled`). */
+  getState(): Promise<RpcSessionState> {
+    return this.#request({ type: "get_state" });
+  }
+
+  /** The session's transcript as the model sees it. */
+  async getMessages(): Promise<AgentMessage[]> {
+    return (await this.#request({ type: "get_messages" })).messages;
+  }
+
+  /** Switches the session's model; rejects with `ERR_RPC_FAILED` for an unknown one. Resolves with the model. */
+  setModel(provider: string, modelId: string): Promise<Model<Api>> {
+    return this.#request({ type: "set_model", provider, modelId });
+  }
+
+  /** The models the session can switch to. */
+  async getAvailableModels(): Promise<Model<Api>[]> {
+    return (await this.#request({ type: "get_available_models" })).models;
+  }
+
+  /** Turns this session's auto-retry on or off (B5: the server writes no settings file). */
+  setAutoRetry(enabled: boolean): Promise<void> {
+    return this.#request({ type: "set_auto_retry", enabled });
+  }
+
+  /** Ends a live retry chain, sleeping or mid-attempt. */
+  abortRetry(): Promise<void> {
+    return this.#request({ type: "abort_retry" });
+  }
+
+  /** Starts a fresh session in the child. */
+  newSession(): Promise<{ cancelled: boolean }> {
+    return this.#request({ type: "new_session" });
+  }
+
+  /** The text of the session's last assistant message, or null when there is none. */
+  async getLastAssistantText(): Promise<string | null> {
+    return (await this.#request({ type: "get_last_assistant_text" })).text;
+  }
+
+  /**
+   * Resolves with the next agent_settled (NOT the first agent_end: under auto-retry a prompt has
+   * several). If the session is idle when called (get_state isIdle) and no settle is pending (no
+   * prompt, steer or follow_up of this client still awaits its response), resolves with undefined. Rejects with
+   * `ERR_RPC_TIMEOUT` after `timeoutMs` or `ERR_RPC_EXITED` if the child dies (or `stop()` is
+   * called); `ERR_RPC_NOT_STARTED` outside start()…stop().
+   * @param timeoutMs @default 60000; `Infinity` waits without limit
+   */
+  async waitForIdle(timeoutMs: number = DEFAULTS.waitTimeoutMs): Promise<AgentSettledEvent | undefined> {
+    this.#phase.assertUsable("waitForIdle");
+    const watch = this.#watches.watch<AgentSettledEvent | undefined>(
+      checkTimeout("timeoutMs", timeoutMs),
+      "agent_settled",
+      (event) => (event.type === "agent_settled" ? event : CONTINUE),
+    );
+    // Subscribed before asking: a settle that arrives while get_state is in flight is caught by the
+    // watch, and one written before the state the server reports would make isIdle true.
+    void this.#settleIfIdle(watch);
+    return watch.promise;
+  }
+
+  async #settleIfIdle(watch: Watch<AgentSettledEvent | undefined>): Promise<void> {
+    try {
+      // A prompt sent before this call but not yet answered may be about to start a run: wait for
+      // its answer so the state below reflects it.
+      await Promise.allSettled([...this.#promptsInFlight]);
+      if (watch.done) return;
+      const state = await this.getState();
+      if (state.isIdle) watch.resolve(undefined);
+    } catch (error) {
+      watch.reject(error);
+    }
+  }
+
+  /**
+   * Every event from now until and including the next agent_settled. Does not look at the state:
+   * called on an idle session it waits for a settle until `timeoutMs`. Rejects like `waitForIdle`.
+   * @param timeoutMs @default 60000; `Infinity` waits without limit
+   */
+  async collectEvents(timeoutMs: number = DEFAULTS.waitTimeoutMs): Promise<RpcEvent[]> {
+    this.#phase.assertUsable("collectEvents");
+    const events: RpcEvent[] = [];
+    const watch = this.#watches.watch(checkTimeout("timeoutMs", timeoutMs), "agent_settled", (event) => {
+      events.push(event);
+      return event.type === "agent_settled" ? events : CONTINUE;
+    });
+    return watch.promise;
+  }
+
+  /**
+   * Subscribes first (no race), sends the prompt, resolves with the events through agent_settled.
+   * A refused prompt rejects with `ERR_RPC_FAILED`; otherwise rejects like `waitForIdle`. The
+   * timeout covers the whole exchange, response and run.
+   * @param timeoutMs @default 60000; `Infinity` waits without limit
+   */
+  async promptAndWait(
+    message: string,
+    timeoutMs: number = DEFAULTS.waitTimeoutMs,
+  ): Promise<{ events: RpcEvent[]; settled: AgentSettledEvent }> {
+    this.#phase.assertUsable("promptAndWait");
+    const events: RpcEvent[] = [];
+    const watch = this.#watches.watch(checkTimeout("timeoutMs", timeoutMs), "agent_settled", (event) => {
+      events.push(event);
+      return event.type === "agent_settled" ? event : CONTINUE;
+    });
+    try {
+      await this.prompt(message);
+    } catch (error) {
+      watch.cancel();
+      throw error;
+    }
+    return { events, settled: await watch.promise };
+  }
+
+  /** Sends one command with a fresh id and resolves with its response's data. */
+  #request<K extends RpcCommandType>(command: RpcCommandOf<K>): Promise<RpcResponseData[K]> {
+    const blocked = this.#phase.blocked(command.type);
+    const child = this.#child;
+    if (blocked !== undefined || child === undefined)
+      return Promise.reject(blocked ?? this.#phase.notStarted(command.type));
+    return this.#requests.send(child, command);
+  }
+
+  /** One stdout record: a response, an event, or something else (ignored, as pi does). */
+  #receive(text: string): void {
+    let record: unknown;
+    try {
+      record = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (typeof record !== "object" || record === null || Array.isArray(record)) return;
+    const type = (record as { type?: unknown }).type;
+    if (typeof type !== "string") return;
+    if (type === "response") this.#requests.receiveResponse(record as Record<string, unknown>);
+    else this.#dispatch(record as RpcEvent);
+  }
+
+  #dispatch(event: RpcEvent): void {
+    // Internal watchers first: they only collect and settle promises, and never throw.
+    this.#watches.dispatch(event);
+    this.#listeners.dispatch(event);
+  }
+
+  /** Rejects every pending request and watch with `error`. */
+  #failAll(error: LifelineError): void {
+    this.#requests.failAll(error);
+    this.#watches.failAll(error);
+  }
+
+  /** The child is gone (exited, killed, or never spawned): release everything at once. */
+  #childGone(error: LifelineError): void {
+    this.#phase.exit(error);
+    this.#failAll(error);
+  }
+}
+
+function invalidOption(name: string, problem: string): LifelineError {
+  return new LifelineError("ERR_INVALID_OPTIONS", `RpcClient option ${name} ${problem}.`);
+}
+
+/** A timeout in ms: a positive number no larger than Node's timer limit, or Infinity for none. */
+function checkTimeout(name: string, ms: number): number {
+  if (ms === Number.POSITIVE_INFINITY) return ms;
+  if (typeof ms !== "number" || !Number.isFinite(ms) || ms <= 0 || ms > MAX_TIMER_MS) {
+    throw invalidOption(
+      name,
+      `must be a positive number of milliseconds up to ${MAX_TIMER_MS}, or Infinity; got ${ms}`,
+    );
+  }
+  return ms;
+}

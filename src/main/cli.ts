@@ -2,6 +2,7 @@
 /**
  * The `lifeline` command.
  *
+ *   lifeline [--provider P] [--model M]              on a terminal: the interactive session (tui/)
  *   lifeline -p "text" [--provider P] [--model M] [--api-key K]   one prompt; answer on stdout,
  *                                                               retry progress on stderr
  *   lifeline demo                                    the demo job behind `npm start`
@@ -19,6 +20,7 @@ import { LifelineError } from "../shared/errors.js";
 import type { PromptResult, SessionEvent } from "../shared/events.js";
 import { runRpcMode } from "./rpc/rpc-mode.js";
 import { createSessionHost } from "./session-host.js";
+import { runInteractive } from "./tui/interactive-mode.js";
 
 const DEMO_PROMPT = "Say hello to lifeline.";
 
@@ -185,6 +187,16 @@ export async function main(argv: readonly string[]): Promise<number> {
         return;
       }
       if (opts.print === undefined) {
+        if (process.stdin.isTTY === true && process.stdout.isTTY === true) {
+          const model = modelName(opts.provider, opts.model);
+          if (model.endsWith("/")) {
+            process.stderr.write(`Error: --provider ${opts.provider} needs --model <id> as well.\n`);
+            exitCode = 2;
+            return;
+          }
+          exitCode = await runInteractive({ model, ...(opts.apiKey === undefined ? {} : { apiKey: opts.apiKey }) });
+          return;
+        }
         program.outputHelp();
         return;
       }

@@ -1,0 +1,270 @@
+/**
+ * `lifeline` on a terminal: one interactive session drawn with pi-tui (docs/tui.md).
+ *
+ * Layout, top to bottom: a header, the transcript (prompts, streamed answers, tool activity, error
+ * lines), the loader (R10's retry countdown, or "Working…"), the input line, and a status line with
+ * the model and the session state. The session's events drive a {@link SessionUiController}, which
+ * decides what the loader and status show and what Esc does; this file only wires it to pi-tui and
+ * owns the terminal's lifecycle.
+ *
+ * The terminal is restored on every way out: Ctrl+D on an empty line, Ctrl+C twice, SIGTERM,
+ * SIGHUP, SIGINT from outside (in raw mode Ctrl+C is a key, not a signal), and, through a
+ * process `exit` hook, an exception that ends the process.
+ */
+import {
+  type Component,
+  Container,
+  Input,
+  isKeyRelease,
+  Loader,
+  matchesKey,
+  ProcessTerminal,
+  Text,
+  TUI,
+  truncateToWidth,
+} from "@mariozechner/pi-tui";
+import type { ModelRef } from "../../shared/protocol.js";
+import type { AgentSession } from "../agent-session.js";
+import { createSessionHost, type SessionHost, type SessionHostOptions, type SessionOptions } from "../session-host.js";
+import { type LoaderView, SessionUiController } from "./session-ui-controller.js";
+import { style } from "./theme.js";
+import { TranscriptView } from "./transcript-view.js";
+
+/** Options of {@link runInteractive}. The session reads stdin and draws on stdout, both TTYs. */
+export interface InteractiveOptions {
+  /** The model: `"provider/id"` (the CLI passes "demo/demo-1" by default) or a `ModelRef`. */
+  model: string | ModelRef;
+  /** API key for the model's provider. @default models.json, then the provider's environment variable */
+  apiKey?: string;
+  /** Options of the session host. @default `{ threads: 1 }`: one session needs one worker */
+  host?: SessionHostOptions;
+  /** More session options, for example a `workerModule` that gives the agent tools. */
+  session?: Omit<SessionOptions, "model" | "apiKey">;
+}
+
+/**
+ * pi-tui's ProcessTerminal enables xterm modifyOtherKeys 150 ms after start when the terminal did
+ * not answer its Kitty keyboard query; stopping before that timer fires would let it switch the
+ * mode on after the terminal was handed back. Exit waits at least this long after start.
+ */
+const KEY_PROBE_MS = 200;
+
+/** Exit codes for termination signals: 128 + the signal number, as shells report them. */
+const SIGNAL_EXIT_CODES: [NodeJS.Signals, number][] = [
+  ["SIGINT", 130],
+  ["SIGHUP", 129],
+  ["SIGTERM", 143],
+];
+
+/**
+ * Runs an interactive session until the user exits; resolves with the exit code: 0 after Ctrl+D
+ * on an empty line or Ctrl+C twice, 128 + n after signal n, 2 when stdin or stdout is not a
+ * terminal or the session cannot be created (bad model, missing key, bad settings; the reason is
+ * on stderr, and the terminal was never put in raw mode). Never rejects for those. The session
+ * host is closed before it resolves; the terminal is restored on every exit path.
+ */
+export async function runInteractive(options: InteractiveOptions): Promise<number> {
+  if (!process.stdin.isTTY || !process.stdout.isTTY) {
+    process.stderr.write('Error: interactive mode needs a terminal on stdin and stdout; use -p "text" instead.\n');
+    return 2;
+  }
+  // Listener errors go to the transcript once the UI is up; before that, to stderr.
+  let reportListenerError = (error: unknown): void => {
+    process.stderr.write(`Error in a session listener: ${describe(error)}\n`);
+  };
+  let host: SessionHost;
+  try {
+    host = createSessionHost({ threads: 1, onListenerError: (error) => reportListenerError(error), ...options.host });
+  } catch (error) {
+    process.stderr.write(`Error: ${describe(error)}\n`);
+    return 2;
+  }
+  try {
+    let session: AgentSession;
+    try {
+      session = await host.createSession({
+        ...options.session,
+        model: options.model,
+        ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+      });
+    } catch (error) {
+      process.stderr.write(`Error: ${describe(error)}\n`);
+      return 2;
+    }
+    return await runSessionUi(session, (sink) => {
+      reportListenerError = sink;
+    });
+  } finally {
+    await host.close();
+  }
+}
+
+/** Draws `session` until the user exits; resolves with the exit code after the terminal is restored. */
+function runSessionUi(
+  session: AgentSession,
+  setListenerErrorSink: (sink: (error: unknown) => void) => void,
+): Promise<number> {
+  const model = `${session.model.provider}/${session.model.id}`;
+  const tui = new TUI(new ProcessTerminal());
+  const transcript = new TranscriptView();
+  const loaderSlot = new Container();
+  const input = new Input();
+  let loader: { component: Loader; kind: LoaderView["kind"] } | undefined;
+  // Set once exit begins. The prompt still in flight then fails (the host disposes the session)
+  // and its callbacks must not draw, nor start a Loader whose interval would keep the process up.
+  let closed = false;
+
+  const controller = new SessionUiController({
+    actions: session,
+    escape: input,
+    onChange: () => {
+      if (closed) return;
+      syncLoader();
+      tui.requestRender();
+    },
+    onNotice: (notice) => {
+      if (closed) return;
+      transcript.addNotice(notice);
+      tui.requestRender();
+    },
+  });
+  // A listener error here is a bug in this UI; showing it beats writing over the screen on stderr.
+  setListenerErrorSink((error) => {
+    if (closed) return;
+    transcript.addNotice({ level: "error", text: `Internal error: ${describe(error)}` });
+    tui.requestRender();
+  });
+
+  /** Shows the controller's loader: a new Loader when its kind changes, else a new message. */
+  function syncLoader(): void {
+    const view = controller.loader;
+    if (loader !== undefined && loader.kind === view?.kind) {
+      loader.component.setMessage(view.text);
+      return;
+    }
+    loader?.component.stop();
+    loaderSlot.clear();
+    loader = undefined;
+    if (view === undefined) return;
+    const spinner = view.kind === "retry" ? style.yellow : style.cyan;
+    const component = new Loader(tui, spinner, style.gray, view.text);
+    loader = { component, kind: view.kind };
+    loaderSlot.addChild(component);
+  }
+
+  tui.addChild(new Text(`${style.bold("lifeline")} ${style.gray(`· ${model}`)}`, 1, 0));
+  tui.addChild(new Text(style.gray("Enter sends · Esc stops the answer · Ctrl+C twice or Ctrl+D exits"), 1, 0));
+  tui.addChild(transcript);
+  tui.addChild(loaderSlot);
+  tui.addChild(new Rule());
+  tui.addChild(input);
+  tui.addChild(new StatusLine(() => `${model} · ${controller.status}`));
+  tui.setFocus(input);
+
+  input.onSubmit = (value) => {
+    const text = value.trim();
+    if (text === "") return;
+    if (controller.busy) {
+      // Kept in the input line rather than queued: a queued prompt would run after an answer the
+      // user may be about to stop, and sending it again later is one key.
+      transcript.addNotice({ level: "info", text: "Still answering: press Esc to stop it, or wait for the answer." });
+      tui.requestRender();
+      return;
+    }
+    input.setValue("");
+    transcript.addUser(text);
+    controller.promptStarted();
+    session.prompt(text).catch((error: unknown) => controller.promptFailed(describe(error)));
+  };
+
+  const unsubscribe = session.subscribe((event) => {
+    transcript.handle(event);
+    controller.handle(event);
+    tui.requestRender();
+  });
+
+  return new Promise<number>((resolve) => {
+    const startedAt = Date.now();
+    const finish = async (code: number): Promise<void> => {
+      if (closed) return;
+      closed = true;
+      unsubscribe();
+      controller.dispose();
+      loader?.component.stop();
+      for (const [signal, handler] of signalHandlers) process.off(signal, handler);
+      const probeLeft = startedAt + KEY_PROBE_MS - Date.now();
+      if (probeLeft > 0) await new Promise((done) => setTimeout(done, probeLeft));
+      try {
+        tui.stop();
+      } catch {
+        restoreTerminal();
+      }
+      process.off("exit", restoreTerminal);
+      resolve(code);
+    };
+    const signalHandlers = SIGNAL_EXIT_CODES.map(([signal, code]) => {
+      const handler = () => void finish(code);
+      process.on(signal, handler);
+      return [signal, handler] as const;
+    });
+    process.once("exit", restoreTerminal);
+
+    tui.addInputListener((data) => {
+      if (isKeyRelease(data)) return undefined;
+      if (matchesKey(data, "ctrl+c")) {
+        const outcome = controller.pressCtrlC();
+        // The first press on an idle session also clears the line, as in pi.
+        if (outcome === "confirm_exit") input.setValue("");
+        if (outcome === "exit") void finish(0);
+        return { consume: true };
+      }
+      if (matchesKey(data, "ctrl+d") && input.getValue() === "") {
+        void finish(0);
+        return { consume: true };
+      }
+      return undefined;
+    });
+    try {
+      tui.start();
+    } catch (error) {
+      void finish(1).then(() => process.stderr.write(`Error: cannot start the terminal UI: ${describe(error)}\n`));
+    }
+  });
+}
+
+/**
+ * Last resort when the process exits with the UI still up (an uncaught exception): leave raw
+ * mode, bracketed paste and extended keys, and show the cursor. Synchronous, as `exit` requires.
+ */
+function restoreTerminal(): void {
+  try {
+    process.stdout.write("\x1b[?2004l\x1b[>4;0m\x1b[?25h\r\n");
+    process.stdin.setRawMode?.(false);
+  } catch {
+    // The terminal is gone; there is nothing left to restore.
+  }
+}
+
+/** A dim rule across the full width, above the input line. */
+class Rule implements Component {
+  render(width: number): string[] {
+    return [style.gray("─".repeat(Math.max(0, width)))];
+  }
+  invalidate(): void {}
+}
+
+/** One line of state under the input, cut to the width (it never wraps, so it never moves). */
+class StatusLine implements Component {
+  readonly #text: () => string;
+  constructor(text: () => string) {
+    this.#text = text;
+  }
+  render(width: number): string[] {
+    return [truncateToWidth(style.gray(` ${this.#text()}`), width)];
+  }
+  invalidate(): void {}
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

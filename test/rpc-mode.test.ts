@@ -10,6 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createSessionHost, type MockServer, type SessionEvent, startMockServer } from "../dist/main/index.js";
 import { rpcCommandSchemas } from "../dist/main/rpc/rpc-protocol.js";
 import { tempDir, within } from "./fixtures/bounded.js";
+import { mockModelsJson } from "./fixtures/models.mjs";
 import { type RpcRecord, spawnRpc } from "./fixtures/rpc-child.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -28,17 +29,7 @@ afterAll(async () => {
 const SLOW_RETRIES = { retry: { baseDelayMs: 60_000 } };
 
 function models(): string {
-  return JSON.stringify({
-    providers: {
-      mock: {
-        baseUrl: `${server.url}/v1`,
-        api: "openai-completions",
-        apiKey: "mock-key",
-        compat: { supportsDeveloperRole: false, supportsReasoningEffort: false },
-        models: [{ id: "mock-1" }],
-      },
-    },
-  });
+  return mockModelsJson(server.url);
 }
 
 const scripts: { match: string; steps: unknown[] }[] = [];

@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type MockServer, startMockServer } from "../dist/main/index.js";
 import { tempDir, within } from "./fixtures/bounded.js";
+import { mockModelsJson } from "./fixtures/models.mjs";
 
 const LAUNCHER = fileURLToPath(new URL("./fixtures/tui-launch.mjs", import.meta.url));
 const CLI = fileURLToPath(new URL("../dist/main/cli.js", import.meta.url));
@@ -75,20 +76,7 @@ class Pane {
     const dir = tempDir(cleanups, "lifeline-tui-");
     this.#socket = join(dir, "tmux.sock");
     writeFileSync(join(dir, "settings.json"), JSON.stringify(settings));
-    writeFileSync(
-      join(dir, "models.json"),
-      JSON.stringify({
-        providers: {
-          mock: {
-            baseUrl: `${server.url}/v1`,
-            api: "openai-completions",
-            apiKey: "k",
-            compat: { supportsDeveloperRole: false, supportsReasoningEffort: false },
-            models: [{ id: "mock-1" }],
-          },
-        },
-      }),
-    );
+    writeFileSync(join(dir, "models.json"), mockModelsJson(server.url, "k"));
     const command = [
       `env LIFELINE_DIR=${quote(dir)} ${quote(process.execPath)} ${quote(entry)} ${args.map(quote).join(" ")};`,
       "echo EXIT=$?;",

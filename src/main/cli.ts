@@ -176,27 +176,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       ),
     )
     .action(async (opts: { print?: string; provider?: string; model?: string; apiKey?: string; mode: string }) => {
-      if (opts.mode === "rpc") {
-        const model = modelName(opts.provider, opts.model);
-        if (model.endsWith("/")) {
-          process.stderr.write(`Error: --provider ${opts.provider} needs --model <id> as well.\n`);
-          exitCode = 2;
-          return;
-        }
-        exitCode = await runRpcMode({ model, ...(opts.apiKey === undefined ? {} : { apiKey: opts.apiKey }) });
-        return;
-      }
-      if (opts.print === undefined) {
-        if (process.stdin.isTTY === true && process.stdout.isTTY === true) {
-          const model = modelName(opts.provider, opts.model);
-          if (model.endsWith("/")) {
-            process.stderr.write(`Error: --provider ${opts.provider} needs --model <id> as well.\n`);
-            exitCode = 2;
-            return;
-          }
-          exitCode = await runInteractive({ model, ...(opts.apiKey === undefined ? {} : { apiKey: opts.apiKey }) });
-          return;
-        }
+      const interactive = process.stdin.isTTY === true && process.stdout.isTTY === true;
+      if (opts.mode !== "rpc" && opts.print === undefined && !interactive) {
         program.outputHelp();
         return;
       }
@@ -206,7 +187,10 @@ export async function main(argv: readonly string[]): Promise<number> {
         exitCode = 2;
         return;
       }
-      exitCode = await run({ text: opts.print, model, apiKey: opts.apiKey });
+      const key = opts.apiKey === undefined ? {} : { apiKey: opts.apiKey };
+      if (opts.mode === "rpc") exitCode = await runRpcMode({ model, ...key });
+      else if (opts.print === undefined) exitCode = await runInteractive({ model, ...key });
+      else exitCode = await run({ text: opts.print, model, ...key });
     });
   program
     .command("demo")

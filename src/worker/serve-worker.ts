@@ -9,8 +9,8 @@ import { expose } from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { LifelineError, toWireError } from "../shared/errors.js";
 import type { Result, SessionInit, SessionOpened, WorkerApi, WorkerMessage } from "../shared/protocol.js";
-import { EventBatcher } from "./event-batcher.js";
 import { demoModels } from "./demo-provider.js";
+import { EventBatcher } from "./event-batcher.js";
 import { WorkerSession } from "./worker-session.js";
 
 /** Options of {@link serveWorker}. */

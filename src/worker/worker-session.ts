@@ -31,7 +31,13 @@ export class WorkerSession {
   #closed = false;
   readonly #credentials: Credentials;
 
-  private constructor(id: string, agent: Agent, batcher: EventBatcher, capture: RequestCapture, credentials: Credentials) {
+  private constructor(
+    id: string,
+    agent: Agent,
+    batcher: EventBatcher,
+    capture: RequestCapture,
+    credentials: Credentials,
+  ) {
     this.id = id;
     this.#agent = agent;
     this.#batcher = batcher;

@@ -68,3 +68,4 @@ export type {
 export type { SessionHostOptions, SessionOptions } from "./session-host.js";
 export { createSessionHost, SessionHost } from "./session-host.js";
 export { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";
+export { type InteractiveOptions, runInteractive } from "./tui/interactive-mode.js";

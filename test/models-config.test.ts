@@ -65,7 +65,7 @@ describe("models.json", () => {
       MOCK_KEY_VAR: "key-from-env",
     });
     expect(resolved.apiKey).toBe("key-from-env");
-    expect(resolved.ref).toEqual({
+    expect(resolved.model).toEqual({
       id: "mock-1",
       name: "mock-1",
       api: "openai-completions",
@@ -79,7 +79,7 @@ describe("models.json", () => {
       compat: { supportsDeveloperRole: false },
     });
     const big = await resolveModelRef({ provider: "mock", id: "mock-big" }, config, undefined, {});
-    expect(big.ref).toMatchObject({ api: "anthropic-messages", name: "Big", contextWindow: 200_000 });
+    expect(big.model).toMatchObject({ api: "anthropic-messages", name: "Big", contextWindow: 200_000 });
   });
 
   it("resolves apiKey as pi does: a set environment variable, a literal, or a !command; the session's key wins", async () => {
@@ -108,7 +108,7 @@ describe("models.json", () => {
     const resolved = await resolveModelRef({ provider: "openai", id: "gpt-4o-mini" }, config, undefined, {});
     expect(resolved).toEqual({
       apiKey: "sk-test-0123",
-      ref: {
+      model: {
         provider: "openai",
         id: "gpt-4o-mini",
         overrides: { baseUrl: "http://127.0.0.1:9/v1", headers: { "x-team": "blue" } },

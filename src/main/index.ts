@@ -43,7 +43,7 @@ export { AgentSession } from "./agent-session.js";
 export type { AuthStorage, UsageLimitInfo, UsageLimitRecord } from "./auth-storage.js";
 export { InMemoryAuthStorage } from "./auth-storage.js";
 export type { SessionListener } from "./event-stream.js";
-export type { ModelsConfig, ResolvedModel } from "./models-config.js";
+export type { ModelsConfig } from "./models-config.js";
 export { loadModelsConfig, modelsPath, parseModelsConfig } from "./models-config.js";
 export type { RetryActions, RetryControllerOptions, RetryDecision, RetryMessage } from "./retry-controller.js";
 export { RETRY_CANCELLED, RetryController } from "./retry-controller.js";

@@ -21,7 +21,7 @@ import { type Api, getEnvApiKey, getModels, getProviders, type Model } from "@ma
 import { type ParseError, parse as parseJsonc, printParseErrorCode } from "jsonc-parser";
 import { z } from "zod";
 import { LifelineError } from "../shared/errors.js";
-import type { ModelRef, ProviderOverrides } from "../shared/protocol.js";
+import type { ModelChange, ModelRef, ProviderOverrides } from "../shared/protocol.js";
 
 /** APIs a custom provider may use: pi's `models.json` set. */
 export const CUSTOM_PROVIDER_APIS = [
@@ -81,13 +81,6 @@ export interface ModelsConfig {
   /** The file it came from, for error messages. */
   readonly path: string;
   readonly providers: Readonly<Record<string, ProviderConfig>>;
-}
-
-/** What a session needs to reach its model: the reference for the worker and the key. */
-export interface ResolvedModel {
-  ref: ModelRef;
-  apiKey?: string;
-  authHeader?: boolean;
 }
 
 /** Path of the models file in a user directory. */
@@ -164,7 +157,8 @@ export function parseModelsConfig(text: string, path: string): ModelsConfig {
 }
 
 /**
- * Turns a model reference into what the worker gets, using `config` and the environment.
+ * Turns a model reference into what the worker gets (a session's model, key and auth header, or a
+ * model switch: the same fields), using `config` and the environment.
  * - A custom provider's model becomes a full pi-ai `Model`.
  * - A built-in provider's model stays a reference, with the file's overrides attached.
  * - A `Model` object passes through.
@@ -178,8 +172,8 @@ export async function resolveModelRef(
   config: ModelsConfig,
   apiKey: string | undefined,
   env: NodeJS.ProcessEnv = process.env,
-): Promise<ResolvedModel> {
-  if ("api" in ref && typeof ref.api === "string") return withKey({ ref }, apiKey);
+): Promise<ModelChange> {
+  if ("api" in ref && typeof ref.api === "string") return withKey({ model: ref }, apiKey);
   const provider = config.providers[ref.provider];
   if (provider === undefined) {
     const builtIn: readonly string[] = getProviders();
@@ -192,7 +186,7 @@ export async function resolveModelRef(
     }
     // The worker resolves catalogue models and checks the key after the model, so an unknown
     // id is reported as such rather than as a missing key.
-    return withKey({ ref: { provider: ref.provider, id: ref.id } }, apiKey ?? getEnvApiKey(ref.provider));
+    return withKey({ model: { provider: ref.provider, id: ref.id } }, apiKey ?? getEnvApiKey(ref.provider));
   }
   const key = apiKey ?? (await resolveValue(provider.apiKey, `providers.${ref.provider}.apiKey`, config.path, env));
   const headers = await resolveHeaders(provider.headers, `providers.${ref.provider}.headers`, config.path, env);
@@ -203,7 +197,7 @@ export async function resolveModelRef(
     if (headers !== undefined) overrides.headers = headers;
     if (provider.compat !== undefined) overrides.compat = provider.compat;
     const builtInKey = key ?? getEnvApiKey(ref.provider);
-    return withKey({ ...authHeader, ref: { provider: ref.provider, id: ref.id, overrides } }, builtInKey);
+    return withKey({ ...authHeader, model: { provider: ref.provider, id: ref.id, overrides } }, builtInKey);
   }
   const model = provider.models.find((candidate) => candidate.id === ref.id);
   if (model === undefined) {
@@ -220,7 +214,10 @@ export async function resolveModelRef(
     config.path,
     env,
   );
-  return withKey({ ...authHeader, ref: toModel(ref.provider, provider, model, { ...headers, ...modelHeaders }) }, key);
+  return withKey(
+    { ...authHeader, model: toModel(ref.provider, provider, model, { ...headers, ...modelHeaders }) },
+    key,
+  );
 }
 
 /**
@@ -277,7 +274,7 @@ function toModel(
   return built;
 }
 
-function withKey(resolved: ResolvedModel, key: string | undefined): ResolvedModel {
+function withKey(resolved: ModelChange, key: string | undefined): ModelChange {
   if (key !== undefined) resolved.apiKey = key;
   return resolved;
 }

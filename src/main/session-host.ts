@@ -23,7 +23,6 @@ import {
   loadModelsConfig,
   type ModelsConfig,
   modelsPath,
-  type ResolvedModel,
   resolveModelRef,
 } from "./models-config.js";
 import { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";
@@ -165,7 +164,7 @@ export class SessionHost {
     }
     const init: SessionInit = {
       sessionId,
-      model: resolved.ref,
+      model: resolved.model,
       systemPrompt: options.systemPrompt ?? "",
       messages: options.messages ?? [],
       provider: { ...settings.retry.provider },
@@ -197,13 +196,7 @@ export class SessionHost {
       onContextOverflow: options.onContextOverflow,
       onListenerError: this.#options.onListenerError ?? reportListenerError,
       onDisposed: (id) => this.#sessions.delete(id),
-      resolveModel: async (ref) => {
-        const change = await this.#resolveModel(ref, undefined);
-        const result: ModelChange = { model: change.ref };
-        if (change.apiKey !== undefined) result.apiKey = change.apiKey;
-        if (change.authHeader === true) result.authHeader = true;
-        return result;
-      },
+      resolveModel: (ref) => this.#resolveModel(ref, undefined),
       ...(this.#options.sleep === undefined ? {} : { sleep: this.#options.sleep }),
     });
     this.#sessions.set(sessionId, session);
@@ -271,7 +264,7 @@ export class SessionHost {
     return this.#options.lifelineDir ?? resolveLifelineDir();
   }
 
-  async #resolveModel(ref: ModelRef, apiKey: string | undefined): Promise<ResolvedModel> {
+  async #resolveModel(ref: ModelRef, apiKey: string | undefined): Promise<ModelChange> {
     return resolveModelRef(ref, await this.#models(), apiKey);
   }
 

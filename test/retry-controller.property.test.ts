@@ -29,7 +29,9 @@ type Action =
   | { kind: "abortRetry" }
   | { kind: "abort" }
   | { kind: "toggle"; enabled: boolean }
-  | { kind: "tick" };
+  | { kind: "tick" }
+  /** Arms a one-shot cancel inside the next `agent_end {willRetry: true}` listener call. */
+  | { kind: "cancelAtAgentEnd"; how: "abortRetry" | "abort" };
 
 const action: fc.Arbitrary<Action> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("prompt" as const), queue: fc.boolean() }) },
@@ -38,9 +40,32 @@ const action: fc.Arbitrary<Action> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ kind: "abort" as const }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("toggle" as const), enabled: fc.boolean() }) },
   { weight: 4, arbitrary: fc.constant({ kind: "tick" as const }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("cancelAtAgentEnd" as const),
+      how: fc.constantFrom("abortRetry" as const, "abort" as const),
+    }),
+  },
 );
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * R14: `agent_end {willRetry: true}` is always followed by that attempt's `auto_retry_start` before
+ * anything else of the chain, even when a listener cancels in between.
+ */
+function checkPromisedStarts(events: readonly SessionEvent[]): void {
+  let promised = false;
+  for (const event of events) {
+    if (promised) {
+      expect(event.type, "the event after agent_end {willRetry: true}").toBe("auto_retry_start");
+      promised = false;
+    }
+    if (event.type === "agent_end" && event.willRetry) promised = true;
+  }
+  expect(promised).toBe(false);
+}
 
 /** Checks that retry events form well-nested chains: (start#1 start#2… end)*. */
 function checkChains(events: readonly SessionEvent[]): void {
@@ -69,7 +94,7 @@ function noTwoUsersInARow(messages: readonly AgentMessage[]): boolean {
 }
 
 describe("retry controller invariants under random interleavings", () => {
-  it("R3 R5 R11 B3: one live chain at most, one end per chain, no retry after a cancel, every prompt settles, idle means attempt 0, no timer left", async () => {
+  it("R3 R5 R8 R11 R14 B3: one live chain at most, one end per chain, no retry after a cancel, every prompt settles, idle means attempt 0, no timer left", async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(outcome, { minLength: 1, maxLength: 12 }),
@@ -84,9 +109,23 @@ describe("retry controller invariants under random interleavings", () => {
             const violations: string[] = [];
             // B3: once a chain is cancelled, nothing of that prompt is retried again.
             let cancelled = false;
+            let cancelAtAgentEnd: "abortRetry" | "abort" | undefined;
+            let awaitingPromisedStart = false;
             session.subscribe((event) => {
               events.push(event);
-              if (event.type === "auto_retry_start" && cancelled) violations.push("retried after abortRetry/abort");
+              // The start an agent_end {willRetry: true} promised comes even if a cancel came first.
+              const promised = event.type === "auto_retry_start" && awaitingPromisedStart;
+              awaitingPromisedStart = event.type === "agent_end" && event.willRetry;
+              if (event.type === "auto_retry_start" && cancelled && !promised) {
+                violations.push("retried after abortRetry/abort");
+              }
+              // Cancels re-enter this listener with the events they emit (the promised start first).
+              if (event.type === "agent_end" && event.willRetry && cancelAtAgentEnd !== undefined) {
+                cancelled = true;
+                if (cancelAtAgentEnd === "abort") void session.abort();
+                else session.abortRetry();
+                cancelAtAgentEnd = undefined;
+              }
               if (event.type === "agent_settled") cancelled = false;
               if (event.type === "agent_settled" && (session.isRetrying || session.retryAttempt !== 0)) {
                 violations.push("settled while a chain was live");
@@ -127,6 +166,9 @@ describe("retry controller invariants under random interleavings", () => {
                 case "tick":
                   await tick();
                   break;
+                case "cancelAtAgentEnd":
+                  cancelAtAgentEnd = step.how;
+                  break;
               }
             }
             // Drain: release sleeps and abort stalls until every prompt has settled (bounded).
@@ -145,6 +187,7 @@ describe("retry controller invariants under random interleavings", () => {
             expect(settled).toBe(true);
             expect(violations).toEqual([]);
             checkChains(events);
+            checkPromisedStarts(events);
             expect(events.filter((e) => e.type === "agent_settled")).toHaveLength(accepted);
             expect(session.retryAttempt).toBe(0);
             expect(session.isRetrying).toBe(false);

@@ -219,7 +219,7 @@ describe("RetryController", () => {
     expect(clock.delays).toEqual([2000]);
   });
 
-  it("B3: abortRetry() while the auth storage is answering ends the chain without a start event", async () => {
+  it("R8 B3: abortRetry() while the auth storage is answering emits the promised start, then ends the chain, and never sleeps", async () => {
     let answer: (value: boolean) => void = () => {};
     const storage: AuthStorage = {
       markUsageLimitReached: () =>
@@ -233,7 +233,10 @@ describe("RetryController", () => {
     controller.abortRetry();
     answer(false);
     await running;
-    expect(events).toEqual([{ type: "auto_retry_end", success: false, attempt: 1, finalError: "Retry cancelled" }]);
+    expect(events).toEqual([
+      { type: "auto_retry_start", attempt: 1, maxAttempts: 3, delayMs: 2000, errorMessage: "usage limit" },
+      { type: "auto_retry_end", success: false, attempt: 1, finalError: "Retry cancelled" },
+    ]);
     expect(clock.delays).toEqual([]);
   });
 

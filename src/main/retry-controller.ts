@@ -17,7 +17,7 @@ import {
   isFailedStop,
   retryHintsOf,
 } from "../shared/classify.js";
-import type { RetryEvent } from "../shared/events.js";
+import type { AutoRetryStartEvent, RetryEvent } from "../shared/events.js";
 import type { RetrySettings } from "../shared/settings.js";
 import type { AuthStorage } from "./auth-storage.js";
 
@@ -90,6 +90,12 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
   #removed: { message: M; actions: RetryActions<M> } | undefined;
   /** abortRetry() ended the chain while a retried run was in flight: that run's end is final. */
   #suppressNext = false;
+  /**
+   * The `auto_retry_start` promised by an `agent_end {willRetry: true}` and not yet emitted
+   * (between the decision and {@link execute}). A chain that ends in that window emits it first,
+   * so `willRetry: true` is always followed by its start (issue: an end without a start).
+   */
+  #promisedStart: AutoRetryStartEvent | undefined;
 
   constructor(options: RetryControllerOptions) {
     this.#options = options;
@@ -173,6 +179,13 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
       usageLimit: failure === "usage_limit",
     };
     if (hints.retryAfterMs !== undefined) decision.retryAfterMs = hints.retryAfterMs;
+    this.#promisedStart = {
+      type: "auto_retry_start",
+      attempt: this.#attempt,
+      maxAttempts: settings.maxRetries,
+      delayMs,
+      errorMessage,
+    };
     return decision;
   }
 
@@ -197,6 +210,7 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
       if (!live()) return;
       if (switched) delayMs = 0;
     }
+    this.#promisedStart = undefined;
     this.#options.emit({
       type: "auto_retry_start",
       attempt: decision.attempt,
@@ -275,11 +289,15 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
 
   #endChain(success: boolean, attempt: number, finalError?: string): void {
     const chain = this.#chain;
+    const promised = this.#promisedStart;
     this.#chain = undefined;
     this.#attempt = 0;
     this.#phase = "idle";
     this.#removed = undefined;
     this.#sleepAbort = undefined;
+    this.#promisedStart = undefined;
+    // Ended between agent_end {willRetry: true} and execute(): keep the promise first (R8 order).
+    if (promised !== undefined) this.#options.emit(promised);
     const event: RetryEvent = { type: "auto_retry_end", success, attempt };
     if (finalError !== undefined) event.finalError = finalError;
     this.#options.emit(event);

@@ -1,7 +1,7 @@
 import type { AgentEvent } from "@mariozechner/pi-agent-core";
 import { fauxAssistantMessage } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
-import type { WorkerMessage } from "../src/shared/protocol.js";
+import type { BatchMessage } from "../src/shared/protocol.js";
 import { EventBatcher } from "../src/worker/event-batcher.js";
 
 function delta(text: string, contentIndex = 0): AgentEvent {
@@ -15,7 +15,7 @@ function delta(text: string, contentIndex = 0): AgentEvent {
 
 describe("EventBatcher", () => {
   it("sends everything queued in one turn as one message", async () => {
-    const sent: WorkerMessage[] = [];
+    const sent: BatchMessage[] = [];
     const batcher = new EventBatcher((m) => sent.push(m), 0);
     batcher.pushEvent("a", { type: "agent_start" });
     batcher.pushEvent("b", { type: "agent_start" });
@@ -30,7 +30,7 @@ describe("EventBatcher", () => {
   });
 
   it("merges consecutive deltas of one content block per session and drops the duplicate partial", () => {
-    const sent: WorkerMessage[] = [];
+    const sent: BatchMessage[] = [];
     const batcher = new EventBatcher((m) => sent.push(m), 0);
     batcher.pushEvent("a", delta("Hel"));
     batcher.pushEvent("b", delta("x"));
@@ -52,7 +52,7 @@ describe("EventBatcher", () => {
   });
 
   it("never merges across another event of the same session", () => {
-    const sent: WorkerMessage[] = [];
+    const sent: BatchMessage[] = [];
     const batcher = new EventBatcher((m) => sent.push(m), 0);
     batcher.pushEvent("a", delta("one"));
     batcher.pushEvent("a", { type: "turn_start" });
@@ -74,7 +74,7 @@ describe("EventBatcher", () => {
   });
 
   it("under load spaces flushes by the minimum interval", async () => {
-    const sent: WorkerMessage[] = [];
+    const sent: BatchMessage[] = [];
     const batcher = new EventBatcher((m) => sent.push(m), 20);
     batcher.pushEvent("a", { type: "agent_start" });
     await new Promise((resolve) => setImmediate(resolve));
@@ -88,7 +88,7 @@ describe("EventBatcher", () => {
   });
 
   it("sends a run end on the next macrotask even inside the load spacing", async () => {
-    const sent: WorkerMessage[] = [];
+    const sent: BatchMessage[] = [];
     const batcher = new EventBatcher((m) => sent.push(m), 10_000);
     batcher.pushEvent("a", { type: "agent_start" });
     await new Promise((resolve) => setImmediate(resolve));

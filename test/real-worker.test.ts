@@ -30,6 +30,7 @@ const PACED_MODULE = new URL("./fixtures/paced-provider.mjs", import.meta.url);
 const CRASH_MODULE = new URL("./fixtures/crash-provider.mjs", import.meta.url);
 const TOOL_MODULE = new URL("./fixtures/tool-module.mjs", import.meta.url);
 const THROWING_MODULE = new URL("./fixtures/throws-at-load.mjs", import.meta.url);
+const SLOW_SETUP_MODULE = new URL("./fixtures/slow-setup.mjs", import.meta.url);
 
 const PACED_MODEL = workerApiModel("lifeline-test-paced", "paced-1");
 const STALL_MODEL = workerApiModel("lifeline-test-stall", "stall-1");
@@ -60,6 +61,14 @@ async function listen(server: Server): Promise<number> {
       }),
   );
   return (server.address() as AddressInfo).port;
+}
+
+/** Resolves once another thread sets the first Int32 of `flag` (Atomics.waitAsync, Node ≥ 16). */
+function flagSet(flag: SharedArrayBuffer): Promise<unknown> {
+  const atomics = Atomics as unknown as {
+    waitAsync(array: Int32Array, index: number, value: number, timeoutMs: number): { value: unknown };
+  };
+  return Promise.resolve(atomics.waitAsync(new Int32Array(flag), 0, 0, 10_000).value);
 }
 
 function record(session: AgentSession): LogEntry[] {
@@ -203,7 +212,9 @@ describe("sessions through a real worker pool", () => {
     for (const outcome of settled) {
       const error = settledError(outcome);
       expect(error).toBeInstanceOf(WorkerExitedError);
-      expect(error).toMatchObject({ code: "ERR_WORKER_EXITED" });
+      // process.exit(3) in a provider: the cause is named, not just "its message port closed".
+      expect(error).toMatchObject({ code: "ERR_WORKER_EXITED", cause: "exit" });
+      expect((error as Error).message).toMatch(/worker exited with code: 3/);
     }
     for (const log of [stalledLog, crasherLog]) {
       expect(log.filter((entry) => entry.type === "worker_exited")).toHaveLength(1);
@@ -221,6 +232,20 @@ describe("sessions through a real worker pool", () => {
     );
     await within(stalled.abort(), 2000, "abort() on a dead session");
     await within(stalled.dispose(), 2000, "dispose() on a dead session");
+  });
+
+  it("X5: an uncaught exception in a worker settles its prompt with ERR_WORKER_EXITED, cause crash, naming the error", async () => {
+    const host = realHost({ threads: 1 });
+    const session = await host.createSession({ model: TOOLS_MODEL, workerModule: TOOL_MODULE });
+    const exited = nextEvent(session, "worker_exited");
+    const outcome = await within(
+      session.prompt("please [crash]").catch((error: unknown) => error),
+      10_000,
+      "the crashed prompt to settle",
+    );
+    expect(outcome).toMatchObject({ code: "ERR_WORKER_EXITED", cause: "crash" });
+    expect((outcome as Error).message).toMatch(/crashed \(a tool bug nothing caught\)/);
+    expect((await within(exited, 2000, "worker_exited")).error).toMatchObject({ cause: "crash" });
   });
 
   it("X5: a session created right after a worker crash gets a fresh worker and answers", async () => {
@@ -241,12 +266,114 @@ describe("sessions through a real worker pool", () => {
     const session = await host.createSession({ model: TOOLS_MODEL, workerModule: TOOL_MODULE });
     const exited = nextEvent(session, "worker_exited");
     const stuck = session.prompt("please [spin]").catch((error: unknown) => error);
-    await expect(session.abort()).rejects.toMatchObject({ code: "ERR_CALL_TIMEOUT" });
-    expect(await within(stuck, 5000, "the stuck prompt to settle")).toMatchObject({ code: "ERR_WORKER_EXITED" });
+    // Bounded by callTimeoutMs here: abort() returns once the unanswering worker is terminated.
+    await within(session.abort(), 5000, "abort() on a stuck worker");
+    expect(await within(stuck, 5000, "the stuck prompt to settle")).toMatchObject({
+      code: "ERR_WORKER_EXITED",
+      cause: "hung",
+    });
     const event = await within(exited, 5000, "worker_exited");
-    expect(event.error.message).toMatch(/did not answer abort within 500 ms and was terminated/);
+    expect(event.error).toMatchObject({ cause: "hung" });
+    expect(event.error.message).toMatch(/did not answer (startRun|abort) within 500 ms/);
     const fresh = await host.createSession({ model: "demo/demo-fast" });
     expect((await within(fresh.prompt("still there?"), 5000, "a prompt on a fresh worker")).stopReason).toBe("stop");
+  });
+
+  it("X8: a tool that blocks its worker after yielding is found by the watchdog with nothing calling it; the prompt settles as hung and the host goes on", async () => {
+    const host = realHost({ threads: 2, hangTimeoutMs: 500 });
+    const session = await host.createSession({ model: TOOLS_MODEL, workerModule: TOOL_MODULE });
+    const neighbour = await host.createSession({ model: "demo/demo-fast" });
+    const exited = nextEvent(session, "worker_exited");
+    const stuck = session.prompt("please [spin-later]").catch((error: unknown) => error);
+    expect(await within(stuck, 10_000, "the watchdog to settle the stuck prompt")).toMatchObject({
+      code: "ERR_WORKER_EXITED",
+      cause: "hung",
+    });
+    const event = await within(exited, 5000, "worker_exited");
+    expect(event.error).toMatchObject({ code: "ERR_WORKER_EXITED", cause: "hung" });
+    expect(event.error.message).toMatch(/sent nothing for \d+ ms, over hangTimeoutMs \(500 ms\)/);
+    expect(session.isClosed).toBe(true);
+    // The neighbour on the other worker was untouched; new sessions get a fresh worker.
+    expect((await within(neighbour.prompt("hi"), 5000, "the neighbour's prompt")).stopReason).toBe("stop");
+    const fresh = await host.createSession({ model: "demo/demo-fast" });
+    expect((await within(fresh.prompt("still there?"), 5000, "a fresh worker")).stopReason).toBe("stop");
+  });
+
+  it("X8: a synchronous tool that keeps its worker busy for less than hangTimeoutMs is not terminated", async () => {
+    const host = realHost({ threads: 1, hangTimeoutMs: 4000 });
+    const session = await host.createSession({ model: TOOLS_MODEL, workerModule: TOOL_MODULE });
+    const result = await within(session.prompt("crunch [busy=600]"), 15_000, "the busy tool's prompt");
+    expect(answerOf(result)).toBe("the tool said: worked 600 ms");
+    expect(session.isClosed).toBe(false);
+  });
+
+  it("X8: abort() and host.close() on a worker stuck in synchronous code finish within their bound, not callTimeoutMs", async () => {
+    // The watchdog would wait a minute and calls 30 s: the control bound (2 s) must act first.
+    const host = realHost({ hangTimeoutMs: 60_000 });
+    const spinning = async () => {
+      const flag = new SharedArrayBuffer(4);
+      const session = await host.createSession({
+        model: TOOLS_MODEL,
+        workerModule: TOOL_MODULE,
+        workerModuleOptions: { flag },
+      });
+      const stuck = session.prompt("please [spin-flag]").catch((error: unknown) => error);
+      await within(flagSet(flag), 10_000, "the worker to block");
+      return { session, stuck };
+    };
+    const first = await spinning();
+    await within(first.session.abort(), 6000, "abort() on a stuck worker");
+    expect(await within(first.stuck, 6000, "the aborted prompt to settle")).toMatchObject({
+      code: "ERR_WORKER_EXITED",
+      cause: "hung",
+    });
+    const second = await spinning();
+    await within(host.close(), 8000, "host.close() with a stuck worker");
+    expect(await within(second.stuck, 1000, "the prompt of the closed host")).toMatchObject({
+      code: "ERR_SESSION_DISPOSED",
+    });
+  });
+
+  it("a slow but healthy worker-module setup() rejects only its createSession with ERR_WORKER_MODULE (setupTimeoutMs); neighbours keep streaming", async () => {
+    const host = realHost({ threads: 1, callTimeoutMs: 1000, setupTimeoutMs: 300 });
+    const neighbour = await host.createSession({ model: "demo/demo-stream" });
+    const streaming = neighbour.prompt("talk [words=100]");
+    await within(nextEvent(neighbour, "message_update"), 5000, "the neighbour to stream");
+    const slow = host.createSession({
+      sessionId: "slow-1",
+      model: "demo/demo-fast",
+      workerModule: SLOW_SETUP_MODULE,
+      workerModuleOptions: { waitMs: 1500 },
+    });
+    const error = await within(
+      slow.catch((e: unknown) => e),
+      5000,
+      "the slow createSession",
+    );
+    expect(error).toMatchObject({ code: "ERR_WORKER_MODULE" });
+    expect((error as Error).message).toMatch(/setup\(\) did not finish within 300 ms \(setupTimeoutMs\)/);
+    // The worker was not killed: the neighbour finishes its answer.
+    const result = await within(streaming, 15_000, "the neighbour's prompt");
+    expect(result.stopReason).toBe("stop");
+    expect(answerOf(result).split(" ")).toHaveLength(100);
+    // The cancelled open freed its id: the same id opens again, on the same worker.
+    const again = await host.createSession({ sessionId: "slow-1", model: "demo/demo-fast" });
+    expect((await within(again.prompt("hi"), 5000, "the re-opened session")).stopReason).toBe("stop");
+    expect(host.workerCount).toBe(1);
+  });
+
+  it("X8: the watchdog allows a worker module's synchronous setup() up to setupTimeoutMs", async () => {
+    const host = realHost({ threads: 1, hangTimeoutMs: 300, setupTimeoutMs: 10_000 });
+    const session = await within(
+      host.createSession({
+        model: "demo/demo-fast",
+        workerModule: SLOW_SETUP_MODULE,
+        workerModuleOptions: { busyMs: 1200 },
+      }),
+      15_000,
+      "a session whose setup() blocks for 1.2 s",
+    );
+    expect((await within(session.prompt("hi"), 5000, "its prompt")).stopReason).toBe("stop");
   });
 
   it.each([

@@ -2,10 +2,15 @@
  * Exact event sequences of retry chains through a full session, with the worker API served
  * in-process over a MessageChannel and the retry sleep under the test's control.
  */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { MessageChannel } from "node:worker_threads";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { afterEach, describe, expect, it } from "vitest";
 import { type AuthStorage, InMemoryAuthStorage } from "../src/main/auth-storage.js";
-import type { SessionHostOptions } from "../src/main/session-host.js";
+import { createSessionHost, type SessionHostOptions } from "../src/main/session-host.js";
+import { serveWorker } from "../src/worker/serve-worker.js";
 import { nextEvent } from "./fixtures/events.js";
 import { inProcessHost, outline, record } from "./fixtures/in-process-host.js";
 import { gate, type Step, scriptedModel } from "./fixtures/scripted-provider.js";
@@ -400,6 +405,37 @@ describe("streamed events", () => {
   });
 });
 
+describe("auto_retry_end without an auto_retry_start (cancelled between the decision and the run's end)", () => {
+  it.each(["abortRetry", "abort", "dispose"] as const)(
+    "R8 R14: %s() inside an agent_end {willRetry: true} listener still emits that attempt's auto_retry_start before the end",
+    async (how) => {
+      const { clock, scripted, session, events } = await setup([{ error: "503 Service Unavailable" }, { text: "ok" }]);
+      session.subscribe((event) => {
+        if (event.type !== "agent_end" || !event.willRetry) return;
+        if (how === "abortRetry") session.abortRetry();
+        else if (how === "abort") void session.abort();
+        else void session.dispose();
+      });
+      const done = session.prompt("hi").catch((error: unknown) => error);
+      const settled = await done;
+      const ending = how === "dispose" ? [] : ["agent_settled error retries=1"];
+      const finalError = how === "dispose" ? "Session" : "Retry cancelled";
+      const lines = outline(events);
+      expect(lines.slice(0, 3)).toEqual([
+        "agent_start",
+        "agent_end willRetry=true",
+        "auto_retry_start 1/3 delay=2000 error=503 Service Unavailable",
+      ]);
+      expect(lines[3]).toMatch(new RegExp(`^auto_retry_end success=false attempt=1 finalError=${finalError}`));
+      expect(lines.slice(4)).toEqual(ending);
+      expect(clock.pending).toBe(0);
+      expect(scripted.calls()).toBe(1);
+      if (how === "dispose") expect(settled).toMatchObject({ code: "ERR_SESSION_DISPOSED" });
+      else expect(settled).toMatchObject({ stopReason: "error", retries: 1 });
+    },
+  );
+});
+
 describe("session lifecycle", () => {
   it("X5: a worker that goes away settles the pending prompt with ERR_WORKER_EXITED and clears the sleep", async () => {
     const { clock, session, events, workerPorts } = await setup([{ error: "503" }]);
@@ -417,6 +453,37 @@ describe("session lifecycle", () => {
     ]);
     await expect(session.prompt("again")).rejects.toMatchObject({ code: "ERR_WORKER_EXITED" });
     expect(roles(session.history)).toEqual(["user", "assistant:error"]);
+  });
+
+  it("X5: a startRun the worker never answers settles the prompt with a code naming the hang (ERR_WORKER_EXITED, cause hung), not as a model failure", async () => {
+    const scripted = script([{ text: "never" }]);
+    const dir = mkdtempSync(join(tmpdir(), "lifeline-test-"));
+    const host = createSessionHost({
+      lifelineDir: dir,
+      cwd: dir,
+      batchIntervalMs: 0,
+      callTimeoutMs: 200,
+      // The worker API served in-process behind a relay that swallows startRun calls.
+      connect: () => {
+        const toMain = new MessageChannel();
+        const toWorker = new MessageChannel();
+        toMain.port2.on("message", (data: { path?: unknown }) => {
+          const path = Array.isArray(data?.path) ? data.path : [];
+          if (path[0] !== "startRun") toWorker.port1.postMessage(data);
+        });
+        toWorker.port1.on("message", (data: unknown) => toMain.port2.postMessage(data));
+        toMain.port2.on("close", () => toWorker.port1.close());
+        const done = serveWorker(toWorker.port2, { batchIntervalMs: 0 });
+        // Like a real thread, termination takes effect a little later than it is asked for.
+        return { port: toMain.port1, done, terminate: () => setImmediate(() => toMain.port2.close()) };
+      },
+    });
+    cleanups.push(() => host.close());
+    const session = await host.createSession({ model: scripted.model });
+    const outcome = await session.prompt("hi").catch((error: unknown) => error);
+    expect(outcome).toMatchObject({ code: "ERR_WORKER_EXITED", cause: "hung" });
+    expect((outcome as Error).message).toMatch(/did not answer startRun within 200 ms/);
+    expect(scripted.calls()).toBe(0);
   });
 
   it("dispose() rejects pending and queued prompts with ERR_SESSION_DISPOSED, and later prompts too", async () => {

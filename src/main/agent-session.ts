@@ -10,7 +10,7 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { type Api, type AssistantMessage, isContextOverflow, type Model } from "@mariozechner/pi-ai";
 import { type ClassifiableMessage, isFailedStop, isRemovableFailure } from "../shared/classify.js";
-import { LifelineError, SessionBusyError, type WorkerExitedError } from "../shared/errors.js";
+import { LifelineError, SessionBusyError, WorkerExitedError, WorkerStartError } from "../shared/errors.js";
 import type { PromptResult, RetryEvent, SessionEvent } from "../shared/events.js";
 import type { BatchItem, ModelChange, ModelRef, RunInput } from "../shared/protocol.js";
 import type { Settings } from "../shared/settings.js";
@@ -228,7 +228,10 @@ export class AgentSession {
 
   /**
    * R9: cancels any retry chain (abortRetry), then aborts the active run's model request in the
-   * worker (X3). Resolves when the worker has acted on it; the prompt settles through its events.
+   * worker (X3). Resolves when the worker has acted on it, or after the host's control bound
+   * (2 s at most) if it does not answer: a worker that sent nothing in that time is stuck in
+   * synchronous code and is terminated (SPEC X8). The prompt settles through its events, or with
+   * ERR_WORKER_EXITED when the worker was terminated.
    */
   async abort(): Promise<void> {
     this.abortRetry();
@@ -237,7 +240,14 @@ export class AgentSession {
     const dropQueued = this.#queued.length > 0;
     this.#queued.length = 0;
     if (this.#activeRunId === undefined && !dropQueued) return;
-    await this.#link.call("abort", this.id);
+    try {
+      await this.#link.control("abort", this.id);
+    } catch (error) {
+      // Bounded (see WorkerLink.control): a worker that does not answer is terminated as hung, and
+      // the prompt settles through the worker's exit; a worker that is gone runs nothing either.
+      // Either way abort() has done all it can.
+      if (!isWorkerGone(error)) throw error;
+    }
   }
 
   /** R8/B3: ends a live retry chain, sleeping or in flight, with "Retry cancelled". No-op when idle. */
@@ -322,7 +332,7 @@ export class AgentSession {
     this.#link.detach(this.id);
     this.#wiring.onDisposed(this.id);
     try {
-      await this.#link.call("closeSession", this.id);
+      await this.#link.control("closeSession", this.id);
     } catch {
       // The worker is gone already; nothing is left to close there.
     }
@@ -341,15 +351,24 @@ export class AgentSession {
       await this.#link.call("startRun", this.id, runId, input);
     } catch (error) {
       if (this.#activeRunId !== runId || this.#closed !== undefined) return;
-      // The run never started: close it as a failed run so the prompt settles (B3).
-      this.#handleItem({
-        type: "run_end",
-        sessionId: this.id,
-        runId,
-        tail: [],
-        error: { code: "ERR_RUN_FAILED", message: error instanceof Error ? error.message : String(error) },
-      });
+      // A worker that died, or hung (a timed-out call terminates it), settles this prompt through
+      // its exit, with the code and cause that name what happened (SPEC X5).
+      if (isWorkerGone(error)) return;
+      // The worker refused the run: the runtime cannot serve this prompt; say so with a code.
+      this.#rejectPrompt(error instanceof LifelineError ? error : new LifelineError("ERR_PROTOCOL", String(error)));
     }
+  }
+
+  /** Rejects the live prompt with a runtime error (no model outcome to report); queued prompts go on. */
+  #rejectPrompt(error: LifelineError): void {
+    const pending = this.#prompt;
+    this.#prompt = undefined;
+    this.#activeRunId = undefined;
+    this.#afterRun = undefined;
+    this.#retry.dispose(error.message);
+    pending?.reject(error);
+    const next = this.#queue.shift();
+    if (next !== undefined) this.#begin(next.text, next.resolve, next.reject);
   }
 
   #handleItem(item: BatchItem): void {
@@ -504,7 +523,10 @@ export class AgentSession {
   #handleWorkerExit(error: WorkerExitedError): void {
     if (this.#closed !== undefined) return;
     this.#retry.dispose("Worker exited");
-    this.#events.emit({ type: "worker_exited", error: { code: error.code, message: error.message } });
+    this.#events.emit({
+      type: "worker_exited",
+      error: { code: error.code, message: error.message, cause: error.cause },
+    });
     this.#close(error);
     this.#wiring.onDisposed(this.id);
   }
@@ -518,6 +540,11 @@ export class AgentSession {
     pending?.reject(error);
     for (const queued of this.#queue.splice(0)) queued.reject(error);
   }
+}
+
+function isWorkerGone(error: unknown): boolean {
+  if (error instanceof WorkerExitedError || error instanceof WorkerStartError) return true;
+  return error instanceof LifelineError && error.code === "ERR_CALL_TIMEOUT";
 }
 
 function sameContent(a: AgentMessage, b: AgentMessage): boolean {

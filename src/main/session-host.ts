@@ -7,10 +7,9 @@
  */
 import { randomUUID } from "node:crypto";
 import { availableParallelism } from "node:os";
-import { MessageChannel, type ResourceLimits } from "node:worker_threads";
+import type { ResourceLimits } from "node:worker_threads";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
-import { Piscina } from "piscina";
 import { z } from "zod";
 import { LifelineError } from "../shared/errors.js";
 import type { SessionEvent } from "../shared/events.js";
@@ -26,7 +25,9 @@ import {
   resolveModelRef,
 } from "./models-config.js";
 import { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";
-import { type LinkEndpoint, WorkerLink } from "./worker-link.js";
+import { tickIntervalMs, Watchdog } from "./supervision/watchdog.js";
+import { WorkerPool } from "./supervision/worker-pool.js";
+import { type LinkEndpoint, type LinkTimeouts, WorkerLink } from "./worker-link.js";
 
 /** Options of {@link createSessionHost}. Every field is optional. */
 export interface SessionHostOptions {
@@ -40,8 +41,25 @@ export interface SessionHostOptions {
   settings?: SettingsInput;
   /** Told about usage-limit errors (SPEC R4). @default none */
   authStorage?: AuthStorage;
-  /** Longest wait for any single worker call before it rejects with ERR_CALL_TIMEOUT. @default 30000 */
+  /**
+   * Longest wait for a worker call before it rejects with ERR_CALL_TIMEOUT (the worker is then taken
+   * to be stuck and is terminated). `abort()`, `dispose()` and `close()` wait at most 2 s (or this,
+   * if smaller). @default 30000
+   */
   callTimeoutMs?: number;
+  /**
+   * SPEC X8, the watchdog: a worker that sends nothing for this long (it heartbeats every second)
+   * has an event loop stuck in synchronous code; it is terminated and its sessions get
+   * ERR_WORKER_EXITED with `cause: "hung"`. A worker still starting after this long fails with
+   * ERR_WORKER_START. @default 15000
+   */
+  hangTimeoutMs?: number;
+  /**
+   * Longest wait for a worker module's `setup()` (and the rest of opening a session) once the
+   * worker has started. Past it `createSession` rejects with ERR_WORKER_MODULE; the worker is not
+   * killed, and the watchdog allows it this long while a `setup()` runs. @default 60000
+   */
+  setupTimeoutMs?: number;
   /** Minimum spacing of event batches from a busy worker, in ms. @default 8 */
   batchIntervalMs?: number;
   /** V8 heap limits for each worker; a worker over them exits and its sessions get ERR_WORKER_EXITED. */
@@ -85,11 +103,21 @@ export interface SessionOptions {
   onContextOverflow?: ContextOverflowHook;
 }
 
+/** The longest delay a Node timer takes; longer ones fire after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Defaults of the host's timing options (see {@link SessionHostOptions}). */
+const DEFAULT_TIMEOUTS = { callTimeoutMs: 30_000, hangTimeoutMs: 15_000, setupTimeoutMs: 60_000 };
+/** The bound on `abort()`, `dispose()` and each step of `close()` when a worker does not answer. */
+const CONTROL_TIMEOUT_MS = 2000;
+
 const hostOptionsSchema = z.object({
   threads: z.number().int().min(1).max(64).optional(),
   cwd: z.string().min(1).optional(),
   lifelineDir: z.string().min(1).optional(),
   callTimeoutMs: z.number().int().min(1).optional(),
+  hangTimeoutMs: z.number().int().min(10).max(MAX_TIMER_MS).optional(),
+  setupTimeoutMs: z.number().int().min(1).max(MAX_TIMER_MS).optional(),
   batchIntervalMs: z.number().min(0).max(1000).optional(),
 });
 
@@ -122,7 +150,9 @@ export class SessionHost {
   readonly #threads: number;
   readonly #links: WorkerLink[] = [];
   readonly #sessions = new Map<string, AgentSession>();
-  #pool: Piscina | undefined;
+  readonly #pool: WorkerPool;
+  readonly #watchdog: Watchdog<WorkerLink>;
+  readonly #timeouts: LinkTimeouts;
   #fileSettings: Promise<SettingsInput> | undefined;
   #modelsConfig: Promise<ModelsConfig> | undefined;
   #closed = false;
@@ -131,6 +161,35 @@ export class SessionHost {
   constructor(options: SessionHostOptions) {
     this.#options = options;
     this.#threads = options.threads ?? Math.max(1, Math.min(4, availableParallelism() - 1));
+    const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_TIMEOUTS.callTimeoutMs;
+    const hangTimeoutMs = options.hangTimeoutMs ?? DEFAULT_TIMEOUTS.hangTimeoutMs;
+    this.#timeouts = {
+      callTimeoutMs,
+      setupTimeoutMs: options.setupTimeoutMs ?? DEFAULT_TIMEOUTS.setupTimeoutMs,
+      controlTimeoutMs: Math.min(callTimeoutMs, CONTROL_TIMEOUT_MS),
+    };
+    const task: { heartbeatMs: number; batchIntervalMs?: number } = { heartbeatMs: tickIntervalMs(hangTimeoutMs) };
+    if (options.batchIntervalMs !== undefined) task.batchIntervalMs = options.batchIntervalMs;
+    this.#pool = new WorkerPool({
+      filename: new URL("../worker/entry.js", import.meta.url).href,
+      maxThreads: this.#threads,
+      task,
+      ...(options.resourceLimits === undefined ? {} : { resourceLimits: options.resourceLimits }),
+      // A worker failed before serving: fail the links still waiting for theirs (ERR_WORKER_START).
+      onStartFailure: (error) => {
+        for (const link of this.#links) link.failStart(error);
+      },
+    });
+    this.#watchdog = new Watchdog<WorkerLink>({
+      hangTimeoutMs,
+      links: () => this.#links,
+      onHung: (link, silentMs) =>
+        link.terminateHung(
+          link.isStarted
+            ? `its event loop sent nothing for ${Math.round(silentMs)} ms, over hangTimeoutMs (${hangTimeoutMs} ms)`
+            : `it did not start within ${Math.round(silentMs)} ms`,
+        ),
+    });
   }
 
   /** Open sessions. */
@@ -177,13 +236,12 @@ export class SessionHost {
     let opened: SessionOpened;
     try {
       this.#assertOpen();
-      opened = await link.call("openSession", init);
+      opened = await link.openSession(init);
     } finally {
       release();
     }
-    link.threadId ??= opened.threadId;
     if (this.#closed) {
-      void link.call("closeSession", sessionId).catch(() => {});
+      void link.control("closeSession", sessionId).catch(() => {});
       this.#assertOpen();
     }
     const session = new AgentSession({
@@ -244,16 +302,22 @@ export class SessionHost {
 
   /**
    * Disposes every session, stops the workers and releases the pool. Afterwards no handle of the
-   * host keeps the process alive. Idempotent.
+   * host keeps the process alive. Idempotent. Bounded even when a worker is stuck in synchronous
+   * code: it waits at most 2 s for the workers to answer and 2 s more for them to stop, then
+   * terminates the threads.
    */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await Promise.all([...this.#sessions.values()].map((session) => session.dispose()));
-    await Promise.all(this.#links.map((link) => link.close(2000)));
+    this.#watchdog.stop();
+    // Concurrently: each worker gets its sessions' closeSession calls before its shutdown (one
+    // FIFO port), and a stuck worker costs one control bound, not one per step.
+    await Promise.all([
+      ...[...this.#sessions.values()].map((session) => session.dispose()),
+      ...this.#links.map((link) => link.close()),
+    ]);
     this.#links.length = 0;
-    await this.#pool?.destroy();
-    this.#pool = undefined;
+    await this.#pool.destroy();
   }
 
   #assertOpen(): void {
@@ -312,47 +376,13 @@ export class SessionHost {
     if (best !== undefined && (best.clientCount === 0 || this.#links.length >= this.#threads)) {
       return { link: best, release: best.reserve() };
     }
-    const link = new WorkerLink(this.#connect(), {
-      callTimeoutMs: this.#options.callTimeoutMs ?? 30_000,
+    const link = new WorkerLink(this.#options.connect?.() ?? this.#pool.connect(), {
+      ...this.#timeouts,
       onProtocolError: (reason) => process.emitWarning(`lifeline: ignored an invalid worker message (${reason})`),
-      onUnresponsive: (hung) => this.#terminate(hung),
     });
     this.#links.push(link);
+    this.#watchdog.start();
     return { link, release: link.reserve() };
-  }
-
-  /**
-   * X5 for a worker stuck in synchronous code: calls to it time out but it never exits, so its
-   * sessions would wait forever. Terminating the thread makes piscina settle the link's task, and
-   * the usual exit path rejects everything the worker held.
-   */
-  #terminate(link: WorkerLink): void {
-    const worker = this.#pool?.threads.find((thread) => thread.threadId === link.threadId);
-    if (worker === undefined) {
-      link.abandon("it stopped answering");
-      return;
-    }
-    void worker.terminate();
-  }
-
-  #connect(): LinkEndpoint {
-    if (this.#options.connect !== undefined) return this.#options.connect();
-    this.#pool ??= new Piscina({
-      filename: new URL("../worker/entry.js", import.meta.url).href,
-      minThreads: 0,
-      maxThreads: this.#threads,
-      // One link task per worker: each long-lived task gets a thread of its own.
-      concurrentTasksPerWorker: 1,
-      idleTimeout: 1000,
-      // Sessions keep timers and port listeners alive between calls; the worker must never park.
-      atomics: "disabled",
-      ...(this.#options.resourceLimits === undefined ? {} : { resourceLimits: this.#options.resourceLimits }),
-    });
-    const { port1, port2 } = new MessageChannel();
-    const task: { port: typeof port2; batchIntervalMs?: number } = { port: port2 };
-    if (this.#options.batchIntervalMs !== undefined) task.batchIntervalMs = this.#options.batchIntervalMs;
-    const done = this.#pool.run(task, { transferList: [port2] });
-    return { port: port1, done };
   }
 }
 

@@ -6,17 +6,40 @@
  * goes through {@link WorkerLink.call}, which settles on the reply, on the worker's death, or on a
  * timeout, whichever comes first: no call can hang. The link holds its proxy strongly: a
  * garbage-collected comlink proxy would close the worker's port.
+ *
+ * Life of a link: starting (until the worker's `hello`) → serving → dead. It dies once: the worker
+ * exits, crashes, runs out of memory, is terminated as hung, or the host closes it. Its death is
+ * typed: {@link WorkerStartError} if the worker never served, else {@link WorkerExitedError}
+ * with the cause (SPEC X5).
  */
 import type { MessagePort } from "node:worker_threads";
 import { type Remote, wrap } from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
-import { fromWireError, LifelineError, WorkerExitedError } from "../shared/errors.js";
-import { type BatchItem, decodeWorkerMessage, type Result, type WorkerApi } from "../shared/protocol.js";
+import {
+  fromWireError,
+  LifelineError,
+  type WorkerExitCause,
+  WorkerExitedError,
+  WorkerStartError,
+} from "../shared/errors.js";
+import {
+  type BatchItem,
+  decodeWorkerMessage,
+  type Result,
+  type SessionInit,
+  type SessionOpened,
+  type WorkerApi,
+} from "../shared/protocol.js";
 
 /** A worker's port plus a promise that settles when its serve loop ends (rejects on a crash). */
 export interface LinkEndpoint {
   port: MessagePort;
   done: Promise<unknown>;
+  /**
+   * Terminates the worker thread (which then settles `done`). Absent for in-process endpoints:
+   * a link that must stop one is abandoned instead.
+   */
+  terminate?: () => void;
 }
 
 /** What a session registers with its link. */
@@ -25,50 +48,63 @@ export interface LinkClient {
   handleWorkerExit(error: WorkerExitedError): void;
 }
 
+/** Timeouts of a link, resolved by the host from its options. */
+export interface LinkTimeouts {
+  /** Longest wait for an ordinary call; past it the worker is taken to be hung. */
+  callTimeoutMs: number;
+  /** Longest wait for `openSession` once the worker has started (its module's `setup()`). */
+  setupTimeoutMs: number;
+  /** Longest wait for `abort`, `closeSession` and `shutdown`: the bound on `abort()` and `close()`. */
+  controlTimeoutMs: number;
+}
+
 type ApiResult<K extends keyof WorkerApi> = Awaited<ReturnType<WorkerApi[K]>>;
 type Unwrapped<R> = R extends { ok: false } ? never : R extends { ok: true; value: infer T } ? T : R;
 
+/** How long a closed port waits for the pool to say why the worker ended. */
+const EXIT_REASON_WAIT_MS = 1000;
+
 /**
  * The main side of one worker, created by `SessionHost`. Dies (once) when the worker exits, its port
- * closes, the host closes it, or it is abandoned; every call pending then rejects.
+ * closes, the host closes it, or it is terminated; every call pending then rejects.
  */
 export class WorkerLink {
   readonly #port: MessagePort;
   readonly #remote: Remote<WorkerApi>;
-  readonly #callTimeoutMs: number;
+  readonly #timeouts: LinkTimeouts;
   readonly #clients = new Map<string, LinkClient>();
   readonly #pending = new Set<(error: LifelineError) => void>();
   /** Settles (never rejects) once the worker's serve loop is over and the pool has let go of it. */
   readonly #done: Promise<void>;
+  readonly #terminate: (() => void) | undefined;
   readonly #onProtocolError: (reason: string) => void;
-  #dead: WorkerExitedError | undefined;
+  #dead: LifelineError | undefined;
   #reserved = 0;
-  readonly #onUnresponsive: (link: WorkerLink) => void;
-  /** Why the worker is being terminated, when lifeline itself decided to (it stopped answering). */
+  /** `openSession` calls in flight: the watchdog allows their `setup()` more time. */
+  #opening = 0;
+  #started = false;
+  readonly #startWaiters: (() => void)[] = [];
+  /** Why lifeline itself terminated the worker, when it did. */
   #hung: string | undefined;
-  /** Thread id of the worker, learnt from its first openSession. */
-  threadId: number | undefined;
   #closing = false;
+  #lastSeenAt = performance.now();
 
   constructor(
     endpoint: LinkEndpoint,
-    options: {
-      callTimeoutMs: number;
+    options: LinkTimeouts & {
       onProtocolError: (reason: string) => void;
-      /** Called once when a call gets no answer in time: the worker is taken to be hung. */
-      onUnresponsive: (link: WorkerLink) => void;
     },
   ) {
     this.#port = endpoint.port;
-    this.#callTimeoutMs = options.callTimeoutMs;
+    this.#timeouts = options;
+    this.#terminate = endpoint.terminate;
     this.#onProtocolError = options.onProtocolError;
-    this.#onUnresponsive = options.onUnresponsive;
     this.#remote = wrap<WorkerApi>(nodeEndpoint(endpoint.port));
     this.#port.on("message", (data: unknown) => this.#onMessage(data));
-    this.#port.on("close", () => this.#die("its message port closed"));
+    this.#port.on("close", () => this.#onPortClose());
     this.#done = endpoint.done.then(
-      () => this.#die("it stopped serving"),
-      (error: unknown) => this.#die(error instanceof Error ? error.message : String(error), error),
+      () => this.#die("exit", "its serve loop ended"),
+      (error: unknown) => this.#die(exitCauseOf(error), describeError(error), error),
     );
   }
 
@@ -96,6 +132,21 @@ export class WorkerLink {
     return this.#dead !== undefined;
   }
 
+  /** True once the worker said `hello`: its serve loop runs. */
+  get isStarted(): boolean {
+    return this.#started;
+  }
+
+  /** For the watchdog: `performance.now()` of the worker's last message (or the link's creation). */
+  get lastSeenAt(): number {
+    return this.#lastSeenAt;
+  }
+
+  /** For the watchdog: a worker module's `setup()` may keep the loop busy up to `setupTimeoutMs`. */
+  get allowanceMs(): number {
+    return this.#opening > 0 ? this.#timeouts.setupTimeoutMs : 0;
+  }
+
   /**
    * Resolves when the pool has finished with this link's worker. A dead worker's port can close
    * before piscina handles its exit; a new task submitted in between is queued behind the dead
@@ -105,9 +156,28 @@ export class WorkerLink {
     return this.#done;
   }
 
-  /** Gives up on a worker that does not answer: rejects its calls and notifies its sessions. */
-  abandon(reason: string): void {
-    this.#die(reason);
+  /**
+   * SPEC X8: the worker stopped answering. Terminates its thread (the exit path then settles
+   * everything with cause `hung`); an in-process endpoint, which cannot be terminated, is
+   * abandoned. A worker that never started fails with ERR_WORKER_START instead.
+   */
+  terminateHung(reason: string): void {
+    if (this.#dead !== undefined || this.#hung !== undefined) return;
+    this.#hung = reason;
+    if (!this.#started || this.#terminate === undefined) {
+      this.#die("hung", reason);
+      return;
+    }
+    this.#terminate();
+    // piscina settles the task when the thread is gone; if that never comes, give up on it anyway.
+    setTimeout(() => this.#die("hung", reason), EXIT_REASON_WAIT_MS).unref();
+  }
+
+  /** The pool reported that a worker failed before serving: fails this link if it never started. */
+  failStart(error: unknown): void {
+    if (this.#started || this.#dead !== undefined) return;
+    this.#terminate?.();
+    this.#die("crash", describeError(error), error);
   }
 
   attach(sessionId: string, client: LinkClient): void {
@@ -120,31 +190,105 @@ export class WorkerLink {
 
   /**
    * Calls the worker and unwraps its {@link Result}.
-   * @throws the worker's typed error; WorkerExitedError if the worker is or becomes gone;
-   *   ERR_CALL_TIMEOUT if no reply comes within the call timeout.
+   * @throws the worker's typed error; WorkerExitedError/WorkerStartError if the worker is or becomes
+   *   gone; ERR_CALL_TIMEOUT if no reply comes within `callTimeoutMs` (the worker is then taken to
+   *   be hung and terminated).
    */
   call<K extends keyof WorkerApi>(method: K, ...args: Parameters<WorkerApi[K]>): Promise<Unwrapped<ApiResult<K>>> {
+    return this.#invoke(method, args, this.#timeouts.callTimeoutMs, () => {
+      const error = new LifelineError(
+        "ERR_CALL_TIMEOUT",
+        `The worker did not answer ${method} within ${this.#timeouts.callTimeoutMs} ms; it is taken to be blocked in synchronous code and is terminated. Raise callTimeoutMs or check the worker module's tools.`,
+      );
+      this.terminateHung(`it did not answer ${method} within ${this.#timeouts.callTimeoutMs} ms`);
+      return error;
+    });
+  }
+
+  /**
+   * A call on the shutdown and cancellation paths (`abort`, `closeSession`, `shutdown`), bounded by
+   * `controlTimeoutMs` so that `abort()` and `close()` never wait long. A healthy worker answers
+   * these in milliseconds, whatever its load; an `abort` it does not answer in time means its loop
+   * is stuck in synchronous code, which only terminating the thread can stop, so it is terminated
+   * as hung (the user asked for the run to stop). `closeSession` and `shutdown` leave that to the
+   * watchdog and the pool.
+   * @throws as {@link call}; ERR_CALL_TIMEOUT after `controlTimeoutMs`.
+   */
+  control<K extends "abort" | "closeSession" | "shutdown">(
+    method: K,
+    ...args: Parameters<WorkerApi[K]>
+  ): Promise<Unwrapped<ApiResult<K>>> {
+    const limit = this.#timeouts.controlTimeoutMs;
+    return this.#invoke(method, args, limit, () => {
+      if (method === "abort") this.terminateHung(`it did not answer abort within ${limit} ms`);
+      return new LifelineError("ERR_CALL_TIMEOUT", `The worker did not answer ${method} within ${limit} ms.`);
+    });
+  }
+
+  /**
+   * Opens a session. The timeout is `setupTimeoutMs`, counted from the worker's start (a worker
+   * still booting is the watchdog's business): a slow worker module `setup()` rejects this open
+   * with ERR_WORKER_MODULE and cancels it in the worker, which keeps serving its other sessions.
+   * @throws the worker's typed error (ERR_WORKER_MODULE, ERR_UNKNOWN_MODEL, …), or as {@link call}.
+   */
+  async openSession(init: SessionInit): Promise<SessionOpened> {
+    this.#opening++;
+    try {
+      const limit = this.#timeouts.setupTimeoutMs;
+      return await this.#invoke("openSession", [init], limit, () => {
+        void this.control("closeSession", init.sessionId).catch(() => {});
+        const what =
+          init.workerModule === undefined
+            ? "The worker did not open the session"
+            : `Worker module ${init.workerModule} setup() did not finish`;
+        return new LifelineError(
+          "ERR_WORKER_MODULE",
+          `${what} within ${limit} ms (setupTimeoutMs); the session was not created and the worker keeps serving. Raise setupTimeoutMs or make setup() faster.`,
+        );
+      });
+    } finally {
+      this.#opening--;
+    }
+  }
+
+  /** Asks the worker to stop serving, waits a bounded time for it, then closes the port. */
+  async close(): Promise<void> {
+    if (this.#dead !== undefined) return;
+    this.#closing = true;
+    try {
+      await this.control("shutdown");
+      await Promise.race([this.#done, delay(this.#timeouts.controlTimeoutMs)]);
+    } catch {
+      // The worker is already gone or stuck; the pool's destroy() terminates it.
+    }
+    this.#die("exit", "the host closed");
+  }
+
+  #invoke<K extends keyof WorkerApi>(
+    method: K,
+    args: unknown[],
+    timeoutMs: number,
+    onTimeout: () => LifelineError,
+  ): Promise<Unwrapped<ApiResult<K>>> {
     if (this.#dead !== undefined) return Promise.reject(this.#dead);
     return new Promise((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
       const fail = (error: LifelineError) => {
         clearTimeout(timer);
         this.#pending.delete(fail);
         reject(error);
       };
-      const timer = setTimeout(() => {
-        fail(
-          new LifelineError(
-            "ERR_CALL_TIMEOUT",
-            `The worker did not answer ${method} within ${this.#callTimeoutMs} ms; it is taken to be blocked in synchronous code and is terminated. Raise callTimeoutMs or check the worker module's tools.`,
-          ),
-        );
-        if (this.#hung === undefined && this.#dead === undefined) {
-          this.#hung = `it did not answer ${method} within ${this.#callTimeoutMs} ms and was terminated`;
-          this.#onUnresponsive(this);
-        }
-      }, this.#callTimeoutMs);
-      timer.unref();
+      const arm = () => {
+        if (!this.#pending.has(fail)) return;
+        timer = setTimeout(() => {
+          if (this.#pending.has(fail)) fail(onTimeout());
+        }, timeoutMs);
+        timer.unref();
+      };
       this.#pending.add(fail);
+      // A worker still booting has not had the chance to answer: the clock starts at its hello.
+      if (this.#started) arm();
+      else this.#startWaiters.push(arm);
       const invoke = this.#remote[method] as unknown as (...a: unknown[]) => Promise<ApiResult<K>>;
       invoke(...args).then(
         (result) => {
@@ -163,20 +307,8 @@ export class WorkerLink {
     });
   }
 
-  /** Asks the worker to stop serving, waits up to `timeoutMs` for it, then closes the port. */
-  async close(timeoutMs: number): Promise<void> {
-    if (this.#dead !== undefined) return;
-    this.#closing = true;
-    try {
-      await this.call("shutdown");
-      await Promise.race([this.#done, new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);
-    } catch {
-      // The worker is already gone or stuck; the pool's destroy() terminates it.
-    }
-    this.#die("the host closed");
-  }
-
   #onMessage(data: unknown): void {
+    this.#lastSeenAt = performance.now();
     const decoded = decodeWorkerMessage(data);
     switch (decoded.kind) {
       case "comlink":
@@ -185,7 +317,7 @@ export class WorkerLink {
         this.#onProtocolError(decoded.reason);
         return;
       case "message":
-        for (const item of decoded.message.items) this.#clients.get(item.sessionId)?.handleItem(item);
+        this.#onWorkerMessage(decoded.message);
         return;
       default: {
         const unreachable: never = decoded;
@@ -194,22 +326,103 @@ export class WorkerLink {
     }
   }
 
-  #die(exitReason: string, cause?: unknown): void {
+  #onWorkerMessage(message: Extract<ReturnType<typeof decodeWorkerMessage>, { kind: "message" }>["message"]): void {
+    switch (message.type) {
+      case "hello":
+        this.#started = true;
+        for (const arm of this.#startWaiters.splice(0)) arm();
+        return;
+      case "heartbeat":
+        return;
+      case "batch":
+        for (const item of message.items) this.#clients.get(item.sessionId)?.handleItem(item);
+        return;
+      default: {
+        const unreachable: never = message;
+        throw new LifelineError("ERR_PROTOCOL", `Unhandled worker message ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+
+  /**
+   * A closed port means the worker is gone (or closed it in shutdown), but the pool says why only
+   * when it handles the thread's exit, which can come later: wait a moment for that reason.
+   */
+  #onPortClose(): void {
     if (this.#dead !== undefined) return;
-    const reason = this.#hung ?? exitReason;
-    const error = new WorkerExitedError(
-      this.#closing
-        ? "The session host was closed."
-        : `The worker serving this session exited (${reason}). Pending calls were rejected; create a new session to go on (this session's history is kept on the main thread).`,
-      cause === undefined ? {} : { cause },
-    );
+    setTimeout(() => this.#die("exit", "its message port closed"), EXIT_REASON_WAIT_MS);
+  }
+
+  #die(cause: WorkerExitCause, detail: string, workerError?: unknown): void {
+    if (this.#dead !== undefined) return;
+    // Once lifeline has terminated a worker as hung, that is its cause, whatever the pool reports.
+    const finalCause = this.#hung === undefined ? cause : "hung";
+    const finalDetail = this.#hung ?? detail;
+    const error = this.#closing
+      ? new WorkerExitedError("The session host was closed.", "exit")
+      : this.#started
+        ? new WorkerExitedError(exitMessage(finalCause, finalDetail), finalCause, workerError)
+        : new WorkerStartError(startMessage(finalDetail, workerError), workerError);
     this.#dead = error;
+    this.#startWaiters.length = 0;
     for (const fail of [...this.#pending]) fail(error);
     this.#port.close();
     const clients = [...this.#clients.values()];
     this.#clients.clear();
-    if (!this.#closing) for (const client of clients) client.handleWorkerExit(error);
+    if (!this.#closing && error instanceof WorkerExitedError) {
+      for (const client of clients) client.handleWorkerExit(error);
+    }
   }
+}
+
+/** Classifies what the pool reported when a worker's task failed. */
+export function exitCauseOf(error: unknown): WorkerExitCause {
+  const { code, name, message } = (error ?? {}) as { code?: unknown; name?: unknown; message?: unknown };
+  if (code === "ERR_WORKER_OUT_OF_MEMORY") return "oom";
+  if (name === "AbortError") return "hung";
+  if (typeof message === "string" && /^worker exited with code/i.test(message)) return "exit";
+  return "crash";
+}
+
+const NEXT_STEP =
+  "Pending calls were rejected; create a new session to go on (this session's history is kept on the main thread).";
+
+function exitMessage(cause: WorkerExitCause, detail: string): string {
+  switch (cause) {
+    case "oom":
+      return `The worker serving this session ran out of memory (${detail}). Raise resourceLimits.maxOldGenerationSizeMb or hold less per session. ${NEXT_STEP}`;
+    case "hung":
+      return `The worker serving this session stopped answering (${detail}) and was terminated. A tool or worker module blocked its event loop; raise hangTimeoutMs if that work is legitimate. ${NEXT_STEP}`;
+    case "crash":
+      return `The worker serving this session crashed (${detail}). ${NEXT_STEP}`;
+    case "exit":
+      return `The worker serving this session exited (${detail}). ${NEXT_STEP}`;
+    default: {
+      const unreachable: never = cause;
+      return unreachable;
+    }
+  }
+}
+
+function startMessage(detail: string, workerError: unknown): string {
+  const code = (workerError as { code?: unknown } | undefined)?.code;
+  if (code === "ERR_WORKER_OUT_OF_MEMORY") {
+    return `The worker thread could not start: it ran out of memory while loading (${detail}). resourceLimits leave too little heap for lifeline's worker; raise maxOldGenerationSizeMb.`;
+  }
+  if (workerError === undefined) return `The worker thread could not start: ${detail}.`;
+  return `The worker thread could not start: its entry failed to load (${detail}). Check that the worker entry exists and its imports resolve.`;
+}
+
+function describeError(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return typeof code === "string" ? `${code}: ${error.message}` : error.message;
+  }
+  return String(error);
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 function isResult(value: unknown): value is Result<unknown> {

@@ -17,6 +17,7 @@ export type ErrorCode =
   | "ERR_SESSION_DISPOSED"
   | "ERR_HOST_CLOSED"
   | "ERR_WORKER_EXITED"
+  | "ERR_WORKER_START"
   | "ERR_WORKER_MODULE"
   | "ERR_CALL_TIMEOUT"
   | "ERR_PROTOCOL"
@@ -35,8 +36,20 @@ export interface WireError {
   status?: number;
   /** Server's retry hint in milliseconds, when it gave one. */
   retryAfterMs?: number;
+  /** How a worker ended, for ERR_WORKER_EXITED (see {@link WorkerExitCause}). */
+  cause?: WorkerExitCause;
   stack?: string;
 }
+
+/**
+ * How a worker ended (SPEC X5, X8):
+ * - `oom`: it ran out of heap under the host's `resourceLimits`;
+ * - `exit`: it exited on its own (`process.exit()` in a tool, or its serve loop ended);
+ * - `crash`: an exception nothing caught;
+ * - `hung`: its event loop stopped answering and the host terminated it (the watchdog, or a call
+ *   or an abort it never acknowledged).
+ */
+export type WorkerExitCause = "oom" | "exit" | "crash" | "hung";
 
 /** Base class of every error lifeline throws. `code` is stable; `message` says what to do. */
 export class LifelineError extends Error {
@@ -73,11 +86,35 @@ export class SessionBusyError extends LifelineError {
   }
 }
 
-/** The worker serving a session exited, crashed or was terminated (SPEC X5). */
+/**
+ * The worker serving a session exited, crashed, ran out of memory or was terminated as hung
+ * (SPEC X5, X8). `cause` says which; `workerError` is what the thread reported, when it reported
+ * anything.
+ */
 export class WorkerExitedError extends LifelineError {
-  constructor(message: string, options: { cause?: unknown } = {}) {
-    super("ERR_WORKER_EXITED", message, options);
+  override readonly cause: WorkerExitCause;
+  readonly workerError: unknown;
+
+  constructor(message: string, cause: WorkerExitCause, workerError?: unknown) {
+    super("ERR_WORKER_EXITED", message);
     this.name = "WorkerExitedError";
+    this.cause = cause;
+    this.workerError = workerError;
+  }
+}
+
+/**
+ * A worker thread could not start at all: its entry failed to load, or it ran out of memory (or
+ * stopped answering) before serving anything. The message names the cause; `workerError` is the
+ * thread's own error when there was one.
+ */
+export class WorkerStartError extends LifelineError {
+  readonly workerError: unknown;
+
+  constructor(message: string, workerError?: unknown) {
+    super("ERR_WORKER_START", message);
+    this.name = "WorkerStartError";
+    this.workerError = workerError;
   }
 }
 
@@ -87,6 +124,7 @@ export function toWireError(error: unknown, fallback: ErrorCode = "ERR_RUN_FAILE
     const wire: WireError = { code: error.code, message: error.message };
     if (error.status !== undefined) wire.status = error.status;
     if (error.retryAfterMs !== undefined) wire.retryAfterMs = error.retryAfterMs;
+    if (error instanceof WorkerExitedError) wire.cause = error.cause;
     if (error.stack !== undefined) wire.stack = error.stack;
     return wire;
   }
@@ -109,7 +147,10 @@ export function fromWireError(wire: WireError): LifelineError {
       error = new SessionBusyError(wire.message);
       break;
     case "ERR_WORKER_EXITED":
-      error = new WorkerExitedError(wire.message);
+      error = new WorkerExitedError(wire.message, wire.cause ?? "exit");
+      break;
+    case "ERR_WORKER_START":
+      error = new WorkerStartError(wire.message);
       break;
     default: {
       const options: { status?: number; retryAfterMs?: number } = {};

@@ -60,8 +60,6 @@ export interface SessionInit {
 /** What the worker reports about an opened session. */
 export interface SessionOpened {
   model: Model<Api>;
-  /** The serving thread's id, so the host can terminate it if it stops answering. */
-  threadId: number;
 }
 
 /** A model switch: the reference and its key, resolved on the main thread like a session's. */
@@ -94,6 +92,10 @@ export interface WorkerApi {
   setModel(sessionId: string, change: ModelChange): Result<Model<Api>>;
   /** The models this worker provides itself (the demo models). */
   listBuiltInModels(): Result<Model<Api>[]>;
+  /**
+   * Closes a session. For a session still opening (its worker module's `setup()` has not
+   * returned), the open is cancelled: it completes into a closed session and answers an error.
+   */
   closeSession(sessionId: string): Result<null>;
   /** Aborts every run, closes every session and ends the worker's serve loop. */
   shutdown(): Result<null>;
@@ -115,8 +117,20 @@ export type BatchItem =
       error?: WireError;
     };
 
-/** Worker → main messages that are not comlink replies. */
-export type WorkerMessage = { type: "batch"; items: BatchItem[] };
+/**
+ * Worker → main messages that are not comlink replies:
+ * - `hello`: the serve loop is up (sent once, first); until it arrives the worker is starting.
+ * - `heartbeat`: the worker's event loop is turning (SPEC X8). Sent every `heartbeatMs` unless a
+ *   batch went out since the last one: any message proves the loop is alive.
+ * - `batch`: session items.
+ */
+export type WorkerMessage = { type: "hello"; threadId: number } | { type: "heartbeat" } | BatchMessage;
+
+/** A batch of session items (see EventBatcher). */
+export interface BatchMessage {
+  type: "batch";
+  items: BatchItem[];
+}
 
 /** What the main thread's decoder makes of a message on the port. */
 export type DecodedMessage =
@@ -135,6 +149,10 @@ export function decodeWorkerMessage(data: unknown): DecodedMessage {
     return { kind: "comlink" };
   }
   if (record.type === "batch" && Array.isArray(record.items)) {
+    return { kind: "message", message: data as WorkerMessage };
+  }
+  if (record.type === "heartbeat") return { kind: "message", message: { type: "heartbeat" } };
+  if (record.type === "hello" && typeof (data as { threadId?: unknown }).threadId === "number") {
     return { kind: "message", message: data as WorkerMessage };
   }
   return { kind: "invalid", reason: `unknown message type ${JSON.stringify(record.type)}` };

@@ -4,14 +4,18 @@
  * worker busy and never parks it in Atomics.wait while sessions are open (runtime-notes §0.5).
  */
 import type { MessagePort } from "node:worker_threads";
-import { serveWorker } from "./serve-worker.js";
+import { type ServeOptions, serveWorker } from "./serve-worker.js";
 
 /** The task the main thread runs on the pool: one per worker link. */
 export interface LinkTask {
   port: MessagePort;
   batchIntervalMs?: number;
+  heartbeatMs?: number;
 }
 
 export default function serveLink(task: LinkTask): Promise<void> {
-  return serveWorker(task.port, task.batchIntervalMs === undefined ? {} : { batchIntervalMs: task.batchIntervalMs });
+  const options: ServeOptions = {};
+  if (task.batchIntervalMs !== undefined) options.batchIntervalMs = task.batchIntervalMs;
+  if (task.heartbeatMs !== undefined) options.heartbeatMs = task.heartbeatMs;
+  return serveWorker(task.port, options);
 }

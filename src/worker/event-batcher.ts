@@ -13,12 +13,12 @@
  * deserialise and dispatch a long burst in one task.
  */
 import type { AgentEvent } from "@mariozechner/pi-agent-core";
-import type { BatchItem, WorkerMessage } from "../shared/protocol.js";
+import type { BatchItem, BatchMessage } from "../shared/protocol.js";
 import { mergeWireUpdates, snapshot, toWireUpdate } from "../shared/stream-wire.js";
 
 /** Queues one worker's outgoing session items and posts them as batches; see the file comment. */
 export class EventBatcher {
-  readonly #post: (message: WorkerMessage) => void;
+  readonly #post: (message: BatchMessage) => void;
   readonly #minIntervalMs: number;
   readonly #maxItems: number;
   #items: BatchItem[] = [];
@@ -28,7 +28,7 @@ export class EventBatcher {
   #timer: { kind: "timeout"; handle: NodeJS.Timeout } | { kind: "immediate"; handle: NodeJS.Immediate } | undefined;
   #lastFlush = Number.NEGATIVE_INFINITY;
 
-  constructor(post: (message: WorkerMessage) => void, minIntervalMs: number, maxItems = 32) {
+  constructor(post: (message: BatchMessage) => void, minIntervalMs: number, maxItems = 32) {
     this.#post = post;
     this.#minIntervalMs = minIntervalMs;
     this.#maxItems = maxItems;

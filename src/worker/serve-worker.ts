@@ -4,7 +4,7 @@
  * Takes any port-like endpoint, so tests run it in-process over a `MessageChannel`; the
  * worker entry only binds it to the port piscina hands over.
  */
-import type { MessagePort } from "node:worker_threads";
+import { type MessagePort, threadId } from "node:worker_threads";
 import { expose } from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { LifelineError, toWireError } from "../shared/errors.js";
@@ -20,6 +20,11 @@ export interface ServeOptions {
    * out on the next macrotask. @default 8
    */
   batchIntervalMs?: number;
+  /**
+   * SPEC X8: how often the worker tells the main thread its event loop is turning, in ms, when
+   * nothing else was sent in that time. 0 sends none (tests that serve in-process). @default 0
+   */
+  heartbeatMs?: number;
 }
 
 /**
@@ -27,11 +32,30 @@ export interface ServeOptions {
  * @returns a promise that resolves when serving has stopped.
  */
 export function serveWorker(port: MessagePort, options: ServeOptions = {}): Promise<void> {
-  const batcher = new EventBatcher((message: WorkerMessage) => port.postMessage(message), options.batchIntervalMs ?? 8);
+  let sentSinceBeat = false;
+  const post = (message: WorkerMessage) => {
+    sentSinceBeat = true;
+    port.postMessage(message);
+  };
+  const batcher = new EventBatcher(post, options.batchIntervalMs ?? 8);
   const sessions = new Map<string, WorkerSession>();
+  /** Sessions whose `openSession` is awaiting the worker module; a closeSession cancels them. */
+  const opening = new Map<string, { cancelled: boolean }>();
+  const heartbeatMs = options.heartbeatMs ?? 0;
+  // The timer keeps nothing alive that the port does not: the worker lives as long as its port.
+  const heartbeat =
+    heartbeatMs > 0
+      ? setInterval(() => {
+          if (!sentSinceBeat) port.postMessage({ type: "heartbeat" } satisfies WorkerMessage);
+          sentSinceBeat = false;
+        }, heartbeatMs)
+      : undefined;
   let stop: () => void = () => {};
   const stopped = new Promise<void>((resolve) => {
-    stop = resolve;
+    stop = () => {
+      clearInterval(heartbeat);
+      resolve();
+    };
   });
 
   const find = (sessionId: string): WorkerSession => {
@@ -45,12 +69,25 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
   const api: WorkerApi = {
     async openSession(init: SessionInit): Promise<Result<SessionOpened>> {
       try {
-        if (sessions.has(init.sessionId)) {
+        // A cancelled open may still be finishing its setup(); its id is free again.
+        if (sessions.has(init.sessionId) || opening.get(init.sessionId)?.cancelled === false) {
           throw new LifelineError("ERR_INVALID_OPTIONS", `Session id ${init.sessionId} is already open.`);
         }
-        const { session, opened } = await WorkerSession.open(init, batcher);
-        sessions.set(init.sessionId, session);
-        return { ok: true, value: opened };
+        const state = { cancelled: false };
+        opening.set(init.sessionId, state);
+        let result: Awaited<ReturnType<typeof WorkerSession.open>>;
+        try {
+          result = await WorkerSession.open(init, batcher);
+        } finally {
+          if (opening.get(init.sessionId) === state) opening.delete(init.sessionId);
+        }
+        if (state.cancelled) {
+          // The main thread gave up waiting (setupTimeoutMs) or the host closed meanwhile.
+          result.session.close();
+          throw new LifelineError("ERR_SESSION_DISPOSED", `Session ${init.sessionId} was closed while it opened.`);
+        }
+        sessions.set(init.sessionId, result.session);
+        return { ok: true, value: result.opened };
       } catch (error) {
         return { ok: false, error: toWireError(error, "ERR_INVALID_OPTIONS") };
       }
@@ -64,11 +101,14 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
     listBuiltInModels: () => attempt(() => [...demoModels().values()]),
     closeSession: (sessionId) =>
       command(() => {
+        const pending = opening.get(sessionId);
+        if (pending !== undefined) pending.cancelled = true;
         sessions.get(sessionId)?.close();
         sessions.delete(sessionId);
       }),
     shutdown: () =>
       command(() => {
+        for (const pending of opening.values()) pending.cancelled = true;
         for (const session of sessions.values()) session.close();
         sessions.clear();
         batcher.flush();
@@ -86,6 +126,7 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
     stop();
   });
   expose(api, nodeEndpoint(port));
+  post({ type: "hello", threadId });
   return stopped;
 }
 

@@ -2,7 +2,6 @@
  * One session's agent loop inside a worker: a pi-agent-core `Agent`, its runs, and the
  * transcript edits the main thread's retry controller asks for.
  */
-import { threadId } from "node:worker_threads";
 import { Agent, type AgentMessage, type AgentTool } from "@mariozechner/pi-agent-core";
 import { type Api, type AssistantMessage, getEnvApiKey, type Model, streamSimple } from "@mariozechner/pi-ai";
 import { isRemovableFailure } from "../shared/classify.js";
@@ -92,7 +91,7 @@ export class WorkerSession {
         ),
     });
     const session = new WorkerSession(init.sessionId, agent, batcher, capture, credentials);
-    return { session, opened: { model, threadId } };
+    return { session, opened: { model } };
   }
 
   /**

@@ -137,10 +137,21 @@ const FAULTS: FaultCase[] = [
   { name: "usage_limit", step: { type: "usage_limit", retryAfter: 1 }, retried: true, failureClass: "usage_limit" },
   { name: "reset", step: "reset", retried: true },
   { name: "cut", step: { type: "cut", afterTokens: 2 }, retried: true },
+  { name: "stream_error", step: { type: "stream_error", afterTokens: 2 }, retried: true },
   { name: "401", step: 401, retried: false },
   { name: "400", step: 400, retried: false },
   { name: "404", step: 404, retried: false },
   { name: "context_overflow", step: "context_overflow", retried: false, failureClass: "overflow" },
+  {
+    name: "stream_error refusal",
+    step: {
+      type: "stream_error",
+      errorType: "invalid_request_error",
+      code: "content_policy_violation",
+      afterTokens: 2,
+    },
+    retried: false,
+  },
 ];
 
 interface TableRow {
@@ -251,6 +262,56 @@ describe("real providers against the mock model server", () => {
       });
     });
   }
+
+  describe("B2: errors sent inside a 200 stream", () => {
+    it.each(APIS)(
+      "%s: an in-stream provider error after a 200 is classified by its type, not as a broken stream",
+      async (api) => {
+        const host = hostWith();
+        const session = await host.createSession({ model: providerOf(api) });
+        const events = collect(session);
+        const text = scripted(`${api} in-stream refusal`, [
+          {
+            type: "stream_error",
+            errorType: "invalid_request_error",
+            code: "content_policy_violation",
+            afterTokens: 2,
+          },
+          "ok",
+        ]);
+        const result = await within(session.prompt(text), 20_000, "the refused prompt");
+        expect(result.stopReason).toBe("error");
+        expect(retryEvents(events)).toEqual([]);
+        expect(server.requests(text)).toBe(1);
+        const failed = firstFailure(events);
+        expect(failed === undefined ? undefined : requestFailureOf(failed)).toEqual({
+          status: 200,
+          errorType: "invalid_request_error",
+          // Anthropic's error objects have no code.
+          ...(api === "openai-completions" ? { errorCode: "content_policy_violation" } : {}),
+          inStream: true,
+        });
+      },
+    );
+
+    it.each(APIS)("%s: a transient in-stream error type is retried, once, with what it said", async (api) => {
+      const host = hostWith();
+      const session = await host.createSession({ model: providerOf(api) });
+      const events = collect(session);
+      const text = scripted(`${api} in-stream overload`, [
+        { type: "stream_error", errorType: "overloaded_error", afterTokens: 0 },
+        "ok",
+      ]);
+      const result = await within(session.prompt(text), 20_000, "the overloaded prompt");
+      expect(answerOf(result)).toBe("The mock answers.");
+      expect(server.requests(text)).toBe(2);
+      const failed = firstFailure(events);
+      expect(failed === undefined ? undefined : explainMessage(failed, () => false)).toEqual({
+        failureClass: "retryable",
+        basis: "error overloaded_error in stream",
+      });
+    });
+  });
 
   describe("B6: Retry-After on the main path", () => {
     function recordingHost(retry: Record<string, unknown>): { host: SessionHost; delays: number[] } {

@@ -10,6 +10,7 @@
  * (`UPDATE_ERRORS_DOC=1 npx vitest run test/providers.test.ts` rewrites it).
  */
 import { readFileSync, writeFileSync } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { isContextOverflow } from "@mariozechner/pi-ai";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -386,6 +387,69 @@ describe("real providers against the mock model server", () => {
       const everything = JSON.stringify({ events, result, messages: session.messages, history: session.history });
       expect(everything).not.toContain(SECRET);
       expect(result.errorMessage).toContain("Incorrect API key: [redacted]");
+    });
+
+    it("a key echoed in the error type, code or retry headers is redacted from diagnostics", async () => {
+      // A server that quotes the key it was sent everywhere but in the error text.
+      const echo = createHttpServer((req, res) => {
+        const key = req.headers["x-api-key"] ?? req.headers.authorization?.replace(/^Bearer /, "") ?? "none";
+        const body = JSON.stringify({
+          type: "error",
+          error: { type: `type-${key}`, code: key, message: "Slow down." },
+        });
+        req.resume();
+        res.writeHead(429, {
+          "content-type": "application/json",
+          "retry-after": `${key}`,
+          "x-should-retry": `${key}`,
+          "x-ratelimit-reset": `1s ${key}`,
+        });
+        res.end(body);
+      });
+      await new Promise<void>((resolve) => echo.listen(0, "127.0.0.1", resolve));
+      cleanups.push(() => new Promise<void>((resolve) => echo.close(() => resolve())));
+      const address = echo.address();
+      const url = `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`;
+      const host = hostWith(
+        { settings: { retry: { baseDelayMs: 1, maxRetries: 1 } } },
+        modelsJson({
+          "echo-openai": { baseUrl: `${url}/v1`, api: "openai-completions", apiKey: SECRET, models: [{ id: "m" }] },
+          "echo-anthropic": { baseUrl: url, api: "anthropic-messages", apiKey: SECRET, models: [{ id: "m" }] },
+        }),
+      );
+      for (const model of ["echo-openai/m", "echo-anthropic/m"]) {
+        const session = await host.createSession({ model });
+        const events = collect(session);
+        const result = await within(session.prompt("echo the key"), 10_000, `the echoed 429 of ${model}`);
+        expect(result.stopReason).toBe("error");
+        const failed = firstFailure(events);
+        expect(failed === undefined ? undefined : requestFailureOf(failed)).toEqual({
+          status: 429,
+          errorType: "type-[redacted]",
+          errorCode: "[redacted]",
+          headers: {
+            "retry-after": "[redacted]",
+            "x-should-retry": "[redacted]",
+            "x-ratelimit-reset": "1s [redacted]",
+          },
+        });
+        const everything = JSON.stringify({ events, result, messages: session.messages, history: session.history });
+        expect(everything).not.toContain(SECRET);
+      }
+      // The same from an error event inside a 200 stream.
+      const session = await host.createSession({ model: providerOf("openai-completions") });
+      const events = collect(session);
+      const text = scripted("echo the key in stream", [
+        { type: "stream_error", errorType: `type-${SECRET}`, code: SECRET, afterTokens: 1 },
+      ]);
+      const result = await within(session.prompt(text), 10_000, "the echoed in-stream error");
+      const failed = firstFailure(events);
+      expect(failed === undefined ? undefined : requestFailureOf(failed)).toMatchObject({
+        errorType: "type-[redacted]",
+        errorCode: "[redacted]",
+      });
+      const everything = JSON.stringify({ events, result, messages: session.messages, history: session.history });
+      expect(everything).not.toContain(SECRET);
     });
 
     it("an unreachable base URL fails with an error naming the address and the provider", async () => {

@@ -116,6 +116,32 @@ describe("B2 structured classification", () => {
     expect(classifyMessage(refused, overflow)).toBe("retryable");
   });
 
+  it("an in-stream error is decided by its own type or code: transient ones retry, refusals are fatal", () => {
+    const inStream = (errorMessage: string, kinds: Pick<RequestFailure, "errorType" | "errorCode">) =>
+      error(errorMessage, { status: 200, ...kinds, inStream: true });
+    expect(explainMessage(inStream("Overloaded", { errorType: "overloaded_error" }), overflow)).toEqual({
+      failureClass: "retryable",
+      basis: "error overloaded_error in stream",
+    });
+    // The text matches R2's "server error", but the provider called it a refusal.
+    const refusal = inStream("server error: refused by the content policy", {
+      errorType: "invalid_request_error",
+      errorCode: "content_policy_violation",
+    });
+    expect(explainMessage(refusal, overflow)).toEqual({
+      failureClass: "fatal",
+      basis: "error content_policy_violation in stream",
+    });
+    expect(explainMessage(inStream("Provider returned error", { errorCode: "502" }), overflow)).toEqual({
+      failureClass: "retryable",
+      basis: "error 502 in stream",
+    });
+    expect(classifyMessage(inStream("Bad request", { errorCode: "400" }), overflow)).toBe("fatal");
+    expect(classifyMessage(inStream("too long", { errorCode: "context_length_exceeded" }), overflow)).toBe("overflow");
+    // An error event with neither type nor code leaves it to the text.
+    expect(explainMessage(inStream("503 later", {}), overflow).basis).toMatch(/^text matches/);
+  });
+
   it("falls back to the R2 patterns when the record says nothing decisive", () => {
     expect(explainMessage(error("terminated", { status: 200 }), overflow).failureClass).toBe("fatal");
     expect(explainMessage(error("503 whatever"), overflow)).toEqual({

@@ -91,6 +91,27 @@ describe("parseMockScript", () => {
     );
     expect(errorOf(() => parseMockScript({ seeds: 1 })).message).toContain("seeds");
   });
+
+  it("validates stream_error steps: defaults, a misspelt key and a bad field named", () => {
+    expect(parseMockScript({ faults: [{ probability: 1, step: "stream_error" }] }).faults[0]?.step).toEqual({
+      type: "stream_error",
+      afterTokens: 0,
+    });
+    const misspelt = errorOf(() =>
+      parseMockScript({ conversations: [{ match: "a", steps: [{ type: "stream_error", error_type: "x" }] }] }),
+    );
+    expect(misspelt.code).toBe("ERR_MOCK_SCRIPT");
+    expect(misspelt.message).toContain("unknown key(s) error_type");
+    expect(misspelt.message).toContain("errorType");
+    const empty = errorOf(() =>
+      parseMockScript({ conversations: [{ match: "a", steps: [{ type: "stream_error", errorType: "" }] }] }),
+    );
+    expect(empty.message).toContain("conversations.0.steps.0.errorType");
+    const negative = errorOf(() =>
+      parseMockScript({ conversations: [{ match: "a", steps: [{ type: "stream_error", afterTokens: -1 }] }] }),
+    );
+    expect(negative.message).toContain("conversations.0.steps.0.afterTokens");
+  });
 });
 
 describe("loadMockScript", () => {

@@ -274,6 +274,25 @@ describe("through pi-ai as lifeline's workers call it", () => {
     { step: "reset", openai: "Connection error.", anthropic: "Connection error." },
     { step: "cut", openai: "terminated", anthropic: "terminated" },
     { step: { type: "cut", afterTokens: 0 }, openai: "terminated", anthropic: "terminated" },
+    {
+      step: "stream_error",
+      openai: "The server had an error while processing your request. Sorry about that!",
+      anthropic: JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } }),
+    },
+    {
+      step: {
+        type: "stream_error",
+        errorType: "invalid_request_error",
+        code: "content_policy_violation",
+        message: "Refused.",
+        afterTokens: 2,
+      },
+      openai: "Refused.",
+      anthropic: JSON.stringify({
+        type: "error",
+        error: { type: "invalid_request_error", message: "Refused." },
+      }),
+    },
   ];
 
   for (const api of ["openai-completions", "anthropic-messages"] as const) {
@@ -344,6 +363,61 @@ describe("fault steps as the client sees them", () => {
     expect(response.status).toBe(200);
     await expect(response.text()).rejects.toThrow();
     expect(server.stats().outcomes.fault).toBe(2);
+  });
+
+  it("stream_error sends a 200, the tokens, then the error event each official SDK throws as its typed error", async () => {
+    const refusal = {
+      type: "stream_error",
+      errorType: "invalid_request_error",
+      code: "content_policy_violation",
+      message: "Refused.",
+      afterTokens: 2,
+    };
+    server.setScript({ conversations: [{ match: "", steps: [refusal, refusal] }] });
+    const stream = await openAi().chat.completions.create({
+      model: "mock-1",
+      messages: [{ role: "user", content: "x" }],
+      stream: true,
+    });
+    const deltas: string[] = [];
+    const thrown = await (async () => {
+      for await (const chunk of stream) deltas.push(chunk.choices[0]?.delta.content ?? "");
+    })().catch((e: unknown) => e);
+    expect(deltas.join("")).toBe("Hello from");
+    expect(thrown).toBeInstanceOf(OpenAI.APIError);
+    expect(thrown).toMatchObject({
+      status: undefined,
+      type: "invalid_request_error",
+      code: "content_policy_violation",
+    });
+    expect(server.log.at(-1)).toMatchObject({ step: "stream_error", status: 200, outcome: "fault" });
+
+    const events: string[] = [];
+    const anthropicThrown = await (async () => {
+      const messages = anthropic().messages.stream({
+        model: "mock-1",
+        max_tokens: 10,
+        messages: [{ role: "user", content: "x" }],
+      });
+      for await (const event of messages) events.push(event.type);
+    })().catch((e: unknown) => e);
+    expect(events).toContain("content_block_delta");
+    expect(anthropicThrown).toBeInstanceOf(Anthropic.APIError);
+    expect(anthropicThrown).toMatchObject({ status: undefined, type: "invalid_request_error" });
+  });
+
+  it("stream_error without streaming is a 500 with the same error body", async () => {
+    server.setScript({ conversations: [{ match: "", steps: [{ type: "stream_error", errorType: "api_error" }] }] });
+    const response = await post("/v1/chat/completions", chat("x"));
+    expect(response.status).toBe(500);
+    expect(await response.json()).toEqual({
+      error: {
+        message: "The request failed with an error of type api_error.",
+        type: "api_error",
+        param: null,
+        code: null,
+      },
+    });
   });
 
   it("stall sends headers and then nothing until the client aborts", async () => {

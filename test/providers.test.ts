@@ -10,6 +10,7 @@
  * (`UPDATE_ERRORS_DOC=1 npx vitest run test/providers.test.ts` rewrites it).
  */
 import { readFileSync, writeFileSync } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { isContextOverflow } from "@mariozechner/pi-ai";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -137,10 +138,21 @@ const FAULTS: FaultCase[] = [
   { name: "usage_limit", step: { type: "usage_limit", retryAfter: 1 }, retried: true, failureClass: "usage_limit" },
   { name: "reset", step: "reset", retried: true },
   { name: "cut", step: { type: "cut", afterTokens: 2 }, retried: true },
+  { name: "stream_error", step: { type: "stream_error", afterTokens: 2 }, retried: true },
   { name: "401", step: 401, retried: false },
   { name: "400", step: 400, retried: false },
   { name: "404", step: 404, retried: false },
   { name: "context_overflow", step: "context_overflow", retried: false, failureClass: "overflow" },
+  {
+    name: "stream_error refusal",
+    step: {
+      type: "stream_error",
+      errorType: "invalid_request_error",
+      code: "content_policy_violation",
+      afterTokens: 2,
+    },
+    retried: false,
+  },
 ];
 
 interface TableRow {
@@ -252,6 +264,56 @@ describe("real providers against the mock model server", () => {
     });
   }
 
+  describe("B2: errors sent inside a 200 stream", () => {
+    it.each(APIS)(
+      "%s: an in-stream provider error after a 200 is classified by its type, not as a broken stream",
+      async (api) => {
+        const host = hostWith();
+        const session = await host.createSession({ model: providerOf(api) });
+        const events = collect(session);
+        const text = scripted(`${api} in-stream refusal`, [
+          {
+            type: "stream_error",
+            errorType: "invalid_request_error",
+            code: "content_policy_violation",
+            afterTokens: 2,
+          },
+          "ok",
+        ]);
+        const result = await within(session.prompt(text), 20_000, "the refused prompt");
+        expect(result.stopReason).toBe("error");
+        expect(retryEvents(events)).toEqual([]);
+        expect(server.requests(text)).toBe(1);
+        const failed = firstFailure(events);
+        expect(failed === undefined ? undefined : requestFailureOf(failed)).toEqual({
+          status: 200,
+          errorType: "invalid_request_error",
+          // Anthropic's error objects have no code.
+          ...(api === "openai-completions" ? { errorCode: "content_policy_violation" } : {}),
+          inStream: true,
+        });
+      },
+    );
+
+    it.each(APIS)("%s: a transient in-stream error type is retried, once, with what it said", async (api) => {
+      const host = hostWith();
+      const session = await host.createSession({ model: providerOf(api) });
+      const events = collect(session);
+      const text = scripted(`${api} in-stream overload`, [
+        { type: "stream_error", errorType: "overloaded_error", afterTokens: 0 },
+        "ok",
+      ]);
+      const result = await within(session.prompt(text), 20_000, "the overloaded prompt");
+      expect(answerOf(result)).toBe("The mock answers.");
+      expect(server.requests(text)).toBe(2);
+      const failed = firstFailure(events);
+      expect(failed === undefined ? undefined : explainMessage(failed, () => false)).toEqual({
+        failureClass: "retryable",
+        basis: "error overloaded_error in stream",
+      });
+    });
+  });
+
   describe("B6: Retry-After on the main path", () => {
     function recordingHost(retry: Record<string, unknown>): { host: SessionHost; delays: number[] } {
       const delays: number[] = [];
@@ -325,6 +387,69 @@ describe("real providers against the mock model server", () => {
       const everything = JSON.stringify({ events, result, messages: session.messages, history: session.history });
       expect(everything).not.toContain(SECRET);
       expect(result.errorMessage).toContain("Incorrect API key: [redacted]");
+    });
+
+    it("a key echoed in the error type, code or retry headers is redacted from diagnostics", async () => {
+      // A server that quotes the key it was sent everywhere but in the error text.
+      const echo = createHttpServer((req, res) => {
+        const key = req.headers["x-api-key"] ?? req.headers.authorization?.replace(/^Bearer /, "") ?? "none";
+        const body = JSON.stringify({
+          type: "error",
+          error: { type: `type-${key}`, code: key, message: "Slow down." },
+        });
+        req.resume();
+        res.writeHead(429, {
+          "content-type": "application/json",
+          "retry-after": `${key}`,
+          "x-should-retry": `${key}`,
+          "x-ratelimit-reset": `1s ${key}`,
+        });
+        res.end(body);
+      });
+      await new Promise<void>((resolve) => echo.listen(0, "127.0.0.1", resolve));
+      cleanups.push(() => new Promise<void>((resolve) => echo.close(() => resolve())));
+      const address = echo.address();
+      const url = `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`;
+      const host = hostWith(
+        { settings: { retry: { baseDelayMs: 1, maxRetries: 1 } } },
+        modelsJson({
+          "echo-openai": { baseUrl: `${url}/v1`, api: "openai-completions", apiKey: SECRET, models: [{ id: "m" }] },
+          "echo-anthropic": { baseUrl: url, api: "anthropic-messages", apiKey: SECRET, models: [{ id: "m" }] },
+        }),
+      );
+      for (const model of ["echo-openai/m", "echo-anthropic/m"]) {
+        const session = await host.createSession({ model });
+        const events = collect(session);
+        const result = await within(session.prompt("echo the key"), 10_000, `the echoed 429 of ${model}`);
+        expect(result.stopReason).toBe("error");
+        const failed = firstFailure(events);
+        expect(failed === undefined ? undefined : requestFailureOf(failed)).toEqual({
+          status: 429,
+          errorType: "type-[redacted]",
+          errorCode: "[redacted]",
+          headers: {
+            "retry-after": "[redacted]",
+            "x-should-retry": "[redacted]",
+            "x-ratelimit-reset": "1s [redacted]",
+          },
+        });
+        const everything = JSON.stringify({ events, result, messages: session.messages, history: session.history });
+        expect(everything).not.toContain(SECRET);
+      }
+      // The same from an error event inside a 200 stream.
+      const session = await host.createSession({ model: providerOf("openai-completions") });
+      const events = collect(session);
+      const text = scripted("echo the key in stream", [
+        { type: "stream_error", errorType: `type-${SECRET}`, code: SECRET, afterTokens: 1 },
+      ]);
+      const result = await within(session.prompt(text), 10_000, "the echoed in-stream error");
+      const failed = firstFailure(events);
+      expect(failed === undefined ? undefined : requestFailureOf(failed)).toMatchObject({
+        errorType: "type-[redacted]",
+        errorCode: "[redacted]",
+      });
+      const everything = JSON.stringify({ events, result, messages: session.messages, history: session.history });
+      expect(everything).not.toContain(SECRET);
     });
 
     it("an unreachable base URL fails with an error naming the address and the provider", async () => {

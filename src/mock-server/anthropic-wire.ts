@@ -56,6 +56,13 @@ function describe(spec: ErrorSpec, ctx: AnswerContext): { type: string; message:
       return { type: "invalid_request_error", message: "prompt is too long: 213456 tokens > 200000 maximum" };
     case "usage_limit":
       return { type: "rate_limit_error", message: "You have reached your usage limit. Try again later." };
+    case "stream_error":
+      return spec.errorType === undefined
+        ? { type: "overloaded_error", message: spec.message ?? "Overloaded" }
+        : {
+            type: spec.errorType,
+            message: spec.message ?? `The request failed with an error of type ${spec.errorType}.`,
+          };
     case "malformed":
     case "status":
       return { type, message: spec.message ?? statusMessage(spec.status, ctx) };
@@ -100,6 +107,9 @@ export const anthropicWire: WireFormat = {
     event("content_block_start", { index: 0, content_block: { type: "text", text: "" } }) +
     event("ping", {}),
   streamToken: (_ctx, token) => event("content_block_delta", { index: 0, delta: { type: "text_delta", text: token } }),
+  // Anthropic's in-stream failure (an overload mid-answer, say): `event: error`, then the end.
+  // Its error objects have a type and a message, no code.
+  streamError: (spec, ctx) => event("error", { error: describe(spec, ctx) }),
   streamEnd: (_ctx, completionTokens) =>
     event("content_block_stop", { index: 0 }) +
     event("message_delta", {

@@ -89,6 +89,20 @@ function describe(spec: ErrorSpec, ctx: AnswerContext): OpenAiError & { param: s
         param: spec.param ?? null,
         code: null,
       };
+    case "stream_error":
+      return spec.errorType === undefined
+        ? {
+            message: spec.message ?? "The server had an error while processing your request. Sorry about that!",
+            type: "server_error",
+            param: null,
+            code: spec.code ?? null,
+          }
+        : {
+            message: spec.message ?? `The request failed with an error of type ${spec.errorType}.`,
+            type: spec.errorType,
+            param: null,
+            code: spec.code ?? null,
+          };
     case "status": {
       const base = statusError(spec.status, ctx, spec.retryAfter);
       return { ...base, message: spec.message ?? base.message, param: null };
@@ -135,6 +149,12 @@ export const openAiWire: WireFormat = {
   },
   streamStart: (ctx) => chunk(ctx, { role: "assistant", content: "" }, null),
   streamToken: (ctx, token) => chunk(ctx, { content: token }, null),
+  // What api.openai.com sends when a request fails after the stream began: an `error` object in
+  // place of a chunk, then the end of the response.
+  streamError(spec: ErrorSpec, ctx: AnswerContext): string {
+    const { message, type, param, code } = describe(spec, ctx);
+    return `data: ${JSON.stringify({ error: { message, type, param, code } })}\n\n`;
+  },
   streamEnd(ctx, completionTokens) {
     let text = chunk(ctx, {}, "stop");
     if (ctx.includeUsage) {

@@ -54,6 +54,19 @@ export async function respond(ex: Exchange, step: MockStep): Promise<void> {
       const tokens = wordTokens(script.reply || "token", step.afterTokens);
       return partial(ex, tokens, step.tokenDelayMs ?? script.tokenDelayMs, step.type);
     }
+    case "stream_error": {
+      const spec: ErrorSpec = {
+        reason: "stream_error",
+        status: 500,
+        errorType: step.errorType,
+        code: step.code,
+        message: step.message,
+      };
+      // Without streaming there is no stream to fail inside: the same error comes as a 500.
+      if (!ex.stream) return sendError(ex, spec, {});
+      const tokens = wordTokens(script.reply || "token", step.afterTokens);
+      return streamError(ex, tokens, step.tokenDelayMs ?? script.tokenDelayMs, spec);
+    }
     default: {
       const unreachable: never = step;
       return unreachable;
@@ -92,6 +105,23 @@ async function partial(
     ex.end("fault");
     res.socket?.destroy();
   }
+}
+
+/** The 200 of a `stream_error`: headers, the tokens (after the preamble), then the error event. */
+async function streamError(
+  ex: Exchange,
+  tokens: readonly string[],
+  tokenDelayMs: number,
+  spec: ErrorSpec,
+): Promise<void> {
+  const { res, wire, ctx } = ex;
+  ex.finishAs = "fault";
+  writeHead(ex, 200, { ...SSE_HEADERS, ...wire.headers(ctx) });
+  if (tokens.length > 0) {
+    res.write(wire.streamStart(ctx));
+    if (!(await streamTokens(ex, tokens, tokenDelayMs))) return;
+  }
+  if (!res.destroyed) res.end(wire.streamError(spec, ctx));
 }
 
 /** Writes tokens with `tokenDelayMs` between them; false when the response closed meanwhile. */

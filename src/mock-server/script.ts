@@ -75,7 +75,30 @@ const stallStep = strict({
   delayMs: ms.optional(),
 });
 
-const stepOptions = [okStep, errorStep, contextOverflowStep, usageLimitStep, resetStep, cutStep, stallStep] as const;
+const streamErrorStep = strict({
+  type: z.literal("stream_error"),
+  /** The error's `type`. @default the API's overloaded type: OpenAI "server_error", Anthropic "overloaded_error" */
+  errorType: z.string().min(1).optional(),
+  /** The error's `code` (OpenAI only: Anthropic errors have none). @default null */
+  code: z.string().min(1).optional(),
+  /** The error's text. @default a realistic text for the default type, else one naming the type */
+  message: z.string().optional(),
+  /** Tokens streamed before the error event. @default 0 */
+  afterTokens: z.number().int().min(0).default(0),
+  tokenDelayMs: ms.optional(),
+  delayMs: ms.optional(),
+});
+
+const stepOptions = [
+  okStep,
+  errorStep,
+  contextOverflowStep,
+  usageLimitStep,
+  resetStep,
+  cutStep,
+  stallStep,
+  streamErrorStep,
+] as const;
 
 /** Every step kind, in the order the docs list them. */
 export const STEP_KINDS = stepOptions.map((option) => option.shape.type.value);
@@ -131,7 +154,10 @@ export type MockScript = z.output<typeof scriptSchema>;
 export type MockStep = z.output<typeof stepObject>;
 /** One step as written: the object form with optional fields (shorthands are `number | string`). */
 export type MockStepInput = z.input<typeof stepObject>;
-/** The kind of a step: `ok`, `error`, `context_overflow`, `usage_limit`, `reset`, `cut` or `stall`. */
+/**
+ * The kind of a step: `ok`, `error`, `context_overflow`, `usage_limit`, `reset`, `cut`, `stall` or
+ * `stream_error`.
+ */
 export type StepKind = MockStep["type"];
 
 /**

@@ -25,12 +25,17 @@ export interface AnswerContext {
  * - `status`: the provider's realistic body for that HTTP status (`message` overrides the text);
  * - `context_overflow`: the provider's 400 for a prompt over the context window;
  * - `usage_limit`: a 429 whose text says "usage limit";
- * - `malformed`: the request itself was refused; `message` says why and `param` names the field.
+ * - `malformed`: the request itself was refused; `message` says why and `param` names the field;
+ * - `stream_error`: the error a `stream_error` step sends inside a 200 stream, with its own
+ *   `errorType`, `code` and `message` (each defaulted per format); `status` is used only when the
+ *   request did not stream.
  */
 export interface ErrorSpec {
-  reason: "status" | "context_overflow" | "usage_limit" | "malformed";
+  reason: "status" | "context_overflow" | "usage_limit" | "malformed" | "stream_error";
   status: number;
   message?: string | undefined;
+  errorType?: string | undefined;
+  code?: string | undefined;
   param?: string | null | undefined;
   /** Seconds the client should wait, quoted by texts that mention it. */
   retryAfter?: number | undefined;
@@ -53,6 +58,11 @@ export interface WireFormat {
   streamStart(ctx: AnswerContext): string;
   /** SSE text of one token. */
   streamToken(ctx: AnswerContext, token: string): string;
+  /**
+   * SSE text of an error event inside a stream that already answered 200 (OpenAI: a `data:` line
+   * holding `{error}`; Anthropic: `event: error`). The response ends after it, with no end marker.
+   */
+  streamError(spec: ErrorSpec, ctx: AnswerContext): string;
   /** SSE text after the last token, up to and including the end marker. */
   streamEnd(ctx: AnswerContext, completionTokens: number): string;
   /** The JSON body of a non-streaming answer. */

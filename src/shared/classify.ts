@@ -56,8 +56,8 @@ const USAGE_LIMIT_KINDS = new Set(["usage_limit_reached", "insufficient_quota", 
 const OVERFLOW_KINDS = new Set(["context_length_exceeded", "request_too_large", "string_above_max_length"]);
 
 /**
- * Error types that providers send inside a stream that had already answered 200 (Anthropic's
- * `event: error`, OpenAI's in-stream `error` object): the status cannot classify those.
+ * Transient error types that providers send inside a stream that had already answered 200
+ * (Anthropic's `event: error`, OpenAI's in-stream `error` object): the status cannot classify those.
  */
 const TRANSIENT_KINDS = new Set([
   "overloaded_error",
@@ -146,14 +146,36 @@ function explainRequestFailure(failure: RequestFailure, kinds: readonly string[]
       ? { failureClass: "retryable", basis: `status ${status}` }
       : { failureClass: "fatal", basis: `status ${status}` };
   }
-  const transient = kinds.find((kind) => TRANSIENT_KINDS.has(kind));
-  if (transient !== undefined) return { failureClass: "retryable", basis: `error ${transient}` };
+  if (failure.inStream === true) {
+    const inStream = explainInStream(kinds);
+    if (inStream !== undefined) return inStream;
+  } else {
+    const transient = kinds.find((kind) => TRANSIENT_KINDS.has(kind));
+    if (transient !== undefined) return { failureClass: "retryable", basis: `error ${transient}` };
+  }
   if (failure.network !== undefined) {
     const code = failure.network.code === undefined ? "" : ` ${failure.network.code}`;
     const where = failure.network.phase === "body" ? "stream broke off" : "no response";
     return { failureClass: "retryable", basis: `network${code} (${where})` };
   }
   return undefined;
+}
+
+/**
+ * B2 for an error event inside a 200 stream: its type or code plays the part of the status. A
+ * transient type, or a numeric code that is a retryable status (OpenRouter's in-stream
+ * `{"code": 502}`), is retryable; any other type or code (`invalid_request_error`, a content-policy
+ * code) is the provider refusing this request, so it is fatal, whatever the text says.
+ */
+function explainInStream(kinds: readonly string[]): Classification | undefined {
+  const transient = kinds.find((kind) => TRANSIENT_KINDS.has(kind));
+  if (transient !== undefined) return { failureClass: "retryable", basis: `error ${transient} in stream` };
+  const status = kinds.find((kind) => /^[1-5]\d\d$/.test(kind));
+  if (status !== undefined && RETRYABLE_STATUSES.has(Number(status))) {
+    return { failureClass: "retryable", basis: `error ${status} in stream` };
+  }
+  const refusal = kinds[kinds.length - 1];
+  return refusal === undefined ? undefined : { failureClass: "fatal", basis: `error ${refusal} in stream` };
 }
 
 /** Retry hints found in headers or error text, normalised to a delay from `now`. */

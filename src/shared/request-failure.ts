@@ -29,6 +29,12 @@ export interface RequestFailure {
   errorType?: string;
   /** The provider's error code: OpenAI `error.code` (e.g. "context_length_exceeded"). */
   errorCode?: string;
+  /**
+   * True when the error arrived as an event inside a stream that had already answered `status`
+   * (OpenAI's `{"error": …}` chunk, Anthropic's `event: error`): the status says nothing then,
+   * and `errorType`/`errorCode` are the event's.
+   */
+  inStream?: true;
   /** Retry headers of the failed response, names lower-cased (see {@link RETRY_HEADER_NAMES}). */
   headers?: Record<string, string>;
   /**

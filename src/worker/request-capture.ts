@@ -53,21 +53,32 @@ export function installRequestCapture(): void {
  */
 export class RequestCapture {
   #failure: RequestFailure | undefined;
+  /** Counts HTTP requests, so a stream of an earlier one that ends late records nothing. */
+  #request = 0;
+  /** Ends the watch of the latest request's event stream, if one is still open. */
+  #endStream: (() => void) | undefined;
 
   /** Runs `fn` (which starts the provider's request) with fetch calls recorded here. */
   run<T>(fn: () => T): T {
-    this.#failure = undefined;
+    this.begin();
     return captures.run(this, fn);
   }
 
-  /** What the latest request exposed, if it failed in a way fetch could see. */
+  /**
+   * What the latest request exposed, if it failed in a way fetch could see. Called once the reply
+   * has failed: an event stream still open then is over for its consumer (the SDKs throw on an
+   * error event before their cancel reaches the body), so it is read for its error event now.
+   */
   failure(): RequestFailure | undefined {
+    this.#endStream?.();
     return this.#failure;
   }
 
   /** @internal A new HTTP request of the same model call (an SDK retry) replaces the record. */
   begin(): void {
+    this.#request++;
     this.#failure = undefined;
+    this.#endStream = undefined;
   }
 
   /** @internal */
@@ -91,25 +102,61 @@ export class RequestCapture {
   }
 
   /**
-   * A stream that breaks after the headers (a cut connection) surfaces in pi-ai as a bare
-   * "terminated"; the cause code is only visible here. The copy forwards chunks one for one and
-   * passes cancellation back, so an abort still closes the connection (X3).
+   * A stream can fail after its 200 in two ways, and pi-ai reduces both to text:
+   * - the connection breaks off (a bare "terminated"); the socket error code is only visible here;
+   * - the provider sends an error event (OpenAI `data: {"error": …}`, Anthropic `event: error`),
+   *   and the SDK throws, then cancels the body. The event's type and code decide its class (B2),
+   *   so the copy keeps the last {@link STREAM_TAIL_BYTES} and reads them once, when the stream
+   *   ends or {@link failure} is asked, whichever comes first: no per-chunk parsing, and nothing
+   *   held once it has ended.
+   *
+   * The copy forwards chunks one for one and passes cancellation back, so an abort still closes
+   * the connection (X3). A cancel by the consumer is not a network failure, and a read that
+   * settles after it must not touch the controller (closing a cancelled stream throws).
    */
   #watchBody(response: Response, body: ReadableStream<Uint8Array>): Response {
     const reader = body.getReader();
     const status = response.status;
+    const request = this.#request;
+    const tail = new StreamTail();
+    let ended = false;
+    const end = (error?: unknown): void => {
+      if (ended) return;
+      ended = true;
+      const inStream = tail.findError();
+      if (request !== this.#request) return;
+      this.#endStream = undefined;
+      if (inStream !== undefined) this.#failure = { status, ...inStream, inStream: true };
+      else if (error !== undefined && !isAbort(error)) this.networkFailure("body", error, status);
+    };
+    this.#endStream = end;
+    // Set by the consumer's cancel: from then on the controller is closed and must not be used.
+    let cancelled = false;
     const watched = new ReadableStream<Uint8Array>({
       pull: async (controller) => {
+        let result: Awaited<ReturnType<typeof reader.read>>;
         try {
-          const { done, value } = await reader.read();
-          if (done) controller.close();
-          else controller.enqueue(value);
+          result = await reader.read();
         } catch (error) {
-          if (!isAbort(error)) this.networkFailure("body", error, status);
+          if (cancelled) return;
+          end(error);
           controller.error(error);
+          return;
         }
+        if (cancelled) return;
+        if (result.done) {
+          end();
+          controller.close();
+          return;
+        }
+        if (!ended) tail.push(result.value);
+        controller.enqueue(result.value);
       },
-      cancel: (reason) => reader.cancel(reason),
+      cancel: (reason) => {
+        cancelled = true;
+        end();
+        return reader.cancel(reason);
+      },
     });
     const copy = new Response(watched, {
       status: response.status,
@@ -120,6 +167,92 @@ export class RequestCapture {
     Object.defineProperty(copy, "url", { value: response.url });
     return copy;
   }
+}
+
+/**
+ * In-stream error events are short (a type, a code, a sentence); the last 8 KiB of a stream hold
+ * one whole. Bounded so a long answer costs no more memory than a short one.
+ */
+const STREAM_TAIL_BYTES = 8 * 1024;
+const ERROR_BYTES = Buffer.from("error");
+const utf8 = new TextDecoder();
+
+/**
+ * The last bytes of an event stream. Holds references to the chunks already forwarded (a copy
+ * only of an oversized chunk's end), and drops whole chunks from the front past the bound.
+ */
+class StreamTail {
+  #chunks: Uint8Array[] = [];
+  #bytes = 0;
+
+  push(chunk: Uint8Array): void {
+    const kept = chunk.byteLength > STREAM_TAIL_BYTES ? chunk.slice(-STREAM_TAIL_BYTES) : chunk;
+    this.#chunks.push(kept);
+    this.#bytes += kept.byteLength;
+    let first = this.#chunks[0];
+    while (first !== undefined && this.#chunks.length > 1 && this.#bytes - first.byteLength >= STREAM_TAIL_BYTES) {
+      this.#chunks.shift();
+      this.#bytes -= first.byteLength;
+      first = this.#chunks[0];
+    }
+  }
+
+  /**
+   * The type and code of the last error event in the tail, if any; empties the tail. A tail
+   * without the bytes `error` (every successful answer, nearly) is dropped without decoding.
+   */
+  findError(): Pick<RequestFailure, "errorType" | "errorCode"> | undefined {
+    const bytes = Buffer.concat(this.#chunks, this.#bytes);
+    this.#chunks = [];
+    this.#bytes = 0;
+    if (bytes.indexOf(ERROR_BYTES) === -1) return undefined;
+    const events = utf8.decode(bytes).split(/\r?\n\r?\n|\r\r/);
+    for (let index = events.length - 1; index >= 0; index--) {
+      const data = sseData(events[index] ?? "");
+      if (!data.includes("error")) continue;
+      const kinds = streamErrorKinds(data);
+      if (kinds !== undefined) return kinds;
+    }
+    return undefined;
+  }
+}
+
+/** The `data:` lines of one SSE event, joined as the SSE spec says. */
+function sseData(event: string): string {
+  const lines: string[] = [];
+  for (const line of event.split(/\r?\n|\r/)) {
+    if (line.startsWith("data:")) lines.push(line.slice(line.startsWith("data: ") ? 6 : 5));
+  }
+  return lines.join("\n");
+}
+
+/**
+ * The type and code of an error event: an `{error: {…}}` object (OpenAI chat completions,
+ * Anthropic `{type: "error", error: {type}}`, Google), OpenAI Responses' `{type: "error", code}`
+ * and `{type: "response.failed", response: {error: {code}}}`. Undefined for anything else, such
+ * as a content chunk whose text says "error".
+ */
+function streamErrorKinds(data: string): Pick<RequestFailure, "errorType" | "errorCode"> | undefined {
+  let event: unknown;
+  try {
+    event = JSON.parse(data);
+  } catch {
+    return undefined;
+  }
+  if (typeof event !== "object" || event === null) return undefined;
+  const { error, type, code, response } = event as {
+    error?: unknown;
+    type?: unknown;
+    code?: unknown;
+    response?: unknown;
+  };
+  if (typeof error === "object" && error !== null) return kindsOf(error);
+  if (type === "error") return typeof code === "string" ? { errorCode: code } : {};
+  if (type === "response.failed") {
+    const failed = (response as { error?: unknown } | undefined)?.error;
+    return typeof failed === "object" && failed !== null ? kindsOf(failed) : {};
+  }
+  return undefined;
 }
 
 async function describeErrorResponse(response: Response): Promise<RequestFailure> {
@@ -156,11 +289,20 @@ function errorKinds(text: string): Pick<RequestFailure, "errorType" | "errorCode
   const error = (Array.isArray(body) ? body[0] : body) as { error?: unknown } | undefined;
   const inner = error?.error;
   if (typeof inner !== "object" || inner === null) return {};
-  const { type, code, status } = inner as { type?: unknown; code?: unknown; status?: unknown };
+  return kindsOf(inner);
+}
+
+/**
+ * `type` (Google: `status`) and `code` of a provider's error object. A numeric code (Google,
+ * OpenRouter's in-stream errors) is kept as its digits: it is an HTTP status.
+ */
+function kindsOf(error: object): Pick<RequestFailure, "errorType" | "errorCode"> {
+  const { type, code, status } = error as { type?: unknown; code?: unknown; status?: unknown };
   const kinds: Pick<RequestFailure, "errorType" | "errorCode"> = {};
   const errorType = typeof type === "string" ? type : typeof status === "string" ? status : undefined;
   if (errorType !== undefined) kinds.errorType = errorType;
   if (typeof code === "string") kinds.errorCode = code;
+  else if (typeof code === "number" && Number.isInteger(code)) kinds.errorCode = String(code);
   return kinds;
 }
 

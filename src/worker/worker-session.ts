@@ -11,7 +11,7 @@ import { attachRequestFailure, type RequestFailure } from "../shared/request-fai
 import type { WorkerModuleSetup, WorkerModuleSetupFn } from "../shared/worker-module.js";
 import { convertToLlm } from "./convert-to-llm.js";
 import type { EventBatcher } from "./event-batcher.js";
-import { redactSecrets } from "./redact.js";
+import { redactSecrets, redactStrings } from "./redact.js";
 import { installRequestCapture, RequestCapture } from "./request-capture.js";
 import { resolveModel } from "./resolve-model.js";
 
@@ -210,14 +210,15 @@ class Credentials {
 /**
  * B2/X6: a failed reply carries what its request exposed (message_end's object is the
  * transcript's, so the run tail and later events carry it too); an unreachable server is named;
- * and a key the server echoed in its error text never leaves the worker.
+ * and a key the server echoed in its error text, type, code or retry headers never leaves the worker.
  */
 function finishFailedMessage(
   message: AssistantMessage,
   failure: RequestFailure | undefined,
   secrets: readonly string[],
 ): void {
-  if (failure !== undefined) attachRequestFailure(message, failure, Date.now());
+  // Every string of the record may be the server's (type, code, header values, socket message).
+  if (failure !== undefined) attachRequestFailure(message, redactStrings(failure, secrets), Date.now());
   if (message.errorMessage === undefined) return;
   const hinted = message.errorMessage.endsWith(HINT_END)
     ? message.errorMessage

@@ -25,6 +25,16 @@ import {
   modelsPath,
   resolveModelRef,
 } from "./models-config.js";
+import {
+  authStorageSchema,
+  fn,
+  messageSchema,
+  modelRefSchema,
+  resourceLimitsSchema,
+  settingsObject,
+  timerMs,
+  validate,
+} from "./option-schemas.js";
 import { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";
 import { type LinkEndpoint, WorkerLink } from "./worker-link.js";
 
@@ -85,25 +95,33 @@ export interface SessionOptions {
   onContextOverflow?: ContextOverflowHook;
 }
 
-const hostOptionsSchema = z.object({
+// Unknown keys are refused: a misspelt option would otherwise be ignored silently.
+const hostOptionsSchema = z.strictObject({
   threads: z.number().int().min(1).max(64).optional(),
   cwd: z.string().min(1).optional(),
   lifelineDir: z.string().min(1).optional(),
-  callTimeoutMs: z.number().int().min(1).optional(),
+  settings: settingsObject.optional(),
+  authStorage: authStorageSchema.optional(),
+  callTimeoutMs: timerMs(1).optional(),
   batchIntervalMs: z.number().min(0).max(1000).optional(),
+  resourceLimits: resourceLimitsSchema.optional(),
+  onListenerError: fn.optional(),
+  connect: fn.optional(),
+  sleep: fn.optional(),
 });
 
-const sessionOptionsSchema = z.object({
-  model: z
-    .union([
-      z.string().regex(/^[^/\s]+\/\S+$/, 'use "provider/id", for example "demo/demo-1"'),
-      z.looseObject({ provider: z.string().min(1), id: z.string().min(1) }),
-    ])
-    .optional(),
+const sessionOptionsSchema = z.strictObject({
+  model: modelRefSchema.optional(),
   systemPrompt: z.string().optional(),
+  settings: settingsObject.optional(),
   apiKey: z.string().min(1).optional(),
+  workerModule: z
+    .union([z.string().min(1), z.instanceof(URL)], { error: "must be a path or a file URL (string or URL)" })
+    .optional(),
+  workerModuleOptions: z.unknown().optional(),
   sessionId: z.string().min(1).max(200).optional(),
-  messages: z.array(z.looseObject({ role: z.string() })).optional(),
+  messages: z.array(messageSchema).optional(),
+  onContextOverflow: fn.optional(),
 });
 
 /** Creates a host. Cheap: the pool and its workers start with the first session. */
@@ -368,15 +386,6 @@ function toModuleUrl(module: string | URL): string {
   if (module instanceof URL) return module.href;
   if (/^file:/.test(module)) return module;
   return new URL(module, `file://${process.cwd()}/`).href;
-}
-
-function validate(schema: z.ZodType, value: unknown, what: string): void {
-  const result = schema.safeParse(value);
-  if (result.success) return;
-  const problems = result.error.issues.map(
-    (issue) => `${issue.path.map(String).join(".") || "(root)"}: ${issue.message}`,
-  );
-  throw new LifelineError("ERR_INVALID_OPTIONS", `Invalid ${what}: ${problems.join("; ")}.`);
 }
 
 function reportListenerError(error: unknown, event: SessionEvent): void {

@@ -11,6 +11,7 @@ import type { ModelChange, RunInput, SessionInit, SessionOpened } from "../share
 import { attachRequestFailure, type RequestFailure } from "../shared/request-failure.js";
 import type { WorkerModuleSetup, WorkerModuleSetupFn } from "../shared/worker-module.js";
 import { convertToLlm } from "./convert-to-llm.js";
+import { forgetDemoSession } from "./demo-provider.js";
 import type { EventBatcher } from "./event-batcher.js";
 import { redactSecrets } from "./redact.js";
 import { assertRegisteredApi } from "./registered-api.js";
@@ -171,6 +172,7 @@ export class WorkerSession {
   close(): void {
     this.#closed = true;
     this.#agent.abort();
+    forgetDemoSession(this.id);
   }
 
   #endRun(runId: number, error?: unknown): void {

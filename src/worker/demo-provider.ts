@@ -1,5 +1,5 @@
 /**
- * The built-in `demo` provider: pi-ai's faux provider with scripted answers, so the whole stack,
+ * The built-in `demo` provider: a scripted model (scripted-faux.ts) with scripted answers, so the whole stack,
  * the retry path included, runs with no key and no network.
  *
  * Models:

@@ -20,6 +20,7 @@ import {
   type SessionHostOptions,
   WorkerExitedError,
 } from "../dist/main/index.js";
+import { abortableSleep } from "../dist/main/sleep.js";
 import { tempDir, within } from "./fixtures/bounded.js";
 import { checkEventOrder, type LogEntry } from "./fixtures/event-order.js";
 import { nextEvent } from "./fixtures/events.js";
@@ -31,11 +32,13 @@ const CRASH_MODULE = new URL("./fixtures/crash-provider.mjs", import.meta.url);
 const TOOL_MODULE = new URL("./fixtures/tool-module.mjs", import.meta.url);
 const THROWING_MODULE = new URL("./fixtures/throws-at-load.mjs", import.meta.url);
 const SLOW_SETUP_MODULE = new URL("./fixtures/slow-setup.mjs", import.meta.url);
+const BLOCKING_MODULE = new URL("./fixtures/blocking-provider.mjs", import.meta.url);
 
 const PACED_MODEL = workerApiModel("lifeline-test-paced", "paced-1");
 const STALL_MODEL = workerApiModel("lifeline-test-stall", "stall-1");
 const CRASH_MODEL = workerApiModel("lifeline-test-crash", "crash-1");
 const TOOLS_MODEL = workerApiModel("lifeline-test-tools", "tools-1");
+const BLOCKING_MODEL = workerApiModel("lifeline-test-blocking", "blocking-1");
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -113,6 +116,13 @@ async function crashWorkerMidRun(host: SessionHost) {
   const settled = await within(Promise.allSettled([stalledPrompt, crashPrompt]), 10_000, "both prompts to settle");
   return { stalled, crasher, stalledLog, crasherLog, settled };
 }
+
+/** Node's Atomics.waitAsync (ES2024; the project's lib predates it). */
+const waitAsync = (
+  Atomics as unknown as {
+    waitAsync(array: Int32Array, index: number, value: number): { async: boolean; value: Promise<string> | string };
+  }
+).waitAsync;
 
 describe("sessions through a real worker pool", () => {
   it("X4: delivers thousands of events from concurrent sessions in order, and prompt() settles only after agent_end, the chain and agent_settled", async () => {
@@ -498,6 +508,80 @@ describe("sessions through a real worker pool", () => {
     expect(result.stopReason).toBe("stop");
     expect(answerOf(result)).toBe(`the tool said: ${toolText}`);
     expect(session.messages.map((message) => message.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
+  });
+
+  it("X2: the retry decision and its backoff timer live on the main thread: a worker blocked through the whole backoff delays neither, and continue reaches it only after the main-side timer", async () => {
+    // Slots shared with the worker module (see blocking-provider.mjs).
+    const [BLOCK, BLOCKED, RELEASE, SLEPT] = [0, 1, 2, 3];
+    const slots = new Int32Array(new SharedArrayBuffer(16));
+    const log: string[] = [];
+    let session: AgentSession | undefined;
+    const host = realHost({
+      threads: 1,
+      settings: { retry: { baseDelayMs: 25 } },
+      // The production timer, wrapped to block the worker for the whole backoff window.
+      sleep: async (ms, signal) => {
+        log.push(`sleep ${ms}`);
+        Atomics.store(slots, BLOCK, 1);
+        Atomics.notify(slots, BLOCK);
+        const blocked = waitAsync(slots, BLOCKED, 0);
+        if (blocked.async) await within(Promise.resolve(blocked.value), 5000, "the worker to block its event loop");
+        log.push(`worker blocked; continue posted: ${session?.isStreaming}`);
+        await abortableSleep(ms, signal);
+        Atomics.store(slots, SLEPT, 1);
+        log.push(`main-side timer fired; continue posted: ${session?.isStreaming}`);
+        // After the controller has acted on the timer (it posts continue synchronously after it).
+        setImmediate(() => {
+          log.push(`worker still blocked; continue posted: ${session?.isStreaming}`);
+          Atomics.store(slots, RELEASE, 1);
+          Atomics.notify(slots, RELEASE);
+        });
+      },
+    });
+    session = await host.createSession({
+      model: BLOCKING_MODEL,
+      workerModule: BLOCKING_MODULE,
+      workerModuleOptions: { shared: slots.buffer },
+    });
+    session.subscribe((event) => {
+      if (event.type === "agent_start") log.push("agent_start");
+      if (event.type === "agent_end") log.push(`agent_end willRetry=${event.willRetry}`);
+      if (event.type === "auto_retry_start") log.push(`auto_retry_start ${event.attempt} delay=${event.delayMs}`);
+      if (event.type === "auto_retry_end") log.push(`auto_retry_end success=${event.success}`);
+    });
+    const result = await within(session.prompt("hi"), 15_000, "the retried prompt");
+
+    expect(log).toEqual([
+      "agent_start",
+      "agent_end willRetry=true",
+      "auto_retry_start 1 delay=25",
+      "sleep 25",
+      "worker blocked; continue posted: false",
+      "main-side timer fired; continue posted: false",
+      "worker still blocked; continue posted: true",
+      "agent_start",
+      "auto_retry_end success=true",
+      "agent_end willRetry=false",
+    ]);
+    expect(result.stopReason).toBe("stop");
+    expect(result.retries).toBe(1);
+    // The retried request started after the main thread's timer had fired.
+    expect(answerOf(result)).toBe("request 2 saw slept=1");
+  });
+
+  it("a Model whose api only a worker module registers is refused without that module, naming model.api", async () => {
+    const host = realHost({ threads: 1 });
+    const failure = host.createSession({ model: TOOLS_MODEL });
+    await expect(within(failure, 10_000, "createSession")).rejects.toMatchObject({
+      code: "ERR_INVALID_OPTIONS",
+      message: expect.stringContaining('model.api "lifeline-test-tools"'),
+    });
+    const session = await within(
+      host.createSession({ model: TOOLS_MODEL, workerModule: TOOL_MODULE }),
+      10_000,
+      "createSession with the module that registers the api",
+    );
+    expect(session.model.api).toBe("lifeline-test-tools");
   });
 
   it("X6: an unknown provider or model makes createSession reject with ERR_UNKNOWN_MODEL listing what exists, and the host keeps working", async () => {

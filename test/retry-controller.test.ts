@@ -305,4 +305,20 @@ describe("RetryController", () => {
     expect(events.at(-1)).toEqual({ type: "auto_retry_end", success: false, attempt: 1, finalError: "Worker exited" });
     expect(clock.pending).toBe(0);
   });
+
+  it.each([2000, 0])(
+    "regression: with baseDelayMs %i the delay of a very long chain stays a finite number (capped at MAX_SAFE_INTEGER), never Infinity or NaN",
+    (baseDelayMs) => {
+      const { controller } = harness({ baseDelayMs, maxRetries: 2000 });
+      const delays: number[] = [];
+      for (let attempt = 1; attempt <= 1100; attempt++) {
+        const decision = controller.onAgentEnd(failure("503 Service Unavailable"));
+        if (decision.kind !== "retry") throw new Error(`attempt ${attempt} was not retried`);
+        delays.push(decision.delayMs);
+      }
+      expect(delays.every((delay) => Number.isSafeInteger(delay) && delay >= 0)).toBe(true);
+      expect(delays.at(-1)).toBe(baseDelayMs === 0 ? 0 : Number.MAX_SAFE_INTEGER);
+      expect(delays[21]).toBe(baseDelayMs * 2 ** 21);
+    },
+  );
 });

@@ -1,9 +1,11 @@
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fauxAssistantMessage, type SimpleStreamOptions } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
 import { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "../src/main/settings-store.js";
 import { DEFAULT_SETTINGS, mergeSettings, parseSettings } from "../src/shared/settings.js";
+import { registerScriptedFaux } from "../src/worker/scripted-faux.js";
 import { inProcessHost } from "./fixtures/in-process-host.js";
 
 function tempDir(): string {
@@ -55,6 +57,46 @@ describe("settings schema", () => {
   it("wrong types are refused", () => {
     expect(errorOf(() => parseSettings({ retry: { enabled: "yes" } }, "x")).message).toContain("retry.enabled");
     expect(errorOf(() => parseSettings({ retry: { baseDelayMs: 1.5 } }, "x")).message).toContain("retry.baseDelayMs");
+  });
+
+  it("regression: a pi settings file with every key pi documents in the retry group is accepted", () => {
+    const pi = {
+      retry: {
+        enabled: true,
+        maxRetries: 3,
+        baseDelayMs: 2000,
+        provider: { timeoutMs: 3_600_000, maxRetries: 0, maxRetryDelayMs: 60_000 },
+      },
+    };
+    expect(parseSettings(pi, "pi's settings.json").retry.provider).toEqual({
+      timeoutMs: 3_600_000,
+      maxRetries: 0,
+      maxRetryDelayMs: 60_000,
+    });
+    expect(parseSettings({ retry: { provider: { maxRetryDelayMs: 0 } } }, "x").retry.provider.maxRetryDelayMs).toBe(0);
+  });
+
+  it("a typo inside retry.provider is refused, listing the provider keys", () => {
+    const error = errorOf(() => parseSettings({ retry: { provider: { maxRetryDelay: 5 } } }, "x"));
+    expect(error.code).toBe("ERR_INVALID_SETTINGS");
+    expect(error.message).toContain("retry.provider");
+    expect(error.message).toContain("maxRetryDelay");
+    expect(error.message).toContain("maxRetries, timeoutMs, maxRetryDelayMs");
+  });
+
+  it.each([
+    ["baseDelayMs", { baseDelayMs: 2 ** 31 }],
+    ["maxDelayMs", { maxDelayMs: 2 ** 31 }],
+    ["provider.timeoutMs", { provider: { timeoutMs: 2 ** 31 } }],
+    ["provider.maxRetryDelayMs", { provider: { maxRetryDelayMs: 2 ** 31 } }],
+  ])("regression: retry.%s above 2^31-1 ms (Node's longest timer) is refused, naming the maximum", (key, retry) => {
+    const error = errorOf(() => parseSettings({ retry }, "x"));
+    expect(error.code).toBe("ERR_INVALID_SETTINGS");
+    expect(error.message).toContain(`retry.${key}`);
+    expect(error.message).toContain("2147483647");
+    expect(
+      parseSettings({ retry: JSON.parse(JSON.stringify(retry).replace("2147483648", "2147483647")) }, "x"),
+    ).toBeTruthy();
   });
 
   it("layers merge key by key, later winning", () => {
@@ -148,6 +190,28 @@ describe("settings in a host", () => {
       });
     } finally {
       await host.close();
+    }
+  });
+
+  it("retry.provider.maxRetryDelayMs reaches the provider call in the worker, like timeoutMs", async () => {
+    const seen: (SimpleStreamOptions | undefined)[] = [];
+    const faux = registerScriptedFaux({
+      api: "lifeline-test-settings-pass",
+      provider: "test",
+      model: { id: "pass-1" },
+      script: (_context, options) => {
+        seen.push(options);
+        return fauxAssistantMessage("ok");
+      },
+    });
+    const { host } = inProcessHost({ settings: { retry: { provider: { maxRetryDelayMs: 1234, timeoutMs: 5678 } } } });
+    try {
+      const session = await host.createSession({ model: faux.model });
+      await session.prompt("hi");
+      expect(seen[0]).toMatchObject({ maxRetryDelayMs: 1234, timeoutMs: 5678 });
+    } finally {
+      await host.close();
+      faux.unregister();
     }
   });
 

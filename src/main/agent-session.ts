@@ -17,6 +17,14 @@ import type { Settings } from "../shared/settings.js";
 import { fromWireUpdate, type StreamState, startStream } from "../shared/stream-wire.js";
 import type { AuthStorage } from "./auth-storage.js";
 import { EventStream, type SessionListener } from "./event-stream.js";
+import {
+  assertListener,
+  assertQueueKind,
+  invalidOptions,
+  modelRefSchema,
+  promptOptionsSchema,
+  validate,
+} from "./option-schemas.js";
 import { RetryController, type RetryDecision } from "./retry-controller.js";
 import { abortableSleep } from "./sleep.js";
 import type { LinkClient, WorkerLink } from "./worker-link.js";
@@ -146,10 +154,12 @@ export class AgentSession {
    * chain have finished (R11), right after `agent_settled`. Model failures resolve (see
    * `stopReason`/`errorMessage`); the promise rejects only when the runtime cannot serve it.
    * @throws SessionBusyError (ERR_SESSION_BUSY) while another prompt is live, unless `queue` is set.
-   * @throws ERR_SESSION_DISPOSED after dispose(); WorkerExitedError if the worker dies; ERR_INVALID_OPTIONS for empty text.
+   * @throws ERR_SESSION_DISPOSED after dispose(); WorkerExitedError if the worker dies; ERR_INVALID_OPTIONS for empty text or malformed options.
    */
   prompt(text: string, options: PromptOptions = {}): Promise<PromptResult> {
     if (this.#closed !== undefined) return Promise.reject(this.#closed);
+    const badOptions = invalidOptions(promptOptionsSchema, options, "prompt() options", "options");
+    if (badOptions !== undefined) return Promise.reject(badOptions);
     if (typeof text !== "string" || text.trim() === "") {
       return Promise.reject(
         new LifelineError("ERR_INVALID_OPTIONS", "prompt() needs a non-empty string; pass the user's message text."),
@@ -182,10 +192,12 @@ export class AgentSession {
    * Switches the model for the next model request, a retried one included (the request in flight
    * keeps its model). The reference resolves as in `createSession` (`"provider/id"`, models.json,
    * keys). Resolves with the new model.
-   * @throws ERR_UNKNOWN_MODEL, ERR_MISSING_API_KEY, ERR_INVALID_MODELS; the model is unchanged then.
+   * @throws ERR_INVALID_OPTIONS for a malformed reference, ERR_UNKNOWN_MODEL, ERR_MISSING_API_KEY,
+   *   ERR_INVALID_MODELS; the model is unchanged then.
    */
   async setModel(model: string | ModelRef): Promise<Model<Api>> {
     if (this.#closed !== undefined) throw this.#closed;
+    validate(modelRefSchema, model, "setModel() argument", "model");
     const change = await this.#wiring.resolveModel(typeof model === "string" ? parseModelName(model) : model);
     const resolved = await this.#link.call("setModel", this.id, change);
     this.#model = resolved;
@@ -197,11 +209,13 @@ export class AgentSession {
    * before its next model call, `followUp` when it would otherwise stop. During a retry sleep the
    * retried run delivers them. Messages still queued when the prompt settles (it failed or was
    * cancelled) are delivered by the next prompt; `abort()` drops them.
-   * @throws ERR_INVALID_OPTIONS when no prompt is live (use `prompt()`) or the text is empty;
+   * @throws ERR_INVALID_OPTIONS when no prompt is live (use `prompt()`), the text is empty or `kind`
+   *   is neither "steer" nor "followUp";
    *   ERR_SESSION_DISPOSED after dispose().
    */
   async queueMessage(kind: "steer" | "followUp", text: string): Promise<void> {
     if (this.#closed !== undefined) throw this.#closed;
+    assertQueueKind(kind);
     if (typeof text !== "string" || text.trim() === "") {
       throw new LifelineError(
         "ERR_INVALID_OPTIONS",
@@ -258,9 +272,10 @@ export class AgentSession {
 
   /**
    * Adds a listener for every {@link SessionEvent}, in the order the worker produced them.
-   * @returns a function that removes the listener.
+   * @returns a function that removes the listener. @throws ERR_INVALID_OPTIONS for a non-function.
    */
   subscribe(listener: SessionListener): () => void {
+    assertListener(listener);
     return this.#events.subscribe(listener);
   }
 

@@ -1,6 +1,7 @@
 /**
  * A session's listeners. Delivers events synchronously, in order, to every listener; a listener
- * that throws is reported and never stops delivery to the others or breaks the session.
+ * that throws is reported and never stops delivery to the others or breaks the session. The
+ * report itself cannot throw: a failing `onListenerError` falls back to stderr.
  */
 import type { SessionEvent } from "../shared/events.js";
 
@@ -29,12 +30,43 @@ export class EventStream {
       try {
         listener(event);
       } catch (error) {
-        this.#onListenerError(error, event);
+        reportSafely(this.#onListenerError, error, event);
       }
     }
   }
 
   clear(): void {
     this.#listeners.clear();
+  }
+}
+
+/**
+ * Calls the host's `onListenerError`; if it throws too, writes both errors to stderr instead.
+ * Never throws: emit runs inside the link's message handler, where a throw would break the session
+ * or crash the process.
+ */
+function reportSafely(
+  report: (error: unknown, event: SessionEvent) => void,
+  error: unknown,
+  event: SessionEvent,
+): void {
+  try {
+    report(error, event);
+  } catch (reportError) {
+    try {
+      process.stderr.write(
+        `lifeline: a session listener threw on ${event.type}: ${describe(error)}; onListenerError threw too: ${describe(reportError)}\n`,
+      );
+    } catch {
+      // stderr is gone (closed pipe): nothing is left to report to.
+    }
+  }
+}
+
+function describe(value: unknown): string {
+  try {
+    return value instanceof Error ? (value.stack ?? value.message) : String(value);
+  } catch {
+    return "(an unprintable value)";
   }
 }

@@ -261,7 +261,10 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
   }
 
   #delay(settings: RetrySettings, attempt: number, retryAfterMs: number | undefined): number | undefined {
-    const backoff = settings.baseDelayMs * 2 ** (attempt - 1);
+    // Capped so the delay stays a finite number (2^(n−1) is Infinity past n = 1024, and 0 · Infinity
+    // is NaN): auto_retry_start.delayMs is always a real number; the sleep splits long delays.
+    const backoff =
+      settings.baseDelayMs === 0 ? 0 : Math.min(settings.baseDelayMs * 2 ** (attempt - 1), Number.MAX_SAFE_INTEGER);
     let delay = backoff;
     if (settings.jitter === "full") delay = this.#options.random() * backoff;
     else if (settings.jitter === "equal") delay = backoff / 2 + (this.#options.random() * backoff) / 2;
@@ -270,7 +273,7 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
       delay = Math.max(delay, retryAfterMs);
     }
     if (settings.maxDelayMs !== undefined) delay = Math.min(delay, settings.maxDelayMs);
-    return Math.round(delay);
+    return Math.min(Math.round(delay), Number.MAX_SAFE_INTEGER);
   }
 
   #startChain(): void {

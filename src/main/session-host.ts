@@ -24,6 +24,16 @@ import {
   modelsPath,
   resolveModelRef,
 } from "./models-config.js";
+import {
+  authStorageSchema,
+  fn,
+  messageSchema,
+  modelRefSchema,
+  resourceLimitsSchema,
+  settingsObject,
+  timerMs,
+  validate,
+} from "./option-schemas.js";
 import { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";
 import { tickIntervalMs, Watchdog } from "./supervision/watchdog.js";
 import { WorkerPool } from "./supervision/worker-pool.js";
@@ -103,35 +113,40 @@ export interface SessionOptions {
   onContextOverflow?: ContextOverflowHook;
 }
 
-/** The longest delay a Node timer takes; longer ones fire after 1 ms. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
 /** Defaults of the host's timing options (see {@link SessionHostOptions}). */
 const DEFAULT_TIMEOUTS = { callTimeoutMs: 30_000, hangTimeoutMs: 15_000, setupTimeoutMs: 60_000 };
 /** The bound on `abort()`, `dispose()` and each step of `close()` when a worker does not answer. */
 const CONTROL_TIMEOUT_MS = 2000;
 
-const hostOptionsSchema = z.object({
+// Unknown keys are refused: a misspelt option would otherwise be ignored silently.
+const hostOptionsSchema = z.strictObject({
   threads: z.number().int().min(1).max(64).optional(),
   cwd: z.string().min(1).optional(),
   lifelineDir: z.string().min(1).optional(),
-  callTimeoutMs: z.number().int().min(1).optional(),
-  hangTimeoutMs: z.number().int().min(10).max(MAX_TIMER_MS).optional(),
-  setupTimeoutMs: z.number().int().min(1).max(MAX_TIMER_MS).optional(),
+  settings: settingsObject.optional(),
+  authStorage: authStorageSchema.optional(),
+  callTimeoutMs: timerMs(1).optional(),
+  hangTimeoutMs: timerMs(10).optional(),
+  setupTimeoutMs: timerMs(1).optional(),
   batchIntervalMs: z.number().min(0).max(1000).optional(),
+  resourceLimits: resourceLimitsSchema.optional(),
+  onListenerError: fn.optional(),
+  connect: fn.optional(),
+  sleep: fn.optional(),
 });
 
-const sessionOptionsSchema = z.object({
-  model: z
-    .union([
-      z.string().regex(/^[^/\s]+\/\S+$/, 'use "provider/id", for example "demo/demo-1"'),
-      z.looseObject({ provider: z.string().min(1), id: z.string().min(1) }),
-    ])
-    .optional(),
+const sessionOptionsSchema = z.strictObject({
+  model: modelRefSchema.optional(),
   systemPrompt: z.string().optional(),
+  settings: settingsObject.optional(),
   apiKey: z.string().min(1).optional(),
+  workerModule: z
+    .union([z.string().min(1), z.instanceof(URL)], { error: "must be a path or a file URL (string or URL)" })
+    .optional(),
+  workerModuleOptions: z.unknown().optional(),
   sessionId: z.string().min(1).max(200).optional(),
-  messages: z.array(z.looseObject({ role: z.string() })).optional(),
+  messages: z.array(messageSchema).optional(),
+  onContextOverflow: fn.optional(),
 });
 
 /** Creates a host. Cheap: the pool and its workers start with the first session. */
@@ -398,15 +413,6 @@ function toModuleUrl(module: string | URL): string {
   if (module instanceof URL) return module.href;
   if (/^file:/.test(module)) return module;
   return new URL(module, `file://${process.cwd()}/`).href;
-}
-
-function validate(schema: z.ZodType, value: unknown, what: string): void {
-  const result = schema.safeParse(value);
-  if (result.success) return;
-  const problems = result.error.issues.map(
-    (issue) => `${issue.path.map(String).join(".") || "(root)"}: ${issue.message}`,
-  );
-  throw new LifelineError("ERR_INVALID_OPTIONS", `Invalid ${what}: ${problems.join("; ")}.`);
 }
 
 function reportListenerError(error: unknown, event: SessionEvent): void {

@@ -37,6 +37,7 @@ export interface ProviderOverrides {
 export interface ProviderSettings {
   maxRetries: number;
   timeoutMs?: number | undefined;
+  maxRetryDelayMs?: number | undefined;
 }
 
 /** Everything the worker needs to open a session. Plain data only. */

@@ -2,20 +2,29 @@
  * The settings schema (SPEC R6, R12, B1, B6): one place for keys, defaults and validation.
  *
  * Files use pi's `settings.json` layout. Keys lifeline does not know at the top level are
- * kept and ignored (a pi settings file is valid here); inside the `retry` group an unknown key
- * is an error, because a typo there would silently change retry behaviour.
+ * kept and ignored (a pi settings file is valid here); inside the `retry` group every key pi
+ * documents is accepted and checked, and any other key is an error, because a typo there would
+ * silently change retry behaviour. Millisecond values that feed a timer stay within Node's
+ * timer range ({@link MAX_TIMER_MS}).
  */
 import { z } from "zod";
 import { InvalidSettingsError } from "./errors.js";
+import { MAX_TIMER_MESSAGE, MAX_TIMER_MS } from "./timer-ms.js";
 
 const nonNegativeInt = z.number().int().min(0);
-const positiveInt = z.number().int().min(1);
+const timerMs = nonNegativeInt.max(MAX_TIMER_MS, MAX_TIMER_MESSAGE);
+const positiveTimerMs = z.number().int().min(1).max(MAX_TIMER_MS, MAX_TIMER_MESSAGE);
 
 const providerSchema = z.strictObject({
   /** SDK-internal retries per model request. @default 0 (SPEC B1: lifeline is the one retry authority) */
   maxRetries: nonNegativeInt.default(0),
   /** HTTP request timeout for providers that support one, in ms. @default the provider's own */
-  timeoutMs: positiveInt.optional(),
+  timeoutMs: positiveTimerMs.optional(),
+  /**
+   * pi's cap on a server-requested delay inside the SDK's own retries; 0 disables it. Passed to
+   * pi-ai as is. It matters only when `maxRetries` above is not 0. @default pi-ai's (60000)
+   */
+  maxRetryDelayMs: timerMs.optional(),
 });
 
 const retrySchema = z.strictObject({
@@ -24,13 +33,13 @@ const retrySchema = z.strictObject({
   /** Retries per chain; the first request is not a retry. @default 3 */
   maxRetries: nonNegativeInt.default(3),
   /** Delay before retry n is `baseDelayMs * 2^(n-1)`. @default 2000 */
-  baseDelayMs: nonNegativeInt.default(2000),
+  baseDelayMs: timerMs.default(2000),
   /** B6: wait at least the server's retry hint. @default false */
   respectRetryAfter: z.boolean().default(false),
   /** B6: randomise delays. @default "none" */
   jitter: z.enum(["none", "full", "equal"]).default("none"),
   /** B6: cap on any delay; a server hint above it fails the chain at once. @default no cap */
-  maxDelayMs: positiveInt.optional(),
+  maxDelayMs: positiveTimerMs.optional(),
   provider: providerSchema.default({ maxRetries: 0 }),
 });
 
@@ -59,7 +68,7 @@ export interface SettingsInput {
     respectRetryAfter?: boolean;
     jitter?: "none" | "full" | "equal";
     maxDelayMs?: number;
-    provider?: { maxRetries?: number; timeoutMs?: number };
+    provider?: { maxRetries?: number; timeoutMs?: number; maxRetryDelayMs?: number };
   };
   [key: string]: unknown;
 }
@@ -90,7 +99,7 @@ function fail(message: string): never {
 
 function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === "unrecognized_keys") {
-    return `unknown key(s) ${issue.keys.join(", ")}; allowed: ${retryKeys()}`;
+    return `unknown key(s) ${issue.keys.join(", ")}; allowed: ${allowedKeys(issue.path)}`;
   }
   if (issue.code === "invalid_value") {
     return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
@@ -98,8 +107,9 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   return issue.message;
 }
 
-function retryKeys(): string {
-  return Object.keys(retrySchema.shape).join(", ");
+function allowedKeys(path: readonly PropertyKey[]): string {
+  const group = path[path.length - 1] === "provider" ? providerSchema : retrySchema;
+  return Object.keys(group.shape).join(", ");
 }
 
 function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {

@@ -1,5 +1,5 @@
 /**
- * The built-in `demo` provider: pi-ai's faux provider with scripted answers, so the whole stack,
+ * The built-in `demo` provider: a scripted model (scripted-faux.ts) with scripted answers, so the whole stack,
  * the retry path included, runs with no key and no network.
  *
  * Models:
@@ -10,6 +10,8 @@
  * A prompt can steer the script with directives in square brackets:
  * `[fail=N]` (N transient failures before answering, on any demo model), `[words=N]` (answer length),
  * `[overflow]` (a context-overflow error), `[fatal]` (a non-retryable 400 error).
+ * The answer echoes the prompt without its directives, in time linear in its length, and streams
+ * without blocking the worker (scripted-stream.ts), so `abort()` stops even a long echo.
  */
 import {
   type Api,
@@ -32,6 +34,12 @@ const TRANSIENT_ERRORS = [
   "429 Too Many Requests: rate limit reached (simulated)",
 ];
 
+/**
+ * Fixed-length alternatives: matching stays linear in the prompt (an open-ended bracket pattern
+ * rescans to the end from every "[", quadratic on a long prompt full of brackets).
+ */
+const DIRECTIVE = /\[(fail|words)=(\d{1,6})\]|\[(overflow|fatal)\]/g;
+
 interface Directives {
   fail?: number;
   words?: number;
@@ -42,7 +50,7 @@ interface Directives {
 /** Reads `[key=value]` and `[flag]` directives from a prompt. */
 export function parseDirectives(text: string): Directives {
   const directives: Directives = { overflow: false, fatal: false };
-  for (const match of text.matchAll(/\[(fail|words)=(\d{1,6})\]|\[(overflow|fatal)\]/g)) {
+  for (const match of text.matchAll(DIRECTIVE)) {
     if (match[1] === "fail") directives.fail = Number(match[2]);
     else if (match[1] === "words") directives.words = Number(match[2]);
     else if (match[3] === "overflow") directives.overflow = true;
@@ -52,6 +60,17 @@ export function parseDirectives(text: string): Directives {
 }
 
 let models: Map<string, Model<Api>> | undefined;
+
+/**
+ * Per-session script state of each demo model, so {@link forgetDemoSession} can release it.
+ * An entry lives while a session's prompt is between failures (a cancelled chain leaves one).
+ */
+const sessionStates: Map<string, unknown>[] = [];
+
+/** Drops what the demo models keep for a session; called when the session closes in its worker. */
+export function forgetDemoSession(sessionId: string): void {
+  for (const states of sessionStates) states.delete(sessionId);
+}
 
 /** Registers the demo models with pi-ai (once per thread) and returns them by id. */
 export function demoModels(): Map<string, Model<Api>> {
@@ -73,6 +92,7 @@ function registerDemoModel(
   // Failed attempts of each session's current prompt. A retry sees the same transcript length, a new
   // prompt a longer one; one entry per session keeps this bounded even when chains are cancelled.
   const attempts = new Map<string, { length: number; count: number }>();
+  sessionStates.push(attempts);
   const script = (context: Context, options: SimpleStreamOptions | undefined): AssistantMessage => {
     const prompt = lastUserText(context);
     const directives = parseDirectives(prompt);
@@ -119,7 +139,7 @@ function lastUserText(context: Context): string {
 const FILLER = "lifeline runs each agent loop in a worker thread while the host thread stays free to serve".split(" ");
 
 function answerText(prompt: string, words: number | undefined): string {
-  const cleaned = prompt.replace(/\[[^\]]*\]/g, "").trim();
+  const cleaned = prompt.replace(DIRECTIVE, "").trim();
   if (words === undefined) {
     return `Demo answer: you said "${cleaned}". This reply streamed from the demo model in a worker thread; no key, no network.`;
   }

@@ -10,8 +10,10 @@ import type { ModelChange, RunInput, SessionInit, SessionOpened } from "../share
 import { attachRequestFailure, type RequestFailure } from "../shared/request-failure.js";
 import type { WorkerModuleSetup, WorkerModuleSetupFn } from "../shared/worker-module.js";
 import { convertToLlm } from "./convert-to-llm.js";
+import { forgetDemoSession } from "./demo-provider.js";
 import type { EventBatcher } from "./event-batcher.js";
 import { redactSecrets, redactStrings } from "./redact.js";
+import { assertRegisteredApi } from "./registered-api.js";
 import { installRequestCapture, RequestCapture } from "./request-capture.js";
 import { resolveModel } from "./resolve-model.js";
 
@@ -59,7 +61,8 @@ export class WorkerSession {
 
   /**
    * Resolves the model, loads the worker module and builds the agent.
-   * @throws LifelineError ERR_UNKNOWN_MODEL or ERR_WORKER_MODULE.
+   * @throws LifelineError ERR_UNKNOWN_MODEL, ERR_WORKER_MODULE, or ERR_INVALID_OPTIONS for a model
+   *   whose api no provider serves (checked after the module's setup, which may register it).
    */
   static async open(
     init: SessionInit,
@@ -67,6 +70,7 @@ export class WorkerSession {
   ): Promise<{ session: WorkerSession; opened: SessionOpened }> {
     const model = resolveModel(init.model);
     const tools = init.workerModule === undefined ? [] : await loadTools(init);
+    assertRegisteredApi(model);
     const provider = init.provider;
     installRequestCapture();
     const capture = new RequestCapture();
@@ -87,6 +91,7 @@ export class WorkerSession {
               : {}),
             maxRetries: provider.maxRetries,
             ...(provider.timeoutMs === undefined ? {} : { timeoutMs: provider.timeoutMs }),
+            ...(provider.maxRetryDelayMs === undefined ? {} : { maxRetryDelayMs: provider.maxRetryDelayMs }),
           }),
         ),
     });
@@ -96,11 +101,12 @@ export class WorkerSession {
 
   /**
    * Switches the model for the next request (a retried one included); the active request keeps
-   * its model. @throws LifelineError ERR_UNKNOWN_MODEL or ERR_MISSING_API_KEY; the model is
-   * unchanged then.
+   * its model. @throws LifelineError ERR_UNKNOWN_MODEL, ERR_INVALID_OPTIONS (no provider for its
+   * api) or ERR_MISSING_API_KEY; the model is unchanged then.
    */
   setModel(change: ModelChange): Model<Api> {
     const model = resolveModel(change.model);
+    assertRegisteredApi(model);
     this.#credentials.set(model, change.apiKey, change.authHeader === true);
     this.#agent.state.model = model;
     return model;
@@ -165,6 +171,7 @@ export class WorkerSession {
   close(): void {
     this.#closed = true;
     this.#agent.abort();
+    forgetDemoSession(this.id);
   }
 
   #endRun(runId: number, error?: unknown): void {

@@ -30,6 +30,7 @@ import {
   type SessionOpened,
   type WorkerApi,
 } from "../shared/protocol.js";
+import { describeError, exitCauseOf, exitMessage, startMessage } from "./supervision/worker-exit.js";
 
 /** A worker's port plus a promise that settles when its serve loop ends (rejects on a crash). */
 export interface LinkEndpoint {
@@ -373,52 +374,6 @@ export class WorkerLink {
       for (const client of clients) client.handleWorkerExit(error);
     }
   }
-}
-
-/** Classifies what the pool reported when a worker's task failed. */
-export function exitCauseOf(error: unknown): WorkerExitCause {
-  const { code, name, message } = (error ?? {}) as { code?: unknown; name?: unknown; message?: unknown };
-  if (code === "ERR_WORKER_OUT_OF_MEMORY") return "oom";
-  if (name === "AbortError") return "hung";
-  if (typeof message === "string" && /^worker exited with code/i.test(message)) return "exit";
-  return "crash";
-}
-
-const NEXT_STEP =
-  "Pending calls were rejected; create a new session to go on (this session's history is kept on the main thread).";
-
-function exitMessage(cause: WorkerExitCause, detail: string): string {
-  switch (cause) {
-    case "oom":
-      return `The worker serving this session ran out of memory (${detail}). Raise resourceLimits.maxOldGenerationSizeMb or hold less per session. ${NEXT_STEP}`;
-    case "hung":
-      return `The worker serving this session stopped answering (${detail}) and was terminated. A tool or worker module blocked its event loop; raise hangTimeoutMs if that work is legitimate. ${NEXT_STEP}`;
-    case "crash":
-      return `The worker serving this session crashed (${detail}). ${NEXT_STEP}`;
-    case "exit":
-      return `The worker serving this session exited (${detail}). ${NEXT_STEP}`;
-    default: {
-      const unreachable: never = cause;
-      return unreachable;
-    }
-  }
-}
-
-function startMessage(detail: string, workerError: unknown): string {
-  const code = (workerError as { code?: unknown } | undefined)?.code;
-  if (code === "ERR_WORKER_OUT_OF_MEMORY") {
-    return `The worker thread could not start: it ran out of memory while loading (${detail}). resourceLimits leave too little heap for lifeline's worker; raise maxOldGenerationSizeMb.`;
-  }
-  if (workerError === undefined) return `The worker thread could not start: ${detail}.`;
-  return `The worker thread could not start: its entry failed to load (${detail}). Check that the worker entry exists and its imports resolve.`;
-}
-
-function describeError(error: unknown): string {
-  if (error instanceof Error) {
-    const code = (error as { code?: unknown }).code;
-    return typeof code === "string" ? `${code}: ${error.message}` : error.message;
-  }
-  return String(error);
 }
 
 function delay(ms: number): Promise<void> {

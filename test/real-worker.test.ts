@@ -18,7 +18,6 @@ import {
   type PromptResult,
   type SessionHost,
   type SessionHostOptions,
-  WorkerExitedError,
 } from "../dist/main/index.js";
 import { abortableSleep } from "../dist/main/sleep.js";
 import { tempDir, within } from "./fixtures/bounded.js";
@@ -92,14 +91,12 @@ function answerOf(result: PromptResult): string {
   return (result.message?.content ?? []).map((block) => (block.type === "text" ? block.text : "")).join("");
 }
 
-function settledError(outcome: PromiseSettledResult<unknown>): unknown {
-  return outcome.status === "rejected" ? outcome.reason : `resolved with ${JSON.stringify(outcome.value)}`;
-}
-
 /**
  * Opens two sessions on the host's one worker (`threads: 1`), gets the first streaming on a model
  * that stalls, then has the second call a model whose stream function calls `process.exit(3)` in
- * that worker. Resolves once both prompts have settled.
+ * that worker, every time it is called. Resolves once the crasher's prompt has settled (it is
+ * given up after its restart budget, SPEC X7) and the stalled session, restored and retried, is
+ * streaming again; then aborts it.
  */
 async function crashWorkerMidRun(host: SessionHost) {
   const stalled = await host.createSession({ model: STALL_MODEL, workerModule: CRASH_MODULE });
@@ -109,12 +106,17 @@ async function crashWorkerMidRun(host: SessionHost) {
   const crasherLog = record(crasher);
   const streaming = nextEvent(stalled, "message_update");
   const stalledPrompt = stalled.prompt("wait for me");
-  stalledPrompt.catch(() => {});
   await within(streaming, 5000, "the stalled session's first delta");
-  const crashPrompt = crasher.prompt("crash the worker");
-  crashPrompt.catch(() => {});
-  const settled = await within(Promise.allSettled([stalledPrompt, crashPrompt]), 10_000, "both prompts to settle");
-  return { stalled, crasher, stalledLog, crasherLog, settled };
+  const streamingAgain = nextEvent(stalled, "message_update");
+  const crashOutcome = await within(
+    crasher.prompt("crash the worker").catch((error: unknown) => error),
+    20_000,
+    "the crasher's prompt to settle",
+  );
+  await within(streamingAgain, 10_000, "the stalled session to stream again on a fresh worker");
+  await stalled.abort();
+  const stalledResult = await within(stalledPrompt, 5000, "the stalled prompt after abort()");
+  return { stalled, crasher, stalledLog, crasherLog, crashOutcome, stalledResult };
 }
 
 /** Node's Atomics.waitAsync (ES2024; the project's lib predates it). */
@@ -215,94 +217,108 @@ describe("sessions through a real worker pool", () => {
     expect(updates).toBeGreaterThan(1000);
   });
 
-  it("X5: a worker that exits mid-run rejects every pending prompt of its sessions with ERR_WORKER_EXITED and emits worker_exited", async () => {
+  it("X5 X7: a worker that exits mid-run: both sessions come back on workers of their own; the poison prompt is given up after its restart budget, its neighbour goes on", async () => {
     const host = realHost({ threads: 1, callTimeoutMs: 5000 });
-    const { stalled, crasher, stalledLog, crasherLog, settled } = await crashWorkerMidRun(host);
+    const { stalled, crasher, stalledLog, crasherLog, crashOutcome, stalledResult } = await crashWorkerMidRun(host);
 
-    for (const outcome of settled) {
-      const error = settledError(outcome);
-      expect(error).toBeInstanceOf(WorkerExitedError);
-      // process.exit(3) in a provider: the cause is named, not just "its message port closed".
-      expect(error).toMatchObject({ code: "ERR_WORKER_EXITED", cause: "exit" });
-      expect((error as Error).message).toMatch(/worker exited with code: 3/);
-    }
-    for (const log of [stalledLog, crasherLog]) {
-      expect(log.filter((entry) => entry.type === "worker_exited")).toHaveLength(1);
-      expect(log.at(-1)?.type).toBe("worker_exited");
-      expect(log.some((entry) => entry.type === "agent_settled")).toBe(false);
-    }
-    expect(host.workerCount).toBe(0);
-
-    // Further calls on a session whose worker died reject with a typed error, or end at once.
-    await expect(within(stalled.prompt("again"), 2000, "a prompt on a dead session")).rejects.toMatchObject({
-      code: "ERR_WORKER_EXITED",
+    // The crasher killed a fresh worker on every try: restored 3 times, given up at the 4th crash.
+    expect(crashOutcome).toBeInstanceOf(LifelineError);
+    expect(crashOutcome).toMatchObject({ code: "ERR_SESSION_CRASHED", cause: "exit" });
+    expect(crasherLog.filter((entry) => entry.type === "session_restored")).toHaveLength(3);
+    expect(crasherLog.filter((entry) => entry.type === "auto_retry_start")).toHaveLength(3);
+    expect(crasherLog.at(-1)).toMatchObject({ type: "worker_exited", error: { code: "ERR_SESSION_CRASHED" } });
+    expect(crasher.isClosed).toBe(true);
+    await expect(within(crasher.prompt("again"), 2000, "a prompt on a given-up session")).rejects.toMatchObject({
+      code: "ERR_SESSION_CRASHED",
     });
-    await expect(within(crasher.prompt("again"), 2000, "a prompt on a dead session")).rejects.toBeInstanceOf(
-      LifelineError,
+
+    // The neighbour's run was interrupted once: a failed reply naming the worker's fate, agent_end
+    // {willRetry}, session_restored, then its retry, which streamed until abort().
+    const order = stalledLog.map((entry) =>
+      entry.type === "message_end" && entry.message.role === "assistant"
+        ? `message_end ${entry.message.stopReason}`
+        : entry.type === "agent_end"
+          ? `agent_end ${entry.willRetry}`
+          : entry.type,
     );
-    await within(stalled.abort(), 2000, "abort() on a dead session");
-    await within(stalled.dispose(), 2000, "dispose() on a dead session");
+    const ended = order.indexOf("message_end error");
+    expect(order.slice(ended, ended + 4)).toEqual([
+      "message_end error",
+      "agent_end true",
+      "session_restored",
+      "auto_retry_start",
+    ]);
+    expect(stalledLog.find((entry) => entry.type === "auto_retry_start")).toMatchObject({
+      errorMessage: expect.stringMatching(/worker running this session exited \(exit\)/),
+    });
+    expect(stalledLog.filter((entry) => entry.type === "worker_exited")).toHaveLength(0);
+    expect(stalledResult).toMatchObject({ stopReason: "aborted", retries: 1 });
+    expect(stalled.isClosed).toBe(false);
+    await within(stalled.dispose(), 2000, "dispose() of the restored session");
   });
 
-  it("X5: an uncaught exception in a worker settles its prompt with ERR_WORKER_EXITED, cause crash, naming the error", async () => {
+  it("X7: a tool call its worker crashed in is never re-run: the model gets an interrupted result and the prompt is answered on a fresh worker", async () => {
     const host = realHost({ threads: 1 });
     const session = await host.createSession({ model: TOOLS_MODEL, workerModule: TOOL_MODULE });
-    const exited = nextEvent(session, "worker_exited");
-    const outcome = await within(
-      session.prompt("please [crash]").catch((error: unknown) => error),
-      10_000,
-      "the crashed prompt to settle",
-    );
-    expect(outcome).toMatchObject({ code: "ERR_WORKER_EXITED", cause: "crash" });
-    expect((outcome as Error).message).toMatch(/crashed \(a tool bug nothing caught\)/);
-    expect((await within(exited, 2000, "worker_exited")).error).toMatchObject({ cause: "crash" });
+    const restored = nextEvent(session, "session_restored");
+    const result = await within(session.prompt("please [crash]"), 10_000, "the crashed prompt to settle");
+    expect(await restored).toMatchObject({ reason: "crash", restarts: 1 });
+    expect(result.stopReason).toBe("stop");
+    expect(answerOf(result)).toMatch(/^the tool said: Tool call interrupted: the worker running it crashed\./);
+    const toolResults = session.messages.filter((message) => message.role === "toolResult");
+    expect(toolResults).toHaveLength(1);
+    expect(toolResults[0]).toMatchObject({ toolName: "crash", isError: true });
+    // The history keeps the failed attempt; the transcript the model sees does not.
+    expect(session.history.some((m) => m.role === "assistant" && m.stopReason === "error")).toBe(true);
+    expect(session.messages.some((m) => m.role === "assistant" && m.stopReason === "error")).toBe(false);
   });
 
   it("X5: a session created right after a worker crash gets a fresh worker and answers", async () => {
     // A short call timeout bounds how long a call to a worker that never starts can wait.
     const host = realHost({ threads: 1, callTimeoutMs: 5000 });
-    await crashWorkerMidRun(host);
-    expect(host.workerCount).toBe(0);
+    const { stalled } = await crashWorkerMidRun(host);
+    await stalled.dispose();
 
     const fresh = await within(host.createSession({ model: "demo/demo-fast" }), 8000, "a new session after the crash");
     const result = await within(fresh.prompt("still there?"), 8000, "the new session's prompt");
     expect(result.stopReason).toBe("stop");
     expect(answerOf(result)).toContain("still there?");
-    expect(host.workerCount).toBe(1);
   });
 
   it("X5: a worker stuck in synchronous code is terminated when a call to it times out, and nothing waits forever", async () => {
     const host = realHost({ callTimeoutMs: 500 });
     const session = await host.createSession({ model: TOOLS_MODEL, workerModule: TOOL_MODULE });
-    const exited = nextEvent(session, "worker_exited");
-    const stuck = session.prompt("please [spin]").catch((error: unknown) => error);
+    const restored = nextEvent(session, "session_restored");
+    const stuck = session.prompt("please [spin]");
     // Bounded by callTimeoutMs here: abort() returns once the unanswering worker is terminated.
     await within(session.abort(), 5000, "abort() on a stuck worker");
-    expect(await within(stuck, 5000, "the stuck prompt to settle")).toMatchObject({
-      code: "ERR_WORKER_EXITED",
-      cause: "hung",
-    });
-    const event = await within(exited, 5000, "worker_exited");
-    expect(event.error).toMatchObject({ cause: "hung" });
-    expect(event.error.message).toMatch(/did not answer (startRun|abort) within 500 ms/);
+    // It was aborted: the interrupted run ends as aborted and is not retried (X7, R9).
+    expect(await within(stuck, 5000, "the stuck prompt to settle")).toMatchObject({ stopReason: "aborted" });
+    expect(await within(restored, 5000, "session_restored")).toMatchObject({ reason: "hung" });
     const fresh = await host.createSession({ model: "demo/demo-fast" });
     expect((await within(fresh.prompt("still there?"), 5000, "a prompt on a fresh worker")).stopReason).toBe("stop");
   });
 
-  it("X8: a tool that blocks its worker after yielding is found by the watchdog with nothing calling it; the prompt settles as hung and the host goes on", async () => {
+  it("X8 X7: a tool that blocks its worker after yielding is found by the watchdog with nothing calling it; the session is restored and the model told, and the host goes on", async () => {
     const host = realHost({ threads: 2, hangTimeoutMs: 500 });
     const session = await host.createSession({ model: TOOLS_MODEL, workerModule: TOOL_MODULE });
     const neighbour = await host.createSession({ model: "demo/demo-fast" });
-    const exited = nextEvent(session, "worker_exited");
-    const stuck = session.prompt("please [spin-later]").catch((error: unknown) => error);
-    expect(await within(stuck, 10_000, "the watchdog to settle the stuck prompt")).toMatchObject({
-      code: "ERR_WORKER_EXITED",
-      cause: "hung",
+    const restored = nextEvent(session, "session_restored");
+    const log = record(session);
+    const result = await within(session.prompt("please [spin-later]"), 15_000, "the watchdog to end the hang");
+    expect(await restored).toMatchObject({ reason: "hung", restarts: 1 });
+    // The reply of the interrupted run: a failed message naming the worker's fate.
+    const failed = log.find(
+      (entry) =>
+        entry.type === "message_end" && entry.message.role === "assistant" && entry.message.stopReason === "error",
+    );
+    expect(failed).toMatchObject({ message: { errorMessage: expect.stringMatching(/stopped answering/) } });
+    expect(log.find((entry) => entry.type === "auto_retry_start")).toMatchObject({
+      errorMessage: expect.stringMatching(/stopped answering and was terminated \(hung\)/),
     });
-    const event = await within(exited, 5000, "worker_exited");
-    expect(event.error).toMatchObject({ code: "ERR_WORKER_EXITED", cause: "hung" });
-    expect(event.error.message).toMatch(/sent nothing for \d+ ms, over hangTimeoutMs \(500 ms\)/);
-    expect(session.isClosed).toBe(true);
+    // The spinning tool was not run again: the model got an "interrupted" result and answered.
+    expect(answerOf(result)).toMatch(/^the tool said: Tool call interrupted: the worker running it stopped answering/);
+    expect(session.isClosed).toBe(false);
     // The neighbour on the other worker was untouched; new sessions get a fresh worker.
     expect((await within(neighbour.prompt("hi"), 5000, "the neighbour's prompt")).stopReason).toBe("stop");
     const fresh = await host.createSession({ model: "demo/demo-fast" });
@@ -333,10 +349,8 @@ describe("sessions through a real worker pool", () => {
     };
     const first = await spinning();
     await within(first.session.abort(), 6000, "abort() on a stuck worker");
-    expect(await within(first.stuck, 6000, "the aborted prompt to settle")).toMatchObject({
-      code: "ERR_WORKER_EXITED",
-      cause: "hung",
-    });
+    // Terminated as hung; the run was aborted, so it ends as aborted and is not retried.
+    expect(await within(first.stuck, 6000, "the aborted prompt to settle")).toMatchObject({ stopReason: "aborted" });
     const second = await spinning();
     await within(host.close(), 8000, "host.close() with a stuck worker");
     expect(await within(second.stuck, 1000, "the prompt of the closed host")).toMatchObject({

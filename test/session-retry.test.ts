@@ -437,25 +437,34 @@ describe("auto_retry_end without an auto_retry_start (cancelled between the deci
 });
 
 describe("session lifecycle", () => {
-  it("X5: a worker that goes away settles the pending prompt with ERR_WORKER_EXITED and clears the sleep", async () => {
-    const { clock, session, events, workerPorts } = await setup([{ error: "503" }]);
+  it("X7: a worker that goes away during the retry sleep is restored; the chain goes on and the prompt gets its real outcome", async () => {
+    const { clock, scripted, session, events, workerPorts } = await setup([{ error: "503" }, { text: "back" }]);
     const done = session.prompt("hi");
     await clock.waitForSleep();
+    const restored = nextEvent(session, "session_restored");
     workerPorts[0]?.close();
-    await expect(done).rejects.toMatchObject({ code: "ERR_WORKER_EXITED" });
-    expect(clock.pending).toBe(0);
+    // No run was in flight, so the session is restored, not blamed: the sleep goes on.
+    expect(await restored).toMatchObject({ reason: "exit", restarts: 1 });
+    await clock.release();
+    const result = await done;
+    expect(result).toMatchObject({ stopReason: "stop", retries: 1 });
     expect(outline(events)).toEqual([
       "agent_start",
       "agent_end willRetry=true",
       "auto_retry_start 1/3 delay=2000 error=503",
-      "auto_retry_end success=false attempt=1 finalError=Worker exited",
-      "worker_exited",
+      "session_restored",
+      "agent_start",
+      "auto_retry_end success=true attempt=1",
+      "agent_end willRetry=false",
+      "agent_settled stop retries=1",
     ]);
-    await expect(session.prompt("again")).rejects.toMatchObject({ code: "ERR_WORKER_EXITED" });
-    expect(roles(session.history)).toEqual(["user", "assistant:error"]);
+    expect(scripted.calls()).toBe(2);
+    expect(roles(session.messages)).toEqual(["user", "assistant:stop"]);
+    expect(roles(session.history)).toEqual(["user", "assistant:error", "assistant:stop"]);
+    expect((await session.prompt("again")).stopReason).toBe("stop");
   });
 
-  it("X5: a startRun the worker never answers settles the prompt with a code naming the hang (ERR_WORKER_EXITED, cause hung), not as a model failure", async () => {
+  it("X5 X7: a startRun the worker never answers settles the prompt with a code naming the hang (cause hung), not as a model failure", async () => {
     const scripted = script([{ text: "never" }]);
     const dir = mkdtempSync(join(tmpdir(), "lifeline-test-"));
     const host = createSessionHost({
@@ -463,6 +472,7 @@ describe("session lifecycle", () => {
       cwd: dir,
       batchIntervalMs: 0,
       callTimeoutMs: 200,
+      settings: { retry: { baseDelayMs: 1 } },
       // The worker API served in-process behind a relay that swallows startRun calls.
       connect: () => {
         const toMain = new MessageChannel();
@@ -480,9 +490,21 @@ describe("session lifecycle", () => {
     });
     cleanups.push(() => host.close());
     const session = await host.createSession({ model: scripted.model });
+    const events = record(session);
     const outcome = await session.prompt("hi").catch((error: unknown) => error);
-    expect(outcome).toMatchObject({ code: "ERR_WORKER_EXITED", cause: "hung" });
-    expect((outcome as Error).message).toMatch(/did not answer startRun within 200 ms/);
+    // Each hang is a transient failure restored on a fresh worker and retried (X7); every retry
+    // hangs too, so the session is given up after its restart budget, with the cause named.
+    expect(outcome).toMatchObject({ code: "ERR_SESSION_CRASHED", cause: "hung" });
+    const starts = events.filter((event) => event.type === "auto_retry_start");
+    expect(starts).toHaveLength(3);
+    expect(starts[0]).toMatchObject({
+      errorMessage: expect.stringMatching(/stopped answering and was terminated \(hung\)/),
+    });
+    expect(events.filter((event) => event.type === "session_restored")).toHaveLength(3);
+    expect(events.at(-1)).toMatchObject({
+      type: "worker_exited",
+      error: { code: "ERR_SESSION_CRASHED", cause: "hung" },
+    });
     expect(scripted.calls()).toBe(0);
   });
 

@@ -10,7 +10,13 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { type Api, type AssistantMessage, isContextOverflow, type Model } from "@mariozechner/pi-ai";
 import { type ClassifiableMessage, isFailedStop, isRemovableFailure } from "../shared/classify.js";
-import { LifelineError, SessionBusyError, WorkerExitedError, WorkerStartError } from "../shared/errors.js";
+import {
+  LifelineError,
+  SessionBusyError,
+  SessionCrashedError,
+  WorkerExitedError,
+  WorkerStartError,
+} from "../shared/errors.js";
 import type { PromptResult, RetryEvent, SessionEvent } from "../shared/events.js";
 import type { BatchItem, ModelChange, ModelRef, RunInput } from "../shared/protocol.js";
 import type { Settings } from "../shared/settings.js";
@@ -27,6 +33,8 @@ import {
 } from "./option-schemas.js";
 import { RetryController, type RetryDecision } from "./retry-controller.js";
 import { abortableSleep } from "./sleep.js";
+import { interruptedRun, workerFate } from "./supervision/interrupted-run.js";
+import { RestartBudget } from "./supervision/restart-budget.js";
 import type { LinkClient, WorkerLink } from "./worker-link.js";
 
 /** What the session's compaction hook receives on a context overflow. */
@@ -67,6 +75,30 @@ export interface SessionWiring {
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** Resolves a model reference and its key as the host does for new sessions (models.json). */
   resolveModel: (ref: ModelRef) => Promise<ModelChange>;
+  /** The model and key the session was opened with. */
+  modelChange: ModelChange;
+  /**
+   * SPEC X7: opens this session again on a fresh worker from `messages` (its own worker if
+   * `isolate`), with the session's current model; resolves with the new link.
+   */
+  reopen: (messages: AgentMessage[], model: ModelChange, isolate: boolean) => Promise<WorkerLink>;
+}
+
+/** The decision made at a run's agent_end, carried out at its run_end. */
+interface AfterRun {
+  decision: RetryDecision<AssistantMessage>;
+  last: AssistantMessage | undefined;
+}
+
+/** What the main thread knows of the run in flight, for restoring it if its worker dies. */
+interface ActiveRun {
+  input: RunInput;
+  /** `agent_start` arrived. */
+  started: boolean;
+  /** The prompt's user message arrived (`message_end`, role user). */
+  userSeen: boolean;
+  /** `abort()` was asked for it: if its worker dies it ends as aborted, never retried. */
+  aborted: boolean;
 }
 
 interface PendingPrompt {
@@ -93,7 +125,15 @@ export class AgentSession {
   #model: Model<Api>;
   /** Steering and follow-up messages sent to the worker and not yet seen in the transcript. */
   readonly #queued: AgentMessage[] = [];
-  readonly #link: WorkerLink;
+  /** The queue each of {@link #queued} went to, to send them again after a restore (X7). */
+  readonly #queuedKinds = new Map<AgentMessage, "steer" | "followUp">();
+  #link: WorkerLink;
+  /** Settles when a restore on a fresh worker is over (X7); calls to the worker wait for it. */
+  #restoring: Promise<void> | undefined;
+  readonly #budget: RestartBudget;
+  #restarts = 0;
+  #modelChange: ModelChange;
+  #run: ActiveRun | undefined;
   readonly #settings: Settings;
   readonly #events: EventStream;
   readonly #retry: RetryController<AssistantMessage>;
@@ -103,7 +143,7 @@ export class AgentSession {
   #runId = 0;
   #activeRunId: number | undefined;
   /** The decision made at the active run's agent_end, carried out at its run_end. */
-  #afterRun: { decision: RetryDecision<AssistantMessage>; last: AssistantMessage | undefined } | undefined;
+  #afterRun: AfterRun | undefined;
   #prompt: PendingPrompt | undefined;
   readonly #queue: QueuedPrompt[] = [];
   #overflowPending = false;
@@ -119,7 +159,9 @@ export class AgentSession {
     this.#model = wiring.model;
     this.#wiring = wiring;
     this.#link = wiring.link;
+    this.#modelChange = wiring.modelChange;
     this.#settings = wiring.settings;
+    this.#budget = new RestartBudget(() => this.#settings.supervision);
     this.#messages = [...wiring.messages];
     this.#history = [...wiring.messages];
     this.#events = new EventStream(wiring.onListenerError);
@@ -142,11 +184,22 @@ export class AgentSession {
     };
     if (wiring.authStorage !== undefined) controllerOptions.authStorage = wiring.authStorage;
     this.#retry = new RetryController<AssistantMessage>(controllerOptions);
-    const client: LinkClient = {
+    this.#link.attach(this.id, this.#linkClient());
+  }
+
+  #linkClient(): LinkClient {
+    return {
       handleItem: (item) => this.#handleItem(item),
-      handleWorkerExit: (error) => this.#handleWorkerExit(error),
+      hasRunInFlight: () => this.#activeRunId !== undefined,
+      handleWorkerExit: (error, suspect) => this.#handleWorkerExit(error, suspect),
     };
-    this.#link.attach(this.id, client);
+  }
+
+  /** The link to the session's worker, once any restore in progress is over. */
+  async #worker(): Promise<WorkerLink> {
+    if (this.#restoring !== undefined) await this.#restoring;
+    if (this.#closed !== undefined) throw this.#closed;
+    return this.#link;
   }
 
   /**
@@ -199,8 +252,9 @@ export class AgentSession {
     if (this.#closed !== undefined) throw this.#closed;
     validate(modelRefSchema, model, "setModel() argument", "model");
     const change = await this.#wiring.resolveModel(typeof model === "string" ? parseModelName(model) : model);
-    const resolved = await this.#link.call("setModel", this.id, change);
+    const resolved = await (await this.#worker()).call("setModel", this.id, change);
     this.#model = resolved;
+    this.#modelChange = change;
     return resolved;
   }
 
@@ -227,10 +281,12 @@ export class AgentSession {
     }
     const message: AgentMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
     this.#queued.push(message);
+    this.#queuedKinds.set(message, kind);
     try {
-      await this.#link.call("queueMessage", this.id, kind, message);
+      await (await this.#worker()).call("queueMessage", this.id, kind, message);
     } catch (error) {
       this.#queued.splice(this.#queued.indexOf(message), 1);
+      this.#queuedKinds.delete(message);
       throw error;
     }
   }
@@ -253,9 +309,11 @@ export class AgentSession {
     // The worker drops queued steering and follow-up messages with the run.
     const dropQueued = this.#queued.length > 0;
     this.#queued.length = 0;
+    this.#queuedKinds.clear();
+    if (this.#run !== undefined) this.#run.aborted = true;
     if (this.#activeRunId === undefined && !dropQueued) return;
     try {
-      await this.#link.control("abort", this.id);
+      await (await this.#worker()).control("abort", this.id);
     } catch (error) {
       // Bounded (see WorkerLink.control): a worker that does not answer is terminated as hung, and
       // the prompt settles through the worker's exit; a worker that is gone runs nothing either.
@@ -346,6 +404,8 @@ export class AgentSession {
     this.#close(error);
     this.#link.detach(this.id);
     this.#wiring.onDisposed(this.id);
+    // A restore in progress closes the session on its new worker itself (see #restore).
+    if (this.#restoring !== undefined) return;
     try {
       await this.#link.control("closeSession", this.id);
     } catch {
@@ -362,8 +422,9 @@ export class AgentSession {
     const runId = ++this.#runId;
     this.#activeRunId = runId;
     this.#afterRun = undefined;
+    this.#run = { input, started: false, userSeen: false, aborted: false };
     try {
-      await this.#link.call("startRun", this.id, runId, input);
+      await (await this.#worker()).call("startRun", this.id, runId, input);
     } catch (error) {
       if (this.#activeRunId !== runId || this.#closed !== undefined) return;
       // A worker that died, or hung (a timed-out call terminates it), settles this prompt through
@@ -405,7 +466,10 @@ export class AgentSession {
       }
       case "message_end": {
         this.#streaming = undefined;
-        if (event.message.role === "user" && this.#queued.length > 0) this.#delivered(event.message);
+        if (event.message.role === "user") {
+          if (this.#queued.length > 0) this.#delivered(event.message);
+          if (this.#run !== undefined) this.#run.userSeen = true;
+        }
         this.#messages.push(event.message);
         this.#history.push(event.message);
         this.#events.emit(event);
@@ -416,17 +480,13 @@ export class AgentSession {
         return;
       }
       case "agent_end": {
-        const last = lastAssistant(event.messages);
-        if (last !== undefined && this.#prompt !== undefined) this.#prompt.lastAssistant = last;
-        // The decision may end a chain; as in pi, listeners see agent_end before auto_retry_end.
-        const held: RetryEvent[] = [];
-        this.#heldRetryEvents = held;
-        const decision = this.#retry.onAgentEnd(last);
-        this.#heldRetryEvents = undefined;
-        this.#events.emit({ type: "agent_end", messages: event.messages, willRetry: decision.kind === "retry" });
-        for (const retryEvent of held) this.#events.emit(retryEvent);
         // Acted on at run_end: the worker's run is over by then and the transcript tail is in.
-        this.#afterRun = { decision, last };
+        this.#afterRun = this.#decide(event.messages);
+        return;
+      }
+      case "agent_start": {
+        if (this.#run !== undefined) this.#run.started = true;
+        this.#events.emit(event);
         return;
       }
       default:
@@ -434,12 +494,28 @@ export class AgentSession {
     }
   }
 
+  /** R1/R4 at a run's end: the retry decision, then `agent_end {willRetry}` and any chain end. */
+  #decide(messages: AgentMessage[]): AfterRun {
+    const last = lastAssistant(messages);
+    if (last !== undefined && this.#prompt !== undefined) this.#prompt.lastAssistant = last;
+    // The decision may end a chain; as in pi, listeners see agent_end before auto_retry_end.
+    const held: RetryEvent[] = [];
+    this.#heldRetryEvents = held;
+    const decision = this.#retry.onAgentEnd(last);
+    this.#heldRetryEvents = undefined;
+    this.#events.emit({ type: "agent_end", messages, willRetry: decision.kind === "retry" });
+    for (const retryEvent of held) this.#events.emit(retryEvent);
+    return { decision, last };
+  }
+
   /** A queued message reached the transcript: it is no longer pending. */
   #delivered(message: AgentMessage): void {
     const index = this.#queued.findIndex(
       (queued) => queued.timestamp === message.timestamp && sameContent(queued, message),
     );
-    if (index >= 0) this.#queued.splice(index, 1);
+    if (index < 0) return;
+    const [queued] = this.#queued.splice(index, 1);
+    if (queued !== undefined) this.#queuedKinds.delete(queued);
   }
 
   #handleRunEnd(item: Extract<BatchItem, { type: "run_end" }>): void {
@@ -449,11 +525,17 @@ export class AgentSession {
       this.#history.push(message);
     }
     this.#activeRunId = undefined;
+    this.#run = undefined;
     const afterRun = this.#afterRun;
     this.#afterRun = undefined;
+    this.#carryOut(afterRun, item.error?.message);
+  }
+
+  /** Carries out a finished run's decision (retry, overflow hook, or nothing), then maybe settles. */
+  #carryOut(afterRun: AfterRun | undefined, runError: string | undefined): void {
     if (afterRun === undefined) {
       // The run ended without agent_end (it failed outside the agent loop): end any chain (B3).
-      if (this.#prompt !== undefined) this.#prompt.failure = item.error?.message ?? "The run ended without a reply.";
+      if (this.#prompt !== undefined) this.#prompt.failure = runError ?? "The run ended without a reply.";
       this.#retry.onAgentEnd(undefined);
     } else if (afterRun.decision.kind === "retry") {
       void this.#retry
@@ -471,13 +553,13 @@ export class AgentSession {
 
   async #removeFailed(): Promise<void> {
     if (isRemovableFailure(this.#messages[this.#messages.length - 1])) this.#messages.pop();
-    await this.#link.call("popFailedMessage", this.id);
+    await (await this.#worker()).call("popFailedMessage", this.id);
   }
 
   async #restoreFailed(message: AssistantMessage): Promise<void> {
     if (this.#closed !== undefined) return;
     this.#messages.push(message);
-    await this.#link.call("appendMessage", this.id, message);
+    await (await this.#worker()).call("appendMessage", this.id, message);
   }
 
   async #continueAfterRetry(): Promise<void> {
@@ -513,6 +595,7 @@ export class AgentSession {
     const pending = this.#prompt;
     if (pending === undefined || this.#closed !== undefined) return;
     if (this.#activeRunId !== undefined || this.#retry.isRetrying || this.#overflowPending) return;
+    if (this.#restoring !== undefined) return;
     this.#prompt = undefined;
     const last = pending.lastAssistant;
     const result: PromptResult = { stopReason: last?.stopReason ?? "error", retries: pending.retries };
@@ -535,13 +618,116 @@ export class AgentSession {
     this.#maybeSettle();
   }
 
-  #handleWorkerExit(error: WorkerExitedError): void {
+  /**
+   * SPEC X7: the worker died. A session blamed for it (`suspect`) is charged a restart and, over
+   * its budget, given up (ERR_SESSION_CRASHED). Otherwise a run in flight ends here as a failed
+   * reply and `agent_end` (tool calls it had running get an "interrupted" result), the session is
+   * opened again on a fresh worker (its own, if suspect) from the main-side transcript, emits
+   * `session_restored`, and the run's decision is carried out: a retry, like any transient failure.
+   */
+  #handleWorkerExit(error: WorkerExitedError, suspect: boolean): void {
     if (this.#closed !== undefined) return;
-    this.#retry.dispose("Worker exited");
+    this.#restarts++;
+    if (suspect && !this.#budget.charge()) {
+      const { maxRestarts, windowMs } = this.#settings.supervision;
+      this.#giveUp(
+        new SessionCrashedError(
+          `Session ${this.id} was given up: its worker ${workerFate(error.cause)} again, more than ${maxRestarts} restarts within ${windowMs} ms (supervision.maxRestarts, supervision.windowMs). Last: ${error.message}`,
+          error.cause,
+        ),
+      );
+      return;
+    }
+    let restored: () => void = () => {};
+    this.#restoring = new Promise<void>((resolve) => {
+      restored = resolve;
+    });
+    const afterRun = this.#activeRunId === undefined ? undefined : this.#interruptRun(error);
+    void this.#restore(error, suspect, afterRun).finally(restored);
+  }
+
+  /** Ends the run in flight at a worker's death (see {@link interruptedRun}); returns its decision. */
+  #interruptRun(error: WorkerExitedError): AfterRun | undefined {
+    const run = this.#run;
+    this.#activeRunId = undefined;
+    this.#run = undefined;
+    // Its agent_end was already seen: only its run_end was lost, and the decision stands.
+    if (this.#afterRun !== undefined) {
+      const afterRun = this.#afterRun;
+      this.#afterRun = undefined;
+      return afterRun;
+    }
+    const produced: AgentMessage[] = [];
+    const add = (message: AgentMessage, started: boolean) => {
+      if (!started) this.#events.emit({ type: "message_start", message });
+      this.#messages.push(message);
+      this.#history.push(message);
+      produced.push(message);
+      this.#events.emit({ type: "message_end", message });
+    };
+    if (run?.started !== true) this.#events.emit({ type: "agent_start" });
+    // The worker never reported the prompt's user message: write it from the prompt's text, so
+    // the retried run continues from it (no turn is lost, no two user turns in a row).
+    if (run?.input.kind === "prompt" && !run.userSeen) {
+      add({ role: "user", content: [{ type: "text", text: run.input.text }], timestamp: Date.now() }, false);
+    }
+    const streaming = this.#streaming;
+    this.#streaming = undefined;
+    const { toolResults, reply } = interruptedRun({
+      messages: this.#messages,
+      partial: streaming?.message,
+      model: this.#model,
+      cause: error.cause,
+      aborted: run?.aborted === true,
+      now: Date.now(),
+    });
+    for (const result of toolResults) add(result, false);
+    add(reply, streaming !== undefined);
+    if (this.#prompt !== undefined) this.#prompt.lastAssistant = reply;
+    this.#retry.onMessageEnd(reply);
+    return this.#decide(produced);
+  }
+
+  async #restore(error: WorkerExitedError, suspect: boolean, afterRun: AfterRun | undefined): Promise<void> {
+    let link: WorkerLink;
+    try {
+      link = await this.#wiring.reopen([...this.#messages], this.#modelChange, suspect);
+    } catch (reopenError) {
+      if (this.#closed !== undefined) return;
+      const why = reopenError instanceof Error ? reopenError.message : String(reopenError);
+      this.#giveUp(
+        new SessionCrashedError(
+          `Session ${this.id} could not be restored after its worker ${workerFate(error.cause)}: ${why}`,
+          error.cause,
+        ),
+      );
+      return;
+    }
+    if (this.#closed !== undefined) {
+      void link.control("closeSession", this.id).catch(() => {});
+      return;
+    }
+    this.#link = link;
+    link.attach(this.id, this.#linkClient());
+    // Steering accepted before the crash and not yet delivered goes to the new worker, once.
+    for (const message of this.#queued) {
+      const kind = this.#queuedKinds.get(message) ?? "followUp";
+      void link.call("queueMessage", this.id, kind, message).catch(() => {});
+    }
+    this.#restoring = undefined;
+    this.#events.emit({ type: "session_restored", reason: error.cause, restarts: this.#restarts });
+    if (afterRun !== undefined) this.#carryOut(afterRun, undefined);
+    else this.#maybeSettle();
+  }
+
+  /** X7: the session is given up: any chain ends, `worker_exited`, and everything waiting rejects. */
+  #giveUp(error: SessionCrashedError): void {
+    this.#retry.dispose(error.message);
     this.#events.emit({
       type: "worker_exited",
       error: { code: error.code, message: error.message, cause: error.cause },
     });
+    this.#restoring = undefined;
     this.#close(error);
     this.#wiring.onDisposed(this.id);
   }

@@ -1,4 +1,12 @@
 #!/usr/bin/env node
+import type { AssistantMessage } from "@mariozechner/pi-ai";
+import { Command, CommanderError, Option } from "commander";
+import { loadMockScript, type MockScript, startMockServer } from "../mock-server/index.js";
+import { isFailedStop } from "../shared/classify.js";
+import { LifelineError } from "../shared/errors.js";
+import type { PromptResult, SessionEvent } from "../shared/events.js";
+import { runRpcMode } from "./rpc/rpc-mode.js";
+import { createSessionHost } from "./session-host.js";
 /**
  * The `lifeline` command.
  *
@@ -12,14 +20,7 @@
  * Exit codes: 0 answered; 1 the prompt failed (final error on stderr); 2 bad usage, settings,
  * models.json, unknown model or missing key; 130 interrupted.
  */
-import type { AssistantMessage } from "@mariozechner/pi-ai";
-import { Command, CommanderError, Option } from "commander";
-import { loadMockScript, type MockScript, startMockServer } from "../mock-server/index.js";
-import { isFailedStop } from "../shared/classify.js";
-import { LifelineError } from "../shared/errors.js";
-import type { PromptResult, SessionEvent } from "../shared/events.js";
-import { runRpcMode } from "./rpc/rpc-mode.js";
-import { createSessionHost } from "./session-host.js";
+import { workerFate } from "./supervision/interrupted-run.js";
 import { runInteractive } from "./tui/interactive-mode.js";
 
 const DEMO_PROMPT = "Say hello to lifeline.";
@@ -57,6 +58,8 @@ export function progressLine(event: SessionEvent): string | undefined {
       return `Context overflow: ${event.errorMessage} (not retried)`;
     case "worker_exited":
       return `Worker exited: ${event.error.message}`;
+    case "session_restored":
+      return `The session's worker ${workerFate(event.reason)}; the session was restored on a fresh worker (restart ${event.restarts}).`;
     default:
       return undefined;
   }

@@ -187,7 +187,8 @@ export class SessionHost {
     if (options.batchIntervalMs !== undefined) task.batchIntervalMs = options.batchIntervalMs;
     this.#pool = new WorkerPool({
       filename: new URL("../worker/entry.js", import.meta.url).href,
-      maxThreads: this.#threads,
+      // Room for the isolated workers of crash suspects beside the shared ones (SPEC X7).
+      maxThreads: this.#threads + isolatedCapacity(this.#threads),
       task,
       ...(options.resourceLimits === undefined ? {} : { resourceLimits: options.resourceLimits }),
       // A worker failed before serving: fail the links still waiting for theirs (ERR_WORKER_START).
@@ -268,8 +269,13 @@ export class SessionHost {
       authStorage: this.#options.authStorage,
       onContextOverflow: options.onContextOverflow,
       onListenerError: this.#options.onListenerError ?? reportListenerError,
-      onDisposed: (id) => this.#sessions.delete(id),
+      onDisposed: (id) => {
+        this.#sessions.delete(id);
+        this.#releaseIsolated();
+      },
       resolveModel: (ref) => this.#resolveModel(ref, undefined),
+      modelChange: resolved,
+      reopen: (messages, model, isolate) => this.#reopen(withModel(init, model, messages), isolate),
       ...(this.#options.sleep === undefined ? {} : { sleep: this.#options.sleep }),
     });
     this.#sessions.set(sessionId, session);
@@ -371,6 +377,49 @@ export class SessionHost {
     return parseSettings(mergeSettings(files, this.#options.settings, overrides), "the merged settings");
   }
 
+  /**
+   * SPEC X7: opens a session again after its worker died, from the main-side transcript. A
+   * suspect goes to a worker of its own (see {@link #isolatedLink}).
+   * @throws ERR_HOST_CLOSED, or what opening it throws (ERR_WORKER_START, ERR_WORKER_MODULE, …).
+   */
+  async #reopen(init: SessionInit, isolate: boolean): Promise<WorkerLink> {
+    this.#assertOpen();
+    const { link, release } = isolate ? this.#isolatedLink() : await this.#pickLink();
+    try {
+      await link.openSession(init);
+    } finally {
+      release();
+    }
+    if (this.#closed) {
+      void link.control("closeSession", init.sessionId).catch(() => {});
+      this.#assertOpen();
+    }
+    return link;
+  }
+
+  /**
+   * A worker for sessions suspected of killing theirs, so they stop taking neighbours down. These
+   * are threads beyond `threads`: a new one per suspect while there are fewer than
+   * {@link isolatedCapacity} of them, else the least-loaded one is shared. One is shut down when
+   * its last session closes; new sessions never go to one.
+   */
+  #isolatedLink(): { link: WorkerLink; release: () => void } {
+    const isolated = this.#links.filter((link) => link.isolated && !link.isDead);
+    if (isolated.length >= isolatedCapacity(this.#threads)) {
+      const least = isolated.reduce((best, link) => (link.clientCount < best.clientCount ? link : best));
+      return { link: least, release: least.reserve() };
+    }
+    const link = this.#newLink(true);
+    return { link, release: link.reserve() };
+  }
+
+  /** Shuts down isolated workers no session uses any more. */
+  #releaseIsolated(): void {
+    for (const link of this.#links) {
+      if (link.isolated && !link.isDead && link.clientCount === 0) void link.close();
+    }
+  }
+
   /** Chooses the least-loaded link (starting one if under `threads`) and reserves a place on it. */
   async #pickLink(): Promise<{ link: WorkerLink; release: () => void }> {
     const dead = this.#links.filter((link) => link.isDead);
@@ -384,25 +433,49 @@ export class SessionHost {
       }
     }
     let best: WorkerLink | undefined;
-    for (const link of this.#links) {
+    const shared = this.#links.filter((link) => !link.isolated);
+    for (const link of shared) {
       if (link.isDead) continue;
       if (best === undefined || link.clientCount < best.clientCount) best = link;
     }
-    if (best !== undefined && (best.clientCount === 0 || this.#links.length >= this.#threads)) {
+    if (best !== undefined && (best.clientCount === 0 || shared.length >= this.#threads)) {
       return { link: best, release: best.reserve() };
     }
+    const link = this.#newLink(false);
+    return { link, release: link.reserve() };
+  }
+
+  #newLink(isolated: boolean): WorkerLink {
     const link = new WorkerLink(this.#options.connect?.() ?? this.#pool.connect(), {
       ...this.#timeouts,
+      isolated,
       onProtocolError: (reason) => process.emitWarning(`lifeline: ignored an invalid worker message (${reason})`),
     });
     this.#links.push(link);
     this.#watchdog.start();
-    return { link, release: link.reserve() };
+    return link;
   }
 }
 
 function unrefDelay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/**
+ * How many workers of their own crash suspects may have at once, beyond `threads`: each costs about
+ * 8 MB and a 20 ms start, and a burst of suspects past this shares them.
+ */
+function isolatedCapacity(threads: number): number {
+  return Math.max(4, threads);
+}
+
+/** `init` with the session's current model and key (they may have changed) and transcript. */
+function withModel(init: SessionInit, change: ModelChange, messages: AgentMessage[]): SessionInit {
+  const { apiKey: _key, authHeader: _header, ...rest } = init;
+  const next: SessionInit = { ...rest, model: change.model, messages };
+  if (change.apiKey !== undefined) next.apiKey = change.apiKey;
+  if (change.authHeader === true) next.authHeader = true;
+  return next;
 }
 
 function toModelRef(model: string | ModelRef): ModelRef {

@@ -46,7 +46,13 @@ export interface LinkEndpoint {
 /** What a session registers with its link. */
 export interface LinkClient {
   handleItem(item: BatchItem): void;
-  handleWorkerExit(error: WorkerExitedError): void;
+  /** True while the session has a run in the worker (it is then suspected of a crash). */
+  hasRunInFlight(): boolean;
+  /**
+   * The worker died. `suspect` says whether the session is blamed for it (SPEC X7): it had a run
+   * in flight, or no session of the worker had one (a module's timer, say), so all are suspects.
+   */
+  handleWorkerExit(error: WorkerExitedError, suspect: boolean): void;
 }
 
 /** Timeouts of a link, resolved by the host from its options. */
@@ -89,13 +95,20 @@ export class WorkerLink {
   #hung: string | undefined;
   #closing = false;
   #lastSeenAt = performance.now();
+  /**
+   * SPEC X7: this worker serves only sessions suspected of crashing their previous worker, so that
+   * a poison session stops taking its neighbours down. New sessions never go to it.
+   */
+  readonly isolated: boolean;
 
   constructor(
     endpoint: LinkEndpoint,
     options: LinkTimeouts & {
       onProtocolError: (reason: string) => void;
+      isolated?: boolean;
     },
   ) {
+    this.isolated = options.isolated ?? false;
     this.#port = endpoint.port;
     this.#timeouts = options;
     this.#terminate = endpoint.terminate;
@@ -371,7 +384,8 @@ export class WorkerLink {
     const clients = [...this.#clients.values()];
     this.#clients.clear();
     if (!this.#closing && error instanceof WorkerExitedError) {
-      for (const client of clients) client.handleWorkerExit(error);
+      const running = clients.filter((client) => client.hasRunInFlight());
+      for (const client of clients) client.handleWorkerExit(error, running.length === 0 || running.includes(client));
     }
   }
 }

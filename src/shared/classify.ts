@@ -2,7 +2,7 @@
  * Failure classification (SPEC R1, R2, B2) and retry-hint parsing (R4 usage-limit step, B6).
  * Pure functions: no clock of their own, no I/O.
  */
-import { type RequestFailure, requestFailureOf, type WithDiagnostics } from "./request-failure.js";
+import { type RequestFailure, requestFailureOf, type WithDiagnostics, workerExitOf } from "./request-failure.js";
 
 /** The fields of an assistant message that classification reads. */
 export interface ClassifiableMessage extends WithDiagnostics {
@@ -113,6 +113,9 @@ export function explainMessage(
 ): Classification {
   if (message.stopReason === "aborted") return { failureClass: "aborted", basis: "stopReason aborted" };
   if (!isFailedStop(message.stopReason)) return { failureClass: "success", basis: `stopReason ${message.stopReason}` };
+  // X7: the run's worker died under it; the run is retried like any transient failure.
+  const exit = workerExitOf(message);
+  if (exit !== undefined) return { failureClass: "retryable", basis: `worker ${exit.cause}` };
   const text = message.errorMessage;
   if (text === undefined || text === "") return { failureClass: "fatal", basis: "no errorMessage" };
   const failure = requestFailureOf(message);

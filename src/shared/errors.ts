@@ -18,6 +18,7 @@ export type ErrorCode =
   | "ERR_HOST_CLOSED"
   | "ERR_WORKER_EXITED"
   | "ERR_WORKER_START"
+  | "ERR_SESSION_CRASHED"
   | "ERR_WORKER_MODULE"
   | "ERR_CALL_TIMEOUT"
   | "ERR_PROTOCOL"
@@ -104,6 +105,21 @@ export class WorkerExitedError extends LifelineError {
 }
 
 /**
+ * SPEC X7: the session kept killing its worker (more than `supervision.maxRestarts` restarts within
+ * `supervision.windowMs`, or it could not be restored), so it was given up and closed. `cause` is
+ * how its last worker ended.
+ */
+export class SessionCrashedError extends LifelineError {
+  override readonly cause: WorkerExitCause;
+
+  constructor(message: string, cause: WorkerExitCause) {
+    super("ERR_SESSION_CRASHED", message);
+    this.name = "SessionCrashedError";
+    this.cause = cause;
+  }
+}
+
+/**
  * A worker thread could not start at all: its entry failed to load, or it ran out of memory (or
  * stopped answering) before serving anything. The message names the cause; `workerError` is the
  * thread's own error when there was one.
@@ -124,7 +140,7 @@ export function toWireError(error: unknown, fallback: ErrorCode = "ERR_RUN_FAILE
     const wire: WireError = { code: error.code, message: error.message };
     if (error.status !== undefined) wire.status = error.status;
     if (error.retryAfterMs !== undefined) wire.retryAfterMs = error.retryAfterMs;
-    if (error instanceof WorkerExitedError) wire.cause = error.cause;
+    if (error instanceof WorkerExitedError || error instanceof SessionCrashedError) wire.cause = error.cause;
     if (error.stack !== undefined) wire.stack = error.stack;
     return wire;
   }
@@ -151,6 +167,9 @@ export function fromWireError(wire: WireError): LifelineError {
       break;
     case "ERR_WORKER_START":
       error = new WorkerStartError(wire.message);
+      break;
+    case "ERR_SESSION_CRASHED":
+      error = new SessionCrashedError(wire.message, wire.cause ?? "crash");
       break;
     default: {
       const options: { status?: number; retryAfterMs?: number } = {};

@@ -6,7 +6,7 @@
  */
 import type { AgentEvent, AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
-import type { WireError } from "./errors.js";
+import type { WireError, WorkerExitCause } from "./errors.js";
 
 /** `agent_end` as listeners see it: the agent's event plus the retry decision made for it. */
 export interface AgentEndEvent {
@@ -65,10 +65,27 @@ export interface CompactionEndEvent {
   error?: string;
 }
 
-/** X5: the worker serving this session is gone; pending calls and prompts have been rejected. */
+/**
+ * X5/X7: the session was given up (it kept killing its worker, or could not be restored): its
+ * pending calls and prompts have been rejected and it is closed. A worker's death alone does not
+ * emit this: its sessions are restored (`session_restored`).
+ */
 export interface WorkerExitedEvent {
   type: "worker_exited";
   error: WireError;
+}
+
+/**
+ * X7: the session's worker died and the session now runs on a fresh worker, from the main
+ * thread's transcript, with the same object, id, listeners and settings. A run that was in flight
+ * came before this as a failed reply and `agent_end`; its retry follows.
+ */
+export interface SessionRestoredEvent {
+  type: "session_restored";
+  /** How the previous worker ended. */
+  reason: WorkerExitCause;
+  /** How many times this session has been restored so far, this one included. */
+  restarts: number;
 }
 
 /** The agent's own events, except `agent_end`, which gains `willRetry`. */
@@ -83,7 +100,8 @@ export type SessionEvent =
   | AgentSettledEvent
   | CompactionStartEvent
   | CompactionEndEvent
-  | WorkerExitedEvent;
+  | WorkerExitedEvent
+  | SessionRestoredEvent;
 
 /** The retry controller's events. */
 export type RetryEvent = AutoRetryStartEvent | AutoRetryEndEvent;

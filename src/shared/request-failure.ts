@@ -63,3 +63,15 @@ export function attachRequestFailure(message: WithDiagnostics, failure: RequestF
     { type: REQUEST_FAILURE_DIAGNOSTIC, timestamp: now, details: failure as Record<string, unknown> },
   ];
 }
+
+/**
+ * `type` of the diagnostics entry that marks a reply the main thread wrote for a run its worker
+ * did not survive (SPEC X7). Its `details` are `{ cause }`; such a reply is a transient failure.
+ */
+export const WORKER_EXIT_DIAGNOSTIC = "lifeline_worker_exit";
+
+/** The worker's fate recorded on a reply interrupted by its worker's death, if it was one. */
+export function workerExitOf(message: WithDiagnostics): { cause: string } | undefined {
+  const entry = message.diagnostics?.find((diagnostic) => diagnostic.type === WORKER_EXIT_DIAGNOSTIC);
+  return entry?.details as { cause: string } | undefined;
+}

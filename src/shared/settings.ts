@@ -43,6 +43,18 @@ const retrySchema = z.strictObject({
   provider: providerSchema.default({ maxRetries: 0 }),
 });
 
+/**
+ * SPEC X7: a session whose runs keep killing their worker is given up after more than
+ * `maxRestarts` restarts within `windowMs` (OTP-style intensity). Only restarts the session is
+ * blamed for count: those of a crash that happened while it had a run in flight.
+ */
+const supervisionSchema = z.strictObject({
+  /** Restarts allowed within the window. @default 3 (a poison prompt: its first try and 3 retries) */
+  maxRestarts: nonNegativeInt.max(1000).default(3),
+  /** The sliding window of `maxRestarts`, in ms. @default 60000 */
+  windowMs: positiveTimerMs.default(60_000),
+});
+
 const settingsSchema = z.looseObject({
   retry: retrySchema.default({
     enabled: true,
@@ -52,8 +64,11 @@ const settingsSchema = z.looseObject({
     jitter: "none",
     provider: { maxRetries: 0 },
   }),
+  supervision: supervisionSchema.default({ maxRestarts: 3, windowMs: 60_000 }),
 });
 
+/** Validated supervision settings, defaults applied. */
+export type SupervisionSettings = z.output<typeof supervisionSchema>;
 /** Validated retry settings, defaults applied. */
 export type RetrySettings = z.output<typeof retrySchema>;
 /** Validated settings, defaults applied. */
@@ -70,6 +85,7 @@ export interface SettingsInput {
     maxDelayMs?: number;
     provider?: { maxRetries?: number; timeoutMs?: number; maxRetryDelayMs?: number };
   };
+  supervision?: { maxRestarts?: number; windowMs?: number };
   [key: string]: unknown;
 }
 

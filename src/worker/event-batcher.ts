@@ -40,6 +40,13 @@ export class EventBatcher {
       this.#append(sessionId, { type: "event", sessionId, event: { ...event, message: snapshot(event.message) } });
       return;
     }
+    if (event.type === "tool_execution_start") {
+      // Sent before the tool runs: if the tool then kills or blocks the worker, the main thread
+      // still knows the call was made and never re-runs it silently (SPEC X7).
+      this.#append(sessionId, { type: "event", sessionId, event });
+      this.flush();
+      return;
+    }
     if (event.type !== "message_update") {
       this.#append(sessionId, { type: "event", sessionId, event });
       return;

@@ -11,8 +11,10 @@
  * retried attempt streams, Esc must call `abort()` again to stop it, and the countdown must not
  * stay on screen over a streaming answer.
  */
+
 import { isFailedStop } from "../../shared/classify.js";
 import type { SessionEvent } from "../../shared/events.js";
+import { workerFate } from "../supervision/interrupted-run.js";
 import { abortedText, msUntilNextSecond, retryFailedText, retryLoaderText } from "./retry-loader.js";
 
 /** The slot the Esc key calls. pi-tui's `Input` has this shape, so the TUI passes its input line. */
@@ -223,6 +225,12 @@ export class SessionUiController {
         return;
       case "worker_exited":
         this.#onNotice({ level: "error", text: `Worker exited: ${event.error.message}` });
+        return;
+      case "session_restored":
+        this.#onNotice({
+          level: "info",
+          text: `The session's worker ${workerFate(event.reason)}; restored on a fresh worker (restart ${event.restarts}).`,
+        });
         return;
       default:
         return;

@@ -6,8 +6,11 @@
  * `threads`. A link whose worker dies is dropped; the next session starts a fresh one.
  */
 import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { MessageChannel, type ResourceLimits } from "node:worker_threads";
+import { isAbsolute, resolve as resolvePath } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { MessageChannel, type MessagePort, type ResourceLimits } from "node:worker_threads";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { Piscina } from "piscina";
@@ -25,6 +28,7 @@ import {
   modelsPath,
   resolveModelRef,
 } from "./models-config.js";
+import { trackPoolThreads } from "./pool-threads.js";
 import { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";
 import { type LinkEndpoint, WorkerLink } from "./worker-link.js";
 
@@ -32,10 +36,25 @@ import { type LinkEndpoint, WorkerLink } from "./worker-link.js";
 export interface SessionHostOptions {
   /** Worker threads in the pool. @default one less than the cores, at least 1 and at most 4 */
   threads?: number;
-  /** Directory of the project settings file `.lifeline/settings.json`. @default process.cwd() */
+  /**
+   * Directory of the project settings file `.lifeline/settings.json`, and the one base for relative
+   * paths given to the host (`workerEntry`, a session's `workerModule`). @default process.cwd()
+   */
   cwd?: string;
-  /** User directory holding `settings.json` and `models.json`. @default $LIFELINE_DIR, else ~/.lifeline */
-  lifelineDir?: string;
+  /**
+   * User directory holding `settings.json` and `models.json` (whose keys may be `"!command"`s that
+   * lifeline runs). `false` reads no user file at all: neither settings file nor models.json; keys
+   * then come from `apiKey` or the provider's environment variable. @default $LIFELINE_DIR, else ~/.lifeline
+   */
+  lifelineDir?: string | false;
+  /**
+   * The worker script the pool runs: an absolute path, a path relative to `cwd`, a `file:` URL
+   * string or a `URL`. Point it at the self-contained bundle (`lifeline/worker`, the file
+   * `dist/lifeline-worker.mjs`) copied where worker threads can load it, such as an Electron app's
+   * `app.asar.unpacked`. The CLI takes it from `--worker-entry` or `$LIFELINE_WORKER_ENTRY`.
+   * @default the package's own `dist/worker/entry.js`
+   */
+  workerEntry?: string | URL;
   /** Settings applied over both files for every session of this host. */
   settings?: SettingsInput;
   /** Told about usage-limit errors (SPEC R4). @default none */
@@ -73,7 +92,10 @@ export interface SessionOptions {
    * @default the provider's `apiKey` in models.json, else its environment variable
    */
   apiKey?: string;
-  /** Path or file URL of a module loaded in the worker whose `setup` returns tools. */
+  /**
+   * A module loaded in the worker whose `setup` returns tools: an absolute path, a path relative to
+   * the host's `cwd`, a `file:` URL string or a `URL`.
+   */
   workerModule?: string | URL;
   /** Plain data passed to the worker module's `setup`. */
   workerModuleOptions?: unknown;
@@ -88,7 +110,8 @@ export interface SessionOptions {
 const hostOptionsSchema = z.object({
   threads: z.number().int().min(1).max(64).optional(),
   cwd: z.string().min(1).optional(),
-  lifelineDir: z.string().min(1).optional(),
+  lifelineDir: z.union([z.string().min(1), z.literal(false)]).optional(),
+  workerEntry: z.union([z.string().min(1), z.instanceof(URL)]).optional(),
   callTimeoutMs: z.number().int().min(1).optional(),
   batchIntervalMs: z.number().min(0).max(1000).optional(),
 });
@@ -113,6 +136,7 @@ const sessionOptionsSchema = z.object({
 export function createSessionHost(options: SessionHostOptions = {}): SessionHost {
   validate(hostOptionsSchema, options, "createSessionHost options");
   if (options.settings !== undefined) parseSettings(options.settings, "createSessionHost({ settings })");
+  if (options.workerEntry !== undefined) checkWorkerEntry(options.workerEntry, options.cwd ?? process.cwd());
   return new SessionHost(options);
 }
 
@@ -123,6 +147,8 @@ export class SessionHost {
   readonly #links: WorkerLink[] = [];
   readonly #sessions = new Map<string, AgentSession>();
   #pool: Piscina | undefined;
+  /** Refs or unrefs piscina's own handle of a link's worker (keep-alive.ts). */
+  #poolThreads: ((port: MessagePort, referenced: boolean) => void) | undefined;
   #fileSettings: Promise<SettingsInput> | undefined;
   #modelsConfig: Promise<ModelsConfig> | undefined;
   #closed = false;
@@ -171,7 +197,7 @@ export class SessionHost {
     };
     if (resolved.apiKey !== undefined) init.apiKey = resolved.apiKey;
     if (resolved.authHeader === true) init.authHeader = true;
-    if (options.workerModule !== undefined) init.workerModule = toModuleUrl(options.workerModule);
+    if (options.workerModule !== undefined) init.workerModule = toModuleUrl(options.workerModule, this.#cwd());
     if (options.workerModuleOptions !== undefined) init.workerModuleOptions = options.workerModuleOptions;
     const { link, release } = await this.#pickLink();
     let opened: SessionOpened;
@@ -238,7 +264,14 @@ export class SessionHost {
    * Open sessions keep their own settings; new sessions read the file again.
    */
   async writeUserSettings(patch: SettingsInput): Promise<void> {
-    await writeUserSettings(patch, this.#lifelineDir());
+    const dir = this.#lifelineDir();
+    if (dir === false) {
+      throw new LifelineError(
+        "ERR_INVALID_OPTIONS",
+        "This host was created with lifelineDir: false, so it has no settings file to write; pass a directory as lifelineDir, or pass settings to createSessionHost instead.",
+      );
+    }
+    await writeUserSettings(patch, dir);
     this.reloadSettings();
   }
 
@@ -260,8 +293,14 @@ export class SessionHost {
     if (this.#closed) throw new LifelineError("ERR_HOST_CLOSED", "This session host is closed; create a new host.");
   }
 
-  #lifelineDir(): string {
+  /** The user directory, or false when the host reads no user files. */
+  #lifelineDir(): string | false {
     return this.#options.lifelineDir ?? resolveLifelineDir();
+  }
+
+  /** The one base for relative paths given to the host. */
+  #cwd(): string {
+    return this.#options.cwd ?? process.cwd();
   }
 
   async #resolveModel(ref: ModelRef, apiKey: string | undefined): Promise<ModelChange> {
@@ -270,7 +309,8 @@ export class SessionHost {
 
   /** The user's models.json, read once and kept until {@link reloadSettings}; a failed read is retried. */
   async #models(): Promise<ModelsConfig> {
-    this.#modelsConfig ??= loadModelsConfig(modelsPath(this.#lifelineDir()));
+    const dir = this.#lifelineDir();
+    this.#modelsConfig ??= dir === false ? Promise.resolve(NO_MODELS_FILE) : loadModelsConfig(modelsPath(dir));
     try {
       return await this.#modelsConfig;
     } catch (error) {
@@ -280,7 +320,8 @@ export class SessionHost {
   }
 
   async #sessionSettings(overrides: SettingsInput | undefined): Promise<Settings> {
-    this.#fileSettings ??= loadSettingsFiles(this.#lifelineDir(), this.#options.cwd ?? process.cwd());
+    const dir = this.#lifelineDir();
+    this.#fileSettings ??= dir === false ? Promise.resolve({}) : loadSettingsFiles(dir, this.#cwd());
     let files: SettingsInput;
     try {
       files = await this.#fileSettings;
@@ -335,10 +376,16 @@ export class SessionHost {
     void worker.terminate();
   }
 
+  /** The worker script as the file URL piscina loads. */
+  #workerEntry(): string {
+    const entry = this.#options.workerEntry;
+    return entry === undefined ? new URL("../worker/entry.js", import.meta.url).href : toModuleUrl(entry, this.#cwd());
+  }
+
   #connect(): LinkEndpoint {
     if (this.#options.connect !== undefined) return this.#options.connect();
     this.#pool ??= new Piscina({
-      filename: new URL("../worker/entry.js", import.meta.url).href,
+      filename: this.#workerEntry(),
       minThreads: 0,
       maxThreads: this.#threads,
       // One link task per worker: each long-lived task gets a thread of its own.
@@ -348,13 +395,18 @@ export class SessionHost {
       atomics: "disabled",
       ...(this.#options.resourceLimits === undefined ? {} : { resourceLimits: this.#options.resourceLimits }),
     });
+    this.#poolThreads ??= trackPoolThreads(this.#pool);
     const { port1, port2 } = new MessageChannel();
     const task: { port: typeof port2; batchIntervalMs?: number } = { port: port2 };
     if (this.#options.batchIntervalMs !== undefined) task.batchIntervalMs = this.#options.batchIntervalMs;
     const done = this.#pool.run(task, { transferList: [port2] });
-    return { port: port1, done };
+    const poolThreads = this.#poolThreads;
+    return { port: port1, done, setReferenced: (referenced) => poolThreads(port2, referenced) };
   }
 }
+
+/** What a host with `lifelineDir: false` uses instead of models.json: no custom models. */
+const NO_MODELS_FILE: ModelsConfig = { path: "models.json (not read: the host has lifelineDir: false)", providers: {} };
 
 function unrefDelay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
@@ -364,10 +416,30 @@ function toModelRef(model: string | ModelRef): ModelRef {
   return typeof model === "string" ? parseModelName(model) : model;
 }
 
-function toModuleUrl(module: string | URL): string {
+/**
+ * A module location as the file URL a worker can import: a `URL` or `file:` string as given, a path
+ * resolved against `base` (the host's `cwd`). Paths go through pathToFileURL, so `#`, `?`, spaces
+ * and Windows drive letters (`C:\\x`, which `new URL` would read as a `c:` scheme) stay part of the path.
+ */
+export function toModuleUrl(module: string | URL, base: string): string {
   if (module instanceof URL) return module.href;
-  if (/^file:/.test(module)) return module;
-  return new URL(module, `file://${process.cwd()}/`).href;
+  if (/^file:/i.test(module)) return new URL(module).href;
+  return pathToFileURL(isAbsolute(module) ? module : resolvePath(base, module)).href;
+}
+
+/**
+ * A missing worker script would only show when the first worker starts, as an error from inside
+ * the pool; say it at once, with the path it was looked for at.
+ */
+function checkWorkerEntry(entry: string | URL, cwd: string): void {
+  const url = toModuleUrl(entry, cwd);
+  if (!url.startsWith("file:")) return;
+  const path = fileURLToPath(url);
+  if (existsSync(path)) return;
+  throw new LifelineError(
+    "ERR_INVALID_OPTIONS",
+    `Invalid createSessionHost options: workerEntry ${path} does not exist. Copy the package's worker bundle (lifeline/worker, dist/lifeline-worker.mjs) there, or fix the path (a relative one is taken from the host's cwd, ${cwd}).`,
+  );
 }
 
 function validate(schema: z.ZodType, value: unknown, what: string): void {

@@ -12,11 +12,14 @@ import { type Remote, wrap } from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { fromWireError, LifelineError, WorkerExitedError } from "../shared/errors.js";
 import { type BatchItem, decodeWorkerMessage, type Result, type WorkerApi } from "../shared/protocol.js";
+import { KeepAlive } from "./keep-alive.js";
 
 /** A worker's port plus a promise that settles when its serve loop ends (rejects on a crash). */
 export interface LinkEndpoint {
   port: MessagePort;
   done: Promise<unknown>;
+  /** Refs or unrefs what else of the worker holds the process (the pool's own port for it). */
+  setReferenced?: (referenced: boolean) => void;
 }
 
 /** What a session registers with its link. */
@@ -49,6 +52,10 @@ export class WorkerLink {
   /** Thread id of the worker, learnt from its first openSession. */
   threadId: number | undefined;
   #closing = false;
+  /** Only in-flight work keeps the process alive (keep-alive.ts): pending calls and open runs. */
+  readonly #keepAlive: KeepAlive;
+  /** Runs started and not yet ended (`sessionId#runId`), each counted once in #keepAlive. */
+  readonly #openRuns = new Set<string>();
 
   constructor(
     endpoint: LinkEndpoint,
@@ -64,6 +71,11 @@ export class WorkerLink {
     this.#onProtocolError = options.onProtocolError;
     this.#onUnresponsive = options.onUnresponsive;
     this.#remote = wrap<WorkerApi>(nodeEndpoint(endpoint.port));
+    this.#keepAlive = new KeepAlive((referenced) => {
+      if (referenced) this.#port.ref();
+      else this.#port.unref();
+      endpoint.setReferenced?.(referenced);
+    });
     this.#port.on("message", (data: unknown) => this.#onMessage(data));
     this.#port.on("close", () => this.#die("its message port closed"));
     this.#done = endpoint.done.then(
@@ -116,6 +128,12 @@ export class WorkerLink {
 
   detach(sessionId: string): void {
     this.#clients.delete(sessionId);
+    for (const run of this.#openRuns) if (run.startsWith(`${sessionId}#`)) this.#endRun(run);
+  }
+
+  /** Pending calls plus runs between their start and their `run_end`: what keeps the process alive. */
+  get inFlight(): number {
+    return this.#keepAlive.inFlight;
   }
 
   /**
@@ -125,7 +143,13 @@ export class WorkerLink {
    */
   call<K extends keyof WorkerApi>(method: K, ...args: Parameters<WorkerApi[K]>): Promise<Unwrapped<ApiResult<K>>> {
     if (this.#dead !== undefined) return Promise.reject(this.#dead);
-    return new Promise((resolve, reject) => {
+    const run = method === "startRun" ? `${String(args[0])}#${String(args[1])}` : undefined;
+    if (run !== undefined && !this.#openRuns.has(run)) {
+      this.#openRuns.add(run);
+      this.#keepAlive.begin();
+    }
+    this.#keepAlive.begin();
+    const call = new Promise<Unwrapped<ApiResult<K>>>((resolve, reject) => {
       const fail = (error: LifelineError) => {
         clearTimeout(timer);
         this.#pending.delete(fail);
@@ -161,6 +185,15 @@ export class WorkerLink {
         (error: unknown) => fail(new LifelineError("ERR_PROTOCOL", `Worker call ${method} failed: ${String(error)}`)),
       );
     });
+    call.then(
+      () => this.#keepAlive.end(),
+      () => {
+        this.#keepAlive.end();
+        // A refused start opens no run, so no run_end will come for it.
+        if (run !== undefined) this.#endRun(run);
+      },
+    );
+    return call;
   }
 
   /** Asks the worker to stop serving, waits up to `timeoutMs` for it, then closes the port. */
@@ -185,13 +218,20 @@ export class WorkerLink {
         this.#onProtocolError(decoded.reason);
         return;
       case "message":
-        for (const item of decoded.message.items) this.#clients.get(item.sessionId)?.handleItem(item);
+        for (const item of decoded.message.items) {
+          if (item.type === "run_end") this.#endRun(`${item.sessionId}#${item.runId}`);
+          this.#clients.get(item.sessionId)?.handleItem(item);
+        }
         return;
       default: {
         const unreachable: never = decoded;
         throw new LifelineError("ERR_PROTOCOL", `Unhandled decoded message ${JSON.stringify(unreachable)}`);
       }
     }
+  }
+
+  #endRun(run: string): void {
+    if (this.#openRuns.delete(run)) this.#keepAlive.end();
   }
 
   #die(exitReason: string, cause?: unknown): void {
@@ -204,6 +244,7 @@ export class WorkerLink {
       cause === undefined ? {} : { cause },
     );
     this.#dead = error;
+    this.#keepAlive.stop();
     for (const fail of [...this.#pending]) fail(error);
     this.#port.close();
     const clients = [...this.#clients.values()];

@@ -200,6 +200,8 @@ export class WorkerLink {
   async close(timeoutMs: number): Promise<void> {
     if (this.#dead !== undefined) return;
     this.#closing = true;
+    // Closing is work in flight: the wait for the pool to finish the task must hold the process.
+    this.#keepAlive.begin();
     try {
       await this.call("shutdown");
       await Promise.race([this.#done, new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);

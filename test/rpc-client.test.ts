@@ -5,7 +5,7 @@
  * a small scripted fake written to a temporary directory. Every wait is bounded; every child is
  * stopped after its test.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
@@ -344,6 +344,42 @@ describe("RpcClient with lifeline --mode rpc", () => {
     track(client);
     await within(client.start(), 15_000, "start()");
     expect((await client.getState()).model?.id).toBe("demo-fast");
+  });
+});
+
+describe("RpcClient in a packaged app (Electron simulated: a wrapper program in place of its binary)", () => {
+  it("runs the CLI with execPath, passing env (ELECTRON_RUN_AS_NODE), and the child runs its workers from LIFELINE_WORKER_ENTRY", async () => {
+    const dir = tempDir(cleanups, "lifeline-rpc-exec-");
+    writeFileSync(join(dir, "settings.json"), JSON.stringify(FAST_RETRIES));
+    const unpacked = join(dir, "app.asar.unpacked #1");
+    mkdirSync(unpacked);
+    copyFileSync(fileURLToPath(new URL("../dist/lifeline-worker.mjs", import.meta.url)), join(unpacked, "worker.mjs"));
+    const wrapper = join(dir, "electron-like");
+    writeFileSync(
+      wrapper,
+      `#!/bin/sh\necho "wrapper ran, ELECTRON_RUN_AS_NODE=$ELECTRON_RUN_AS_NODE" >&2\nexec ${JSON.stringify(process.execPath)} "$@"\n`,
+    );
+    chmodSync(wrapper, 0o755);
+    const env = { ELECTRON_RUN_AS_NODE: "1", LIFELINE_WORKER_ENTRY: join(unpacked, "worker.mjs") };
+    const client = cliClient({ execPath: wrapper, env: { ...env, LIFELINE_DIR: dir } });
+    await within(client.start(), 15_000, "start()");
+    const { settled } = await within(client.promptAndWait("Hello"), 15_000, "promptAndWait");
+    expect(settled).toMatchObject({ type: "agent_settled", stopReason: "stop" });
+    expect(client.getStderr()).toContain("wrapper ran, ELECTRON_RUN_AS_NODE=1");
+
+    // The same child with a worker entry that is not there: proof that the variable is read.
+    const missing = join(dir, "not-unpacked", "worker.mjs");
+    const broken = cliClient({ execPath: wrapper, env: { ...env, LIFELINE_DIR: dir, LIFELINE_WORKER_ENTRY: missing } });
+    await expect(within(broken.start(), 15_000, "start()")).rejects.toMatchObject({
+      code: "ERR_RPC_EXITED",
+      message: expect.stringContaining(`workerEntry ${missing} does not exist`),
+    });
+  });
+
+  it("rejects an empty execPath with ERR_INVALID_OPTIONS naming the option", () => {
+    expect(() => new RpcClient({ execPath: "" })).toThrow(
+      expect.objectContaining({ code: "ERR_INVALID_OPTIONS", message: expect.stringContaining("execPath") }),
+    );
   });
 });
 

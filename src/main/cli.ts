@@ -1,12 +1,4 @@
 #!/usr/bin/env node
-import type { AssistantMessage } from "@mariozechner/pi-ai";
-import { Command, CommanderError, Option } from "commander";
-import { loadMockScript, type MockScript, startMockServer } from "../mock-server/index.js";
-import { isFailedStop } from "../shared/classify.js";
-import { LifelineError } from "../shared/errors.js";
-import type { PromptResult, SessionEvent } from "../shared/events.js";
-import { runRpcMode } from "./rpc/rpc-mode.js";
-import { createSessionHost } from "./session-host.js";
 /**
  * The `lifeline` command.
  *
@@ -17,11 +9,21 @@ import { createSessionHost } from "./session-host.js";
  *   lifeline --mode rpc [--provider P] [--model M]   pi's RPC protocol on stdin/stdout (rpc/rpc-mode.ts)
  *   lifeline mock-server [--port N] [--script F]     the fault-injecting model server, until Ctrl+C
  *
+ * `--worker-entry F` (or LIFELINE_WORKER_ENTRY) runs the workers from F, such as the worker bundle
+ * an Electron app unpacked next to its app.asar (see docs/embedding.md).
+ *
  * Exit codes: 0 answered; 1 the prompt failed (final error on stderr); 2 bad usage, settings,
  * models.json, unknown model or missing key; 130 interrupted.
  */
+import type { AssistantMessage } from "@mariozechner/pi-ai";
+import { Command, CommanderError, Option } from "commander";
+import { loadMockScript, type MockScript, startMockServer } from "../mock-server/index.js";
+import { isFailedStop } from "../shared/classify.js";
+import { LifelineError } from "../shared/errors.js";
+import type { PromptResult, SessionEvent } from "../shared/events.js";
+import { runRpcMode } from "./rpc/rpc-mode.js";
+import { createSessionHost, type SessionHostOptions } from "./session-host.js";
 import { workerFate } from "./supervision/interrupted-run.js";
-import { runInteractive } from "./tui/interactive-mode.js";
 
 const DEMO_PROMPT = "Say hello to lifeline.";
 
@@ -30,6 +32,7 @@ interface RunOptions {
   model: string;
   apiKey?: string | undefined;
   banner?: string;
+  host: SessionHostOptions;
 }
 
 /** Errors that mean "fix your command or configuration", exit 2. */
@@ -71,7 +74,12 @@ function answerText(message: AssistantMessage | undefined): string {
 }
 
 async function run(options: RunOptions): Promise<number> {
-  const host = createSessionHost({ threads: 1 });
+  let host: ReturnType<typeof createSessionHost>;
+  try {
+    host = createSessionHost({ threads: 1, ...options.host });
+  } catch (error) {
+    return reportError(error);
+  }
   let interrupted = false;
   try {
     if (options.banner !== undefined) process.stderr.write(`${options.banner}\n`);
@@ -102,11 +110,16 @@ async function run(options: RunOptions): Promise<number> {
     process.stdout.write(`${answerText(result.message)}\n`);
     return 0;
   } catch (error) {
-    process.stderr.write(`Error: ${error instanceof Error ? error.message : String(error)}\n`);
-    return error instanceof LifelineError && USAGE_ERRORS.has(error.code) ? 2 : 1;
+    return reportError(error);
   } finally {
     await host.close();
   }
+}
+
+/** Writes the error's message to stderr; returns its exit code (2 for what the user must fix). */
+function reportError(error: unknown): number {
+  process.stderr.write(`Error: ${error instanceof Error ? error.message : String(error)}\n`);
+  return error instanceof LifelineError && USAGE_ERRORS.has(error.code) ? 2 : 1;
 }
 
 async function mockServer(opts: { port: string; host: string; script?: string }): Promise<number> {
@@ -145,6 +158,20 @@ async function mockServer(opts: { port: string; host: string; script?: string })
   return 0;
 }
 
+interface GlobalOptions {
+  print?: string;
+  provider?: string;
+  model?: string;
+  apiKey?: string;
+  mode: string;
+  workerEntry?: string;
+}
+
+/** Host options from the global flags; a relative --worker-entry is taken from the current directory. */
+function hostOptions(opts: GlobalOptions): SessionHostOptions {
+  return opts.workerEntry === undefined || opts.workerEntry === "" ? {} : { workerEntry: opts.workerEntry };
+}
+
 function modelName(provider: string | undefined, model: string | undefined): string {
   if (model?.includes("/") && provider === undefined) return model;
   return `${provider ?? "demo"}/${model ?? (provider === undefined || provider === "demo" ? "demo-1" : "")}`;
@@ -174,11 +201,17 @@ export async function main(argv: readonly string[]): Promise<number> {
     )
     .addOption(
       new Option(
+        "--worker-entry <file>",
+        "worker script to run the sessions in, such as an unpacked lifeline-worker.mjs (default: the package's own)",
+      ).env("LIFELINE_WORKER_ENTRY"),
+    )
+    .addOption(
+      new Option(
         "--no-session",
         "write no session file (accepted for pi compatibility: lifeline does not write session files yet)",
       ),
     )
-    .action(async (opts: { print?: string; provider?: string; model?: string; apiKey?: string; mode: string }) => {
+    .action(async (opts: GlobalOptions) => {
       const interactive = process.stdin.isTTY === true && process.stdout.isTTY === true;
       if (opts.mode !== "rpc" && opts.print === undefined && !interactive) {
         program.outputHelp();
@@ -191,15 +224,20 @@ export async function main(argv: readonly string[]): Promise<number> {
         return;
       }
       const key = opts.apiKey === undefined ? {} : { apiKey: opts.apiKey };
-      if (opts.mode === "rpc") exitCode = await runRpcMode({ model, ...key });
-      else if (opts.print === undefined) exitCode = await runInteractive({ model, ...key });
-      else exitCode = await run({ text: opts.print, model, ...key });
+      const host = hostOptions(opts);
+      if (opts.mode === "rpc") exitCode = await runRpcMode({ model, ...key, host });
+      else if (opts.print === undefined) {
+        // Loaded only here: the terminal UI (pi-tui) costs startup time the other modes don't need.
+        const { runInteractive } = await import("./tui/interactive-mode.js");
+        exitCode = await runInteractive({ model, ...key, host });
+      } else exitCode = await run({ text: opts.print, model, ...key, host });
     });
   program
     .command("demo")
     .description("run the demo job: one session on the built-in demo model that fails, retries, recovers and answers")
     .action(async () => {
       exitCode = await run({
+        host: hostOptions(program.opts<GlobalOptions>()),
         text: DEMO_PROMPT,
         model: "demo/demo-1",
         banner:

@@ -1,4 +1,5 @@
-// The public API of lifeline. Re-exports only.
+// The public API of lifeline. Re-exports only. Nothing of the terminal UI: `runInteractive` is
+// the subpath "lifeline/tui" (pi-tui would otherwise load, and break bundles, in every embedding app).
 
 export {
   CONVERSATION_HEADER,
@@ -68,4 +69,3 @@ export type {
 export type { SessionHostOptions, SessionOptions } from "./session-host.js";
 export { createSessionHost, SessionHost } from "./session-host.js";
 export { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";
-export { type InteractiveOptions, runInteractive } from "./tui/interactive-mode.js";

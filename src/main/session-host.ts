@@ -6,7 +6,10 @@
  * `threads`. A link whose worker dies is dropped; the next session starts a fresh one.
  */
 import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
+import { isAbsolute, resolve as resolvePath } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import type { ResourceLimits } from "node:worker_threads";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
@@ -43,10 +46,25 @@ import { type LinkEndpoint, type LinkTimeouts, WorkerLink } from "./worker-link.
 export interface SessionHostOptions {
   /** Worker threads in the pool. @default one less than the cores, at least 1 and at most 4 */
   threads?: number;
-  /** Directory of the project settings file `.lifeline/settings.json`. @default process.cwd() */
+  /**
+   * Directory of the project settings file `.lifeline/settings.json`, and the one base for relative
+   * paths given to the host (`workerEntry`, a session's `workerModule`). @default process.cwd()
+   */
   cwd?: string;
-  /** User directory holding `settings.json` and `models.json`. @default $LIFELINE_DIR, else ~/.lifeline */
-  lifelineDir?: string;
+  /**
+   * User directory holding `settings.json` and `models.json` (whose keys may be `"!command"`s that
+   * lifeline runs). `false` reads no user file at all: neither settings file nor models.json; keys
+   * then come from `apiKey` or the provider's environment variable. @default $LIFELINE_DIR, else ~/.lifeline
+   */
+  lifelineDir?: string | false;
+  /**
+   * The worker script the pool runs: an absolute path, a path relative to `cwd`, a `file:` URL
+   * string or a `URL`. Point it at the self-contained bundle (`lifeline/worker`, the file
+   * `dist/lifeline-worker.mjs`) copied where worker threads can load it, such as an Electron app's
+   * `app.asar.unpacked`. The CLI takes it from `--worker-entry` or `$LIFELINE_WORKER_ENTRY`.
+   * @default the package's own `dist/worker/entry.js`
+   */
+  workerEntry?: string | URL;
   /** Settings applied over both files for every session of this host. */
   settings?: SettingsInput;
   /** Told about usage-limit errors (SPEC R4). @default none */
@@ -101,7 +119,10 @@ export interface SessionOptions {
    * @default the provider's `apiKey` in models.json, else its environment variable
    */
   apiKey?: string;
-  /** Path or file URL of a module loaded in the worker whose `setup` returns tools. */
+  /**
+   * A module loaded in the worker whose `setup` returns tools: an absolute path, a path relative to
+   * the host's `cwd`, a `file:` URL string or a `URL`.
+   */
   workerModule?: string | URL;
   /** Plain data passed to the worker module's `setup`. */
   workerModuleOptions?: unknown;
@@ -122,7 +143,8 @@ const CONTROL_TIMEOUT_MS = 2000;
 const hostOptionsSchema = z.strictObject({
   threads: z.number().int().min(1).max(64).optional(),
   cwd: z.string().min(1).optional(),
-  lifelineDir: z.string().min(1).optional(),
+  lifelineDir: z.union([z.string().min(1), z.literal(false)]).optional(),
+  workerEntry: z.union([z.string().min(1), z.instanceof(URL)]).optional(),
   settings: settingsObject.optional(),
   authStorage: authStorageSchema.optional(),
   callTimeoutMs: timerMs(1).optional(),
@@ -156,6 +178,7 @@ const sessionOptionsSchema = z.strictObject({
 export function createSessionHost(options: SessionHostOptions = {}): SessionHost {
   validate(hostOptionsSchema, options, "createSessionHost options");
   if (options.settings !== undefined) parseSettings(options.settings, "createSessionHost({ settings })");
+  if (options.workerEntry !== undefined) checkWorkerEntry(options.workerEntry, options.cwd ?? process.cwd());
   return new SessionHost(options);
 }
 
@@ -186,7 +209,10 @@ export class SessionHost {
     const task: { heartbeatMs: number; batchIntervalMs?: number } = { heartbeatMs: tickIntervalMs(hangTimeoutMs) };
     if (options.batchIntervalMs !== undefined) task.batchIntervalMs = options.batchIntervalMs;
     this.#pool = new WorkerPool({
-      filename: new URL("../worker/entry.js", import.meta.url).href,
+      filename:
+        options.workerEntry === undefined
+          ? new URL("../worker/entry.js", import.meta.url).href
+          : toModuleUrl(options.workerEntry, options.cwd ?? process.cwd()),
       // Room for the isolated workers of crash suspects beside the shared ones (SPEC X7).
       maxThreads: this.#threads + isolatedCapacity(this.#threads),
       task,
@@ -246,7 +272,7 @@ export class SessionHost {
     };
     if (resolved.apiKey !== undefined) init.apiKey = resolved.apiKey;
     if (resolved.authHeader === true) init.authHeader = true;
-    if (options.workerModule !== undefined) init.workerModule = toModuleUrl(options.workerModule);
+    if (options.workerModule !== undefined) init.workerModule = toModuleUrl(options.workerModule, this.#cwd());
     if (options.workerModuleOptions !== undefined) init.workerModuleOptions = options.workerModuleOptions;
     const { link, release } = await this.#pickLink();
     let opened: SessionOpened;
@@ -317,7 +343,14 @@ export class SessionHost {
    * Open sessions keep their own settings; new sessions read the file again.
    */
   async writeUserSettings(patch: SettingsInput): Promise<void> {
-    await writeUserSettings(patch, this.#lifelineDir());
+    const dir = this.#lifelineDir();
+    if (dir === false) {
+      throw new LifelineError(
+        "ERR_INVALID_OPTIONS",
+        "This host was created with lifelineDir: false, so it has no settings file to write; pass a directory as lifelineDir, or pass settings to createSessionHost instead.",
+      );
+    }
+    await writeUserSettings(patch, dir);
     this.reloadSettings();
   }
 
@@ -345,8 +378,14 @@ export class SessionHost {
     if (this.#closed) throw new LifelineError("ERR_HOST_CLOSED", "This session host is closed; create a new host.");
   }
 
-  #lifelineDir(): string {
+  /** The user directory, or false when the host reads no user files. */
+  #lifelineDir(): string | false {
     return this.#options.lifelineDir ?? resolveLifelineDir();
+  }
+
+  /** The one base for relative paths given to the host. */
+  #cwd(): string {
+    return this.#options.cwd ?? process.cwd();
   }
 
   async #resolveModel(ref: ModelRef, apiKey: string | undefined): Promise<ModelChange> {
@@ -355,7 +394,8 @@ export class SessionHost {
 
   /** The user's models.json, read once and kept until {@link reloadSettings}; a failed read is retried. */
   async #models(): Promise<ModelsConfig> {
-    this.#modelsConfig ??= loadModelsConfig(modelsPath(this.#lifelineDir()));
+    const dir = this.#lifelineDir();
+    this.#modelsConfig ??= dir === false ? Promise.resolve(NO_MODELS_FILE) : loadModelsConfig(modelsPath(dir));
     try {
       return await this.#modelsConfig;
     } catch (error) {
@@ -365,7 +405,8 @@ export class SessionHost {
   }
 
   async #sessionSettings(overrides: SettingsInput | undefined): Promise<Settings> {
-    this.#fileSettings ??= loadSettingsFiles(this.#lifelineDir(), this.#options.cwd ?? process.cwd());
+    const dir = this.#lifelineDir();
+    this.#fileSettings ??= dir === false ? Promise.resolve({}) : loadSettingsFiles(dir, this.#cwd());
     let files: SettingsInput;
     try {
       files = await this.#fileSettings;
@@ -425,7 +466,8 @@ export class SessionHost {
     const dead = this.#links.filter((link) => link.isDead);
     if (dead.length > 0) {
       // See WorkerLink.released: let the pool drop dead workers before asking it for a new one.
-      await Promise.race([Promise.all(dead.map((link) => link.released)), unrefDelay(5000)]);
+      // Ref'd: a session being restored (X7) waits here, and that is work in flight.
+      await within(Promise.all(dead.map((link) => link.released)), 5000);
       for (const link of dead) {
         // A concurrent createSession may have pruned it already.
         const index = this.#links.indexOf(link);
@@ -457,8 +499,11 @@ export class SessionHost {
   }
 }
 
-function unrefDelay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+/** Waits for `promise`, or `ms` at most; the timer is cleared as soon as either is done. */
+async function within(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }
 
 /**
@@ -482,11 +527,34 @@ function toModelRef(model: string | ModelRef): ModelRef {
   return typeof model === "string" ? parseModelName(model) : model;
 }
 
-function toModuleUrl(module: string | URL): string {
+/**
+ * A module location as the file URL a worker can import: a `URL` or `file:` string as given, a path
+ * resolved against `base` (the host's `cwd`). Paths go through pathToFileURL, so `#`, `?`, spaces
+ * and Windows drive letters (`C:\\x`, which `new URL` would read as a `c:` scheme) stay part of the path.
+ */
+export function toModuleUrl(module: string | URL, base: string): string {
   if (module instanceof URL) return module.href;
-  if (/^file:/.test(module)) return module;
-  return new URL(module, `file://${process.cwd()}/`).href;
+  if (/^file:/i.test(module)) return new URL(module).href;
+  return pathToFileURL(isAbsolute(module) ? module : resolvePath(base, module)).href;
 }
+
+/**
+ * A missing worker script would only show when the first worker starts, as an error from inside
+ * the pool; say it at once, with the path it was looked for at.
+ */
+function checkWorkerEntry(entry: string | URL, cwd: string): void {
+  const url = toModuleUrl(entry, cwd);
+  if (!url.startsWith("file:")) return;
+  const path = fileURLToPath(url);
+  if (existsSync(path)) return;
+  throw new LifelineError(
+    "ERR_INVALID_OPTIONS",
+    `Invalid createSessionHost options: workerEntry ${path} does not exist. Copy the package's worker bundle (lifeline/worker, dist/lifeline-worker.mjs) there, or fix the path (a relative one is taken from the host's cwd, ${cwd}).`,
+  );
+}
+
+/** What a host with `lifelineDir: false` uses instead of models.json: no custom models. */
+const NO_MODELS_FILE: ModelsConfig = { path: "models.json (not read: the host has lifelineDir: false)", providers: {} };
 
 function reportListenerError(error: unknown, event: SessionEvent): void {
   process.stderr.write(`lifeline: a session listener threw on ${event.type}: ${String(error)}\n`);

@@ -30,6 +30,7 @@ import {
   type SessionOpened,
   type WorkerApi,
 } from "../shared/protocol.js";
+import { KeepAlive } from "./keep-alive.js";
 import { describeError, exitCauseOf, exitMessage, startMessage } from "./supervision/worker-exit.js";
 
 /** A worker's port plus a promise that settles when its serve loop ends (rejects on a crash). */
@@ -41,6 +42,8 @@ export interface LinkEndpoint {
    * a link that must stop one is abandoned instead.
    */
   terminate?: () => void;
+  /** Refs or unrefs what else of the worker holds the process (the pool's own port for it). */
+  setReferenced?: (referenced: boolean) => void;
 }
 
 /** What a session registers with its link. */
@@ -95,6 +98,10 @@ export class WorkerLink {
   #hung: string | undefined;
   #closing = false;
   #lastSeenAt = performance.now();
+  /** Only in-flight work keeps the process alive (keep-alive.ts): pending calls and open runs. */
+  readonly #keepAlive: KeepAlive;
+  /** Runs started and not yet ended (`sessionId#runId`), each counted once in #keepAlive. */
+  readonly #openRuns = new Set<string>();
   /**
    * SPEC X7: this worker serves only sessions suspected of crashing their previous worker, so that
    * a poison session stops taking its neighbours down. New sessions never go to it.
@@ -113,6 +120,11 @@ export class WorkerLink {
     this.#timeouts = options;
     this.#terminate = endpoint.terminate;
     this.#onProtocolError = options.onProtocolError;
+    this.#keepAlive = new KeepAlive((referenced) => {
+      if (referenced) this.#port.ref();
+      else this.#port.unref();
+      endpoint.setReferenced?.(referenced);
+    });
     this.#remote = wrap<WorkerApi>(nodeEndpoint(endpoint.port));
     this.#port.on("message", (data: unknown) => this.#onMessage(data));
     this.#port.on("close", () => this.#onPortClose());
@@ -200,6 +212,12 @@ export class WorkerLink {
 
   detach(sessionId: string): void {
     this.#clients.delete(sessionId);
+    for (const run of this.#openRuns) if (run.startsWith(`${sessionId}#`)) this.#endRun(run);
+  }
+
+  /** Pending calls plus runs between their start and their `run_end`: what keeps the process alive. */
+  get inFlight(): number {
+    return this.#keepAlive.inFlight;
   }
 
   /**
@@ -269,6 +287,8 @@ export class WorkerLink {
   async close(): Promise<void> {
     if (this.#dead !== undefined) return;
     this.#closing = true;
+    // Closing is work in flight: the wait for the pool to finish the task must hold the process.
+    this.#keepAlive.begin();
     try {
       await this.control("shutdown");
       await Promise.race([this.#done, delay(this.#timeouts.controlTimeoutMs)]);
@@ -285,7 +305,13 @@ export class WorkerLink {
     onTimeout: () => LifelineError,
   ): Promise<Unwrapped<ApiResult<K>>> {
     if (this.#dead !== undefined) return Promise.reject(this.#dead);
-    return new Promise((resolve, reject) => {
+    const run = method === "startRun" ? `${String(args[0])}#${String(args[1])}` : undefined;
+    if (run !== undefined && !this.#openRuns.has(run)) {
+      this.#openRuns.add(run);
+      this.#keepAlive.begin();
+    }
+    this.#keepAlive.begin();
+    const call = new Promise<Unwrapped<ApiResult<K>>>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       const fail = (error: LifelineError) => {
         clearTimeout(timer);
@@ -319,6 +345,15 @@ export class WorkerLink {
         (error: unknown) => fail(new LifelineError("ERR_PROTOCOL", `Worker call ${method} failed: ${String(error)}`)),
       );
     });
+    call.then(
+      () => this.#keepAlive.end(),
+      () => {
+        this.#keepAlive.end();
+        // A refused start opens no run, so no run_end will come for it.
+        if (run !== undefined) this.#endRun(run);
+      },
+    );
+    return call;
   }
 
   #onMessage(data: unknown): void {
@@ -349,13 +384,20 @@ export class WorkerLink {
       case "heartbeat":
         return;
       case "batch":
-        for (const item of message.items) this.#clients.get(item.sessionId)?.handleItem(item);
+        for (const item of message.items) {
+          if (item.type === "run_end") this.#endRun(`${item.sessionId}#${item.runId}`);
+          this.#clients.get(item.sessionId)?.handleItem(item);
+        }
         return;
       default: {
         const unreachable: never = message;
         throw new LifelineError("ERR_PROTOCOL", `Unhandled worker message ${JSON.stringify(unreachable)}`);
       }
     }
+  }
+
+  #endRun(run: string): void {
+    if (this.#openRuns.delete(run)) this.#keepAlive.end();
   }
 
   /**
@@ -378,6 +420,7 @@ export class WorkerLink {
         ? new WorkerExitedError(exitMessage(finalCause, finalDetail), finalCause, workerError)
         : new WorkerStartError(startMessage(finalDetail, workerError), workerError);
     this.#dead = error;
+    this.#keepAlive.stop();
     this.#startWaiters.length = 0;
     for (const fail of [...this.#pending]) fail(error);
     this.#port.close();

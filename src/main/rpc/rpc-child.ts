@@ -21,8 +21,10 @@ const DEFAULTS = {
 
 /** How {@link RpcChild} runs the child. */
 export interface RpcChildOptions {
-  /** Path of lifeline's CLI, run with the current `node`. */
+  /** Path of lifeline's CLI, run with `execPath`. */
   cliPath: string;
+  /** The program that runs the CLI: node, or Electron's binary with ELECTRON_RUN_AS_NODE=1 in `env`. */
+  execPath: string;
   /** CLI arguments after `--mode rpc`. */
   args: string[];
   cwd: string | undefined;
@@ -71,7 +73,7 @@ export class RpcChild {
     this.#goneSignal = new Promise((resolve) => {
       this.#markGone = resolve;
     });
-    const child = spawn(process.execPath, [options.cliPath, "--mode", "rpc", ...options.args], {
+    const child = spawn(options.execPath, [options.cliPath, "--mode", "rpc", ...options.args], {
       cwd: options.cwd,
       env: options.env,
       stdio: ["pipe", "pipe", "pipe"],
@@ -169,7 +171,7 @@ export class RpcChild {
     child.stderr.destroy();
     const how =
       cause !== undefined
-        ? `could not be started (${cause.message}); check cliPath and cwd`
+        ? `could not be started (${cause.message}); check execPath, cliPath and cwd`
         : signal !== null
           ? `was killed by ${signal}`
           : `exited with code ${code}`;

@@ -20,10 +20,18 @@ import type { RpcCommandOf, RpcCommandType, RpcEvent, RpcResponseData, RpcSessio
 /** Options of {@link RpcClient}. Validated by the constructor. */
 export interface RpcClientOptions {
   /**
-   * Path of lifeline's CLI, run with the current `node`.
+   * Path of lifeline's CLI, run with `execPath`.
    * @default the package's own `dist/main/cli.js` (resolved from this module's location)
    */
   cliPath?: string;
+  /**
+   * The program that runs the CLI. In an Electron main process `process.execPath` is the Electron
+   * binary: keep it and add `ELECTRON_RUN_AS_NODE: "1"` to `env` so that it runs the CLI as plain
+   * Node, or name a `node` executable here. `LIFELINE_WORKER_ENTRY` in `env` tells the child where
+   * an unpacked worker bundle is (see docs/embedding.md).
+   * @default process.execPath
+   */
+  execPath?: string;
   /** Working directory of the child, where `.lifeline/settings.json` is looked up. @default process.cwd() */
   cwd?: string;
   /** Environment variables merged over `process.env` for the child (for example `LIFELINE_DIR`). */
@@ -78,6 +86,7 @@ const MAX_TIMER_MS = 2_147_483_647;
  */
 export class RpcClient {
   readonly #cliPath: string;
+  readonly #execPath: string;
   readonly #args: string[];
   readonly #cwd: string | undefined;
   readonly #env: NodeJS.ProcessEnv;
@@ -95,13 +104,16 @@ export class RpcClient {
 
   /**
    * Creates a client; spawns nothing until `start()`.
-   * @throws LifelineError `ERR_INVALID_OPTIONS` naming the option, for an empty `cliPath` or a
+   * @throws LifelineError `ERR_INVALID_OPTIONS` naming the option, for an empty `cliPath` or `execPath`, or a
    *   `requestTimeoutMs` that is not a positive number of milliseconds.
    */
   constructor(options: RpcClientOptions = {}) {
     const cliPath = options.cliPath ?? fileURLToPath(new URL("../cli.js", import.meta.url));
     if (cliPath === "") throw invalidOption("cliPath", "must be a non-empty path to lifeline's cli.js");
     this.#cliPath = cliPath;
+    const execPath = options.execPath ?? process.execPath;
+    if (execPath === "") throw invalidOption("execPath", "must be a non-empty path to node or Electron's binary");
+    this.#execPath = execPath;
     const requestTimeoutMs = checkTimeout("requestTimeoutMs", options.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs);
     this.#requests = new PendingRequests(requestTimeoutMs);
     this.#cwd = options.cwd;
@@ -144,6 +156,7 @@ export class RpcClient {
     this.#child = new RpcChild(
       {
         cliPath: this.#cliPath,
+        execPath: this.#execPath,
         args: this.#args,
         cwd: this.#cwd,
         env: this.#env,

@@ -12,9 +12,10 @@
  *   AbortError, and a task still queued is simply dropped (runtime-notes §0.1: the worker gets no
  *   chance to clean up, which is the point for a thread stuck in synchronous code).
  */
-import { MessageChannel, type ResourceLimits } from "node:worker_threads";
+import { MessageChannel, type MessagePort, type ResourceLimits } from "node:worker_threads";
 import { Piscina } from "piscina";
 import type { LinkEndpoint } from "../worker-link.js";
+import { trackPoolThreads } from "./pool-threads.js";
 
 /** Options of {@link WorkerPool}. */
 export interface WorkerPoolOptions {
@@ -32,6 +33,8 @@ export interface WorkerPoolOptions {
 export class WorkerPool {
   readonly #options: WorkerPoolOptions;
   #pool: Piscina | undefined;
+  /** Refs or unrefs piscina's own handle of a link's worker (keep-alive.ts). */
+  #poolThreads: ((port: MessagePort, referenced: boolean) => void) | undefined;
 
   constructor(options: WorkerPoolOptions) {
     this.#options = options;
@@ -43,7 +46,13 @@ export class WorkerPool {
     const { port1, port2 } = new MessageChannel();
     const abort = new AbortController();
     const done = pool.run({ port: port2, ...this.#options.task }, { transferList: [port2], signal: abort.signal });
-    return { port: port1, done, terminate: () => abort.abort() };
+    const poolThreads = this.#poolThreads;
+    return {
+      port: port1,
+      done,
+      terminate: () => abort.abort(),
+      setReferenced: (referenced) => poolThreads?.(port2, referenced),
+    };
   }
 
   /** Terminates every worker. Resolves when all have exited. */
@@ -67,6 +76,7 @@ export class WorkerPool {
       ...(this.#options.resourceLimits === undefined ? {} : { resourceLimits: this.#options.resourceLimits }),
     });
     pool.on("error", (error: unknown) => this.#options.onStartFailure(error));
+    this.#poolThreads = trackPoolThreads(pool);
     this.#pool = pool;
     return pool;
   }

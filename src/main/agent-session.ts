@@ -195,6 +195,19 @@ export class AgentSession {
     };
   }
 
+  /**
+   * A transcript edit main has already made in its mirror, repeated in the worker. If the worker
+   * dies meanwhile, the restore rebuilds the new worker's transcript from the mirror, edit
+   * included, so the death is not this call's failure (SPEC X7).
+   */
+  async #mirrorCall(call: (link: WorkerLink) => Promise<unknown>): Promise<void> {
+    try {
+      await call(await this.#worker());
+    } catch (error) {
+      if (!isWorkerGone(error) || this.#closed !== undefined) throw error;
+    }
+  }
+
   /** The link to the session's worker, once any restore in progress is over. */
   async #worker(): Promise<WorkerLink> {
     if (this.#restoring !== undefined) await this.#restoring;
@@ -553,13 +566,13 @@ export class AgentSession {
 
   async #removeFailed(): Promise<void> {
     if (isRemovableFailure(this.#messages[this.#messages.length - 1])) this.#messages.pop();
-    await (await this.#worker()).call("popFailedMessage", this.id);
+    await this.#mirrorCall((link) => link.call("popFailedMessage", this.id));
   }
 
   async #restoreFailed(message: AssistantMessage): Promise<void> {
     if (this.#closed !== undefined) return;
     this.#messages.push(message);
-    await (await this.#worker()).call("appendMessage", this.id, message);
+    await this.#mirrorCall((link) => link.call("appendMessage", this.id, message));
   }
 
   async #continueAfterRetry(): Promise<void> {

@@ -14,7 +14,7 @@ import type { ResourceLimits } from "node:worker_threads";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { z } from "zod";
-import { LifelineError } from "../shared/errors.js";
+import { LifelineError, WorkerExitedError } from "../shared/errors.js";
 import type { SessionEvent } from "../shared/events.js";
 import type { ModelChange, ModelRef, SessionInit, SessionOpened } from "../shared/protocol.js";
 import { mergeSettings, parseSettings, type Settings, type SettingsInput } from "../shared/settings.js";
@@ -274,18 +274,7 @@ export class SessionHost {
     if (resolved.authHeader === true) init.authHeader = true;
     if (options.workerModule !== undefined) init.workerModule = toModuleUrl(options.workerModule, this.#cwd());
     if (options.workerModuleOptions !== undefined) init.workerModuleOptions = options.workerModuleOptions;
-    const { link, release } = await this.#pickLink();
-    let opened: SessionOpened;
-    try {
-      this.#assertOpen();
-      opened = await link.openSession(init);
-    } finally {
-      release();
-    }
-    if (this.#closed) {
-      void link.control("closeSession", sessionId).catch(() => {});
-      this.#assertOpen();
-    }
+    const { link, opened } = await this.#open(init);
     const session = new AgentSession({
       sessionId,
       link,
@@ -419,22 +408,40 @@ export class SessionHost {
   }
 
   /**
+   * Opens a new session on the least-loaded worker. A worker that dies while it opens the session
+   * (another session's crash, say) is not this session's failure: it is opened again on a fresh
+   * worker, twice at most (SPEC X7).
+   */
+  async #open(
+    init: SessionInit,
+    pick: () => Promise<{ link: WorkerLink; release: () => void }> = () => this.#pickLink(),
+  ): Promise<{ link: WorkerLink; opened: SessionOpened }> {
+    for (let attempt = 1; ; attempt++) {
+      const { link, release } = await pick();
+      try {
+        this.#assertOpen();
+        const opened = await link.openSession(init);
+        if (this.#closed) {
+          void link.control("closeSession", init.sessionId).catch(() => {});
+          this.#assertOpen();
+        }
+        return { link, opened };
+      } catch (error) {
+        if (!(error instanceof WorkerExitedError) || this.#closed || attempt >= 3) throw error;
+      } finally {
+        release();
+      }
+    }
+  }
+
+  /**
    * SPEC X7: opens a session again after its worker died, from the main-side transcript. A
    * suspect goes to a worker of its own (see {@link #isolatedLink}).
    * @throws ERR_HOST_CLOSED, or what opening it throws (ERR_WORKER_START, ERR_WORKER_MODULE, …).
    */
   async #reopen(init: SessionInit, isolate: boolean): Promise<WorkerLink> {
     this.#assertOpen();
-    const { link, release } = isolate ? this.#isolatedLink() : await this.#pickLink();
-    try {
-      await link.openSession(init);
-    } finally {
-      release();
-    }
-    if (this.#closed) {
-      void link.control("closeSession", init.sessionId).catch(() => {});
-      this.#assertOpen();
-    }
+    const { link } = await this.#open(init, isolate ? async () => this.#isolatedLink() : undefined);
     return link;
   }
 

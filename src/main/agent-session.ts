@@ -26,6 +26,7 @@ import {
   validate,
 } from "./option-schemas.js";
 import { RetryController, type RetryDecision } from "./retry-controller.js";
+import type { SessionRecorder } from "./sessions/session-recorder.js";
 import { abortableSleep } from "./sleep.js";
 import type { LinkClient, WorkerLink } from "./worker-link.js";
 
@@ -59,6 +60,10 @@ export interface SessionWiring {
   model: Model<Api>;
   settings: Settings;
   messages: AgentMessage[];
+  /** The history to start from when it differs from `messages` (a resumed session). */
+  history?: AgentMessage[];
+  /** Persistence (B7): stores every history message; undefined when the session is not persisted. */
+  recorder?: SessionRecorder | undefined;
   authStorage: AuthStorage | undefined;
   onContextOverflow: ContextOverflowHook | undefined;
   onListenerError: (error: unknown, event: SessionEvent) => void;
@@ -121,7 +126,7 @@ export class AgentSession {
     this.#link = wiring.link;
     this.#settings = wiring.settings;
     this.#messages = [...wiring.messages];
-    this.#history = [...wiring.messages];
+    this.#history = [...(wiring.history ?? wiring.messages)];
     this.#events = new EventStream(wiring.onListenerError);
     const controllerOptions: ConstructorParameters<typeof RetryController>[0] = {
       sessionId: wiring.sessionId,
@@ -201,6 +206,7 @@ export class AgentSession {
     const change = await this.#wiring.resolveModel(typeof model === "string" ? parseModelName(model) : model);
     const resolved = await this.#link.call("setModel", this.id, change);
     this.#model = resolved;
+    this.#wiring.recorder?.modelChange(resolved.provider, resolved.id);
     return resolved;
   }
 
@@ -226,6 +232,9 @@ export class AgentSession {
       throw new LifelineError("ERR_INVALID_OPTIONS", `Nothing to ${kind}: session ${this.id} is idle; use prompt().`);
     }
     const message: AgentMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
+    // B7: stored when main sends it, so a restart delivers it once (see SessionRecorder.queued).
+    await this.#wiring.recorder?.queued(kind, message);
+    if (this.#closed !== undefined) throw this.#closed;
     this.#queued.push(message);
     try {
       await this.#link.call("queueMessage", this.id, kind, message);
@@ -330,6 +339,11 @@ export class AgentSession {
     return this.#history;
   }
 
+  /** B7: the file this session is persisted to; undefined when persistence is off. */
+  get sessionFile(): string | undefined {
+    return this.#wiring.recorder?.path;
+  }
+
   /** The session's effective settings (files, host and session overrides, and toggles). */
   get settings(): Readonly<Settings> {
     return this.#settings;
@@ -354,8 +368,33 @@ export class AgentSession {
   }
 
   #begin(text: string, resolve: PendingPrompt["resolve"], reject: PendingPrompt["reject"]): void {
-    this.#prompt = { resolve, reject, retries: 0, lastAssistant: undefined, failure: undefined };
-    void this.#startRun({ kind: "prompt", text });
+    const pending: PendingPrompt = { resolve, reject, retries: 0, lastAssistant: undefined, failure: undefined };
+    this.#prompt = pending;
+    // Built here rather than in the worker so the same object can be stored first (write-ahead).
+    const message: AgentMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
+    const recorder = this.#wiring.recorder;
+    if (recorder === undefined) {
+      void this.#startRun({ kind: "prompt", message });
+      return;
+    }
+    // B7 write-ahead: the run is posted only once the user message is stored.
+    recorder.prompt(message).then(
+      () => {
+        if (this.#prompt === pending && this.#closed === undefined) void this.#startRun({ kind: "prompt", message });
+      },
+      (error: unknown) => {
+        if (this.#prompt !== pending || this.#closed !== undefined) return;
+        this.#rejectPrompt(
+          error instanceof LifelineError ? error : new LifelineError("ERR_SESSION_FILE", String(error)),
+        );
+      },
+    );
+  }
+
+  /** A message reached the history (R4: failed attempts included); persisted when the session is. */
+  #pushHistory(message: AgentMessage): void {
+    this.#history.push(message);
+    this.#wiring.recorder?.history(message);
   }
 
   async #startRun(input: RunInput): Promise<void> {
@@ -407,7 +446,7 @@ export class AgentSession {
         this.#streaming = undefined;
         if (event.message.role === "user" && this.#queued.length > 0) this.#delivered(event.message);
         this.#messages.push(event.message);
-        this.#history.push(event.message);
+        this.#pushHistory(event.message);
         this.#events.emit(event);
         if (event.message.role === "assistant") {
           if (this.#prompt !== undefined) this.#prompt.lastAssistant = event.message;
@@ -446,7 +485,7 @@ export class AgentSession {
     if (item.runId !== this.#activeRunId) return;
     for (const message of item.tail) {
       this.#messages.push(message);
-      this.#history.push(message);
+      this.#pushHistory(message);
     }
     this.#activeRunId = undefined;
     const afterRun = this.#afterRun;

@@ -27,17 +27,45 @@ import {
 import {
   authStorageSchema,
   fn,
+  listSessionsOptionsSchema,
   messageSchema,
   modelRefSchema,
   resourceLimitsSchema,
+  sessionsOptionsSchema,
   settingsObject,
   timerMs,
   validate,
 } from "./option-schemas.js";
+import { FileSessionStore } from "./sessions/file-session-store.js";
+import type { FsyncPolicy } from "./sessions/persistence-queue.js";
+import { assertValidSessionId, SESSION_VERSION } from "./sessions/session-format.js";
+import { SessionRecorder } from "./sessions/session-recorder.js";
+import type { OpenedSession, SessionInfo, SessionStore } from "./sessions/session-store.js";
+import { restoreTranscript } from "./sessions/session-transcript.js";
 import { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";
 import { tickIntervalMs, Watchdog } from "./supervision/watchdog.js";
 import { WorkerPool } from "./supervision/worker-pool.js";
 import { type LinkEndpoint, type LinkTimeouts, WorkerLink } from "./worker-link.js";
+
+/**
+ * Persistence of sessions (SPEC B7): pi's session files, written ahead, off the host's event loop.
+ * Off unless given on the host or the session.
+ */
+export interface SessionsOptions {
+  /**
+   * Put session files directly in this directory (pi's `--session-dir`).
+   * @default `<lifelineDir>/sessions/<encoded cwd>/`
+   */
+  dir?: string;
+  /**
+   * When appends reach the disk: `"never"` (the OS decides; survives a killed host, not a power
+   * loss), `"batch"` (one fdatasync per batched write; a prompt runs only after its sync) or
+   * `"always"` (each entry synced alone). @default "batch"
+   */
+  fsync?: FsyncPolicy;
+  /** Keep sessions elsewhere: replaces the file store (`dir` and `fsync` are then the store's business). */
+  store?: SessionStore;
+}
 
 /** Options of {@link createSessionHost}. Every field is optional. */
 export interface SessionHostOptions {
@@ -83,6 +111,11 @@ export interface SessionHostOptions {
   connect?: () => LinkEndpoint;
   /** Replaces the retry sleep (tests with an injected clock). @default a main-thread timer */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /**
+   * Persist every session of this host (B7); a session's own `sessions` option overrides it.
+   * @default off (an embedded host chooses where its files go)
+   */
+  sessions?: SessionsOptions | false;
 }
 
 /** Options of {@link SessionHost.createSession}. */
@@ -111,7 +144,12 @@ export interface SessionOptions {
   messages?: AgentMessage[];
   /** Called on a context overflow (never retried). @default report and stop */
   onContextOverflow?: ContextOverflowHook;
+  /** Persist this session (B7), over the host's `sessions`; `false` turns it off. @default the host's */
+  sessions?: SessionsOptions | false;
 }
+
+/** Options of {@link SessionHost.resumeSession}: a session's options, without its id and transcript. */
+export type ResumeOptions = Omit<SessionOptions, "sessionId" | "messages">;
 
 /** Defaults of the host's timing options (see {@link SessionHostOptions}). */
 const DEFAULT_TIMEOUTS = { callTimeoutMs: 30_000, hangTimeoutMs: 15_000, setupTimeoutMs: 60_000 };
@@ -133,6 +171,7 @@ const hostOptionsSchema = z.strictObject({
   onListenerError: fn.optional(),
   connect: fn.optional(),
   sleep: fn.optional(),
+  sessions: sessionsOptionsSchema.optional(),
 });
 
 const sessionOptionsSchema = z.strictObject({
@@ -147,7 +186,10 @@ const sessionOptionsSchema = z.strictObject({
   sessionId: z.string().min(1).max(200).optional(),
   messages: z.array(messageSchema).optional(),
   onContextOverflow: fn.optional(),
+  sessions: sessionsOptionsSchema.optional(),
 });
+
+const resumeOptionsSchema = sessionOptionsSchema.omit({ sessionId: true, messages: true });
 
 /** Creates a host. Cheap: the pool and its workers start with the first session. */
 /**
@@ -168,7 +210,10 @@ export class SessionHost {
   readonly #pool: WorkerPool;
   readonly #watchdog: Watchdog<WorkerLink>;
   readonly #timeouts: LinkTimeouts;
+  /** Open session writers: `close()` flushes them before it resolves. */
+  readonly #recorders = new Set<SessionRecorder>();
   #fileSettings: Promise<SettingsInput> | undefined;
+  #hostStore: SessionStore | undefined;
   #modelsConfig: Promise<ModelsConfig> | undefined;
   #closed = false;
 
@@ -226,8 +271,62 @@ export class SessionHost {
   async createSession(options: SessionOptions = {}): Promise<AgentSession> {
     this.#assertOpen();
     validate(sessionOptionsSchema, options, "createSession options");
+    const store = this.#storeFor(options.sessions);
+    if (store !== undefined && options.sessionId !== undefined) assertValidSessionId(options.sessionId);
+    return this.#open(options, store, undefined);
+  }
+
+  /**
+   * Opens a stored session again (B7) on a worker: its transcript and history as the file has
+   * them, its id, and the model it last used unless `options.model` names one. `ref` is a file
+   * path, or a session id or a unique prefix of one (this host's cwd first, then all). Damaged
+   * lines are skipped with a process warning naming the file and line. Steering or follow-up
+   * messages that were accepted but never delivered are appended to the transcript once.
+   * Needs persistence on (`sessions` on the host or in `options`).
+   * @throws ERR_INVALID_OPTIONS (persistence off, a bad or ambiguous ref), ERR_SESSION_NOT_FOUND,
+   *   ERR_SESSION_LOCKED (open for writing elsewhere), ERR_SESSION_FILE, and what createSession throws.
+   */
+  async resumeSession(ref: string, options: ResumeOptions = {}): Promise<AgentSession> {
+    this.#assertOpen();
+    if (typeof ref !== "string" || ref === "") {
+      throw new LifelineError("ERR_INVALID_OPTIONS", "resumeSession() needs a session file path or id.");
+    }
+    validate(resumeOptionsSchema, options, "resumeSession options");
+    const store = this.#requireStore(options.sessions, "resumeSession()");
+    const opened = await store.open(ref, this.#cwd());
+    try {
+      for (const warning of opened.warnings) process.emitWarning(warning, { code: "LIFELINE_SESSION_FILE" });
+      if (this.#sessions.has(opened.header.id)) {
+        throw new LifelineError(
+          "ERR_SESSION_LOCKED",
+          `Session ${opened.header.id} is already open in this host; use that session object.`,
+        );
+      }
+      return await this.#open({ ...options, sessionId: opened.header.id }, store, opened);
+    } catch (error) {
+      await opened.writer.close();
+      throw error;
+    }
+  }
+
+  /**
+   * Stored sessions of `cwd` (default: the host's cwd), most recently modified first.
+   * @throws ERR_INVALID_OPTIONS when persistence is off on the host; ERR_SESSION_FILE.
+   */
+  async listSessions(options: { cwd?: string } = {}): Promise<SessionInfo[]> {
+    validate(listSessionsOptionsSchema, options, "listSessions options");
+    return this.#requireStore(undefined, "listSessions()").list(options.cwd ?? this.#cwd());
+  }
+
+  async #open(
+    options: SessionOptions,
+    store: SessionStore | undefined,
+    resumed: OpenedSession | undefined,
+  ): Promise<AgentSession> {
+    const restored = resumed === undefined ? undefined : restoreTranscript(resumed.entries);
+    const fileModel = restored?.model === undefined ? undefined : `${restored.model.provider}/${restored.model.id}`;
     const settings = await this.#sessionSettings(options.settings);
-    const resolved = await this.#resolveModel(toModelRef(options.model ?? "demo/demo-1"), options.apiKey);
+    const resolved = await this.#resolveModel(toModelRef(options.model ?? fileModel ?? "demo/demo-1"), options.apiKey);
     this.#assertOpen();
     const sessionId = options.sessionId ?? randomUUID();
     if (this.#sessions.has(sessionId)) {
@@ -240,7 +339,7 @@ export class SessionHost {
       sessionId,
       model: resolved.model,
       systemPrompt: options.systemPrompt ?? "",
-      messages: options.messages ?? [],
+      messages: restored === undefined ? (options.messages ?? []) : [...restored.messages, ...restored.undelivered],
       provider: { ...settings.retry.provider },
     };
     if (resolved.apiKey !== undefined) init.apiKey = resolved.apiKey;
@@ -259,16 +358,28 @@ export class SessionHost {
       void link.control("closeSession", sessionId).catch(() => {});
       this.#assertOpen();
     }
+    let recorder: SessionRecorder | undefined;
+    try {
+      recorder = store === undefined ? undefined : await this.#record(store, sessionId, init, opened.model, resumed);
+    } catch (error) {
+      void link.control("closeSession", sessionId).catch(() => {});
+      throw error;
+    }
     const session = new AgentSession({
       sessionId,
       link,
       model: opened.model,
       settings,
       messages: init.messages,
+      ...(restored === undefined ? {} : { history: [...restored.history, ...restored.undelivered] }),
+      recorder,
       authStorage: this.#options.authStorage,
       onContextOverflow: options.onContextOverflow,
       onListenerError: this.#options.onListenerError ?? reportListenerError,
-      onDisposed: (id) => this.#sessions.delete(id),
+      onDisposed: (id) => {
+        this.#sessions.delete(id);
+        if (recorder !== undefined) void this.#closeRecorder(recorder);
+      },
       resolveModel: (ref) => this.#resolveModel(ref, undefined),
       ...(this.#options.sleep === undefined ? {} : { sleep: this.#options.sleep }),
     });
@@ -331,8 +442,86 @@ export class SessionHost {
       ...[...this.#sessions.values()].map((session) => session.dispose()),
       ...this.#links.map((link) => link.close()),
     ]);
+    // Every accepted entry is on disk (per the fsync policy) and every lock released.
+    await Promise.all([...this.#recorders].map((recorder) => this.#closeRecorder(recorder)));
     this.#links.length = 0;
     await this.#pool.destroy();
+  }
+
+  /**
+   * Starts recording a session: a new stored session (header, model, initial messages), or the
+   * resumed one continued from its leaf (its undelivered queued messages stored as delivered now).
+   */
+  async #record(
+    store: SessionStore,
+    sessionId: string,
+    init: SessionInit,
+    model: Model<Api>,
+    resumed: OpenedSession | undefined,
+  ): Promise<SessionRecorder> {
+    const onError = (error: Error) =>
+      process.emitWarning(`lifeline: session ${sessionId}: ${error.message}`, { code: "LIFELINE_SESSION_FILE" });
+    let recorder: SessionRecorder;
+    if (resumed === undefined) {
+      const writer = await store.create({
+        type: "session",
+        version: SESSION_VERSION,
+        id: sessionId,
+        timestamp: new Date().toISOString(),
+        cwd: this.#cwd(),
+      });
+      recorder = new SessionRecorder(writer, { ids: [], leafId: null, historyIds: [] }, onError);
+      recorder.modelChange(model.provider, model.id);
+      for (const message of init.messages) recorder.history(message);
+    } else {
+      const restored = restoreTranscript(resumed.entries);
+      recorder = new SessionRecorder(
+        resumed.writer,
+        { ids: resumed.entries.map((entry) => entry.id), leafId: restored.leafId, historyIds: restored.historyIds },
+        onError,
+      );
+      if (restored.model?.provider !== model.provider || restored.model?.id !== model.id) {
+        recorder.modelChange(model.provider, model.id);
+      }
+      for (const message of restored.undelivered) recorder.history(message);
+    }
+    this.#recorders.add(recorder);
+    return recorder;
+  }
+
+  async #closeRecorder(recorder: SessionRecorder): Promise<void> {
+    this.#recorders.delete(recorder);
+    await recorder.close();
+  }
+
+  /** The store a session uses: its own `sessions` option over the host's; undefined when off. */
+  #storeFor(sessions: SessionsOptions | false | undefined): SessionStore | undefined {
+    const chosen = sessions ?? this.#options.sessions;
+    if (chosen === undefined || chosen === false) return undefined;
+    if (chosen.store !== undefined) return chosen.store;
+    if (chosen === this.#options.sessions) {
+      this.#hostStore ??= new FileSessionStore({ root: this.#lifelineDir(), dir: chosen.dir, fsync: chosen.fsync });
+      return this.#hostStore;
+    }
+    return new FileSessionStore({ root: this.#lifelineDir(), dir: chosen.dir, fsync: chosen.fsync });
+  }
+
+  #requireStore(sessions: SessionsOptions | false | undefined, what: string): SessionStore {
+    // Resuming or listing asks for persistence: the file store at its default place unless the
+    // call or the host says otherwise.
+    const turnedOff = sessions === false || (sessions === undefined && this.#options.sessions === false);
+    const store = turnedOff ? undefined : (this.#storeFor(sessions) ?? this.#storeFor({}));
+    if (store === undefined) {
+      throw new LifelineError(
+        "ERR_INVALID_OPTIONS",
+        `${what} needs persistence; it was turned off with sessions: false.`,
+      );
+    }
+    return store;
+  }
+
+  #cwd(): string {
+    return this.#options.cwd ?? process.cwd();
   }
 
   #assertOpen(): void {

@@ -262,6 +262,7 @@ export class AgentSession {
     // The worker drops queued steering and follow-up messages with the run.
     const dropQueued = this.#queued.length > 0;
     this.#queued.length = 0;
+    if (dropQueued) this.#wiring.recorder?.queueCleared();
     if (this.#activeRunId === undefined && !dropQueued) return;
     try {
       await this.#link.control("abort", this.id);

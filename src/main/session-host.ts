@@ -210,8 +210,9 @@ export class SessionHost {
   readonly #pool: WorkerPool;
   readonly #watchdog: Watchdog<WorkerLink>;
   readonly #timeouts: LinkTimeouts;
-  /** Open session writers: `close()` flushes them before it resolves. */
+  /** Open session writers, and those closing: `close()` waits for both before it resolves. */
   readonly #recorders = new Set<SessionRecorder>();
+  readonly #closingRecorders = new Set<Promise<void>>();
   #fileSettings: Promise<SettingsInput> | undefined;
   #hostStore: SessionStore | undefined;
   #modelsConfig: Promise<ModelsConfig> | undefined;
@@ -443,7 +444,10 @@ export class SessionHost {
       ...this.#links.map((link) => link.close()),
     ]);
     // Every accepted entry is on disk (per the fsync policy) and every lock released.
-    await Promise.all([...this.#recorders].map((recorder) => this.#closeRecorder(recorder)));
+    await Promise.all([
+      ...[...this.#recorders].map((recorder) => this.#closeRecorder(recorder)),
+      ...this.#closingRecorders,
+    ]);
     this.#links.length = 0;
     await this.#pool.destroy();
   }
@@ -489,9 +493,12 @@ export class SessionHost {
     return recorder;
   }
 
-  async #closeRecorder(recorder: SessionRecorder): Promise<void> {
+  /** Flushes and releases a session's file; `close()` waits for it even when a session started it. */
+  #closeRecorder(recorder: SessionRecorder): Promise<void> {
     this.#recorders.delete(recorder);
-    await recorder.close();
+    const closing = recorder.close().finally(() => this.#closingRecorders.delete(closing));
+    this.#closingRecorders.add(closing);
+    return closing;
   }
 
   /** The store a session uses: its own `sessions` option over the host's; undefined when off. */

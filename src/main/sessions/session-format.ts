@@ -67,6 +67,12 @@ export type SessionEntry = MessageEntry | ModelChangeEntry | CustomEntry | Other
 /** `customType` of lifeline's record of a queued (steering or follow-up) message. */
 export const QUEUED_CUSTOM_TYPE = "lifeline.queued";
 
+/**
+ * `customType` of lifeline's record that `abort()` dropped every steering and follow-up message
+ * not yet delivered: a restore must not deliver them.
+ */
+export const QUEUE_CLEARED_CUSTOM_TYPE = "lifeline.queue_cleared";
+
 /** What a {@link QUEUED_CUSTOM_TYPE} entry carries. */
 export interface QueuedData {
   kind: "steer" | "followUp";

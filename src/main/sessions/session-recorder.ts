@@ -10,6 +10,7 @@ import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import {
   type MessageEntry,
   newEntryId,
+  QUEUE_CLEARED_CUSTOM_TYPE,
   QUEUED_CUSTOM_TYPE,
   type QueuedData,
   type SessionEntry,
@@ -79,6 +80,11 @@ export class SessionRecorder {
   queued(kind: QueuedData["kind"], message: AgentMessage): Promise<void> {
     const data: QueuedData = { kind, message };
     return this.#writer.append([{ ...this.#base(), type: "custom", customType: QUEUED_CUSTOM_TYPE, data }]);
+  }
+
+  /** `abort()` dropped the queued messages not yet delivered: a restore must not deliver them. */
+  queueCleared(): void {
+    this.#background([{ ...this.#base(), type: "custom", customType: QUEUE_CLEARED_CUSTOM_TYPE }]);
   }
 
   /** A message reached the history (failed attempts included, R4). Stored unless written ahead. */

@@ -5,7 +5,13 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { isRemovableFailure } from "../../shared/classify.js";
-import { type MessageEntry, QUEUED_CUSTOM_TYPE, type QueuedData, type SessionEntry } from "./session-format.js";
+import {
+  type MessageEntry,
+  QUEUE_CLEARED_CUSTOM_TYPE,
+  QUEUED_CUSTOM_TYPE,
+  type QueuedData,
+  type SessionEntry,
+} from "./session-format.js";
 
 /** What a resumed session starts from. */
 export interface RestoredTranscript {
@@ -67,6 +73,11 @@ export function restoreTranscript(entries: readonly SessionEntry[]): RestoredTra
     } else if (entry.type === "custom" && (entry as { customType?: unknown }).customType === QUEUED_CUSTOM_TYPE) {
       const data = (entry as { data?: Partial<QueuedData> }).data;
       if (data?.message !== undefined) queued.push(data.message);
+    } else if (
+      entry.type === "custom" &&
+      (entry as { customType?: unknown }).customType === QUEUE_CLEARED_CUSTOM_TYPE
+    ) {
+      queued.length = 0;
     }
   }
   const messages = history.filter(

@@ -2,7 +2,7 @@
  * SPEC B7 through a whole session (worker API in-process, real files in a temp dir): what a
  * persisted session writes, when, and what resuming it restores.
  */
-import { appendFileSync, copyFileSync, readFileSync } from "node:fs";
+import { appendFileSync, copyFileSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { fauxAssistantMessage } from "@mariozechner/pi-ai";
@@ -220,6 +220,19 @@ describe("persisted sessions (B7)", () => {
     const second = freshHost({ lifelineDir: first.dir, cwd: first.dir });
     const resumed = await second.host.resumeSession(file, { model: scripted.model });
     expect(resumed.history.filter((m) => m.role === "user").map(textOf)).toEqual(["hi"]);
+  });
+
+  it("B7: after host.close() the files of sessions disposed just before are written and unlocked", async () => {
+    const { host } = freshHost();
+    const scripted = script([{ text: "hello" }]);
+    const session = await host.createSession({ model: scripted.model });
+    await session.prompt("hi");
+    const file = session.sessionFile ?? "";
+    const disposing = session.dispose();
+    await host.close();
+    expect(existsSync(`${file}.lock`)).toBe(false);
+    expect(roles(messagesIn(file))).toEqual(["user", "assistant:stop"]);
+    await disposing;
   });
 
   it("B7: a session id that cannot be a file name is refused before anything is written", async () => {

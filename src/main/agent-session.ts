@@ -345,6 +345,15 @@ export class AgentSession {
     return this.#wiring.recorder?.path;
   }
 
+  /**
+   * B7: resolves once everything this session has recorded so far is stored (as durably as the
+   * fsync policy says): after `prompt()` returns, that includes the prompt's user message. At once
+   * when the session is not persisted. Never rejects (a failed write-ahead rejects the prompt).
+   */
+  flushSession(): Promise<void> {
+    return this.#wiring.recorder?.flush() ?? Promise.resolve();
+  }
+
   /** The session's effective settings (files, host and session overrides, and toggles). */
   get settings(): Readonly<Settings> {
     return this.#settings;

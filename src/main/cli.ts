@@ -9,6 +9,9 @@
  *   lifeline --mode rpc [--provider P] [--model M]   pi's RPC protocol on stdin/stdout (rpc/rpc-mode.ts)
  *   lifeline mock-server [--port N] [--script F]     the fault-injecting model server, until Ctrl+C
  *
+ * Sessions (-p, rpc, interactive) are saved as pi's session files unless --no-session (see
+ * cli-sessions.ts); `demo` and `mock-server` never write one.
+ *
  * Exit codes: 0 answered; 1 the prompt failed (final error on stderr); 2 bad usage, settings,
  * models.json, unknown model or missing key; 130 interrupted.
  */
@@ -18,8 +21,9 @@ import { loadMockScript, type MockScript, startMockServer } from "../mock-server
 import { isFailedStop } from "../shared/classify.js";
 import { LifelineError } from "../shared/errors.js";
 import type { PromptResult, SessionEvent } from "../shared/events.js";
+import { type CliSessionFlags, cliSessionsOption, openCliSession } from "./cli-sessions.js";
 import { runRpcMode } from "./rpc/rpc-mode.js";
-import { createSessionHost } from "./session-host.js";
+import { createSessionHost, type SessionsOptions } from "./session-host.js";
 import { runInteractive } from "./tui/interactive-mode.js";
 
 const DEMO_PROMPT = "Say hello to lifeline.";
@@ -29,6 +33,8 @@ interface RunOptions {
   model: string;
   apiKey?: string | undefined;
   banner?: string;
+  sessions: SessionsOptions | false;
+  flags: CliSessionFlags;
 }
 
 /** Errors that mean "fix your command or configuration", exit 2. */
@@ -38,6 +44,9 @@ const USAGE_ERRORS = new Set([
   "ERR_INVALID_MODELS",
   "ERR_UNKNOWN_MODEL",
   "ERR_MISSING_API_KEY",
+  "ERR_SESSION_NOT_FOUND",
+  "ERR_SESSION_LOCKED",
+  "ERR_SESSION_FILE",
 ]);
 
 /** Whole seconds, rounded up as pi's loader counts them; short delays in ms so they don't read as 1s. */
@@ -68,11 +77,11 @@ function answerText(message: AssistantMessage | undefined): string {
 }
 
 async function run(options: RunOptions): Promise<number> {
-  const host = createSessionHost({ threads: 1 });
+  const host = createSessionHost({ threads: 1, sessions: options.sessions });
   let interrupted = false;
   try {
     if (options.banner !== undefined) process.stderr.write(`${options.banner}\n`);
-    const session = await host.createSession({
+    const session = await openCliSession(host, options.flags, {
       model: options.model,
       ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
     });
@@ -147,6 +156,18 @@ function modelName(provider: string | undefined, model: string | undefined): str
   return `${provider ?? "demo"}/${model ?? (provider === undefined || provider === "demo" ? "demo-1" : "")}`;
 }
 
+interface ActionOptions {
+  print?: string;
+  provider?: string;
+  model?: string;
+  apiKey?: string;
+  mode: string;
+  continue?: boolean;
+  /** --session <ref>, or false for --no-session. */
+  session?: string | boolean;
+  sessionDir?: string;
+}
+
 /** Parses `argv` (without node and script) and runs the command; resolves to the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   let exitCode = 0;
@@ -169,13 +190,16 @@ export async function main(argv: readonly string[]): Promise<number> {
         .choices(["text", "rpc"])
         .default("text"),
     )
+    .addOption(new Option("-c, --continue", "continue the most recent session of this directory"))
+    .addOption(new Option("--session <path|id>", "open a session file, or a session by id (a unique prefix will do)"))
+    .addOption(new Option("--no-session", "write no session file (ephemeral)"))
     .addOption(
       new Option(
-        "--no-session",
-        "write no session file (accepted for pi compatibility: lifeline does not write session files yet)",
+        "--session-dir <dir>",
+        "keep session files directly in this directory (default: $LIFELINE_DIR/sessions/<encoded cwd>/)",
       ),
     )
-    .action(async (opts: { print?: string; provider?: string; model?: string; apiKey?: string; mode: string }) => {
+    .action(async (opts: ActionOptions) => {
       const interactive = process.stdin.isTTY === true && process.stdout.isTTY === true;
       if (opts.mode !== "rpc" && opts.print === undefined && !interactive) {
         program.outputHelp();
@@ -188,9 +212,24 @@ export async function main(argv: readonly string[]): Promise<number> {
         return;
       }
       const key = opts.apiKey === undefined ? {} : { apiKey: opts.apiKey };
-      if (opts.mode === "rpc") exitCode = await runRpcMode({ model, ...key });
-      else if (opts.print === undefined) exitCode = await runInteractive({ model, ...key });
-      else exitCode = await run({ text: opts.print, model, ...key });
+      const flags: CliSessionFlags = {
+        session: opts.session,
+        sessionDir: opts.sessionDir,
+        continue: opts.continue,
+        explicitModel: opts.provider !== undefined || opts.model !== undefined,
+      };
+      let sessions: SessionsOptions | false;
+      try {
+        sessions = await cliSessionsOption(flags);
+      } catch (error) {
+        process.stderr.write(`Error: ${error instanceof Error ? error.message : String(error)}\n`);
+        exitCode = 2;
+        return;
+      }
+      if (opts.mode === "rpc") exitCode = await runRpcMode({ model, ...key, host: { sessions }, sessionFlags: flags });
+      else if (opts.print === undefined) {
+        exitCode = await runInteractive({ model, ...key, host: { sessions }, sessionFlags: flags });
+      } else exitCode = await run({ text: opts.print, model, ...key, sessions, flags });
     });
   program
     .command("demo")
@@ -199,6 +238,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       exitCode = await run({
         text: DEMO_PROMPT,
         model: "demo/demo-1",
+        sessions: false,
+        flags: {},
         banner:
           `lifeline demo: prompt "${DEMO_PROMPT}" on demo/demo-1 (a built-in model in a worker thread; no key, no network).\n` +
           "The model fails twice with transient errors; the retry controller on the main thread backs off and retries.",

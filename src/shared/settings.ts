@@ -44,6 +44,11 @@ const retrySchema = z.strictObject({
 });
 
 const settingsSchema = z.looseObject({
+  /**
+   * B7, the CLI: where session files go, directly (as pi's `sessionDir` setting and `--session-dir`).
+   * @default `$LIFELINE_DIR/sessions/<encoded cwd>/`
+   */
+  sessionDir: z.string().min(1).optional(),
   retry: retrySchema.default({
     enabled: true,
     maxRetries: 3,
@@ -61,6 +66,7 @@ export type Settings = z.output<typeof settingsSchema>;
 
 /** What a settings file or an override may contain: any subset, nested. */
 export interface SettingsInput {
+  sessionDir?: string;
   retry?: {
     enabled?: boolean;
     maxRetries?: number;

@@ -10,6 +10,7 @@
  */
 import { LifelineError } from "../../shared/errors.js";
 import type { AgentSession } from "../agent-session.js";
+import { type CliSessionFlags, openCliSession } from "../cli-sessions.js";
 import { createSessionHost, type SessionHost, type SessionHostOptions } from "../session-host.js";
 import { attachJsonlReader, serializeJsonLine } from "./jsonl.js";
 import {
@@ -33,6 +34,8 @@ export interface RpcModeOptions {
   errors?: (text: string) => void;
   /** Longest accepted command line in bytes. @default 8 MiB */
   maxLineBytes?: number;
+  /** The CLI's -c / --session: the first session is resumed instead of created (see cli-sessions.ts). */
+  sessionFlags?: CliSessionFlags;
 }
 
 /**
@@ -103,6 +106,8 @@ class RpcServer {
   readonly #write: (line: string) => void;
   readonly #apiKey: string | undefined;
   readonly #errors: (text: string) => void;
+  /** Used by the first open only; new_session always creates. */
+  #sessionFlags: CliSessionFlags;
   #session: AgentSession | undefined;
   #unsubscribe: () => void = () => {};
   /** Commands run one at a time, in arrival order. */
@@ -119,14 +124,16 @@ class RpcServer {
     this.#write = write;
     this.#errors = errors;
     this.#apiKey = options.apiKey;
+    this.#sessionFlags = options.sessionFlags ?? {};
   }
 
   /** Creates the session (again, for new_session) and forwards its events. */
   async open(model: string): Promise<void> {
-    const session = await this.#host.createSession({
+    const session = await openCliSession(this.#host, this.#sessionFlags, {
       model,
       ...(this.#apiKey === undefined ? {} : { apiKey: this.#apiKey }),
     });
+    this.#sessionFlags = {};
     this.#unsubscribe();
     this.#session = session;
     this.#unsubscribe = session.subscribe((event) => this.#send(event));
@@ -257,14 +264,18 @@ class RpcServer {
     }
   }
 
-  /** Accepts a prompt; its failures arrive as events, never as a second response. */
-  #startPrompt(session: AgentSession, message: string): undefined {
+  /**
+   * Accepts a prompt; its failures arrive as events, never as a second response. The response
+   * goes out once the user message is stored (B7: accepted means durable).
+   */
+  async #startPrompt(session: AgentSession, message: string): Promise<undefined> {
     session.prompt(message).catch((error: unknown) => {
       if (this.#closing) return;
       // The runtime could not serve it (worker gone, session disposed): listeners already saw
       // worker_exited; say it on stderr too, since no response can follow an accepted prompt.
       this.#errors(`lifeline rpc: prompt ended without settling: ${describe(error)}\n`);
     });
+    await session.flushSession();
     return undefined;
   }
 
@@ -314,6 +325,7 @@ function stateOf(session: AgentSession): RpcSessionState {
     steeringMode: "one-at-a-time",
     followUpMode: "one-at-a-time",
     sessionId: session.id,
+    ...(session.sessionFile === undefined ? {} : { sessionFile: session.sessionFile }),
     autoCompactionEnabled: false,
     messageCount: session.messages.length,
     pendingMessageCount: session.pendingMessageCount,

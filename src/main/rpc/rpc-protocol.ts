@@ -61,6 +61,8 @@ export interface RpcSessionState {
   steeringMode: "all" | "one-at-a-time";
   followUpMode: "all" | "one-at-a-time";
   sessionId: string;
+  /** B7: the session file, when the session is persisted (pi reports it too). */
+  sessionFile?: string;
   autoCompactionEnabled: boolean;
   messageCount: number;
   /** Steering and follow-up messages not yet delivered to the model. */

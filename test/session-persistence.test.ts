@@ -8,7 +8,9 @@ import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { fauxAssistantMessage } from "@mariozechner/pi-ai";
 import { afterEach, describe, expect, it } from "vitest";
 import type { SessionHostOptions } from "../src/main/session-host.js";
+import { FileSessionStore } from "../src/main/sessions/file-session-store.js";
 import { encodeCwd } from "../src/main/sessions/session-format.js";
+import type { SessionStore } from "../src/main/sessions/session-store.js";
 import { registerScriptedFaux } from "../src/worker/scripted-faux.js";
 import { tempDir, within } from "./fixtures/bounded.js";
 import { nextEvent } from "./fixtures/events.js";
@@ -233,6 +235,71 @@ describe("persisted sessions (B7)", () => {
     expect(existsSync(`${file}.lock`)).toBe(false);
     expect(roles(messagesIn(file))).toEqual(["user", "assistant:stop"]);
     await disposing;
+  });
+
+  it("B7: abort() while a prompt's user message is being stored ends the prompt as aborted, with no model request; abortRetry() does not", async () => {
+    const dir = tempDir(cleanups);
+    const files = new FileSessionStore({ root: dir });
+    const held: { open: () => void }[] = [];
+    const heldAppend = () => {
+      let open: () => void = () => {};
+      const opened = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      held.push({ open });
+      return opened;
+    };
+    let appendStarted: () => void = () => {};
+    let started = new Promise<void>((resolve) => {
+      appendStarted = resolve;
+    });
+    // Holds each append of a user message until the test lets it through.
+    const store: SessionStore = {
+      create: async (header) => {
+        const writer = await files.create(header);
+        return {
+          path: writer.path,
+          append: async (entries) => {
+            const user = entries.some(
+              (entry) => entry.type === "message" && (entry as { message: { role: string } }).message.role === "user",
+            );
+            if (user) {
+              const gate = heldAppend();
+              appendStarted();
+              await gate;
+            }
+            await writer.append(entries);
+          },
+          flush: () => writer.flush(),
+          close: () => writer.close(),
+        };
+      },
+      open: (ref, cwd) => files.open(ref, cwd),
+      list: (cwd) => files.list(cwd),
+    };
+    const env = inProcessHost({ lifelineDir: dir, cwd: dir, sessions: { store } });
+    cleanups.push(() => env.host.close());
+    const scripted = script([{ text: "answered" }]);
+    const session = await env.host.createSession({ model: scripted.model });
+
+    const aborted = session.prompt("stop me");
+    await within(started, 5000, "the write-ahead to start");
+    const aborting = session.abort();
+    held.shift()?.open();
+    const result = await within(aborted, 5000, "the aborted prompt");
+    await aborting;
+    expect(result.stopReason).toBe("aborted");
+    expect(scripted.calls()).toBe(0);
+
+    started = new Promise<void>((resolve) => {
+      appendStarted = resolve;
+    });
+    const kept = session.prompt("keep me");
+    await within(started, 5000, "the write-ahead to start");
+    session.abortRetry();
+    held.shift()?.open();
+    expect((await within(kept, 5000, "the prompt")).stopReason).toBe("stop");
+    expect(scripted.calls()).toBe(1);
   });
 
   it("B7: a session id that cannot be a file name is refused before anything is written", async () => {

@@ -80,6 +80,8 @@ interface PendingPrompt {
   retries: number;
   lastAssistant: AssistantMessage | undefined;
   failure: string | undefined;
+  /** abort() came while the prompt's user message was being stored: its run never starts. */
+  abortedEarly?: boolean;
 }
 
 interface QueuedPrompt {
@@ -112,6 +114,8 @@ export class AgentSession {
   #prompt: PendingPrompt | undefined;
   readonly #queue: QueuedPrompt[] = [];
   #overflowPending = false;
+  /** B7: the live prompt's user message is being stored; its run is posted once it is. */
+  #writingAhead: { pending: PendingPrompt; aborted: boolean } | undefined;
   /** The assistant message being streamed, rebuilt from slimmed updates (see stream-wire.ts). */
   #streaming: StreamState | undefined;
   /** Collects controller events while an agent_end decision is being made (see #handleItem). */
@@ -259,6 +263,7 @@ export class AgentSession {
   async abort(): Promise<void> {
     this.abortRetry();
     if (this.#closed !== undefined) return;
+    if (this.#writingAhead !== undefined) this.#writingAhead.aborted = true;
     // The worker drops queued steering and follow-up messages with the run.
     const dropQueued = this.#queued.length > 0;
     this.#queued.length = 0;
@@ -388,11 +393,22 @@ export class AgentSession {
       return;
     }
     // B7 write-ahead: the run is posted only once the user message is stored.
+    const ahead = { pending, aborted: false };
+    this.#writingAhead = ahead;
     recorder.prompt(message).then(
       () => {
-        if (this.#prompt === pending && this.#closed === undefined) void this.#startRun({ kind: "prompt", message });
+        if (this.#writingAhead === ahead) this.#writingAhead = undefined;
+        if (this.#prompt !== pending || this.#closed !== undefined) return;
+        if (ahead.aborted) {
+          pending.abortedEarly = true;
+          pending.failure = "Aborted before the model request was sent.";
+          this.#maybeSettle();
+          return;
+        }
+        void this.#startRun({ kind: "prompt", message });
       },
       (error: unknown) => {
+        if (this.#writingAhead === ahead) this.#writingAhead = undefined;
         if (this.#prompt !== pending || this.#closed !== undefined) return;
         this.#rejectPrompt(
           error instanceof LifelineError ? error : new LifelineError("ERR_SESSION_FILE", String(error)),
@@ -562,9 +578,11 @@ export class AgentSession {
     const pending = this.#prompt;
     if (pending === undefined || this.#closed !== undefined) return;
     if (this.#activeRunId !== undefined || this.#retry.isRetrying || this.#overflowPending) return;
+    if (this.#writingAhead !== undefined) return;
     this.#prompt = undefined;
     const last = pending.lastAssistant;
-    const result: PromptResult = { stopReason: last?.stopReason ?? "error", retries: pending.retries };
+    const stopReason = last?.stopReason ?? (pending.abortedEarly === true ? "aborted" : "error");
+    const result: PromptResult = { stopReason, retries: pending.retries };
     const errorMessage = last?.errorMessage ?? pending.failure;
     if (errorMessage !== undefined && (last === undefined || isFailedStop(last.stopReason))) {
       result.errorMessage = errorMessage;

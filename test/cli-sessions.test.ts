@@ -91,6 +91,46 @@ describe("the lifeline command's sessions (B7)", () => {
     expect(missing.code).toBe(2);
   });
 
+  it("B7: -p on SIGTERM aborts, closes its session file (entries written, lock released) and exits 143", async () => {
+    const at = dirs();
+    // Default retry delays: after the demo model's first failure the chain sleeps for 2 s.
+    writeFileSync(join(at.home, "settings.json"), "{}");
+    const child = spawn(process.execPath, [CLI, "-p", "terminated"], {
+      cwd: at.cwd,
+      env: { ...process.env, LIFELINE_DIR: at.home, NO_COLOR: "1" },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    cleanups.push(() => void child.kill("SIGKILL"));
+    const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+    await within(
+      new Promise<void>((resolve) => {
+        let stderr = "";
+        child.stderr.on("data", (chunk: Buffer) => {
+          stderr += chunk.toString();
+          if (stderr.includes("Retrying (1/3)")) resolve();
+        });
+      }),
+      20_000,
+      "the first retry",
+    );
+    child.kill("SIGTERM");
+    expect(await within(exited, 20_000, "lifeline to exit")).toBe(143);
+    const [file] = sessionFiles(join(at.home, "sessions", encodeCwd(at.cwd)));
+    expect(existsSync(`${file}.lock`)).toBe(false);
+    const roles = readFileSync(file ?? "", "utf8")
+      .split("\n")
+      .filter((line) => line.includes('"type":"message"'))
+      .map((line) => (JSON.parse(line) as { message: { role: string; stopReason?: string } }).message)
+      .map((message) => `${message.role}${message.stopReason === undefined ? "" : `:${message.stopReason}`}`);
+    expect(roles.slice(0, 2)).toEqual(["user", "assistant:error"]);
+  });
+
+  it("B7: -r/--resume says it is not implemented yet and exits 2", async () => {
+    const run = await lifeline(["-r", "-p", "x"], dirs());
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("--session");
+  });
+
   it("B7: over RPC get_state reports the session file; after a SIGKILL right after the prompt's response, -c finds the prompt", async () => {
     const at = dirs();
     // Default retry delays: the demo model's first failure leaves the chain sleeping for seconds.

@@ -13,7 +13,8 @@
  * cli-sessions.ts); `demo` and `mock-server` never write one.
  *
  * Exit codes: 0 answered; 1 the prompt failed (final error on stderr); 2 bad usage, settings,
- * models.json, unknown model or missing key; 130 interrupted.
+ * models.json, unknown model or missing key, or a session that cannot be opened; 130 interrupted
+ * (SIGINT), 143 terminated (SIGTERM): both abort the prompt and close the session file first.
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { Command, CommanderError, Option } from "commander";
@@ -78,7 +79,7 @@ function answerText(message: AssistantMessage | undefined): string {
 
 async function run(options: RunOptions): Promise<number> {
   const host = createSessionHost({ threads: 1, sessions: options.sessions });
-  let interrupted = false;
+  let interrupted: number | undefined;
   try {
     if (options.banner !== undefined) process.stderr.write(`${options.banner}\n`);
     const session = await openCliSession(host, options.flags, {
@@ -89,18 +90,25 @@ async function run(options: RunOptions): Promise<number> {
       const line = progressLine(event);
       if (line !== undefined) process.stderr.write(`${line}\n`);
     });
-    const onSignal = () => {
-      interrupted = true;
+    // Both end the prompt and let the finally below close the host, which flushes the session file.
+    const onInterrupt = () => {
+      interrupted = 130;
       void session.abort();
     };
-    process.once("SIGINT", onSignal);
+    const onTerminate = () => {
+      interrupted = 143;
+      void session.abort();
+    };
+    process.once("SIGINT", onInterrupt);
+    process.once("SIGTERM", onTerminate);
     let result: PromptResult;
     try {
       result = await session.prompt(options.text);
     } finally {
-      process.off("SIGINT", onSignal);
+      process.off("SIGINT", onInterrupt);
+      process.off("SIGTERM", onTerminate);
     }
-    if (interrupted) return 130;
+    if (interrupted !== undefined) return interrupted;
     if (isFailedStop(result.stopReason)) {
       process.stderr.write(`Error: ${result.errorMessage ?? result.stopReason}\n`);
       return 1;
@@ -163,6 +171,7 @@ interface ActionOptions {
   apiKey?: string;
   mode: string;
   continue?: boolean;
+  resume?: boolean;
   /** --session <ref>, or false for --no-session. */
   session?: string | boolean;
   sessionDir?: string;
@@ -193,6 +202,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .addOption(new Option("-c, --continue", "continue the most recent session of this directory"))
     .addOption(new Option("--session <path|id>", "open a session file, or a session by id (a unique prefix will do)"))
     .addOption(new Option("--no-session", "write no session file (ephemeral)"))
+    .addOption(new Option("-r, --resume", "pick a session to resume (not implemented yet: use --session or -c)"))
     .addOption(
       new Option(
         "--session-dir <dir>",
@@ -212,6 +222,13 @@ export async function main(argv: readonly string[]): Promise<number> {
         return;
       }
       const key = opts.apiKey === undefined ? {} : { apiKey: opts.apiKey };
+      if (opts.resume === true) {
+        process.stderr.write(
+          "Error: -r/--resume (the session picker) is not implemented yet. Use -c to continue this directory's most recent session, or --session <path|id>.\n",
+        );
+        exitCode = 2;
+        return;
+      }
       const flags: CliSessionFlags = {
         session: opts.session,
         sessionDir: opts.sessionDir,

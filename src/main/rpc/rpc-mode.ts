@@ -8,6 +8,7 @@
  * Every line on stdin gets exactly one response, whatever it holds; commands are handled one at a
  * time, in order. EOF on stdin, SIGTERM or SIGHUP shut the session down and end the process.
  */
+import { resolve } from "node:path";
 import { LifelineError } from "../../shared/errors.js";
 import type { AgentSession } from "../agent-session.js";
 import { type CliSessionFlags, openCliSession } from "../cli-sessions.js";
@@ -139,6 +140,20 @@ class RpcServer {
     this.#unsubscribe = session.subscribe((event) => this.#send(event));
   }
 
+  /**
+   * Resumes a stored session in place of `current`. The current one stays if the other cannot be
+   * opened, unless it is the same file (it must be closed first: its lock is this process's).
+   */
+  async #switchTo(ref: string, current: AgentSession): Promise<void> {
+    const same = current.sessionFile !== undefined && resolve(ref) === current.sessionFile;
+    if (same) await current.dispose();
+    const next = await this.#host.resumeSession(ref);
+    if (!same) await current.dispose();
+    this.#unsubscribe();
+    this.#session = next;
+    this.#unsubscribe = next.subscribe((event) => this.#send(event));
+  }
+
   /** Handles one input line: parse, validate, queue. Exactly one response per non-blank line. */
   receive(text: string): void {
     if (text.trim() === "") return;
@@ -206,7 +221,9 @@ class RpcServer {
     // Reading commands and new_session work on an ended session; the others need a live one.
     const readOnly = type === "get_state" || type === "get_messages" || type === "get_last_assistant_text";
     const session =
-      readOnly || type === "new_session" || type === "get_available_models" ? this.#current() : this.#live();
+      readOnly || type === "new_session" || type === "switch_session" || type === "get_available_models"
+        ? this.#current()
+        : this.#live();
     switch (type) {
       case "prompt": {
         const { message, streamingBehavior } = command as RpcCommandOf<"prompt">;
@@ -255,6 +272,9 @@ class RpcServer {
         await this.open(model);
         return { cancelled: false };
       }
+      case "switch_session":
+        await this.#switchTo((command as RpcCommandOf<"switch_session">).sessionPath, session);
+        return { cancelled: false };
       case "get_last_assistant_text":
         return { text: lastAssistantText(session) };
       default: {

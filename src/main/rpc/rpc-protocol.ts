@@ -39,6 +39,8 @@ export const rpcCommandSchemas = {
   set_auto_retry: z.strictObject({ id, type: z.literal("set_auto_retry"), enabled: z.boolean() }),
   abort_retry: z.strictObject({ id, type: z.literal("abort_retry") }),
   new_session: z.strictObject({ id, type: z.literal("new_session"), parentSession: z.string().optional() }),
+  /** B7: closes the session and resumes a stored one (a file path, or an id or prefix of one). */
+  switch_session: z.strictObject({ id, type: z.literal("switch_session"), sessionPath: text }),
   get_last_assistant_text: z.strictObject({ id, type: z.literal("get_last_assistant_text") }),
 } as const;
 
@@ -90,6 +92,7 @@ export interface RpcResponseData {
   set_auto_retry: undefined;
   abort_retry: undefined;
   new_session: { cancelled: boolean };
+  switch_session: { cancelled: boolean };
   get_last_assistant_text: { text: string | null };
 }
 

@@ -110,6 +110,7 @@ function runSessionUi(
   const model = `${session.model.provider}/${session.model.id}`;
   const tui = new TUI(new ProcessTerminal());
   const transcript = new TranscriptView();
+  transcript.showHistory(session.messages);
   const loaderSlot = new Container();
   const input = new Input();
   let loader: { component: Loader; kind: LoaderView["kind"] } | undefined;

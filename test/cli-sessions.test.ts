@@ -125,6 +125,21 @@ describe("the lifeline command's sessions (B7)", () => {
     expect(roles.slice(0, 2)).toEqual(["user", "assistant:error"]);
   });
 
+  it("B7: the sessionDir and sessions.fsync settings are honoured, and a bad fsync value is refused", async () => {
+    const at = dirs();
+    const elsewhere = tempDir(cleanups);
+    writeFileSync(
+      join(at.home, "settings.json"),
+      JSON.stringify({ retry: { baseDelayMs: 5 }, sessionDir: elsewhere, sessions: { fsync: "never" } }),
+    );
+    expect((await lifeline(["-p", "in the setting's dir"], at)).code).toBe(0);
+    expect(sessionFiles(elsewhere).map(userTexts)).toEqual([["in the setting's dir"]]);
+    writeFileSync(join(at.home, "settings.json"), JSON.stringify({ sessions: { fsync: "sometimes" } }));
+    const bad = await lifeline(["-p", "x"], at);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("fsync");
+  });
+
   it("B7: -r/--resume says it is not implemented yet and exits 2", async () => {
     const run = await lifeline(["-r", "-p", "x"], dirs());
     expect(run.code).toBe(2);

@@ -1,7 +1,8 @@
 /**
  * How the CLI (`-p`, `--mode rpc`, interactive) chooses its session file, as pi does: persistent
  * by default under `$LIFELINE_DIR/sessions/<encoded cwd>/`; `--no-session` writes nothing;
- * `--session-dir` (or the `sessionDir` setting) puts files directly in a directory; `-c` resumes
+ * `--session-dir` (or the `sessionDir` setting) puts files directly in a directory; the
+ * `sessions.fsync` setting chooses the fsync policy; `-c` resumes
  * the cwd's most recent session (a new one when there is none); `--session <path|id>` opens one.
  */
 import { LifelineError } from "../shared/errors.js";
@@ -34,9 +35,10 @@ export async function cliSessionsOption(flags: CliSessionFlags): Promise<Session
   if (typeof flags.session === "string" && flags.continue === true) {
     throw new LifelineError("ERR_INVALID_OPTIONS", "--session and --continue both choose a session; pick one.");
   }
-  const files = await loadSettingsFiles(resolveLifelineDir(), process.cwd());
-  const dir = flags.sessionDir ?? parseSettings(files, "the settings files").sessionDir;
-  return dir === undefined ? {} : { dir };
+  const settings = parseSettings(await loadSettingsFiles(resolveLifelineDir(), process.cwd()), "the settings files");
+  const dir = flags.sessionDir ?? settings.sessionDir;
+  const fsync = settings.sessions?.fsync;
+  return { ...(dir === undefined ? {} : { dir }), ...(fsync === undefined ? {} : { fsync }) };
 }
 
 /**

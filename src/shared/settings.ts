@@ -49,6 +49,8 @@ const settingsSchema = z.looseObject({
    * @default `$LIFELINE_DIR/sessions/<encoded cwd>/`
    */
   sessionDir: z.string().min(1).optional(),
+  /** B7, the CLI: when session file appends reach the disk (see docs/sessions.md). @default "batch" */
+  sessions: z.strictObject({ fsync: z.enum(["never", "batch", "always"]).optional() }).optional(),
   retry: retrySchema.default({
     enabled: true,
     maxRetries: 3,
@@ -67,6 +69,7 @@ export type Settings = z.output<typeof settingsSchema>;
 /** What a settings file or an override may contain: any subset, nested. */
 export interface SettingsInput {
   sessionDir?: string;
+  sessions?: { fsync?: "never" | "batch" | "always" };
   retry?: {
     enabled?: boolean;
     maxRetries?: number;

@@ -140,6 +140,38 @@ describe("the lifeline command's sessions (B7)", () => {
     expect(bad.stderr).toContain("fsync");
   });
 
+  it("B7: -p killed with SIGKILL in a retry sleep leaves a session that -c continues, prompt kept, transcript loading", async () => {
+    const at = dirs();
+    writeFileSync(join(at.home, "settings.json"), "{}");
+    const child = spawn(process.execPath, [CLI, "-p", "killed mid-chain"], {
+      cwd: at.cwd,
+      env: { ...process.env, LIFELINE_DIR: at.home, NO_COLOR: "1" },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    cleanups.push(() => void child.kill("SIGKILL"));
+    const exited = new Promise<void>((resolve) => child.on("close", () => resolve()));
+    await within(
+      new Promise<void>((resolve) => {
+        let stderr = "";
+        child.stderr.on("data", (chunk: Buffer) => {
+          stderr += chunk.toString();
+          if (stderr.includes("Retrying (1/3)")) resolve();
+        });
+      }),
+      20_000,
+      "the first retry",
+    );
+    child.kill("SIGKILL");
+    await within(exited, 20_000, "lifeline to die");
+    const [file] = sessionFiles(join(at.home, "sessions", encodeCwd(at.cwd)));
+    expect(existsSync(`${file}.lock`)).toBe(true);
+    writeFileSync(join(at.home, "settings.json"), '{"retry":{"baseDelayMs":5}}');
+    const run = await lifeline(["-c", "-p", "after the kill"], at);
+    expect(run.code, run.stderr).toBe(0);
+    expect(userTexts(file ?? "")).toEqual(["killed mid-chain", "after the kill"]);
+    expect(existsSync(`${file}.lock`)).toBe(false);
+  });
+
   it("B7: -r/--resume says it is not implemented yet and exits 2", async () => {
     const run = await lifeline(["-r", "-p", "x"], dirs());
     expect(run.code).toBe(2);

@@ -36,10 +36,9 @@ import {
   timerMs,
   validate,
 } from "./option-schemas.js";
-import { FileSessionStore } from "./sessions/file-session-store.js";
-import type { FsyncPolicy } from "./sessions/persistence-queue.js";
-import { assertValidSessionId, SESSION_VERSION } from "./sessions/session-format.js";
-import { SessionRecorder } from "./sessions/session-recorder.js";
+import { HostSessions, type SessionsOptions } from "./sessions/host-sessions.js";
+import { assertValidSessionId } from "./sessions/session-format.js";
+import type { SessionRecorder } from "./sessions/session-recorder.js";
 import type { OpenedSession, SessionInfo, SessionStore } from "./sessions/session-store.js";
 import { restoreTranscript } from "./sessions/session-transcript.js";
 import { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";
@@ -47,25 +46,7 @@ import { tickIntervalMs, Watchdog } from "./supervision/watchdog.js";
 import { WorkerPool } from "./supervision/worker-pool.js";
 import { type LinkEndpoint, type LinkTimeouts, WorkerLink } from "./worker-link.js";
 
-/**
- * Persistence of sessions (SPEC B7): pi's session files, written ahead, off the host's event loop.
- * Off unless given on the host or the session.
- */
-export interface SessionsOptions {
-  /**
-   * Put session files directly in this directory (pi's `--session-dir`).
-   * @default `<lifelineDir>/sessions/<encoded cwd>/`
-   */
-  dir?: string;
-  /**
-   * When appends reach the disk: `"never"` (the OS decides; survives a killed host, not a power
-   * loss), `"batch"` (one fdatasync per batched write; a prompt runs only after its sync) or
-   * `"always"` (each entry synced alone). @default "batch"
-   */
-  fsync?: FsyncPolicy;
-  /** Keep sessions elsewhere: replaces the file store (`dir` and `fsync` are then the store's business). */
-  store?: SessionStore;
-}
+export type { SessionsOptions } from "./sessions/host-sessions.js";
 
 /** Options of {@link createSessionHost}. Every field is optional. */
 export interface SessionHostOptions {
@@ -210,17 +191,20 @@ export class SessionHost {
   readonly #pool: WorkerPool;
   readonly #watchdog: Watchdog<WorkerLink>;
   readonly #timeouts: LinkTimeouts;
-  /** Open session writers, and those closing: `close()` waits for both before it resolves. */
-  readonly #recorders = new Set<SessionRecorder>();
-  readonly #closingRecorders = new Set<Promise<void>>();
+  /** Session files (B7): stores, recorders, and closing them before `close()` resolves. */
+  readonly #files: HostSessions;
   #fileSettings: Promise<SettingsInput> | undefined;
-  #hostStore: SessionStore | undefined;
   #modelsConfig: Promise<ModelsConfig> | undefined;
   #closed = false;
 
   /** @internal Use {@link createSessionHost}. */
   constructor(options: SessionHostOptions) {
     this.#options = options;
+    this.#files = new HostSessions({
+      sessions: options.sessions,
+      lifelineDir: () => this.#lifelineDir(),
+      cwd: () => this.#cwd(),
+    });
     this.#threads = options.threads ?? Math.max(1, Math.min(4, availableParallelism() - 1));
     const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_TIMEOUTS.callTimeoutMs;
     const hangTimeoutMs = options.hangTimeoutMs ?? DEFAULT_TIMEOUTS.hangTimeoutMs;
@@ -272,7 +256,7 @@ export class SessionHost {
   async createSession(options: SessionOptions = {}): Promise<AgentSession> {
     this.#assertOpen();
     validate(sessionOptionsSchema, options, "createSession options");
-    const store = this.#storeFor(options.sessions);
+    const store = this.#files.storeFor(options.sessions);
     if (store !== undefined && options.sessionId !== undefined) assertValidSessionId(options.sessionId);
     return this.#open(options, store, undefined);
   }
@@ -293,7 +277,7 @@ export class SessionHost {
       throw new LifelineError("ERR_INVALID_OPTIONS", "resumeSession() needs a session file path or id.");
     }
     validate(resumeOptionsSchema, options, "resumeSession options");
-    const store = this.#requireStore(options.sessions, "resumeSession()");
+    const store = this.#files.requireStore(options.sessions, "resumeSession()");
     const opened = await store.open(ref, this.#cwd());
     try {
       for (const warning of opened.warnings) process.emitWarning(warning, { code: "LIFELINE_SESSION_FILE" });
@@ -316,7 +300,7 @@ export class SessionHost {
    */
   async listSessions(options: { cwd?: string } = {}): Promise<SessionInfo[]> {
     validate(listSessionsOptionsSchema, options, "listSessions options");
-    return this.#requireStore(undefined, "listSessions()").list(options.cwd ?? this.#cwd());
+    return this.#files.requireStore(undefined, "listSessions()").list(options.cwd ?? this.#cwd());
   }
 
   async #open(
@@ -361,7 +345,15 @@ export class SessionHost {
     }
     let recorder: SessionRecorder | undefined;
     try {
-      recorder = store === undefined ? undefined : await this.#record(store, sessionId, init, opened.model, resumed);
+      recorder =
+        store === undefined
+          ? undefined
+          : await this.#files.record(
+              store,
+              sessionId,
+              opened.model,
+              resumed === undefined || restored === undefined ? { messages: init.messages } : { resumed, restored },
+            );
     } catch (error) {
       void link.control("closeSession", sessionId).catch(() => {});
       throw error;
@@ -379,7 +371,7 @@ export class SessionHost {
       onListenerError: this.#options.onListenerError ?? reportListenerError,
       onDisposed: (id) => {
         this.#sessions.delete(id);
-        if (recorder !== undefined) void this.#closeRecorder(recorder);
+        if (recorder !== undefined) void this.#files.close(recorder);
       },
       resolveModel: (ref) => this.#resolveModel(ref, undefined),
       ...(this.#options.sleep === undefined ? {} : { sleep: this.#options.sleep }),
@@ -444,87 +436,9 @@ export class SessionHost {
       ...this.#links.map((link) => link.close()),
     ]);
     // Every accepted entry is on disk (per the fsync policy) and every lock released.
-    await Promise.all([
-      ...[...this.#recorders].map((recorder) => this.#closeRecorder(recorder)),
-      ...this.#closingRecorders,
-    ]);
+    await this.#files.closeAll();
     this.#links.length = 0;
     await this.#pool.destroy();
-  }
-
-  /**
-   * Starts recording a session: a new stored session (header, model, initial messages), or the
-   * resumed one continued from its leaf (its undelivered queued messages stored as delivered now).
-   */
-  async #record(
-    store: SessionStore,
-    sessionId: string,
-    init: SessionInit,
-    model: Model<Api>,
-    resumed: OpenedSession | undefined,
-  ): Promise<SessionRecorder> {
-    const onError = (error: Error) =>
-      process.emitWarning(`lifeline: session ${sessionId}: ${error.message}`, { code: "LIFELINE_SESSION_FILE" });
-    let recorder: SessionRecorder;
-    if (resumed === undefined) {
-      const writer = await store.create({
-        type: "session",
-        version: SESSION_VERSION,
-        id: sessionId,
-        timestamp: new Date().toISOString(),
-        cwd: this.#cwd(),
-      });
-      recorder = new SessionRecorder(writer, { ids: [], leafId: null, historyIds: [] }, onError);
-      recorder.modelChange(model.provider, model.id);
-      for (const message of init.messages) recorder.history(message);
-    } else {
-      const restored = restoreTranscript(resumed.entries);
-      recorder = new SessionRecorder(
-        resumed.writer,
-        { ids: resumed.entries.map((entry) => entry.id), leafId: restored.leafId, historyIds: restored.historyIds },
-        onError,
-      );
-      if (restored.model?.provider !== model.provider || restored.model?.id !== model.id) {
-        recorder.modelChange(model.provider, model.id);
-      }
-      for (const message of restored.undelivered) recorder.history(message);
-    }
-    this.#recorders.add(recorder);
-    return recorder;
-  }
-
-  /** Flushes and releases a session's file; `close()` waits for it even when a session started it. */
-  #closeRecorder(recorder: SessionRecorder): Promise<void> {
-    this.#recorders.delete(recorder);
-    const closing = recorder.close().finally(() => this.#closingRecorders.delete(closing));
-    this.#closingRecorders.add(closing);
-    return closing;
-  }
-
-  /** The store a session uses: its own `sessions` option over the host's; undefined when off. */
-  #storeFor(sessions: SessionsOptions | false | undefined): SessionStore | undefined {
-    const chosen = sessions ?? this.#options.sessions;
-    if (chosen === undefined || chosen === false) return undefined;
-    if (chosen.store !== undefined) return chosen.store;
-    if (chosen === this.#options.sessions) {
-      this.#hostStore ??= new FileSessionStore({ root: this.#lifelineDir(), dir: chosen.dir, fsync: chosen.fsync });
-      return this.#hostStore;
-    }
-    return new FileSessionStore({ root: this.#lifelineDir(), dir: chosen.dir, fsync: chosen.fsync });
-  }
-
-  #requireStore(sessions: SessionsOptions | false | undefined, what: string): SessionStore {
-    // Resuming or listing asks for persistence: the file store at its default place unless the
-    // call or the host says otherwise.
-    const turnedOff = sessions === false || (sessions === undefined && this.#options.sessions === false);
-    const store = turnedOff ? undefined : (this.#storeFor(sessions) ?? this.#storeFor({}));
-    if (store === undefined) {
-      throw new LifelineError(
-        "ERR_INVALID_OPTIONS",
-        `${what} needs persistence; it was turned off with sessions: false.`,
-      );
-    }
-    return store;
   }
 
   #cwd(): string {

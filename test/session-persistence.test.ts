@@ -7,7 +7,7 @@ import { join } from "node:path";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { fauxAssistantMessage } from "@mariozechner/pi-ai";
 import { afterEach, describe, expect, it } from "vitest";
-import type { SessionHostOptions } from "../src/main/session-host.js";
+import { createSessionHost, type SessionHostOptions } from "../src/main/session-host.js";
 import { FileSessionStore } from "../src/main/sessions/file-session-store.js";
 import { encodeCwd } from "../src/main/sessions/session-format.js";
 import type { SessionStore } from "../src/main/sessions/session-store.js";
@@ -300,6 +300,21 @@ describe("persisted sessions (B7)", () => {
     held.shift()?.open();
     expect((await within(kept, 5000, "the prompt")).stopReason).toBe("stop");
     expect(scripted.calls()).toBe(1);
+  });
+
+  it("B7: malformed sessions options are refused at the call, naming the field", async () => {
+    expect(() => createSessionHost({ sessions: { fsync: "sometimes" as never } })).toThrow(
+      expect.objectContaining({ code: "ERR_INVALID_OPTIONS", message: expect.stringContaining("sessions") }),
+    );
+    expect(() => createSessionHost({ sessions: { folder: "/tmp" } as never })).toThrow(
+      expect.objectContaining({ code: "ERR_INVALID_OPTIONS" }),
+    );
+    const { host } = freshHost();
+    await expect(host.createSession({ sessions: { store: {} as never } })).rejects.toMatchObject({
+      code: "ERR_INVALID_OPTIONS",
+    });
+    await expect(host.listSessions({ cwd: 1 as never })).rejects.toMatchObject({ code: "ERR_INVALID_OPTIONS" });
+    await expect(host.resumeSession("")).rejects.toMatchObject({ code: "ERR_INVALID_OPTIONS" });
   });
 
   it("B7: a session id that cannot be a file name is refused before anything is written", async () => {

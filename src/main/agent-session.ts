@@ -32,6 +32,7 @@ import {
   validate,
 } from "./option-schemas.js";
 import { RetryController, type RetryDecision } from "./retry-controller.js";
+import type { SessionRecorder } from "./sessions/session-recorder.js";
 import { abortableSleep } from "./sleep.js";
 import { interruptedRun, workerFate } from "./supervision/interrupted-run.js";
 import { RestartBudget } from "./supervision/restart-budget.js";
@@ -67,6 +68,10 @@ export interface SessionWiring {
   model: Model<Api>;
   settings: Settings;
   messages: AgentMessage[];
+  /** The history to start from when it differs from `messages` (a resumed session). */
+  history?: AgentMessage[];
+  /** Persistence (B7): stores every history message; undefined when the session is not persisted. */
+  recorder?: SessionRecorder | undefined;
   authStorage: AuthStorage | undefined;
   onContextOverflow: ContextOverflowHook | undefined;
   onListenerError: (error: unknown, event: SessionEvent) => void;
@@ -107,6 +112,8 @@ interface PendingPrompt {
   retries: number;
   lastAssistant: AssistantMessage | undefined;
   failure: string | undefined;
+  /** abort() came while the prompt's user message was being stored: its run never starts. */
+  abortedEarly?: boolean;
 }
 
 interface QueuedPrompt {
@@ -147,6 +154,8 @@ export class AgentSession {
   #prompt: PendingPrompt | undefined;
   readonly #queue: QueuedPrompt[] = [];
   #overflowPending = false;
+  /** B7: the live prompt's user message is being stored; its run is posted once it is. */
+  #writingAhead: { pending: PendingPrompt; aborted: boolean } | undefined;
   /** The assistant message being streamed, rebuilt from slimmed updates (see stream-wire.ts). */
   #streaming: StreamState | undefined;
   /** Collects controller events while an agent_end decision is being made (see #handleItem). */
@@ -163,7 +172,7 @@ export class AgentSession {
     this.#settings = wiring.settings;
     this.#budget = new RestartBudget(() => this.#settings.supervision);
     this.#messages = [...wiring.messages];
-    this.#history = [...wiring.messages];
+    this.#history = [...(wiring.history ?? wiring.messages)];
     this.#events = new EventStream(wiring.onListenerError);
     const controllerOptions: ConstructorParameters<typeof RetryController>[0] = {
       sessionId: wiring.sessionId,
@@ -268,6 +277,7 @@ export class AgentSession {
     const resolved = await (await this.#worker()).call("setModel", this.id, change);
     this.#model = resolved;
     this.#modelChange = change;
+    this.#wiring.recorder?.modelChange(resolved.provider, resolved.id);
     return resolved;
   }
 
@@ -293,6 +303,9 @@ export class AgentSession {
       throw new LifelineError("ERR_INVALID_OPTIONS", `Nothing to ${kind}: session ${this.id} is idle; use prompt().`);
     }
     const message: AgentMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
+    // B7: stored when main sends it, so a restart delivers it once (see SessionRecorder.queued).
+    await this.#wiring.recorder?.queued(kind, message);
+    if (this.#closed !== undefined) throw this.#closed;
     this.#queued.push(message);
     this.#queuedKinds.set(message, kind);
     try {
@@ -319,11 +332,13 @@ export class AgentSession {
   async abort(): Promise<void> {
     this.abortRetry();
     if (this.#closed !== undefined) return;
+    if (this.#writingAhead !== undefined) this.#writingAhead.aborted = true;
     // The worker drops queued steering and follow-up messages with the run.
     const dropQueued = this.#queued.length > 0;
     this.#queued.length = 0;
     this.#queuedKinds.clear();
     if (this.#run !== undefined) this.#run.aborted = true;
+    if (dropQueued) this.#wiring.recorder?.queueCleared();
     if (this.#activeRunId === undefined && !dropQueued) return;
     try {
       await (await this.#worker()).control("abort", this.id);
@@ -401,6 +416,20 @@ export class AgentSession {
     return this.#history;
   }
 
+  /** B7: the file this session is persisted to; undefined when persistence is off. */
+  get sessionFile(): string | undefined {
+    return this.#wiring.recorder?.path;
+  }
+
+  /**
+   * B7: resolves once everything this session has recorded so far is stored (as durably as the
+   * fsync policy says): after `prompt()` returns, that includes the prompt's user message. At once
+   * when the session is not persisted. Never rejects (a failed write-ahead rejects the prompt).
+   */
+  flushSession(): Promise<void> {
+    return this.#wiring.recorder?.flush() ?? Promise.resolve();
+  }
+
   /** The session's effective settings (files, host and session overrides, and toggles). */
   get settings(): Readonly<Settings> {
     return this.#settings;
@@ -427,8 +456,44 @@ export class AgentSession {
   }
 
   #begin(text: string, resolve: PendingPrompt["resolve"], reject: PendingPrompt["reject"]): void {
-    this.#prompt = { resolve, reject, retries: 0, lastAssistant: undefined, failure: undefined };
-    void this.#startRun({ kind: "prompt", text });
+    const pending: PendingPrompt = { resolve, reject, retries: 0, lastAssistant: undefined, failure: undefined };
+    this.#prompt = pending;
+    // Built here rather than in the worker so the same object can be stored first (write-ahead).
+    const message: AgentMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
+    const recorder = this.#wiring.recorder;
+    if (recorder === undefined) {
+      void this.#startRun({ kind: "prompt", message });
+      return;
+    }
+    // B7 write-ahead: the run is posted only once the user message is stored.
+    const ahead = { pending, aborted: false };
+    this.#writingAhead = ahead;
+    recorder.prompt(message).then(
+      () => {
+        if (this.#writingAhead === ahead) this.#writingAhead = undefined;
+        if (this.#prompt !== pending || this.#closed !== undefined) return;
+        if (ahead.aborted) {
+          pending.abortedEarly = true;
+          pending.failure = "Aborted before the model request was sent.";
+          this.#maybeSettle();
+          return;
+        }
+        void this.#startRun({ kind: "prompt", message });
+      },
+      (error: unknown) => {
+        if (this.#writingAhead === ahead) this.#writingAhead = undefined;
+        if (this.#prompt !== pending || this.#closed !== undefined) return;
+        this.#rejectPrompt(
+          error instanceof LifelineError ? error : new LifelineError("ERR_SESSION_FILE", String(error)),
+        );
+      },
+    );
+  }
+
+  /** A message reached the history (R4: failed attempts included); persisted when the session is. */
+  #pushHistory(message: AgentMessage): void {
+    this.#history.push(message);
+    this.#wiring.recorder?.history(message);
   }
 
   async #startRun(input: RunInput): Promise<void> {
@@ -484,7 +549,7 @@ export class AgentSession {
           if (this.#run !== undefined) this.#run.userSeen = true;
         }
         this.#messages.push(event.message);
-        this.#history.push(event.message);
+        this.#pushHistory(event.message);
         this.#events.emit(event);
         if (event.message.role === "assistant") {
           if (this.#prompt !== undefined) this.#prompt.lastAssistant = event.message;
@@ -535,7 +600,7 @@ export class AgentSession {
     if (item.runId !== this.#activeRunId) return;
     for (const message of item.tail) {
       this.#messages.push(message);
-      this.#history.push(message);
+      this.#pushHistory(message);
     }
     this.#activeRunId = undefined;
     this.#run = undefined;
@@ -609,9 +674,11 @@ export class AgentSession {
     if (pending === undefined || this.#closed !== undefined) return;
     if (this.#activeRunId !== undefined || this.#retry.isRetrying || this.#overflowPending) return;
     if (this.#restoring !== undefined) return;
+    if (this.#writingAhead !== undefined) return;
     this.#prompt = undefined;
     const last = pending.lastAssistant;
-    const result: PromptResult = { stopReason: last?.stopReason ?? "error", retries: pending.retries };
+    const stopReason = last?.stopReason ?? (pending.abortedEarly === true ? "aborted" : "error");
+    const result: PromptResult = { stopReason, retries: pending.retries };
     const errorMessage = last?.errorMessage ?? pending.failure;
     if (errorMessage !== undefined && (last === undefined || isFailedStop(last.stopReason))) {
       result.errorMessage = errorMessage;
@@ -674,16 +741,15 @@ export class AgentSession {
     const add = (message: AgentMessage, started: boolean) => {
       if (!started) this.#events.emit({ type: "message_start", message });
       this.#messages.push(message);
-      this.#history.push(message);
+      this.#pushHistory(message);
       produced.push(message);
       this.#events.emit({ type: "message_end", message });
     };
     if (run?.started !== true) this.#events.emit({ type: "agent_start" });
-    // The worker never reported the prompt's user message: write it from the prompt's text, so
-    // the retried run continues from it (no turn is lost, no two user turns in a row).
-    if (run?.input.kind === "prompt" && !run.userSeen) {
-      add({ role: "user", content: [{ type: "text", text: run.input.text }], timestamp: Date.now() }, false);
-    }
+    // The worker never reported the prompt's user message: add the one main sent, so the retried
+    // run continues from it (no turn is lost, no two user turns in a row; a stored session has it
+    // already, written ahead, and does not store it twice).
+    if (run?.input.kind === "prompt" && !run.userSeen) add(run.input.message, false);
     const streaming = this.#streaming;
     this.#streaming = undefined;
     const { toolResults, reply } = interruptedRun({

@@ -9,11 +9,15 @@
  *   lifeline --mode rpc [--provider P] [--model M]   pi's RPC protocol on stdin/stdout (rpc/rpc-mode.ts)
  *   lifeline mock-server [--port N] [--script F]     the fault-injecting model server, until Ctrl+C
  *
+ * Sessions (-p, rpc, interactive) are saved as pi's session files unless --no-session (see
+ * cli-sessions.ts); `demo` and `mock-server` never write one.
+ *
  * `--worker-entry F` (or LIFELINE_WORKER_ENTRY) runs the workers from F, such as the worker bundle
  * an Electron app unpacked next to its app.asar (see docs/embedding.md).
  *
  * Exit codes: 0 answered; 1 the prompt failed (final error on stderr); 2 bad usage, settings,
- * models.json, unknown model or missing key; 130 interrupted.
+ * models.json, unknown model or missing key, or a session that cannot be opened; 130 interrupted
+ * (SIGINT), 143 terminated (SIGTERM): both abort the prompt and close the session file first.
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { Command, CommanderError, Option } from "commander";
@@ -21,8 +25,9 @@ import { loadMockScript, type MockScript, startMockServer } from "../mock-server
 import { isFailedStop } from "../shared/classify.js";
 import { LifelineError } from "../shared/errors.js";
 import type { PromptResult, SessionEvent } from "../shared/events.js";
+import { type CliSessionFlags, cliSessionsOption, openCliSession } from "./cli-sessions.js";
 import { runRpcMode } from "./rpc/rpc-mode.js";
-import { createSessionHost, type SessionHostOptions } from "./session-host.js";
+import { createSessionHost, type SessionHostOptions, type SessionsOptions } from "./session-host.js";
 import { workerFate } from "./supervision/interrupted-run.js";
 
 const DEMO_PROMPT = "Say hello to lifeline.";
@@ -32,6 +37,8 @@ interface RunOptions {
   model: string;
   apiKey?: string | undefined;
   banner?: string;
+  sessions: SessionsOptions | false;
+  flags: CliSessionFlags;
   host: SessionHostOptions;
 }
 
@@ -42,6 +49,9 @@ const USAGE_ERRORS = new Set([
   "ERR_INVALID_MODELS",
   "ERR_UNKNOWN_MODEL",
   "ERR_MISSING_API_KEY",
+  "ERR_SESSION_NOT_FOUND",
+  "ERR_SESSION_LOCKED",
+  "ERR_SESSION_FILE",
 ]);
 
 /** Whole seconds, rounded up as pi's loader counts them; short delays in ms so they don't read as 1s. */
@@ -76,14 +86,14 @@ function answerText(message: AssistantMessage | undefined): string {
 async function run(options: RunOptions): Promise<number> {
   let host: ReturnType<typeof createSessionHost>;
   try {
-    host = createSessionHost({ threads: 1, ...options.host });
+    host = createSessionHost({ threads: 1, ...options.host, sessions: options.sessions });
   } catch (error) {
     return reportError(error);
   }
-  let interrupted = false;
+  let interrupted: number | undefined;
   try {
     if (options.banner !== undefined) process.stderr.write(`${options.banner}\n`);
-    const session = await host.createSession({
+    const session = await openCliSession(host, options.flags, {
       model: options.model,
       ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
     });
@@ -91,18 +101,25 @@ async function run(options: RunOptions): Promise<number> {
       const line = progressLine(event);
       if (line !== undefined) process.stderr.write(`${line}\n`);
     });
-    const onSignal = () => {
-      interrupted = true;
+    // Both end the prompt and let the finally below close the host, which flushes the session file.
+    const onInterrupt = () => {
+      interrupted = 130;
       void session.abort();
     };
-    process.once("SIGINT", onSignal);
+    const onTerminate = () => {
+      interrupted = 143;
+      void session.abort();
+    };
+    process.once("SIGINT", onInterrupt);
+    process.once("SIGTERM", onTerminate);
     let result: PromptResult;
     try {
       result = await session.prompt(options.text);
     } finally {
-      process.off("SIGINT", onSignal);
+      process.off("SIGINT", onInterrupt);
+      process.off("SIGTERM", onTerminate);
     }
-    if (interrupted) return 130;
+    if (interrupted !== undefined) return interrupted;
     if (isFailedStop(result.stopReason)) {
       process.stderr.write(`Error: ${result.errorMessage ?? result.stopReason}\n`);
       return 1;
@@ -158,23 +175,28 @@ async function mockServer(opts: { port: string; host: string; script?: string })
   return 0;
 }
 
-interface GlobalOptions {
+function modelName(provider: string | undefined, model: string | undefined): string {
+  if (model?.includes("/") && provider === undefined) return model;
+  return `${provider ?? "demo"}/${model ?? (provider === undefined || provider === "demo" ? "demo-1" : "")}`;
+}
+
+interface ActionOptions {
   print?: string;
   provider?: string;
   model?: string;
   apiKey?: string;
   mode: string;
+  continue?: boolean;
+  resume?: boolean;
+  /** --session <ref>, or false for --no-session. */
+  session?: string | boolean;
+  sessionDir?: string;
   workerEntry?: string;
 }
 
 /** Host options from the global flags; a relative --worker-entry is taken from the current directory. */
-function hostOptions(opts: GlobalOptions): SessionHostOptions {
+function hostOptions(opts: { workerEntry?: string }): SessionHostOptions {
   return opts.workerEntry === undefined || opts.workerEntry === "" ? {} : { workerEntry: opts.workerEntry };
-}
-
-function modelName(provider: string | undefined, model: string | undefined): string {
-  if (model?.includes("/") && provider === undefined) return model;
-  return `${provider ?? "demo"}/${model ?? (provider === undefined || provider === "demo" ? "demo-1" : "")}`;
 }
 
 /** Parses `argv` (without node and script) and runs the command; resolves to the exit code. */
@@ -199,19 +221,23 @@ export async function main(argv: readonly string[]): Promise<number> {
         .choices(["text", "rpc"])
         .default("text"),
     )
+    .addOption(new Option("-c, --continue", "continue the most recent session of this directory"))
+    .addOption(new Option("--session <path|id>", "open a session file, or a session by id (a unique prefix will do)"))
+    .addOption(new Option("--no-session", "write no session file (ephemeral)"))
+    .addOption(new Option("-r, --resume", "pick a session to resume (not implemented yet: use --session or -c)"))
+    .addOption(
+      new Option(
+        "--session-dir <dir>",
+        "keep session files directly in this directory (default: $LIFELINE_DIR/sessions/<encoded cwd>/)",
+      ),
+    )
     .addOption(
       new Option(
         "--worker-entry <file>",
         "worker script to run the sessions in, such as an unpacked lifeline-worker.mjs (default: the package's own)",
       ).env("LIFELINE_WORKER_ENTRY"),
     )
-    .addOption(
-      new Option(
-        "--no-session",
-        "write no session file (accepted for pi compatibility: lifeline does not write session files yet)",
-      ),
-    )
-    .action(async (opts: GlobalOptions) => {
+    .action(async (opts: ActionOptions) => {
       const interactive = process.stdin.isTTY === true && process.stdout.isTTY === true;
       if (opts.mode !== "rpc" && opts.print === undefined && !interactive) {
         program.outputHelp();
@@ -224,22 +250,45 @@ export async function main(argv: readonly string[]): Promise<number> {
         return;
       }
       const key = opts.apiKey === undefined ? {} : { apiKey: opts.apiKey };
-      const host = hostOptions(opts);
-      if (opts.mode === "rpc") exitCode = await runRpcMode({ model, ...key, host });
+      if (opts.resume === true) {
+        process.stderr.write(
+          "Error: -r/--resume (the session picker) is not implemented yet. Use -c to continue this directory's most recent session, or --session <path|id>.\n",
+        );
+        exitCode = 2;
+        return;
+      }
+      const flags: CliSessionFlags = {
+        session: opts.session,
+        sessionDir: opts.sessionDir,
+        continue: opts.continue,
+        explicitModel: opts.provider !== undefined || opts.model !== undefined,
+      };
+      let sessions: SessionsOptions | false;
+      try {
+        sessions = await cliSessionsOption(flags);
+      } catch (error) {
+        process.stderr.write(`Error: ${error instanceof Error ? error.message : String(error)}\n`);
+        exitCode = 2;
+        return;
+      }
+      const host = { ...hostOptions(opts), sessions };
+      if (opts.mode === "rpc") exitCode = await runRpcMode({ model, ...key, host, sessionFlags: flags });
       else if (opts.print === undefined) {
         // Loaded only here: the terminal UI (pi-tui) costs startup time the other modes don't need.
         const { runInteractive } = await import("./tui/interactive-mode.js");
-        exitCode = await runInteractive({ model, ...key, host });
-      } else exitCode = await run({ text: opts.print, model, ...key, host });
+        exitCode = await runInteractive({ model, ...key, host, sessionFlags: flags });
+      } else exitCode = await run({ text: opts.print, model, ...key, sessions, flags, host: hostOptions(opts) });
     });
   program
     .command("demo")
     .description("run the demo job: one session on the built-in demo model that fails, retries, recovers and answers")
     .action(async () => {
       exitCode = await run({
-        host: hostOptions(program.opts<GlobalOptions>()),
         text: DEMO_PROMPT,
         model: "demo/demo-1",
+        sessions: false,
+        flags: {},
+        host: hostOptions(program.opts<{ workerEntry?: string }>()),
         banner:
           `lifeline demo: prompt "${DEMO_PROMPT}" on demo/demo-1 (a built-in model in a worker thread; no key, no network).\n` +
           "The model fails twice with transient errors; the retry controller on the main thread backs off and retries.",

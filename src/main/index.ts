@@ -66,6 +66,18 @@ export type {
   RpcResponseData,
   RpcSessionState,
 } from "./rpc/rpc-protocol.js";
-export type { SessionHostOptions, SessionOptions } from "./session-host.js";
+export type { ResumeOptions, SessionHostOptions, SessionOptions, SessionsOptions } from "./session-host.js";
 export { createSessionHost, SessionHost } from "./session-host.js";
+export { FileSessionStore, type FileSessionStoreOptions } from "./sessions/file-session-store.js";
+export type { FsyncPolicy } from "./sessions/persistence-queue.js";
+export type {
+  CustomEntry,
+  EntryBase,
+  MessageEntry,
+  ModelChangeEntry,
+  OtherEntry,
+  SessionEntry,
+  SessionHeader,
+} from "./sessions/session-format.js";
+export type { OpenedSession, SessionInfo, SessionStore, SessionWriter } from "./sessions/session-store.js";
 export { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";

@@ -170,3 +170,35 @@ function describeValue(value: unknown): string {
   if (value === null || typeof value !== "object") return String(value);
   return Array.isArray(value) ? "an array" : "an object";
 }
+
+/**
+ * `sessions` of `createSessionHost` and `createSession` (B7): `false` turns persistence off, an
+ * object turns it on (every field optional).
+ */
+export const sessionsOptionsSchema = z.union(
+  [
+    z.literal(false),
+    z.strictObject({
+      dir: z.string().min(1).optional(),
+      fsync: z.enum(["never", "batch", "always"]).optional(),
+      store: z
+        .custom<object>(
+          (value) =>
+            value !== null &&
+            typeof value === "object" &&
+            ["create", "open", "list"].every((name) => typeof (value as Record<string, unknown>)[name] === "function"),
+          { message: "must be a SessionStore: an object with create, open and list functions" },
+        )
+        .optional(),
+    }),
+  ],
+  { error: 'must be false or an object such as { dir: "/path/to/sessions", fsync: "batch" }' },
+);
+
+/** Options of `SessionHost.listSessions`. */
+export const listSessionsOptionsSchema = z.strictObject(
+  { cwd: z.string().min(1).optional() },
+  {
+    error: (issue) => (issue.code === "invalid_type" ? "must be an object such as { cwd: process.cwd() }" : undefined),
+  },
+);

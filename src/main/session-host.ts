@@ -30,17 +30,26 @@ import {
 import {
   authStorageSchema,
   fn,
+  listSessionsOptionsSchema,
   messageSchema,
   modelRefSchema,
   resourceLimitsSchema,
+  sessionsOptionsSchema,
   settingsObject,
   timerMs,
   validate,
 } from "./option-schemas.js";
+import { HostSessions, type SessionsOptions } from "./sessions/host-sessions.js";
+import { assertValidSessionId } from "./sessions/session-format.js";
+import type { SessionRecorder } from "./sessions/session-recorder.js";
+import type { OpenedSession, SessionInfo, SessionStore } from "./sessions/session-store.js";
+import { restoreTranscript } from "./sessions/session-transcript.js";
 import { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";
 import { tickIntervalMs, Watchdog } from "./supervision/watchdog.js";
 import { WorkerPool } from "./supervision/worker-pool.js";
 import { type LinkEndpoint, type LinkTimeouts, WorkerLink } from "./worker-link.js";
+
+export type { SessionsOptions } from "./sessions/host-sessions.js";
 
 /** Options of {@link createSessionHost}. Every field is optional. */
 export interface SessionHostOptions {
@@ -101,6 +110,11 @@ export interface SessionHostOptions {
   connect?: () => LinkEndpoint;
   /** Replaces the retry sleep (tests with an injected clock). @default a main-thread timer */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /**
+   * Persist every session of this host (B7); a session's own `sessions` option overrides it.
+   * @default off (an embedded host chooses where its files go)
+   */
+  sessions?: SessionsOptions | false;
 }
 
 /** Options of {@link SessionHost.createSession}. */
@@ -132,7 +146,12 @@ export interface SessionOptions {
   messages?: AgentMessage[];
   /** Called on a context overflow (never retried). @default report and stop */
   onContextOverflow?: ContextOverflowHook;
+  /** Persist this session (B7), over the host's `sessions`; `false` turns it off. @default the host's */
+  sessions?: SessionsOptions | false;
 }
+
+/** Options of {@link SessionHost.resumeSession}: a session's options, without its id and transcript. */
+export type ResumeOptions = Omit<SessionOptions, "sessionId" | "messages">;
 
 /** Defaults of the host's timing options (see {@link SessionHostOptions}). */
 const DEFAULT_TIMEOUTS = { callTimeoutMs: 30_000, hangTimeoutMs: 15_000, setupTimeoutMs: 60_000 };
@@ -155,6 +174,7 @@ const hostOptionsSchema = z.strictObject({
   onListenerError: fn.optional(),
   connect: fn.optional(),
   sleep: fn.optional(),
+  sessions: sessionsOptionsSchema.optional(),
 });
 
 const sessionOptionsSchema = z.strictObject({
@@ -169,7 +189,10 @@ const sessionOptionsSchema = z.strictObject({
   sessionId: z.string().min(1).max(200).optional(),
   messages: z.array(messageSchema).optional(),
   onContextOverflow: fn.optional(),
+  sessions: sessionsOptionsSchema.optional(),
 });
+
+const resumeOptionsSchema = sessionOptionsSchema.omit({ sessionId: true, messages: true });
 
 /** Creates a host. Cheap: the pool and its workers start with the first session. */
 /**
@@ -191,6 +214,8 @@ export class SessionHost {
   readonly #pool: WorkerPool;
   readonly #watchdog: Watchdog<WorkerLink>;
   readonly #timeouts: LinkTimeouts;
+  /** Session files (B7): stores, recorders, and closing them before `close()` resolves. */
+  readonly #files: HostSessions;
   #fileSettings: Promise<SettingsInput> | undefined;
   #modelsConfig: Promise<ModelsConfig> | undefined;
   #closed = false;
@@ -198,6 +223,11 @@ export class SessionHost {
   /** @internal Use {@link createSessionHost}. */
   constructor(options: SessionHostOptions) {
     this.#options = options;
+    this.#files = new HostSessions({
+      sessions: options.sessions,
+      lifelineDir: () => this.#lifelineDir(),
+      cwd: () => this.#cwd(),
+    });
     this.#threads = options.threads ?? Math.max(1, Math.min(4, availableParallelism() - 1));
     const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_TIMEOUTS.callTimeoutMs;
     const hangTimeoutMs = options.hangTimeoutMs ?? DEFAULT_TIMEOUTS.hangTimeoutMs;
@@ -253,8 +283,62 @@ export class SessionHost {
   async createSession(options: SessionOptions = {}): Promise<AgentSession> {
     this.#assertOpen();
     validate(sessionOptionsSchema, options, "createSession options");
+    const store = this.#files.storeFor(options.sessions);
+    if (store !== undefined && options.sessionId !== undefined) assertValidSessionId(options.sessionId);
+    return this.#open(options, store, undefined);
+  }
+
+  /**
+   * Opens a stored session again (B7) on a worker: its transcript and history as the file has
+   * them, its id, and the model it last used unless `options.model` names one. `ref` is a file
+   * path, or a session id or a unique prefix of one (this host's cwd first, then all). Damaged
+   * lines are skipped with a process warning naming the file and line. Steering or follow-up
+   * messages that were accepted but never delivered are appended to the transcript once.
+   * Needs persistence on (`sessions` on the host or in `options`).
+   * @throws ERR_INVALID_OPTIONS (persistence off, a bad or ambiguous ref), ERR_SESSION_NOT_FOUND,
+   *   ERR_SESSION_LOCKED (open for writing elsewhere), ERR_SESSION_FILE, and what createSession throws.
+   */
+  async resumeSession(ref: string, options: ResumeOptions = {}): Promise<AgentSession> {
+    this.#assertOpen();
+    if (typeof ref !== "string" || ref === "") {
+      throw new LifelineError("ERR_INVALID_OPTIONS", "resumeSession() needs a session file path or id.");
+    }
+    validate(resumeOptionsSchema, options, "resumeSession options");
+    const store = this.#files.requireStore(options.sessions, "resumeSession()");
+    const opened = await store.open(ref, this.#cwd());
+    try {
+      for (const warning of opened.warnings) process.emitWarning(warning, { code: "LIFELINE_SESSION_FILE" });
+      if (this.#sessions.has(opened.header.id)) {
+        throw new LifelineError(
+          "ERR_SESSION_LOCKED",
+          `Session ${opened.header.id} is already open in this host; use that session object.`,
+        );
+      }
+      return await this.#open({ ...options, sessionId: opened.header.id }, store, opened);
+    } catch (error) {
+      await opened.writer.close();
+      throw error;
+    }
+  }
+
+  /**
+   * Stored sessions of `cwd` (default: the host's cwd), most recently modified first.
+   * @throws ERR_INVALID_OPTIONS when persistence is off on the host; ERR_SESSION_FILE.
+   */
+  async listSessions(options: { cwd?: string } = {}): Promise<SessionInfo[]> {
+    validate(listSessionsOptionsSchema, options, "listSessions options");
+    return this.#files.requireStore(undefined, "listSessions()").list(options.cwd ?? this.#cwd());
+  }
+
+  async #open(
+    options: SessionOptions,
+    store: SessionStore | undefined,
+    resumed: OpenedSession | undefined,
+  ): Promise<AgentSession> {
+    const restored = resumed === undefined ? undefined : restoreTranscript(resumed.entries);
+    const fileModel = restored?.model === undefined ? undefined : `${restored.model.provider}/${restored.model.id}`;
     const settings = await this.#sessionSettings(options.settings);
-    const resolved = await this.#resolveModel(toModelRef(options.model ?? "demo/demo-1"), options.apiKey);
+    const resolved = await this.#resolveModel(toModelRef(options.model ?? fileModel ?? "demo/demo-1"), options.apiKey);
     this.#assertOpen();
     const sessionId = options.sessionId ?? randomUUID();
     if (this.#sessions.has(sessionId)) {
@@ -267,26 +351,44 @@ export class SessionHost {
       sessionId,
       model: resolved.model,
       systemPrompt: options.systemPrompt ?? "",
-      messages: options.messages ?? [],
+      messages: restored === undefined ? (options.messages ?? []) : [...restored.messages, ...restored.undelivered],
       provider: { ...settings.retry.provider },
     };
     if (resolved.apiKey !== undefined) init.apiKey = resolved.apiKey;
     if (resolved.authHeader === true) init.authHeader = true;
     if (options.workerModule !== undefined) init.workerModule = toModuleUrl(options.workerModule, this.#cwd());
     if (options.workerModuleOptions !== undefined) init.workerModuleOptions = options.workerModuleOptions;
-    const { link, opened } = await this.#open(init);
+    const { link, opened } = await this.#openOnWorker(init);
+    let recorder: SessionRecorder | undefined;
+    try {
+      recorder =
+        store === undefined
+          ? undefined
+          : await this.#files.record(
+              store,
+              sessionId,
+              opened.model,
+              resumed === undefined || restored === undefined ? { messages: init.messages } : { resumed, restored },
+            );
+    } catch (error) {
+      void link.control("closeSession", sessionId).catch(() => {});
+      throw error;
+    }
     const session = new AgentSession({
       sessionId,
       link,
       model: opened.model,
       settings,
       messages: init.messages,
+      ...(restored === undefined ? {} : { history: [...restored.history, ...restored.undelivered] }),
+      recorder,
       authStorage: this.#options.authStorage,
       onContextOverflow: options.onContextOverflow,
       onListenerError: this.#options.onListenerError ?? reportListenerError,
       onDisposed: (id) => {
         this.#sessions.delete(id);
         this.#releaseIsolated();
+        if (recorder !== undefined) void this.#files.close(recorder);
       },
       resolveModel: (ref) => this.#resolveModel(ref, undefined),
       modelChange: resolved,
@@ -359,6 +461,8 @@ export class SessionHost {
       ...[...this.#sessions.values()].map((session) => session.dispose()),
       ...this.#links.map((link) => link.close()),
     ]);
+    // Every accepted entry is on disk (per the fsync policy) and every lock released.
+    await this.#files.closeAll();
     this.#links.length = 0;
     await this.#pool.destroy();
   }
@@ -412,7 +516,7 @@ export class SessionHost {
    * (another session's crash, say) is not this session's failure: it is opened again on a fresh
    * worker, twice at most (SPEC X7).
    */
-  async #open(
+  async #openOnWorker(
     init: SessionInit,
     pick: () => Promise<{ link: WorkerLink; release: () => void }> = () => this.#pickLink(),
   ): Promise<{ link: WorkerLink; opened: SessionOpened }> {
@@ -441,7 +545,7 @@ export class SessionHost {
    */
   async #reopen(init: SessionInit, isolate: boolean): Promise<WorkerLink> {
     this.#assertOpen();
-    const { link } = await this.#open(init, isolate ? async () => this.#isolatedLink() : undefined);
+    const { link } = await this.#openOnWorker(init, isolate ? async () => this.#isolatedLink() : undefined);
     return link;
   }
 

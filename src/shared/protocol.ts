@@ -70,8 +70,11 @@ export interface ModelChange {
   authHeader?: boolean;
 }
 
-/** What a run starts from: a new user prompt, or `continue()` after a retry sleep. */
-export type RunInput = { kind: "prompt"; text: string } | { kind: "continue" };
+/**
+ * What a run starts from: a new user prompt, or `continue()` after a retry sleep. The prompt's
+ * user message is built on the main thread, so it can be stored before the run is posted (B7).
+ */
+export type RunInput = { kind: "prompt"; message: AgentMessage } | { kind: "continue" };
 
 /**
  * The worker's API, called from the main thread through comlink.

@@ -56,6 +56,13 @@ const supervisionSchema = z.strictObject({
 });
 
 const settingsSchema = z.looseObject({
+  /**
+   * B7, the CLI: where session files go, directly (as pi's `sessionDir` setting and `--session-dir`).
+   * @default `$LIFELINE_DIR/sessions/<encoded cwd>/`
+   */
+  sessionDir: z.string().min(1).optional(),
+  /** B7, the CLI: when session file appends reach the disk (see docs/sessions.md). @default "batch" */
+  sessions: z.strictObject({ fsync: z.enum(["never", "batch", "always"]).optional() }).optional(),
   retry: retrySchema.default({
     enabled: true,
     maxRetries: 3,
@@ -76,6 +83,8 @@ export type Settings = z.output<typeof settingsSchema>;
 
 /** What a settings file or an override may contain: any subset, nested. */
 export interface SettingsInput {
+  sessionDir?: string;
+  sessions?: { fsync?: "never" | "batch" | "always" };
   retry?: {
     enabled?: boolean;
     maxRetries?: number;

@@ -135,7 +135,7 @@ export class WorkerSession {
     this.#activeRunId = runId;
     this.#runStart = this.#agent.state.messages.length;
     this.#forwarded = 0;
-    const run = input.kind === "prompt" ? this.#agent.prompt(input.text) : this.#agent.continue();
+    const run = input.kind === "prompt" ? this.#agent.prompt(input.message) : this.#agent.continue();
     run.then(
       () => this.#endRun(runId),
       (error: unknown) => this.#endRun(runId, error),

@@ -281,6 +281,11 @@ export class RpcClient {
     return this.#request({ type: "new_session" });
   }
 
+  /** Closes the session and resumes a stored one: a session file path, or an id or a unique prefix of one. */
+  switchSession(sessionPath: string): Promise<{ cancelled: boolean }> {
+    return this.#request({ type: "switch_session", sessionPath });
+  }
+
   /** The text of the session's last assistant message, or null when there is none. */
   async getLastAssistantText(): Promise<string | null> {
     return (await this.#request({ type: "get_last_assistant_text" })).text;

@@ -8,8 +8,10 @@
  * Every line on stdin gets exactly one response, whatever it holds; commands are handled one at a
  * time, in order. EOF on stdin, SIGTERM or SIGHUP shut the session down and end the process.
  */
+import { resolve } from "node:path";
 import { LifelineError } from "../../shared/errors.js";
 import type { AgentSession } from "../agent-session.js";
+import { type CliSessionFlags, openCliSession } from "../cli-sessions.js";
 import { createSessionHost, type SessionHost, type SessionHostOptions } from "../session-host.js";
 import { attachJsonlReader, serializeJsonLine } from "./jsonl.js";
 import {
@@ -33,6 +35,8 @@ export interface RpcModeOptions {
   errors?: (text: string) => void;
   /** Longest accepted command line in bytes. @default 8 MiB */
   maxLineBytes?: number;
+  /** The CLI's -c / --session: the first session is resumed instead of created (see cli-sessions.ts). */
+  sessionFlags?: CliSessionFlags;
 }
 
 /**
@@ -103,6 +107,8 @@ class RpcServer {
   readonly #write: (line: string) => void;
   readonly #apiKey: string | undefined;
   readonly #errors: (text: string) => void;
+  /** Used by the first open only; new_session always creates. */
+  #sessionFlags: CliSessionFlags;
   #session: AgentSession | undefined;
   #unsubscribe: () => void = () => {};
   /** Commands run one at a time, in arrival order. */
@@ -119,17 +125,33 @@ class RpcServer {
     this.#write = write;
     this.#errors = errors;
     this.#apiKey = options.apiKey;
+    this.#sessionFlags = options.sessionFlags ?? {};
   }
 
   /** Creates the session (again, for new_session) and forwards its events. */
   async open(model: string): Promise<void> {
-    const session = await this.#host.createSession({
+    const session = await openCliSession(this.#host, this.#sessionFlags, {
       model,
       ...(this.#apiKey === undefined ? {} : { apiKey: this.#apiKey }),
     });
+    this.#sessionFlags = {};
     this.#unsubscribe();
     this.#session = session;
     this.#unsubscribe = session.subscribe((event) => this.#send(event));
+  }
+
+  /**
+   * Resumes a stored session in place of `current`. The current one stays if the other cannot be
+   * opened, unless it is the same file (it must be closed first: its lock is this process's).
+   */
+  async #switchTo(ref: string, current: AgentSession): Promise<void> {
+    const same = current.sessionFile !== undefined && resolve(ref) === current.sessionFile;
+    if (same) await current.dispose();
+    const next = await this.#host.resumeSession(ref);
+    if (!same) await current.dispose();
+    this.#unsubscribe();
+    this.#session = next;
+    this.#unsubscribe = next.subscribe((event) => this.#send(event));
   }
 
   /** Handles one input line: parse, validate, queue. Exactly one response per non-blank line. */
@@ -199,7 +221,9 @@ class RpcServer {
     // Reading commands and new_session work on an ended session; the others need a live one.
     const readOnly = type === "get_state" || type === "get_messages" || type === "get_last_assistant_text";
     const session =
-      readOnly || type === "new_session" || type === "get_available_models" ? this.#current() : this.#live();
+      readOnly || type === "new_session" || type === "switch_session" || type === "get_available_models"
+        ? this.#current()
+        : this.#live();
     switch (type) {
       case "prompt": {
         const { message, streamingBehavior } = command as RpcCommandOf<"prompt">;
@@ -248,6 +272,9 @@ class RpcServer {
         await this.open(model);
         return { cancelled: false };
       }
+      case "switch_session":
+        await this.#switchTo((command as RpcCommandOf<"switch_session">).sessionPath, session);
+        return { cancelled: false };
       case "get_last_assistant_text":
         return { text: lastAssistantText(session) };
       default: {
@@ -257,14 +284,18 @@ class RpcServer {
     }
   }
 
-  /** Accepts a prompt; its failures arrive as events, never as a second response. */
-  #startPrompt(session: AgentSession, message: string): undefined {
+  /**
+   * Accepts a prompt; its failures arrive as events, never as a second response. The response
+   * goes out once the user message is stored (B7: accepted means durable).
+   */
+  async #startPrompt(session: AgentSession, message: string): Promise<undefined> {
     session.prompt(message).catch((error: unknown) => {
       if (this.#closing) return;
-      // The runtime could not serve it (worker gone, session disposed): listeners already saw
+      // The runtime could not serve it (session given up or disposed): listeners already saw
       // worker_exited; say it on stderr too, since no response can follow an accepted prompt.
       this.#errors(`lifeline rpc: prompt ended without settling: ${describe(error)}\n`);
     });
+    await session.flushSession();
     return undefined;
   }
 
@@ -279,7 +310,7 @@ class RpcServer {
     if (session.isClosed) {
       throw new LifelineError(
         "ERR_SESSION_DISPOSED",
-        "The session has ended (its worker exited; see the worker_exited event). Send new_session to start a fresh one.",
+        "The session has ended (it was given up after its worker kept failing; see the worker_exited event). Send new_session to start a fresh one.",
       );
     }
     return session;
@@ -314,6 +345,7 @@ function stateOf(session: AgentSession): RpcSessionState {
     steeringMode: "one-at-a-time",
     followUpMode: "one-at-a-time",
     sessionId: session.id,
+    ...(session.sessionFile === undefined ? {} : { sessionFile: session.sessionFile }),
     autoCompactionEnabled: false,
     messageCount: session.messages.length,
     pendingMessageCount: session.pendingMessageCount,

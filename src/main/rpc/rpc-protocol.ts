@@ -39,6 +39,8 @@ export const rpcCommandSchemas = {
   set_auto_retry: z.strictObject({ id, type: z.literal("set_auto_retry"), enabled: z.boolean() }),
   abort_retry: z.strictObject({ id, type: z.literal("abort_retry") }),
   new_session: z.strictObject({ id, type: z.literal("new_session"), parentSession: z.string().optional() }),
+  /** B7: closes the session and resumes a stored one (a file path, or an id or prefix of one). */
+  switch_session: z.strictObject({ id, type: z.literal("switch_session"), sessionPath: text }),
   get_last_assistant_text: z.strictObject({ id, type: z.literal("get_last_assistant_text") }),
 } as const;
 
@@ -61,6 +63,8 @@ export interface RpcSessionState {
   steeringMode: "all" | "one-at-a-time";
   followUpMode: "all" | "one-at-a-time";
   sessionId: string;
+  /** B7: the session file, when the session is persisted (pi reports it too). */
+  sessionFile?: string;
   autoCompactionEnabled: boolean;
   messageCount: number;
   /** Steering and follow-up messages not yet delivered to the model. */
@@ -88,6 +92,7 @@ export interface RpcResponseData {
   set_auto_retry: undefined;
   abort_retry: undefined;
   new_session: { cancelled: boolean };
+  switch_session: { cancelled: boolean };
   get_last_assistant_text: { text: string | null };
 }
 

@@ -25,6 +25,7 @@ import {
 } from "@mariozechner/pi-tui";
 import type { ModelRef } from "../../shared/protocol.js";
 import type { AgentSession } from "../agent-session.js";
+import { type CliSessionFlags, openCliSession } from "../cli-sessions.js";
 import { createSessionHost, type SessionHost, type SessionHostOptions, type SessionOptions } from "../session-host.js";
 import { type LoaderView, SessionUiController } from "./session-ui-controller.js";
 import { style } from "./theme.js";
@@ -40,6 +41,8 @@ export interface InteractiveOptions {
   host?: SessionHostOptions;
   /** More session options, for example a `workerModule` that gives the agent tools. */
   session?: Omit<SessionOptions, "model" | "apiKey">;
+  /** The CLI's -c / --session: resume a stored session instead of creating one (see cli-sessions.ts). */
+  sessionFlags?: CliSessionFlags;
 }
 
 /**
@@ -82,7 +85,7 @@ export async function runInteractive(options: InteractiveOptions): Promise<numbe
   try {
     let session: AgentSession;
     try {
-      session = await host.createSession({
+      session = await openCliSession(host, options.sessionFlags ?? {}, {
         ...options.session,
         model: options.model,
         ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
@@ -107,6 +110,7 @@ function runSessionUi(
   const model = `${session.model.provider}/${session.model.id}`;
   const tui = new TUI(new ProcessTerminal());
   const transcript = new TranscriptView();
+  transcript.showHistory(session.messages);
   const loaderSlot = new Container();
   const input = new Input();
   let loader: { component: Loader; kind: LoaderView["kind"] } | undefined;

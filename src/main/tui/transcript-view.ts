@@ -3,6 +3,8 @@
  * stream, tool activity, and the error and notice lines. A pi-tui `Container`, so every entry
  * re-wraps to the terminal's width on each render (a resize redraws cleanly).
  */
+
+import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { Container, Markdown, Spacer, Text } from "@mariozechner/pi-tui";
 import type { SessionEvent } from "../../shared/events.js";
 import type { UiNotice } from "./session-ui-controller.js";
@@ -52,6 +54,22 @@ export class TranscriptView extends Container {
   addUser(text: string): void {
     this.addChild(new Spacer(1));
     this.addChild(new Text(style.bold(style.cyan(`› ${text}`)), 1, 0));
+  }
+
+  /**
+   * Draws a resumed session's transcript (B7: `-c`, `--session`): each user message as sent and
+   * each assistant message's text. Failed attempts, which have no text, draw nothing.
+   */
+  showHistory(messages: readonly AgentMessage[]): void {
+    for (const message of messages) {
+      if (message.role === "user") {
+        const content = message.content;
+        this.addUser(typeof content === "string" ? content : answerText(content));
+      } else if (message.role === "assistant") {
+        const text = answerText(message.content);
+        if (text.trim() !== "") this.addChild(new Markdown(text, 1, 0, markdownTheme));
+      }
+    }
   }
 
   /** Adds an error or information line. */

@@ -1,0 +1,127 @@
+/**
+ * The appends of one session file, batched and written off the host's critical path.
+ *
+ * `append(lines)` only queues the lines and returns; one write at a time runs through the libuv
+ * thread pool (`FileHandle.write`, never `appendFileSync` on the main thread), taking every line
+ * queued meanwhile as one batch. A caller that needs the line durable (write-ahead of a prompt)
+ * awaits the promise, which resolves once its batch is written and synced as `fsync` says.
+ *
+ * A write that fails makes the queue failed: that batch's promises and every later `append`
+ * reject with ERR_SESSION_FILE (the file's tail is then unknown, and appending after a gap would
+ * link entries to parents that are not in the file).
+ */
+import type { FileHandle } from "node:fs/promises";
+import { LifelineError } from "../../shared/errors.js";
+
+/**
+ * When the data reaches the disk:
+ * - `never`: written to the OS only; survives the host process being killed, not a power loss.
+ * - `batch`: one `fdatasync` after each batch write; a prompt is sent only after its sync.
+ * - `always`: each line written and synced on its own (slowest; for tests of the disk itself).
+ */
+export type FsyncPolicy = "never" | "batch" | "always";
+
+interface Waiter {
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
+/** Queued appends to one open file (opened for append by the caller). */
+export class PersistenceQueue {
+  readonly #handle: FileHandle;
+  readonly #file: string;
+  readonly #fsync: FsyncPolicy;
+  #lines: string[] = [];
+  #waiters: Waiter[] = [];
+  #running: Promise<void> | undefined;
+  #failed: LifelineError | undefined;
+  #closed = false;
+  /** A torn last line ends without a newline: the first write starts a fresh line. */
+  #needsNewline: boolean;
+
+  /** `needsNewline`: the file's last byte is not a newline (see session-reader.ts). */
+  constructor(handle: FileHandle, file: string, fsync: FsyncPolicy, needsNewline: boolean) {
+    this.#handle = handle;
+    this.#file = file;
+    this.#fsync = fsync;
+    this.#needsNewline = needsNewline;
+  }
+
+  /**
+   * Queues complete lines (each ending in "\n"). Resolves when they are written (and synced, per
+   * policy); rejects with ERR_SESSION_FILE if the write fails or the queue is closed or failed.
+   */
+  append(lines: readonly string[]): Promise<void> {
+    if (this.#failed !== undefined) return Promise.reject(this.#failed);
+    if (this.#closed) {
+      return Promise.reject(
+        new LifelineError("ERR_SESSION_FILE", `Session file ${this.#file} is closed; nothing more is written to it.`),
+      );
+    }
+    this.#lines.push(...lines);
+    const done = new Promise<void>((resolve, reject) => this.#waiters.push({ resolve, reject }));
+    this.#running ??= this.#drain();
+    return done;
+  }
+
+  /** Resolves when everything queued so far is written (or has failed). Never rejects. */
+  async flush(): Promise<void> {
+    while (this.#running !== undefined) await this.#running;
+  }
+
+  /** Flushes, then closes the file. Later appends reject. Idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.flush();
+    await this.#handle.close().catch(() => {});
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#lines.length > 0 && this.#failed === undefined) {
+        const lines = this.#lines;
+        const waiters = this.#waiters;
+        this.#lines = [];
+        this.#waiters = [];
+        try {
+          await this.#write(lines);
+          for (const waiter of waiters) waiter.resolve();
+        } catch (error) {
+          this.#failed = new LifelineError(
+            "ERR_SESSION_FILE",
+            `Could not append to session file ${this.#file}: ${String(error)}. Later entries of this session are not saved; check the disk and start a new session.`,
+            { cause: error },
+          );
+          for (const waiter of [...waiters, ...this.#waiters.splice(0)]) waiter.reject(this.#failed);
+          this.#lines = [];
+        }
+      }
+    } finally {
+      this.#running = undefined;
+    }
+  }
+
+  async #write(lines: string[]): Promise<void> {
+    const prefix = this.#needsNewline ? "\n" : "";
+    if (this.#fsync === "always") {
+      for (const [index, line] of lines.entries()) {
+        await writeAll(this.#handle, (index === 0 ? prefix : "") + line);
+        this.#needsNewline = false;
+        await this.#handle.datasync();
+      }
+      return;
+    }
+    await writeAll(this.#handle, prefix + lines.join(""));
+    this.#needsNewline = false;
+    if (this.#fsync === "batch") await this.#handle.datasync();
+  }
+}
+
+/** Writes all of `text` (a write may be partial). The file is open in append mode. */
+async function writeAll(handle: FileHandle, text: string): Promise<void> {
+  let buffer = Buffer.from(text, "utf8");
+  while (buffer.length > 0) {
+    const { bytesWritten } = await handle.write(buffer, 0, buffer.length);
+    buffer = buffer.subarray(bytesWritten);
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * From a session file's entries to what a session restarts with: the path from the last entry
+ * (pi's leaf) to the root, its messages as `history`, the runtime transcript the model sees
+ * (`messages`), and the model last chosen. Pure: no I/O.
+ */
+import type { AgentMessage } from "@mariozechner/pi-agent-core";
+import { isRemovableFailure } from "../../shared/classify.js";
+import {
+  type MessageEntry,
+  QUEUE_CLEARED_CUSTOM_TYPE,
+  QUEUED_CUSTOM_TYPE,
+  type QueuedData,
+  type SessionEntry,
+} from "./session-format.js";
+
+/** What a resumed session starts from. */
+export interface RestoredTranscript {
+  /** Every message on the leaf's path, failed attempts included (R4's persisted history). */
+  history: AgentMessage[];
+  /** Entry id of each `history` message, same order. */
+  historyIds: string[];
+  /**
+   * The runtime transcript: `history` without the failed attempts that a retry replaced (an
+   * assistant error directly followed by another assistant message) and without the roles the
+   * worker does not send to models (pi's bashExecution, custom, ...).
+   */
+  messages: AgentMessage[];
+  /**
+   * Steering and follow-up messages lifeline accepted (a `lifeline.queued` entry) that never
+   * reached the transcript before the file ended. The resumed session appends them to its
+   * transcript once, so they are neither lost nor sent twice.
+   */
+  undelivered: AgentMessage[];
+  /** The last `model_change` on the path, else the last assistant message's model. */
+  model: { provider: string; id: string } | undefined;
+  /** The leaf: the last entry of the file (pi appends to it). */
+  leafId: string | null;
+}
+
+const MODEL_ROLES = new Set(["user", "assistant", "toolResult"]);
+
+/** Builds the transcript of the path that ends at the file's last entry. */
+export function restoreTranscript(entries: readonly SessionEntry[]): RestoredTranscript {
+  const byId = new Map<string, SessionEntry>();
+  for (const entry of entries) byId.set(entry.id, entry);
+  const leaf = entries[entries.length - 1];
+  const path: SessionEntry[] = [];
+  const seen = new Set<string>();
+  for (let entry = leaf; entry !== undefined && !seen.has(entry.id); ) {
+    seen.add(entry.id);
+    path.push(entry);
+    entry = entry.parentId === null ? undefined : byId.get(entry.parentId);
+  }
+  path.reverse();
+
+  const history: AgentMessage[] = [];
+  const historyIds: string[] = [];
+  let model: RestoredTranscript["model"];
+  const queued: AgentMessage[] = [];
+  for (const entry of path) {
+    if (entry.type === "message") {
+      const message = (entry as MessageEntry).message;
+      history.push(message);
+      historyIds.push(entry.id);
+      const delivered = queued.findIndex((candidate) => sameMessage(candidate, message));
+      if (delivered >= 0) queued.splice(delivered, 1);
+      if (message.role === "assistant") model = { provider: message.provider, id: message.model };
+    } else if (entry.type === "model_change") {
+      const change = entry as { provider?: unknown; modelId?: unknown };
+      if (typeof change.provider === "string" && typeof change.modelId === "string") {
+        model = { provider: change.provider, id: change.modelId };
+      }
+    } else if (entry.type === "custom" && (entry as { customType?: unknown }).customType === QUEUED_CUSTOM_TYPE) {
+      const data = (entry as { data?: Partial<QueuedData> }).data;
+      if (data?.message !== undefined) queued.push(data.message);
+    } else if (
+      entry.type === "custom" &&
+      (entry as { customType?: unknown }).customType === QUEUE_CLEARED_CUSTOM_TYPE
+    ) {
+      queued.length = 0;
+    }
+  }
+  const messages = history.filter(
+    (message, index) =>
+      MODEL_ROLES.has(message.role) && !(isRemovableFailure(message) && history[index + 1]?.role === "assistant"),
+  );
+  return { history, historyIds, messages, undelivered: queued, model, leafId: leaf?.id ?? null };
+}
+
+/** The same message as it crossed a thread: same role, timestamp and content. */
+export function sameMessage(a: AgentMessage, b: AgentMessage): boolean {
+  return (
+    a.role === b.role &&
+    (a as { timestamp?: unknown }).timestamp === (b as { timestamp?: unknown }).timestamp &&
+    "content" in a &&
+    "content" in b &&
+    JSON.stringify(a.content) === JSON.stringify(b.content)
+  );
+}

@@ -6,6 +6,7 @@
  *   (c) event-loop.mjs     main event-loop delay, 100 / 1,000 streaming sessions vs in-process
  *                          (plus a supplementary HTTP/SSE variant served by sse-server.mjs)
  *   (d) memory.mjs         main-thread heap per idle session at 1,000 sessions
+ *   (e) persistence.mjs    main event-loop delay, 1,000 sessions prompting, session files on vs off
  *
  * Env: BENCH_QUICK=1 for smaller counts (a smoke run; noisier), BENCH_JSON=<path> to also write
  * the raw results as JSON, BENCH_ONLY=a,c to run some sections only.
@@ -20,6 +21,7 @@ const SECTIONS = [
   { id: "b", file: "./abort-latency.mjs", title: "(b) abort latency" },
   { id: "c", file: "./event-loop.mjs", title: "(c) main event-loop delay while sessions stream" },
   { id: "d", file: "./memory.mjs", title: "(d) main-thread memory per idle session" },
+  { id: "e", file: "./persistence.mjs", title: "(e) session files: main event-loop delay, persistence on vs off" },
 ];
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
@@ -210,6 +212,35 @@ function printD(d) {
   );
 }
 
+function printE(e) {
+  console.log(
+    table(
+      [
+        "persistence",
+        "sessions",
+        "p50 ms",
+        "p99 ms (min–max of runs)",
+        "max ms",
+        "prompts/s",
+        "main CPU µs/prompt",
+        "ELU",
+        "bytes written/s",
+      ],
+      e.aggregates.map((x) => [
+        x.mode,
+        x.sessions,
+        ms2(x.p50),
+        `${ms2(x.p99)} (${ms2(x.p99Min)}–${ms2(x.p99Max)})`,
+        ms2(x.max),
+        x.promptsPerS.toFixed(0),
+        x.mainCpuUsPerPrompt.toFixed(0),
+        `${(x.elu * 100).toFixed(0)} %`,
+        x.bytesWrittenPerS.toFixed(0),
+      ]),
+    ),
+  );
+}
+
 // ---------------------------------------------------------------- main
 
 const cpu = cpus()[0]?.model ?? "unknown CPU";
@@ -232,14 +263,14 @@ for (const section of SECTIONS) {
     console.log(`FAILED: ${error instanceof Error ? error.message : String(error)}\n`);
     continue;
   }
-  ({ a: printA, b: printB, c: printC, d: printD })[section.id](results[section.id]);
+  ({ a: printA, b: printB, c: printC, d: printD, e: printE })[section.id](results[section.id]);
   console.log(`(${((performance.now() - t0) / 1000).toFixed(1)} s; load average after: ${loadavg()[0].toFixed(2)})\n`);
 }
 
 // ---------------------------------------------------------------- summary
 
 const summary = [];
-const { a, b, c, d } = results;
+const { a, b, c, d, e } = results;
 if (a !== undefined) {
   const fast = a.runs[0];
   const stream = a.runs[2];
@@ -300,6 +331,17 @@ if (d !== undefined) {
     "≤ 100 KB",
     `${(d.heapBytesPerSession / 1024).toFixed(2)} KB (${d.workers} worker, RSS ${d.rssAfterMb.toFixed(0)} MB)`,
     d.heapBytesPerSession <= 100 * 1024 ? "PASS" : "FAIL",
+  ]);
+}
+if (e !== undefined) {
+  const off = e.aggregates.find((x) => x.mode === "off");
+  const on = e.aggregates.find((x) => x.mode === "on");
+  const r = on.p99 / off.p99;
+  summary.push([
+    `(e) event-loop delay p99, ${on.sessions} sessions prompting: files on / off`,
+    "≤ 1.20",
+    `${ms2(on.p99)} / ${ms2(off.p99)} ms = ${ratio(r)}`,
+    r <= 1.2 ? "PASS" : "FAIL",
   ]);
 }
 console.log("## Summary");

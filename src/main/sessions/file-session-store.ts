@@ -150,12 +150,12 @@ class FileSessionWriter implements SessionWriter {
     this.#queue = new PersistenceQueue(handle, path, fsync, needsNewline);
   }
 
-  append(entries: readonly SessionEntry[]): Promise<void> {
-    return this.appendLines(entries.map(serializeLine));
+  append(entries: readonly SessionEntry[], options: { lazy?: boolean } = {}): Promise<void> {
+    return this.appendLines(entries.map(serializeLine), options.lazy === true);
   }
 
-  appendLines(lines: string[]): Promise<void> {
-    return this.#queue.append(lines);
+  appendLines(lines: string[], lazy = false): Promise<void> {
+    return this.#queue.append(lines, lazy);
   }
 
   flush(): Promise<void> {

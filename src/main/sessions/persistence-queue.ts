@@ -21,6 +21,9 @@ import { LifelineError } from "../../shared/errors.js";
  */
 export type FsyncPolicy = "never" | "batch" | "always";
 
+/** How long a lazy append may wait for company (see {@link PersistenceQueue.append}). */
+export const LAZY_WRITE_MS = 50;
+
 interface Waiter {
   resolve: () => void;
   reject: (error: Error) => void;
@@ -34,6 +37,8 @@ export class PersistenceQueue {
   #lines: string[] = [];
   #waiters: Waiter[] = [];
   #running: Promise<void> | undefined;
+  /** A drain put off so lazy lines go out with later ones (see {@link append}). */
+  #lazyTimer: NodeJS.Timeout | undefined;
   #failed: LifelineError | undefined;
   #closed = false;
   /** A torn last line ends without a newline: the first write starts a fresh line. */
@@ -50,8 +55,12 @@ export class PersistenceQueue {
   /**
    * Queues complete lines (each ending in "\n"). Resolves when they are written (and synced, per
    * policy); rejects with ERR_SESSION_FILE if the write fails or the queue is closed or failed.
+   * `lazy` lines (nobody waits for them: a reply, a model change) may wait up to
+   * {@link LAZY_WRITE_MS} to go out in one write with what follows (typically the next prompt's
+   * write-ahead, which is never delayed and takes them along): with many sessions, fewer writes
+   * cost the host's event loop less.
    */
-  append(lines: readonly string[]): Promise<void> {
+  append(lines: readonly string[], lazy = false): Promise<void> {
     if (this.#failed !== undefined) return Promise.reject(this.#failed);
     if (this.#closed) {
       return Promise.reject(
@@ -60,13 +69,27 @@ export class PersistenceQueue {
     }
     this.#lines.push(...lines);
     const done = new Promise<void>((resolve, reject) => this.#waiters.push({ resolve, reject }));
-    this.#running ??= this.#drain();
+    // A drain under way takes every line queued before it finishes, lazy or not.
+    if (this.#running !== undefined) return done;
+    if (lazy) {
+      // Ref'd: a pending write is work in flight; the process must not exit before it.
+      this.#lazyTimer ??= setTimeout(() => this.#startDrain(), LAZY_WRITE_MS);
+    } else {
+      this.#startDrain();
+    }
     return done;
   }
 
   /** Resolves when everything queued so far is written (or has failed). Never rejects. */
   async flush(): Promise<void> {
+    if (this.#lazyTimer !== undefined) this.#startDrain();
     while (this.#running !== undefined) await this.#running;
+  }
+
+  #startDrain(): void {
+    clearTimeout(this.#lazyTimer);
+    this.#lazyTimer = undefined;
+    this.#running ??= this.#drain();
   }
 
   /** Flushes, then closes the file. Later appends reject. Idempotent. */
@@ -102,6 +125,15 @@ export class PersistenceQueue {
   }
 
   async #write(lines: string[]): Promise<void> {
+    await ioSlots.acquire();
+    try {
+      await this.#writeNow(lines);
+    } finally {
+      ioSlots.release();
+    }
+  }
+
+  async #writeNow(lines: string[]): Promise<void> {
     const prefix = this.#needsNewline ? "\n" : "";
     if (this.#fsync === "always") {
       for (const [index, line] of lines.entries()) {
@@ -125,3 +157,35 @@ async function writeAll(handle: FileHandle, text: string): Promise<void> {
     buffer = buffer.subarray(bytesWritten);
   }
 }
+
+/**
+ * The file operations of every session queue of the process share a few slots. libuv runs them on
+ * its thread pool, and on a host with few cores a burst of writes and syncs from many sessions at
+ * once takes CPU time from the main thread (its event loop stalls while runnable). A session's
+ * writes are already batched, so queueing them behind a couple of others costs little latency.
+ */
+class Slots {
+  readonly #max: number;
+  #used = 0;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  acquire(): Promise<void> {
+    if (this.#used < this.#max) {
+      this.#used++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  release(): void {
+    const next = this.#waiting.shift();
+    if (next !== undefined) next();
+    else this.#used--;
+  }
+}
+
+const ioSlots = new Slots(2);

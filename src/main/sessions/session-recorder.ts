@@ -129,7 +129,7 @@ export class SessionRecorder {
   }
 
   #background(entries: SessionEntry[]): void {
-    this.#writer.append(entries).catch((error: Error) => {
+    this.#writer.append(entries, { lazy: true }).catch((error: Error) => {
       if (this.#reported) return;
       this.#reported = true;
       this.#onError(error);

@@ -34,9 +34,11 @@ export interface SessionWriter {
   /**
    * Appends entries, in call order. Must return without waiting for the I/O; the promise resolves
    * once they are stored as durably as the store promises (the write-ahead of a prompt awaits it)
-   * and rejects with ERR_SESSION_FILE when they could not be stored.
+   * and rejects with ERR_SESSION_FILE when they could not be stored. `options.lazy`: nobody waits
+   * for these entries, so a store may hold them briefly to write them with later ones (the file
+   * store: up to 50 ms, or until the next non-lazy append or flush).
    */
-  append(entries: readonly SessionEntry[]): Promise<void>;
+  append(entries: readonly SessionEntry[], options?: { lazy?: boolean }): Promise<void>;
   /** Resolves once everything appended so far is stored or has failed. Never rejects. */
   flush(): Promise<void>;
   /** Flushes and releases the session (its lock). Idempotent. */

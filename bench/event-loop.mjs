@@ -38,7 +38,7 @@ import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@mariozechner/pi-agent-core";
 import { demoModels } from "../dist/worker/demo-provider.js";
-import { fullGc, makeHost, mapLimit, mockModel, pick, report, runChild, sleep, startMeter } from "./lib.mjs";
+import { fullGc, makeHost, mapLimit, median, mockModel, pick, report, runChild, sleep, startMeter } from "./lib.mjs";
 
 const IDLE_S = pick(2, 1);
 const WARM_S = pick(2, 1.5);
@@ -249,11 +249,6 @@ if (mode !== undefined) {
       }
     }
   }
-  const median = (values) => {
-    const sorted = [...values].sort((a, b) => a - b);
-    const mid = sorted.length >> 1;
-    return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-  };
   const aggregates = [];
   const combos = [
     ...SIZES.flatMap((size) => ["inprocess", "lifeline"].map((m) => [m, size])),

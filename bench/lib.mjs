@@ -113,6 +113,13 @@ export async function makeHost(extra = {}) {
 /** A pi-ai model object for an OpenAI-compatible mock server on 127.0.0.1:`port`. */
 export { mockModel } from "../test/fixtures/models.mjs";
 
+/** The median of `values` (the mean of the middle two for an even count). */
+export function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
 /** Runs `fn` over `items` with at most `limit` in flight. */
 export async function mapLimit(items, limit, fn) {
   const results = new Array(items.length);

@@ -15,7 +15,7 @@
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import { makeHost, mapLimit, pick, report, runChild, sleep, startMeter } from "./lib.mjs";
+import { makeHost, mapLimit, median, pick, report, runChild, sleep, startMeter } from "./lib.mjs";
 
 const SIZE = 1000;
 const WORDS = 12;
@@ -86,11 +86,6 @@ if (mode !== undefined) {
       runs.push({ rep, ...(await runChild("./persistence.mjs", [m, String(SIZE)])) });
     }
   }
-  const median = (values) => {
-    const sorted = [...values].sort((a, b) => a - b);
-    const mid = sorted.length >> 1;
-    return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-  };
   const aggregates = ["off", "on"].map((m) => {
     const mine = runs.filter((r) => r.mode === m);
     const of = (get) => mine.map(get);

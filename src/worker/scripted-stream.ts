@@ -25,6 +25,7 @@ import {
   type ToolCall,
   type Usage,
 } from "@mariozechner/pi-ai";
+import { emptyUsage } from "../shared/usage.js";
 
 /** Chunks streamed between two macrotask yields when no pace is set. */
 export const YIELD_EVERY = 64;
@@ -215,15 +216,4 @@ function blockChars(block: TextContent | ThinkingContent | ToolCall | ImageConte
   if (block.type === "thinking") return block.thinking.length;
   if (block.type === "toolCall") return JSON.stringify(block.arguments ?? {}).length;
   return 0;
-}
-
-function emptyUsage(): Usage {
-  return {
-    input: 0,
-    output: 0,
-    cacheRead: 0,
-    cacheWrite: 0,
-    totalTokens: 0,
-    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-  };
 }

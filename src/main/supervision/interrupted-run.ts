@@ -13,6 +13,7 @@ import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, AssistantMessage, Model, ToolResultMessage } from "@mariozechner/pi-ai";
 import type { WorkerExitCause } from "../../shared/errors.js";
 import { WORKER_EXIT_DIAGNOSTIC } from "../../shared/request-failure.js";
+import { emptyUsage } from "../../shared/usage.js";
 
 /** What the main thread knows of the run when its worker died. */
 export interface InterruptedRunInput {
@@ -77,14 +78,7 @@ export function interruptedRun(input: InterruptedRunInput): InterruptedRun {
     api: input.model.api,
     provider: input.model.provider,
     model: input.model.id,
-    usage: {
-      input: 0,
-      output: 0,
-      cacheRead: 0,
-      cacheWrite: 0,
-      totalTokens: 0,
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-    },
+    usage: emptyUsage(),
     stopReason: input.aborted ? "aborted" : "error",
     errorMessage: input.aborted
       ? `Request was aborted (the worker running this session ${fate}).`

@@ -1,6 +1,6 @@
 /**
  * SPEC B7 through the `lifeline` command (real child processes of the built dist/main/cli.js):
- * persistent by default as pi, --no-session, --session-dir, -c, --session, RPC's get_state, and a
+ * persistent by default as pi, --no-session, --session-dir, -c, --session, -r's usage errors, RPC's get_state, and a
  * host killed with SIGKILL right after accepting a prompt.
  */
 import { spawn } from "node:child_process";
@@ -172,10 +172,32 @@ describe("the lifeline command's sessions (B7)", () => {
     expect(existsSync(`${file}.lock`)).toBe(false);
   });
 
-  it("B7: -r/--resume says it is not implemented yet and exits 2", async () => {
-    const run = await lifeline(["-r", "-p", "x"], dirs());
-    expect(run.code).toBe(2);
-    expect(run.stderr).toContain("--session");
+  it("-r with -p, in RPC mode, or without a terminal exits 2 naming -c and --session, and runs nothing", async () => {
+    const at = dirs();
+    for (const args of [["-r", "-p", "x"], ["--resume", "--mode", "rpc"], ["-r"]]) {
+      const run = await lifeline(args, at);
+      expect(run.code, args.join(" ")).toBe(2);
+      expect(run.stderr).toContain("-r/--resume");
+      expect(run.stderr).toContain("-c to continue");
+      expect(run.stderr).toContain("--session <path|id>");
+    }
+    expect(existsSync(join(at.home, "sessions"))).toBe(false);
+  });
+
+  it("-r with --no-session, --session or -c exits 2 saying the flags contradict", async () => {
+    const at = dirs();
+    const noSession = await lifeline(["-r", "--no-session", "-p", "x"], at);
+    expect(noSession.code).toBe(2);
+    expect(noSession.stderr).toContain("--no-session turns sessions off");
+    for (const args of [
+      ["-r", "--session", "abc"],
+      ["-r", "-c", "-p", "x"],
+    ]) {
+      const run = await lifeline(args, at);
+      expect(run.code, args.join(" ")).toBe(2);
+      expect(run.stderr).toContain("-r/--resume picks a session itself");
+    }
+    expect(existsSync(join(at.home, "sessions"))).toBe(false);
   });
 
   it("B7: over RPC get_state reports the session file; after a SIGKILL right after the prompt's response, -c finds the prompt", async () => {

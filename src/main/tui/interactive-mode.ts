@@ -43,7 +43,10 @@ export interface InteractiveOptions {
   host?: SessionHostOptions;
   /** More session options, for example a `workerModule` that gives the agent tools. */
   session?: Omit<SessionOptions, "model" | "apiKey">;
-  /** The CLI's -c / --session: resume a stored session instead of creating one (see cli-sessions.ts). */
+  /**
+   * The CLI's -c / --session: resume a stored session instead of creating one (see
+   * cli-sessions.ts); with `resume: true`, pick one of the cwd's sessions first (session-picker.ts).
+   */
   sessionFlags?: CliSessionFlags;
 }
 
@@ -65,7 +68,9 @@ const SIGNAL_EXIT_CODES: [NodeJS.Signals, number][] = [
  * Runs an interactive session until the user exits; resolves with the exit code: 0 after Ctrl+D
  * on an empty line or Ctrl+C twice, 128 + n after signal n, 2 when stdin or stdout is not a
  * terminal or the session cannot be created (bad model, missing key, bad settings; the reason is
- * on stderr, and the terminal was never put in raw mode). Never rejects for those. The session
+ * on stderr, and the terminal was never put in raw mode). With `sessionFlags.resume`: 0 when the
+ * user leaves the picker or there is nothing to pick, 2 when the picked session cannot be opened.
+ * Never rejects for those. The session
  * host is closed before it resolves; the terminal is restored on every exit path.
  */
 export async function runInteractive(options: InteractiveOptions): Promise<number> {

@@ -5,7 +5,7 @@
  * screen for a condition, up to a bound. Run `npm run build` first.
  */
 import { execFileSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -67,16 +67,26 @@ const quote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`;
 class Pane {
   /** The server's socket, in the test's temporary directory so that nothing outlives the test. */
   readonly #socket: string;
+  /** LIFELINE_DIR and the working directory of the command. */
+  readonly dir: string;
 
   /**
    * Starts `entry` (the launcher, or the CLI itself) with `args`; the shell then prints
-   * `EXIT=<code>` and the tty's mode.
+   * `EXIT=<code>` and the tty's mode. The directory is both LIFELINE_DIR and the working
+   * directory; `prepare` runs in it first (to store sessions, say).
    */
-  constructor(args: string[], settings: object = {}, entry: string = LAUNCHER) {
+  constructor(
+    args: string[],
+    settings: object = {},
+    entry: string = LAUNCHER,
+    prepare: (dir: string) => void = () => {},
+  ) {
     const dir = tempDir(cleanups, "lifeline-tui-");
+    this.dir = dir;
     this.#socket = join(dir, "tmux.sock");
     writeFileSync(join(dir, "settings.json"), JSON.stringify(settings));
     writeFileSync(join(dir, "models.json"), mockModelsJson(server.url, "k"));
+    prepare(dir);
     const command = [
       `env LIFELINE_DIR=${quote(dir)} ${quote(process.execPath)} ${quote(entry)} ${args.map(quote).join(" ")};`,
       "echo EXIT=$?;",
@@ -302,5 +312,83 @@ describe.skipIf(!hasTmux)("interactive terminal UI in tmux", () => {
     expect(screen).toMatch(/Error: .*no-such-model/);
     expect(screen).toContain("TTY=icanon");
     expect(screen).not.toContain("· idle");
+  });
+
+  describe("-r/--resume", () => {
+    /** Runs `lifeline -p <text>` on the demo model in `dir` (LIFELINE_DIR and cwd), saving a session. */
+    const print = (dir: string, text: string) =>
+      execFileSync(process.execPath, [CLI, "--model", "demo/demo-fast", "-p", text], {
+        cwd: dir,
+        env: { ...process.env, LIFELINE_DIR: dir },
+        stdio: "ignore",
+        timeout: 20_000,
+      });
+    const twoSessions = (dir: string) => {
+      print(dir, "the older session");
+      print(dir, "the newer session");
+    };
+    const files = (dir: string) =>
+      readdirSync(join(dir, "sessions"), { recursive: true, encoding: "utf8" })
+        .filter((name) => name.endsWith(".jsonl"))
+        .map((name) => join(dir, "sessions", name));
+
+    it("lists this directory's sessions newest first; the chosen one opens with its history and takes new prompts", async () => {
+      const pane = new Pane(["-r"], {}, CLI, twoSessions);
+      const list = await pane.waitForText("Resume a session (2 in this directory)");
+      const rows = lines(list);
+      const newer = rows.findIndex((line) => line.includes("the newer session"));
+      const older = rows.findIndex((line) => line.includes("the older session"));
+      expect(newer).toBeGreaterThan(-1);
+      expect(older).toBeGreaterThan(newer);
+      expect(rows[newer]).toContain("2 messages");
+      expect(rows[older]).toContain("2 messages");
+
+      pane.keys("Down");
+      await pane.waitFor("the older session selected", (s) =>
+        lines(s).some((l) => l.startsWith("→ the older session")),
+      );
+      pane.keys("Enter");
+      const opened = await pane.waitForText("demo/demo-fast · idle");
+      expect(opened).toContain('you said "the older session"');
+      expect(opened).not.toContain("the newer session");
+      expect(opened).not.toContain("Resume a session");
+
+      pane.submit("a prompt after resuming");
+      await pane.waitForText('you said "a prompt after resuming"');
+      await pane.waitForText("demo/demo-fast · idle");
+      pane.keys("C-d");
+      const screen = await pane.waitForText("TTY=");
+      expect(screen).toContain("EXIT=0");
+      expect(screen).toContain("TTY=icanon");
+
+      // Appended to the file it opened; no third session file.
+      const stored = files(pane.dir).map((file) => readFileSync(file, "utf8"));
+      expect(stored).toHaveLength(2);
+      const olderFile = stored.find((text) => text.includes("the older session")) ?? "";
+      expect(olderFile).toContain("a prompt after resuming");
+      expect(stored.find((text) => text.includes("the newer session"))).not.toContain("a prompt after resuming");
+    });
+
+    for (const key of ["Escape", "C-c"]) {
+      it(`${key} in the picker exits 0 with the terminal back in line mode and the sessions untouched`, async () => {
+        const pane = new Pane(["-r"], {}, CLI, twoSessions);
+        await pane.waitForText("Resume a session (2 in this directory)");
+        const before = files(pane.dir).map((file) => readFileSync(file, "utf8"));
+        pane.keys(key);
+        const screen = await pane.waitForText("TTY=");
+        expect(screen).toContain("EXIT=0");
+        expect(screen).toContain("TTY=icanon");
+        expect(files(pane.dir).map((file) => readFileSync(file, "utf8"))).toEqual(before);
+      });
+    }
+
+    it("with no sessions in the directory says so and exits 0 without entering raw mode", async () => {
+      const pane = new Pane(["-r"], {}, CLI);
+      const screen = await pane.waitForText("TTY=");
+      expect(screen).toContain("No sessions to resume in");
+      expect(screen).toContain("EXIT=0");
+      expect(screen).toContain("TTY=icanon");
+      expect(screen).not.toContain("Resume a session");
+    });
   });
 });

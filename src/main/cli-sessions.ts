@@ -16,8 +16,40 @@ export interface CliSessionFlags {
   session?: string | boolean | undefined;
   sessionDir?: string | undefined;
   continue?: boolean | undefined;
+  /** -r/--resume: pick one of the cwd's sessions (interactive mode only; see runInteractive). */
+  resume?: boolean | undefined;
   /** The user named a model (--provider/--model); otherwise a resumed session keeps the file's. */
   explicitModel?: boolean | undefined;
+}
+
+/**
+ * Why -r cannot run with these flags, or undefined when it can: the picker needs the terminal
+ * (not -p, not RPC) and a session store (not --no-session), and it is itself the choice of session.
+ */
+export function resumeUsageError(
+  opts: {
+    session?: string | boolean | undefined;
+    continue?: boolean | undefined;
+    print?: string | undefined;
+    mode?: string | undefined;
+  },
+  interactive: boolean,
+): string | undefined {
+  const alternatives = "use -c to continue this directory's most recent session, or --session <path|id> to open one";
+  if (opts.session === false) {
+    return "-r/--resume opens a stored session, and --no-session turns sessions off; pick one.";
+  }
+  if (typeof opts.session === "string" || opts.continue === true) {
+    return "-r/--resume picks a session itself; drop it when you name one with --session or -c.";
+  }
+  if (opts.print !== undefined) {
+    return `-r/--resume picks a session on the terminal and cannot run with -p; ${alternatives}.`;
+  }
+  if (opts.mode === "rpc") {
+    return `-r/--resume picks a session on the terminal and cannot run in RPC mode; ${alternatives}.`;
+  }
+  if (!interactive) return `-r/--resume needs a terminal on stdin and stdout to show its picker; ${alternatives}.`;
+  return undefined;
 }
 
 /**

@@ -25,7 +25,7 @@ import { loadMockScript, type MockScript, startMockServer } from "../mock-server
 import { isFailedStop } from "../shared/classify.js";
 import { LifelineError } from "../shared/errors.js";
 import type { PromptResult, SessionEvent } from "../shared/events.js";
-import { type CliSessionFlags, cliSessionsOption, openCliSession } from "./cli-sessions.js";
+import { type CliSessionFlags, cliSessionsOption, openCliSession, resumeUsageError } from "./cli-sessions.js";
 import { runRpcMode } from "./rpc/rpc-mode.js";
 import { createSessionHost, type SessionHostOptions, type SessionsOptions } from "./session-host.js";
 import { workerFate } from "./supervision/interrupted-run.js";
@@ -224,7 +224,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .addOption(new Option("-c, --continue", "continue the most recent session of this directory"))
     .addOption(new Option("--session <path|id>", "open a session file, or a session by id (a unique prefix will do)"))
     .addOption(new Option("--no-session", "write no session file (ephemeral)"))
-    .addOption(new Option("-r, --resume", "pick a session to resume (not implemented yet: use --session or -c)"))
+    .addOption(new Option("-r, --resume", "pick one of this directory's sessions to resume (interactive mode only)"))
     .addOption(
       new Option(
         "--session-dir <dir>",
@@ -239,6 +239,12 @@ export async function main(argv: readonly string[]): Promise<number> {
     )
     .action(async (opts: ActionOptions) => {
       const interactive = process.stdin.isTTY === true && process.stdout.isTTY === true;
+      const resumeProblem = opts.resume === true ? resumeUsageError(opts, interactive) : undefined;
+      if (resumeProblem !== undefined) {
+        process.stderr.write(`Error: ${resumeProblem}\n`);
+        exitCode = 2;
+        return;
+      }
       if (opts.mode !== "rpc" && opts.print === undefined && !interactive) {
         program.outputHelp();
         return;
@@ -250,17 +256,11 @@ export async function main(argv: readonly string[]): Promise<number> {
         return;
       }
       const key = opts.apiKey === undefined ? {} : { apiKey: opts.apiKey };
-      if (opts.resume === true) {
-        process.stderr.write(
-          "Error: -r/--resume (the session picker) is not implemented yet. Use -c to continue this directory's most recent session, or --session <path|id>.\n",
-        );
-        exitCode = 2;
-        return;
-      }
       const flags: CliSessionFlags = {
         session: opts.session,
         sessionDir: opts.sessionDir,
         continue: opts.continue,
+        resume: opts.resume,
         explicitModel: opts.provider !== undefined || opts.model !== undefined,
       };
       let sessions: SessionsOptions | false;

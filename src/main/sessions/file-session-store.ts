@@ -193,7 +193,12 @@ async function describe(file: string): Promise<SessionInfo> {
   const parsed = parseSessionText(await readFile(file, "utf8"), file);
   let messageCount = 0;
   let firstMessage = "";
+  let name: string | undefined;
   for (const entry of parsed.entries) {
+    if (entry.type === "session_info") {
+      const named = (entry as { name?: unknown }).name;
+      name = typeof named === "string" && named !== "" ? named : undefined;
+    }
     if (entry.type !== "message") continue;
     messageCount++;
     const message = (entry as { message?: { role?: unknown; content?: unknown } }).message;
@@ -207,6 +212,7 @@ async function describe(file: string): Promise<SessionInfo> {
     modified: stats.mtime,
     messageCount,
     firstMessage,
+    ...(name === undefined ? {} : { name }),
   };
 }
 

@@ -21,6 +21,8 @@ export interface SessionInfo {
   messageCount: number;
   /** Text of the first user message, for pickers. "" when there is none. */
   firstMessage: string;
+  /** The name its latest `session_info` entry gives it (pi's `/name`), if any. */
+  name?: string;
 }
 
 /**

@@ -27,6 +27,8 @@ import type { ModelRef } from "../../shared/protocol.js";
 import type { AgentSession } from "../agent-session.js";
 import { type CliSessionFlags, openCliSession } from "../cli-sessions.js";
 import { createSessionHost, type SessionHost, type SessionHostOptions, type SessionOptions } from "../session-host.js";
+import type { SessionInfo } from "../sessions/session-store.js";
+import { SessionPicker } from "./session-picker.js";
 import { type LoaderView, SessionUiController } from "./session-ui-controller.js";
 import { style } from "./theme.js";
 import { TranscriptView } from "./transcript-view.js";
@@ -41,7 +43,10 @@ export interface InteractiveOptions {
   host?: SessionHostOptions;
   /** More session options, for example a `workerModule` that gives the agent tools. */
   session?: Omit<SessionOptions, "model" | "apiKey">;
-  /** The CLI's -c / --session: resume a stored session instead of creating one (see cli-sessions.ts). */
+  /**
+   * The CLI's -c / --session: resume a stored session instead of creating one (see
+   * cli-sessions.ts); with `resume: true`, pick one of the cwd's sessions first (session-picker.ts).
+   */
   sessionFlags?: CliSessionFlags;
 }
 
@@ -63,7 +68,9 @@ const SIGNAL_EXIT_CODES: [NodeJS.Signals, number][] = [
  * Runs an interactive session until the user exits; resolves with the exit code: 0 after Ctrl+D
  * on an empty line or Ctrl+C twice, 128 + n after signal n, 2 when stdin or stdout is not a
  * terminal or the session cannot be created (bad model, missing key, bad settings; the reason is
- * on stderr, and the terminal was never put in raw mode). Never rejects for those. The session
+ * on stderr, and the terminal was never put in raw mode). With `sessionFlags.resume`: 0 when the
+ * user leaves the picker or there is nothing to pick, 2 when the picked session cannot be opened.
+ * Never rejects for those. The session
  * host is closed before it resolves; the terminal is restored on every exit path.
  */
 export async function runInteractive(options: InteractiveOptions): Promise<number> {
@@ -82,59 +89,160 @@ export async function runInteractive(options: InteractiveOptions): Promise<numbe
     process.stderr.write(`Error: ${describe(error)}\n`);
     return 2;
   }
+  const flags = options.sessionFlags ?? {};
+  const openOptions = {
+    ...options.session,
+    model: options.model,
+    ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+  };
+  const setSink = (sink: (error: unknown) => void) => {
+    reportListenerError = sink;
+  };
   try {
+    if (flags.resume === true) {
+      let sessions: SessionInfo[];
+      try {
+        sessions = await host.listSessions();
+      } catch (error) {
+        process.stderr.write(`Error: ${describe(error)}\n`);
+        return 2;
+      }
+      if (sessions.length === 0) {
+        // Nothing failed and nothing was left undone: as leaving the picker with Esc, exit 0.
+        process.stderr.write(
+          `No sessions to resume in ${process.cwd()}. Run lifeline without -r to start one here, or use --session <path|id> to open one from elsewhere.\n`,
+        );
+        return 0;
+      }
+      const open = (chosen: SessionInfo) =>
+        openCliSession(host, { ...flags, resume: false, continue: false, session: chosen.path }, openOptions);
+      return await runSessionUi({ pick: sessions, open }, setSink);
+    }
     let session: AgentSession;
     try {
-      session = await openCliSession(host, options.sessionFlags ?? {}, {
-        ...options.session,
-        model: options.model,
-        ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
-      });
+      session = await openCliSession(host, flags, openOptions);
     } catch (error) {
       process.stderr.write(`Error: ${describe(error)}\n`);
       return 2;
     }
-    return await runSessionUi(session, (sink) => {
-      reportListenerError = sink;
-    });
+    return await runSessionUi(session, setSink);
   } finally {
     await host.close();
   }
 }
 
-/** Draws `session` until the user exits; resolves with the exit code after the terminal is restored. */
+/** What the UI shows: a session opened already, or a picker over `pick` that opens the chosen one. */
+type SessionSource =
+  | AgentSession
+  | { pick: readonly SessionInfo[]; open: (chosen: SessionInfo) => Promise<AgentSession> };
+
+/**
+ * Draws the session until the user exits; resolves with the exit code after the terminal is
+ * restored. With a picker: Esc or Ctrl+C there exits 0; a chosen session that cannot be opened
+ * (locked by another process, unreadable) exits 2 with the reason on stderr after the terminal is back.
+ */
 function runSessionUi(
-  session: AgentSession,
+  source: SessionSource,
   setListenerErrorSink: (sink: (error: unknown) => void) => void,
 ): Promise<number> {
-  const model = `${session.model.provider}/${session.model.id}`;
   const tui = new TUI(new ProcessTerminal());
+  // Set once exit begins. The prompt still in flight then fails (the host disposes the session)
+  // and its callbacks must not draw, nor start a Loader whose interval would keep the process up.
+  let closed = false;
+  let unmount: (() => void) | undefined;
+
+  return new Promise<number>((resolve) => {
+    const startedAt = Date.now();
+    const finish = async (code: number): Promise<void> => {
+      if (closed) return;
+      closed = true;
+      unmount?.();
+      for (const [signal, handler] of signalHandlers) process.off(signal, handler);
+      const probeLeft = startedAt + KEY_PROBE_MS - Date.now();
+      if (probeLeft > 0) await new Promise((done) => setTimeout(done, probeLeft));
+      try {
+        tui.stop();
+      } catch {
+        restoreTerminal();
+      }
+      process.off("exit", restoreTerminal);
+      resolve(code);
+    };
+    const signalHandlers = SIGNAL_EXIT_CODES.map(([signal, code]) => {
+      const handler = () => void finish(code);
+      process.on(signal, handler);
+      return [signal, handler] as const;
+    });
+    process.once("exit", restoreTerminal);
+
+    const show = (session: AgentSession) => {
+      unmount = mountSession(tui, session, setListenerErrorSink, () => closed, finish);
+    };
+    if ("pick" in source) {
+      const picker = new SessionPicker(source.pick, (chosen) => {
+        if (chosen === undefined) {
+          void finish(0);
+          return;
+        }
+        tui.removeChild(picker);
+        tui.addChild(new Text(style.gray(`Opening ${chosen.path}…`), 1, 0));
+        tui.requestRender();
+        source.open(chosen).then(
+          (session) => {
+            if (closed) return;
+            tui.clear();
+            show(session);
+            tui.requestRender(true);
+          },
+          (error: unknown) => void finish(2).then(() => process.stderr.write(`Error: ${describe(error)}\n`)),
+        );
+      });
+      tui.addChild(picker);
+      tui.setFocus(picker);
+    } else show(source);
+    try {
+      tui.start();
+    } catch (error) {
+      void finish(1).then(() => process.stderr.write(`Error: cannot start the terminal UI: ${describe(error)}\n`));
+    }
+  });
+}
+
+/**
+ * Puts `session`'s screen into `tui` (header, transcript with its history, loader, input, status)
+ * and wires its keys; returns what undoes the wiring when the UI exits.
+ */
+function mountSession(
+  tui: TUI,
+  session: AgentSession,
+  setListenerErrorSink: (sink: (error: unknown) => void) => void,
+  isClosed: () => boolean,
+  finish: (code: number) => Promise<void>,
+): () => void {
+  const model = `${session.model.provider}/${session.model.id}`;
   const transcript = new TranscriptView();
   transcript.showHistory(session.messages);
   const loaderSlot = new Container();
   const input = new Input();
   let loader: { component: Loader; kind: LoaderView["kind"] } | undefined;
-  // Set once exit begins. The prompt still in flight then fails (the host disposes the session)
-  // and its callbacks must not draw, nor start a Loader whose interval would keep the process up.
-  let closed = false;
 
   const controller = new SessionUiController({
     actions: session,
     escape: input,
     onChange: () => {
-      if (closed) return;
+      if (isClosed()) return;
       syncLoader();
       tui.requestRender();
     },
     onNotice: (notice) => {
-      if (closed) return;
+      if (isClosed()) return;
       transcript.addNotice(notice);
       tui.requestRender();
     },
   });
   // A listener error here is a bug in this UI; showing it beats writing over the screen on stderr.
   setListenerErrorSink((error) => {
-    if (closed) return;
+    if (isClosed()) return;
     transcript.addNotice({ level: "error", text: `Internal error: ${describe(error)}` });
     tui.requestRender();
   });
@@ -187,53 +295,28 @@ function runSessionUi(
     tui.requestRender();
   });
 
-  return new Promise<number>((resolve) => {
-    const startedAt = Date.now();
-    const finish = async (code: number): Promise<void> => {
-      if (closed) return;
-      closed = true;
-      unsubscribe();
-      controller.dispose();
-      loader?.component.stop();
-      for (const [signal, handler] of signalHandlers) process.off(signal, handler);
-      const probeLeft = startedAt + KEY_PROBE_MS - Date.now();
-      if (probeLeft > 0) await new Promise((done) => setTimeout(done, probeLeft));
-      try {
-        tui.stop();
-      } catch {
-        restoreTerminal();
-      }
-      process.off("exit", restoreTerminal);
-      resolve(code);
-    };
-    const signalHandlers = SIGNAL_EXIT_CODES.map(([signal, code]) => {
-      const handler = () => void finish(code);
-      process.on(signal, handler);
-      return [signal, handler] as const;
-    });
-    process.once("exit", restoreTerminal);
-
-    tui.addInputListener((data) => {
-      if (isKeyRelease(data)) return undefined;
-      if (matchesKey(data, "ctrl+c")) {
-        const outcome = controller.pressCtrlC();
-        // The first press on an idle session also clears the line, as in pi.
-        if (outcome === "confirm_exit") input.setValue("");
-        if (outcome === "exit") void finish(0);
-        return { consume: true };
-      }
-      if (matchesKey(data, "ctrl+d") && input.getValue() === "") {
-        void finish(0);
-        return { consume: true };
-      }
-      return undefined;
-    });
-    try {
-      tui.start();
-    } catch (error) {
-      void finish(1).then(() => process.stderr.write(`Error: cannot start the terminal UI: ${describe(error)}\n`));
+  const removeKeys = tui.addInputListener((data) => {
+    if (isKeyRelease(data)) return undefined;
+    if (matchesKey(data, "ctrl+c")) {
+      const outcome = controller.pressCtrlC();
+      // The first press on an idle session also clears the line, as in pi.
+      if (outcome === "confirm_exit") input.setValue("");
+      if (outcome === "exit") void finish(0);
+      return { consume: true };
     }
+    if (matchesKey(data, "ctrl+d") && input.getValue() === "") {
+      void finish(0);
+      return { consume: true };
+    }
+    return undefined;
   });
+
+  return () => {
+    removeKeys();
+    unsubscribe();
+    controller.dispose();
+    loader?.component.stop();
+  };
 }
 
 /**

@@ -14,9 +14,9 @@ import type { ResourceLimits } from "node:worker_threads";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { z } from "zod";
-import { LifelineError, WorkerExitedError } from "../shared/errors.js";
+import { LifelineError } from "../shared/errors.js";
 import type { SessionEvent } from "../shared/events.js";
-import type { ModelChange, ModelRef, SessionInit, SessionOpened } from "../shared/protocol.js";
+import type { ModelChange, ModelRef, SessionInit } from "../shared/protocol.js";
 import { mergeSettings, parseSettings, type Settings, type SettingsInput } from "../shared/settings.js";
 import { AgentSession, type ContextOverflowHook, parseModelName } from "./agent-session.js";
 import type { AuthStorage } from "./auth-storage.js";
@@ -45,9 +45,8 @@ import type { SessionRecorder } from "./sessions/session-recorder.js";
 import type { OpenedSession, SessionInfo, SessionStore } from "./sessions/session-store.js";
 import { restoreTranscript } from "./sessions/session-transcript.js";
 import { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";
-import { tickIntervalMs, Watchdog } from "./supervision/watchdog.js";
-import { WorkerPool } from "./supervision/worker-pool.js";
-import { type LinkEndpoint, type LinkTimeouts, WorkerLink } from "./worker-link.js";
+import { WorkerLinks } from "./supervision/worker-links.js";
+import type { LinkEndpoint } from "./worker-link.js";
 
 export type { SessionsOptions } from "./sessions/host-sessions.js";
 
@@ -208,12 +207,9 @@ export function createSessionHost(options: SessionHostOptions = {}): SessionHost
 /** Owns a worker pool and the sessions on it. Create with {@link createSessionHost}. */
 export class SessionHost {
   readonly #options: SessionHostOptions;
-  readonly #threads: number;
-  readonly #links: WorkerLink[] = [];
   readonly #sessions = new Map<string, AgentSession>();
-  readonly #pool: WorkerPool;
-  readonly #watchdog: Watchdog<WorkerLink>;
-  readonly #timeouts: LinkTimeouts;
+  /** The workers: pool, watchdog, where sessions go (supervision/worker-links.ts). */
+  readonly #workers: WorkerLinks;
   /** Session files (B7): stores, recorders, and closing them before `close()` resolves. */
   readonly #files: HostSessions;
   #fileSettings: Promise<SettingsInput> | undefined;
@@ -228,39 +224,21 @@ export class SessionHost {
       lifelineDir: () => this.#lifelineDir(),
       cwd: () => this.#cwd(),
     });
-    this.#threads = options.threads ?? Math.max(1, Math.min(4, availableParallelism() - 1));
     const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_TIMEOUTS.callTimeoutMs;
-    const hangTimeoutMs = options.hangTimeoutMs ?? DEFAULT_TIMEOUTS.hangTimeoutMs;
-    this.#timeouts = {
+    this.#workers = new WorkerLinks({
+      threads: options.threads ?? Math.max(1, Math.min(4, availableParallelism() - 1)),
       callTimeoutMs,
       setupTimeoutMs: options.setupTimeoutMs ?? DEFAULT_TIMEOUTS.setupTimeoutMs,
       controlTimeoutMs: Math.min(callTimeoutMs, CONTROL_TIMEOUT_MS),
-    };
-    const task: { heartbeatMs: number; batchIntervalMs?: number } = { heartbeatMs: tickIntervalMs(hangTimeoutMs) };
-    if (options.batchIntervalMs !== undefined) task.batchIntervalMs = options.batchIntervalMs;
-    this.#pool = new WorkerPool({
-      filename:
+      hangTimeoutMs: options.hangTimeoutMs ?? DEFAULT_TIMEOUTS.hangTimeoutMs,
+      workerEntry:
         options.workerEntry === undefined
           ? new URL("../worker/entry.js", import.meta.url).href
           : toModuleUrl(options.workerEntry, options.cwd ?? process.cwd()),
-      // Room for the isolated workers of crash suspects beside the shared ones (SPEC X7).
-      maxThreads: this.#threads + isolatedCapacity(this.#threads),
-      task,
-      ...(options.resourceLimits === undefined ? {} : { resourceLimits: options.resourceLimits }),
-      // A worker failed before serving: fail the links still waiting for theirs (ERR_WORKER_START).
-      onStartFailure: (error) => {
-        for (const link of this.#links) link.failStart(error);
-      },
-    });
-    this.#watchdog = new Watchdog<WorkerLink>({
-      hangTimeoutMs,
-      links: () => this.#links,
-      onHung: (link, silentMs) =>
-        link.terminateHung(
-          link.isStarted
-            ? `its event loop sent nothing for ${Math.round(silentMs)} ms, over hangTimeoutMs (${hangTimeoutMs} ms)`
-            : `it did not start within ${Math.round(silentMs)} ms`,
-        ),
+      resourceLimits: options.resourceLimits,
+      batchIntervalMs: options.batchIntervalMs,
+      connect: options.connect,
+      isClosed: () => this.#closed,
     });
   }
 
@@ -271,7 +249,7 @@ export class SessionHost {
 
   /** Live worker links (one per worker thread in use). */
   get workerCount(): number {
-    return this.#links.filter((link) => !link.isDead).length;
+    return this.#workers.workerCount;
   }
 
   /**
@@ -358,7 +336,7 @@ export class SessionHost {
     if (resolved.authHeader === true) init.authHeader = true;
     if (options.workerModule !== undefined) init.workerModule = toModuleUrl(options.workerModule, this.#cwd());
     if (options.workerModuleOptions !== undefined) init.workerModuleOptions = options.workerModuleOptions;
-    const { link, opened } = await this.#openOnWorker(init);
+    const { link, opened } = await this.#workers.open(init);
     let recorder: SessionRecorder | undefined;
     try {
       recorder =
@@ -387,12 +365,14 @@ export class SessionHost {
       onListenerError: this.#options.onListenerError ?? reportListenerError,
       onDisposed: (id) => {
         this.#sessions.delete(id);
-        this.#releaseIsolated();
+        this.#workers.releaseIsolated();
         if (recorder !== undefined) void this.#files.close(recorder);
       },
       resolveModel: (ref) => this.#resolveModel(ref, undefined),
       modelChange: resolved,
-      reopen: (messages, model, isolate) => this.#reopen(withModel(init, model, messages), isolate),
+      // SPEC X7: opened again on a fresh worker from the main-side transcript; a suspect on its own.
+      reopen: async (messages, model, isolate) =>
+        (await this.#workers.open(withModel(init, model, messages), isolate)).link,
       ...(this.#options.sleep === undefined ? {} : { sleep: this.#options.sleep }),
     });
     this.#sessions.set(sessionId, session);
@@ -408,7 +388,7 @@ export class SessionHost {
   async availableModels(): Promise<Model<Api>[]> {
     this.#assertOpen();
     const config = await this.#models();
-    const { link, release } = await this.#pickLink();
+    const { link, release } = await this.#workers.pick();
     let builtIn: Model<Api>[];
     try {
       builtIn = await link.call("listBuiltInModels");
@@ -454,17 +434,15 @@ export class SessionHost {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#watchdog.stop();
     // Concurrently: each worker gets its sessions' closeSession calls before its shutdown (one
     // FIFO port), and a stuck worker costs one control bound, not one per step.
     await Promise.all([
       ...[...this.#sessions.values()].map((session) => session.dispose()),
-      ...this.#links.map((link) => link.close()),
+      this.#workers.closeLinks(),
     ]);
     // Every accepted entry is on disk (per the fsync policy) and every lock released.
     await this.#files.closeAll();
-    this.#links.length = 0;
-    await this.#pool.destroy();
+    await this.#workers.destroy();
   }
 
   #assertOpen(): void {
@@ -510,119 +488,6 @@ export class SessionHost {
     if (overrides !== undefined) parseSettings(overrides, "createSession({ settings })");
     return parseSettings(mergeSettings(files, this.#options.settings, overrides), "the merged settings");
   }
-
-  /**
-   * Opens a new session on the least-loaded worker. A worker that dies while it opens the session
-   * (another session's crash, say) is not this session's failure: it is opened again on a fresh
-   * worker, twice at most (SPEC X7).
-   */
-  async #openOnWorker(
-    init: SessionInit,
-    pick: () => Promise<{ link: WorkerLink; release: () => void }> = () => this.#pickLink(),
-  ): Promise<{ link: WorkerLink; opened: SessionOpened }> {
-    for (let attempt = 1; ; attempt++) {
-      const { link, release } = await pick();
-      try {
-        this.#assertOpen();
-        const opened = await link.openSession(init);
-        if (this.#closed) {
-          void link.control("closeSession", init.sessionId).catch(() => {});
-          this.#assertOpen();
-        }
-        return { link, opened };
-      } catch (error) {
-        if (!(error instanceof WorkerExitedError) || this.#closed || attempt >= 3) throw error;
-      } finally {
-        release();
-      }
-    }
-  }
-
-  /**
-   * SPEC X7: opens a session again after its worker died, from the main-side transcript. A
-   * suspect goes to a worker of its own (see {@link #isolatedLink}).
-   * @throws ERR_HOST_CLOSED, or what opening it throws (ERR_WORKER_START, ERR_WORKER_MODULE, …).
-   */
-  async #reopen(init: SessionInit, isolate: boolean): Promise<WorkerLink> {
-    this.#assertOpen();
-    const { link } = await this.#openOnWorker(init, isolate ? async () => this.#isolatedLink() : undefined);
-    return link;
-  }
-
-  /**
-   * A worker for sessions suspected of killing theirs, so they stop taking neighbours down. These
-   * are threads beyond `threads`: a new one per suspect while there are fewer than
-   * {@link isolatedCapacity} of them, else the least-loaded one is shared. One is shut down when
-   * its last session closes; new sessions never go to one.
-   */
-  #isolatedLink(): { link: WorkerLink; release: () => void } {
-    const isolated = this.#links.filter((link) => link.isolated && !link.isDead);
-    if (isolated.length >= isolatedCapacity(this.#threads)) {
-      const least = isolated.reduce((best, link) => (link.clientCount < best.clientCount ? link : best));
-      return { link: least, release: least.reserve() };
-    }
-    const link = this.#newLink(true);
-    return { link, release: link.reserve() };
-  }
-
-  /** Shuts down isolated workers no session uses any more. */
-  #releaseIsolated(): void {
-    for (const link of this.#links) {
-      if (link.isolated && !link.isDead && link.clientCount === 0) void link.close();
-    }
-  }
-
-  /** Chooses the least-loaded link (starting one if under `threads`) and reserves a place on it. */
-  async #pickLink(): Promise<{ link: WorkerLink; release: () => void }> {
-    const dead = this.#links.filter((link) => link.isDead);
-    if (dead.length > 0) {
-      // See WorkerLink.released: let the pool drop dead workers before asking it for a new one.
-      // Ref'd: a session being restored (X7) waits here, and that is work in flight.
-      await within(Promise.all(dead.map((link) => link.released)), 5000);
-      for (const link of dead) {
-        // A concurrent createSession may have pruned it already.
-        const index = this.#links.indexOf(link);
-        if (index >= 0) this.#links.splice(index, 1);
-      }
-    }
-    let best: WorkerLink | undefined;
-    const shared = this.#links.filter((link) => !link.isolated);
-    for (const link of shared) {
-      if (link.isDead) continue;
-      if (best === undefined || link.clientCount < best.clientCount) best = link;
-    }
-    if (best !== undefined && (best.clientCount === 0 || shared.length >= this.#threads)) {
-      return { link: best, release: best.reserve() };
-    }
-    const link = this.#newLink(false);
-    return { link, release: link.reserve() };
-  }
-
-  #newLink(isolated: boolean): WorkerLink {
-    const link = new WorkerLink(this.#options.connect?.() ?? this.#pool.connect(), {
-      ...this.#timeouts,
-      isolated,
-      onProtocolError: (reason) => process.emitWarning(`lifeline: ignored an invalid worker message (${reason})`),
-    });
-    this.#links.push(link);
-    this.#watchdog.start();
-    return link;
-  }
-}
-
-/** Waits for `promise`, or `ms` at most; the timer is cleared as soon as either is done. */
-async function within(promise: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
-}
-
-/**
- * How many workers of their own crash suspects may have at once, beyond `threads`: each costs about
- * 8 MB and a 20 ms start, and a burst of suspects past this shares them.
- */
-function isolatedCapacity(threads: number): number {
-  return Math.max(4, threads);
 }
 
 /** `init` with the session's current model and key (they may have changed) and transcript. */

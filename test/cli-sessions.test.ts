@@ -45,6 +45,35 @@ function lifeline(args: string[], at: { home: string; cwd: string }): Promise<{ 
   );
 }
 
+/**
+ * Starts `lifeline -p text` on the demo model and resolves once its retry chain sleeps (the first
+ * "Retrying" line; default delays make that sleep 2 s). `exited` resolves with the exit code.
+ */
+async function promptIntoRetrySleep(
+  text: string,
+  at: { home: string; cwd: string },
+): Promise<{ child: ReturnType<typeof spawn>; exited: Promise<number | null> }> {
+  const child = spawn(process.execPath, [CLI, "-p", text], {
+    cwd: at.cwd,
+    env: { ...process.env, LIFELINE_DIR: at.home, NO_COLOR: "1" },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  cleanups.push(() => void child.kill("SIGKILL"));
+  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+  await within(
+    new Promise<void>((resolve) => {
+      let stderr = "";
+      child.stderr?.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString();
+        if (stderr.includes("Retrying (1/3)")) resolve();
+      });
+    }),
+    20_000,
+    "the first retry",
+  );
+  return { child, exited };
+}
+
 function sessionFiles(directory: string): string[] {
   if (!existsSync(directory)) return [];
   return readdirSync(directory)
@@ -96,24 +125,7 @@ describe("the lifeline command's sessions (B7)", () => {
     const at = dirs();
     // Default retry delays: after the demo model's first failure the chain sleeps for 2 s.
     writeFileSync(join(at.home, "settings.json"), "{}");
-    const child = spawn(process.execPath, [CLI, "-p", "terminated"], {
-      cwd: at.cwd,
-      env: { ...process.env, LIFELINE_DIR: at.home, NO_COLOR: "1" },
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    cleanups.push(() => void child.kill("SIGKILL"));
-    const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
-    await within(
-      new Promise<void>((resolve) => {
-        let stderr = "";
-        child.stderr.on("data", (chunk: Buffer) => {
-          stderr += chunk.toString();
-          if (stderr.includes("Retrying (1/3)")) resolve();
-        });
-      }),
-      20_000,
-      "the first retry",
-    );
+    const { child, exited } = await promptIntoRetrySleep("terminated", at);
     child.kill("SIGTERM");
     expect(await within(exited, 20_000, "lifeline to exit")).toBe(143);
     const [file] = sessionFiles(join(at.home, "sessions", encodeCwd(at.cwd)));
@@ -144,24 +156,7 @@ describe("the lifeline command's sessions (B7)", () => {
   it("B7: -p killed with SIGKILL in a retry sleep leaves a session that -c continues, prompt kept, transcript loading", async () => {
     const at = dirs();
     writeFileSync(join(at.home, "settings.json"), "{}");
-    const child = spawn(process.execPath, [CLI, "-p", "killed mid-chain"], {
-      cwd: at.cwd,
-      env: { ...process.env, LIFELINE_DIR: at.home, NO_COLOR: "1" },
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    cleanups.push(() => void child.kill("SIGKILL"));
-    const exited = new Promise<void>((resolve) => child.on("close", () => resolve()));
-    await within(
-      new Promise<void>((resolve) => {
-        let stderr = "";
-        child.stderr.on("data", (chunk: Buffer) => {
-          stderr += chunk.toString();
-          if (stderr.includes("Retrying (1/3)")) resolve();
-        });
-      }),
-      20_000,
-      "the first retry",
-    );
+    const { child, exited } = await promptIntoRetrySleep("killed mid-chain", at);
     child.kill("SIGKILL");
     await within(exited, 20_000, "lifeline to die");
     const [file] = sessionFiles(join(at.home, "sessions", encodeCwd(at.cwd)));

@@ -65,12 +65,9 @@ async function listen(server: Server): Promise<number> {
   return (server.address() as AddressInfo).port;
 }
 
-/** Resolves once another thread sets the first Int32 of `flag` (Atomics.waitAsync, Node ≥ 16). */
+/** Resolves once another thread sets the first Int32 of `flag` (see {@link waitAsync}). */
 function flagSet(flag: SharedArrayBuffer): Promise<unknown> {
-  const atomics = Atomics as unknown as {
-    waitAsync(array: Int32Array, index: number, value: number, timeoutMs: number): { value: unknown };
-  };
-  return Promise.resolve(atomics.waitAsync(new Int32Array(flag), 0, 0, 10_000).value);
+  return Promise.resolve(waitAsync(new Int32Array(flag), 0, 0).value);
 }
 
 function record(session: AgentSession): LogEntry[] {

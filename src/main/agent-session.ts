@@ -21,7 +21,7 @@ import type { PromptResult, RetryEvent, SessionEvent } from "../shared/events.js
 import type { BatchItem, ModelChange, ModelRef, RunInput } from "../shared/protocol.js";
 import type { Settings } from "../shared/settings.js";
 import { fromWireUpdate, type StreamState, startStream } from "../shared/stream-wire.js";
-import type { AuthStorage } from "./auth-storage.js";
+import type { AuthStorage } from "./auth/auth-storage.js";
 import { EventStream, type SessionListener } from "./event-stream.js";
 import {
   assertListener,
@@ -73,6 +73,12 @@ export interface SessionWiring {
   /** Persistence (B7): stores every history message; undefined when the session is not persisted. */
   recorder?: SessionRecorder | undefined;
   authStorage: AuthStorage | undefined;
+  /** The auth storage's key for this session and `provider` now (R4: asked before each attempt). */
+  keyFor?: (provider: string) => string | undefined;
+  /** The provider whose key the session was given explicitly (`apiKey`): never asked of the storage. */
+  pinnedProvider?: string;
+  /** Whether every stored key of `provider` is blocked (a fallback model skips it). */
+  isProviderExhausted?: (provider: string) => boolean;
   onContextOverflow: ContextOverflowHook | undefined;
   onListenerError: (error: unknown, event: SessionEvent) => void;
   onDisposed: (sessionId: string) => void;
@@ -502,7 +508,12 @@ export class AgentSession {
     this.#afterRun = undefined;
     this.#run = { input, started: false, userSeen: false, aborted: false };
     try {
-      await (await this.#worker()).call("startRun", this.id, runId, input);
+      const link = await this.#worker();
+      // R4: the key for this attempt (a rotation may have switched it). Posted on the same FIFO
+      // port right before startRun, so the worker has it before the run's request goes out.
+      const change = this.#freshCredential();
+      if (change !== undefined) void link.call("setModel", this.id, change).catch(() => {});
+      await link.call("startRun", this.id, runId, input);
     } catch (error) {
       if (this.#activeRunId !== runId || this.#closed !== undefined) return;
       // A worker that died, or hung (a timed-out call terminates it), settles this prompt through
@@ -511,6 +522,39 @@ export class AgentSession {
       // The worker refused the run: the runtime cannot serve this prompt; say so with a code.
       this.#rejectPrompt(error instanceof LifelineError ? error : new LifelineError("ERR_PROTOCOL", String(error)));
     }
+  }
+
+  /** The session's model change with the storage's current key, when that key differs from the worker's. */
+  #freshCredential(): ModelChange | undefined {
+    const provider = this.#model.provider;
+    const keyFor = this.#wiring.keyFor;
+    if (keyFor === undefined || provider === this.#wiring.pinnedProvider) return undefined;
+    const key = keyFor(provider);
+    if (key === undefined || key === this.#modelChange.apiKey) return undefined;
+    this.#modelChange = { ...this.#modelChange, apiKey: key };
+    return this.#modelChange;
+  }
+
+  /**
+   * R4: every key of the provider is blocked: moves the session to the next model of
+   * `retry.fallbackModels` (after the current one, if listed) whose provider has a usable key.
+   * A real model switch: recorded as a `model_change`, and later prompts stay on it.
+   */
+  async #switchToFallback(): Promise<string | undefined> {
+    const list = this.#settings.retry.fallbackModels ?? [];
+    const current = `${this.#model.provider}/${this.#model.id}`;
+    for (const name of list.slice(list.indexOf(current) + 1)) {
+      if (name === current) continue;
+      const provider = name.slice(0, name.indexOf("/"));
+      if (this.#wiring.isProviderExhausted?.(provider) === true) continue;
+      try {
+        await this.setModel(name);
+        return name;
+      } catch {
+        // Unknown model or no key: try the next one.
+      }
+    }
+    return undefined;
   }
 
   /** Rejects the live prompt with a runtime error (no model outcome to report); queued prompts go on. */
@@ -621,6 +665,7 @@ export class AgentSession {
           removeFailedMessage: () => this.#removeFailed(),
           restoreFailedMessage: (message) => this.#restoreFailed(message),
           continueRun: () => this.#continueAfterRetry(),
+          switchToFallback: () => this.#switchToFallback(),
         })
         .catch((error: unknown) => this.#failPrompt(error));
     } else if (afterRun.decision.failure === "overflow" && afterRun.last !== undefined) {

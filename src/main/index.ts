@@ -41,8 +41,17 @@ export { DEFAULT_SETTINGS, parseSettings } from "../shared/settings.js";
 export type { WorkerModuleContext, WorkerModuleSetup, WorkerModuleSetupFn } from "../shared/worker-module.js";
 export type { ContextOverflowHook, ContextOverflowInfo, PromptOptions } from "./agent-session.js";
 export { AgentSession } from "./agent-session.js";
-export type { AuthStorage, UsageLimitInfo, UsageLimitRecord } from "./auth-storage.js";
-export { InMemoryAuthStorage } from "./auth-storage.js";
+export { authPath } from "./auth/auth-file.js";
+export type {
+  AuthStorage,
+  LimitKind,
+  UsageLimitInfo,
+  UsageLimitOutcome,
+  UsageLimitRecord,
+} from "./auth/auth-storage.js";
+export { InMemoryAuthStorage } from "./auth/auth-storage.js";
+export { type AuthEntry, FileAuthStorage, type FileAuthStorageOptions } from "./auth/file-auth-storage.js";
+export { DEFAULT_BLOCK_MS } from "./auth/key-pool.js";
 export type { SessionListener } from "./event-stream.js";
 export type { ModelsConfig } from "./models-config.js";
 export { loadModelsConfig, modelsPath, parseModelsConfig } from "./models-config.js";

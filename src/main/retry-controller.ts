@@ -15,11 +15,12 @@ import {
   classifyMessage,
   type FailureClass,
   isFailedStop,
+  isRateLimit,
   retryHintsOf,
 } from "../shared/classify.js";
 import type { AutoRetryStartEvent, RetryEvent } from "../shared/events.js";
 import type { RetrySettings } from "../shared/settings.js";
-import type { AuthStorage } from "./auth-storage.js";
+import { type AuthStorage, type LimitKind, normalizeOutcome, type UsageLimitOutcome } from "./auth/auth-storage.js";
 
 /** `finalError` of a chain ended by `abortRetry()` or `abort()` (R8). */
 export const RETRY_CANCELLED = "Retry cancelled";
@@ -38,6 +39,11 @@ export interface RetryActions<M extends RetryMessage = RetryMessage> {
   restoreFailedMessage(message: M): Promise<void>;
   /** R4: post `continue` to the worker. */
   continueRun(): Promise<void>;
+  /**
+   * R4: every key of the failing provider is blocked: move the session to the next usable model
+   * of `retry.fallbackModels`. Resolves with its `"provider/id"`, or undefined when none is usable.
+   */
+  switchToFallback?(): Promise<string | undefined>;
 }
 
 /** Dependencies of the controller; everything time- or I/O-related is injected. */
@@ -69,6 +75,8 @@ export type RetryDecision<M extends RetryMessage = RetryMessage> =
       delayMs: number;
       message: M;
       usageLimit: boolean;
+      /** A burst rate limit (429): told to a storage that serves keys, so it can rotate. */
+      rateLimit?: boolean;
       retryAfterMs?: number;
     };
 
@@ -178,6 +186,7 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
       message,
       usageLimit: failure === "usage_limit",
     };
+    if (failure === "retryable" && isRateLimit(message)) decision.rateLimit = true;
     if (hints.retryAfterMs !== undefined) decision.retryAfterMs = hints.retryAfterMs;
     this.#promisedStart = {
       type: "auto_retry_start",
@@ -198,17 +207,31 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
     const live = () => this.#chainId === decision.chainId && this.#chain !== undefined;
     if (!live()) return;
     let delayMs = decision.delayMs;
-    const storage = this.#options.authStorage;
-    if (decision.usageLimit && storage !== undefined) {
-      const info: { retryAfterMs?: number; baseUrl?: string } = {};
-      if (decision.retryAfterMs !== undefined) info.retryAfterMs = decision.retryAfterMs;
-      const baseUrl = this.#options.baseUrl?.();
-      if (baseUrl !== undefined) info.baseUrl = baseUrl;
-      const switched = await Promise.resolve()
-        .then(() => storage.markUsageLimitReached(decision.message.provider, this.#options.sessionId, info))
-        .catch(() => false);
+    let model: string | undefined;
+    const limit = this.#limitKind(decision);
+    if (limit !== undefined) {
+      const outcome = await this.#reportLimit(decision, limit);
       if (!live()) return;
-      if (switched) delayMs = 0;
+      if (outcome.switched) delayMs = 0;
+      else {
+        model = await actions.switchToFallback?.().catch(() => undefined);
+        if (!live()) return;
+        if (model !== undefined) delayMs = 0;
+        else if (outcome.retryAfterMs !== undefined) {
+          // No free key: wait for the first to free, even with respectRetryAfter off (R4).
+          const cap = this.#options.settings().maxDelayMs;
+          if (cap !== undefined && outcome.retryAfterMs > cap) {
+            const frees = new Date(this.#options.now() + outcome.retryAfterMs).toISOString();
+            this.#endChain(
+              false,
+              decision.attempt - 1,
+              `Every key of provider "${decision.message.provider}" is blocked; the first frees at ${frees} (in ${formatMs(outcome.retryAfterMs)}), above retry.maxDelayMs (${formatMs(cap)}): ${decision.message.errorMessage ?? ""}`,
+            );
+            return;
+          }
+          delayMs = Math.max(delayMs, outcome.retryAfterMs);
+        }
+      }
     }
     this.#promisedStart = undefined;
     this.#options.emit({
@@ -217,6 +240,7 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
       maxAttempts: decision.maxAttempts,
       delayMs,
       errorMessage: decision.message.errorMessage ?? "",
+      ...(model === undefined ? {} : { model }),
     });
     if (!live()) return;
     this.#removed = { message: decision.message, actions };
@@ -258,6 +282,33 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
     if (this.#chain === undefined) return;
     this.#sleepAbort?.abort();
     this.#endChain(false, this.#attempt, finalError);
+  }
+
+  /**
+   * Which limit the R4 step handles: usage limits always; 429 rate limits only with a storage that
+   * serves keys (another key may be free; without one a 429 is a plain transient failure).
+   */
+  #limitKind(decision: Extract<RetryDecision<M>, { kind: "retry" }>): LimitKind | undefined {
+    if (decision.usageLimit) return "usage_limit";
+    if (decision.rateLimit === true && typeof this.#options.authStorage?.apiKeyFor === "function") return "rate_limit";
+    return undefined;
+  }
+
+  /** R4: tells the storage; a throw, a rejection or an odd answer counts as "did not switch". */
+  async #reportLimit(
+    decision: Extract<RetryDecision<M>, { kind: "retry" }>,
+    kind: LimitKind,
+  ): Promise<UsageLimitOutcome> {
+    const storage = this.#options.authStorage;
+    if (storage === undefined) return { switched: false };
+    const info: { retryAfterMs?: number; baseUrl?: string; kind?: LimitKind } = {};
+    if (decision.retryAfterMs !== undefined) info.retryAfterMs = decision.retryAfterMs;
+    const baseUrl = this.#options.baseUrl?.();
+    if (baseUrl !== undefined) info.baseUrl = baseUrl;
+    if (kind === "rate_limit") info.kind = kind;
+    return Promise.resolve()
+      .then(() => storage.markUsageLimitReached(decision.message.provider, this.#options.sessionId, info))
+      .then(normalizeOutcome, () => ({ switched: false }));
   }
 
   #delay(settings: RetrySettings, attempt: number, retryAfterMs: number | undefined): number | undefined {

@@ -19,7 +19,8 @@ import type { SessionEvent } from "../shared/events.js";
 import type { ModelChange, ModelRef, SessionInit } from "../shared/protocol.js";
 import { mergeSettings, parseSettings, type Settings, type SettingsInput } from "../shared/settings.js";
 import { AgentSession, type ContextOverflowHook, parseModelName } from "./agent-session.js";
-import type { AuthStorage } from "./auth-storage.js";
+import type { AuthStorage } from "./auth/auth-storage.js";
+import { FileAuthStorage } from "./auth/file-auth-storage.js";
 import {
   listConfiguredModels,
   loadModelsConfig,
@@ -75,7 +76,10 @@ export interface SessionHostOptions {
   workerEntry?: string | URL;
   /** Settings applied over both files for every session of this host. */
   settings?: SettingsInput;
-  /** Told about usage-limit errors (SPEC R4). @default none */
+  /**
+   * Serves sessions their provider keys and is told about usage and rate limits (SPEC R4).
+   * @default a {@link FileAuthStorage} of `lifelineDir`'s `auth.json` (none with `lifelineDir: false`)
+   */
   authStorage?: AuthStorage;
   /**
    * Longest wait for a worker call before it rejects with ERR_CALL_TIMEOUT (the worker is then taken
@@ -214,6 +218,7 @@ export class SessionHost {
   readonly #files: HostSessions;
   #fileSettings: Promise<SettingsInput> | undefined;
   #modelsConfig: Promise<ModelsConfig> | undefined;
+  #defaultAuth: FileAuthStorage | undefined;
   #closed = false;
 
   /** @internal Use {@link createSessionHost}. */
@@ -316,9 +321,13 @@ export class SessionHost {
     const restored = resumed === undefined ? undefined : restoreTranscript(resumed.entries);
     const fileModel = restored?.model === undefined ? undefined : `${restored.model.provider}/${restored.model.id}`;
     const settings = await this.#sessionSettings(options.settings);
-    const resolved = await this.#resolveModel(toModelRef(options.model ?? fileModel ?? "demo/demo-1"), options.apiKey);
-    this.#assertOpen();
     const sessionId = options.sessionId ?? randomUUID();
+    const resolved = await this.#resolveModel(
+      toModelRef(options.model ?? fileModel ?? "demo/demo-1"),
+      options.apiKey,
+      sessionId,
+    );
+    this.#assertOpen();
     if (this.#sessions.has(sessionId)) {
       throw new LifelineError(
         "ERR_INVALID_OPTIONS",
@@ -360,15 +369,19 @@ export class SessionHost {
       messages: init.messages,
       ...(restored === undefined ? {} : { history: [...restored.history, ...restored.undelivered] }),
       recorder,
-      authStorage: this.#options.authStorage,
+      authStorage: this.authStorage,
+      keyFor: (provider) => this.#storedKey(provider, sessionId),
+      ...(options.apiKey === undefined ? {} : { pinnedProvider: providerOf(resolved.model) }),
+      isProviderExhausted: (provider) => safely(() => this.authStorage?.isExhausted?.(provider)) === true,
       onContextOverflow: options.onContextOverflow,
       onListenerError: this.#options.onListenerError ?? reportListenerError,
       onDisposed: (id) => {
         this.#sessions.delete(id);
+        safely(() => this.authStorage?.releaseSession?.(id));
         this.#workers.releaseIsolated();
         if (recorder !== undefined) void this.#files.close(recorder);
       },
-      resolveModel: (ref) => this.#resolveModel(ref, undefined),
+      resolveModel: (ref) => this.#resolveModel(ref, undefined, sessionId),
       modelChange: resolved,
       // SPEC X7: opened again on a fresh worker from the main-side transcript; a suspect on its own.
       reopen: async (messages, model, isolate) =>
@@ -459,8 +472,37 @@ export class SessionHost {
     return this.#options.cwd ?? process.cwd();
   }
 
-  async #resolveModel(ref: ModelRef, apiKey: string | undefined): Promise<ModelChange> {
-    return resolveModelRef(ref, await this.#models(), apiKey);
+  /**
+   * The storage serving keys and told about limits: the host's `authStorage`, else the
+   * `auth.json` of the lifeline directory (none with `lifelineDir: false`).
+   */
+  get authStorage(): AuthStorage | undefined {
+    if (this.#options.authStorage !== undefined) return this.#options.authStorage;
+    const dir = this.#lifelineDir();
+    if (dir === false) return undefined;
+    this.#defaultAuth ??= FileAuthStorage.inDir(dir);
+    return this.#defaultAuth;
+  }
+
+  /**
+   * A model reference, resolved with its key. Key precedence: `apiKey` (the session's option),
+   * then the auth storage (auth.json), then models.json, then the provider's environment variable.
+   */
+  async #resolveModel(ref: ModelRef, apiKey: string | undefined, sessionId: string): Promise<ModelChange> {
+    return resolveModelRef(ref, await this.#models(), apiKey ?? this.#storedKey(ref.provider, sessionId));
+  }
+
+  /** The auth storage's key for a session; a storage that throws has none (the next source is used). */
+  #storedKey(provider: string, sessionId: string): string | undefined {
+    try {
+      return this.authStorage?.apiKeyFor?.(provider, sessionId);
+    } catch (error) {
+      process.emitWarning(
+        `lifeline: the auth storage failed to give a key for ${provider}: ${error instanceof Error ? error.message : String(error)}`,
+        { code: "LIFELINE_AUTH_FILE" },
+      );
+      return undefined;
+    }
   }
 
   /** The user's models.json, read once and kept until {@link reloadSettings}; a failed read is retried. */
@@ -497,6 +539,19 @@ function withModel(init: SessionInit, change: ModelChange, messages: AgentMessag
   if (change.apiKey !== undefined) next.apiKey = change.apiKey;
   if (change.authHeader === true) next.authHeader = true;
   return next;
+}
+
+function providerOf(model: ModelRef): string {
+  return model.provider;
+}
+
+/** Runs a storage hook; a throw is ignored (a storage never breaks a session). */
+function safely<T>(hook: () => T): T | undefined {
+  try {
+    return hook();
+  } catch {
+    return undefined;
+  }
 }
 
 function toModelRef(model: string | ModelRef): ModelRef {

@@ -138,6 +138,23 @@ export function explainMessage(
     : { failureClass: "retryable", basis: `text matches ${pattern}` };
 }
 
+/**
+ * R4: whether a retryable failure is a burst rate limit (a 429, a rate-limit error type, or the
+ * words in the text), which an auth storage with another key can route around. Usage limits are
+ * classed `usage_limit` and are not asked about here.
+ */
+export function isRateLimit(message: ClassifiableMessage): boolean {
+  const failure = requestFailureOf(message);
+  if (failure?.status === 429) return true;
+  if (
+    [failure?.errorType, failure?.errorCode].some(
+      (kind) => kind === "rate_limit_error" || kind === "rate_limit_exceeded",
+    )
+  )
+    return true;
+  return /rate[ _-]?limit|too many requests/i.test(message.errorMessage ?? "");
+}
+
 /** B2 on the structured record alone; undefined when it says nothing either way. */
 function explainRequestFailure(failure: RequestFailure, kinds: readonly string[]): Classification | undefined {
   const advice = failure.headers?.["x-should-retry"];

@@ -23,6 +23,8 @@ export interface AutoRetryStartEvent {
   maxAttempts: number;
   delayMs: number;
   errorMessage: string;
+  /** `"provider/id"` of the model the retry runs on, when a fallback model replaced the session's (R4). */
+  model?: string;
 }
 
 /** R14: a retry chain ended. Exactly one per chain. */

@@ -40,6 +40,12 @@ const retrySchema = z.strictObject({
   jitter: z.enum(["none", "full", "equal"]).default("none"),
   /** B6: cap on any delay; a server hint above it fails the chain at once. @default no cap */
   maxDelayMs: positiveTimerMs.optional(),
+  /**
+   * R4: models (`"provider/id"`) a retry moves to, in order, when every key of the failing
+   * provider is blocked by usage or rate limits. The session stays on the model it moved to.
+   * @default none
+   */
+  fallbackModels: z.array(z.string().regex(/^[^/\s]+\/\S+$/, { error: 'must be "provider/id"' })).optional(),
   provider: providerSchema.default({ maxRetries: 0 }),
 });
 
@@ -92,6 +98,7 @@ export interface SettingsInput {
     respectRetryAfter?: boolean;
     jitter?: "none" | "full" | "equal";
     maxDelayMs?: number;
+    fallbackModels?: string[];
     provider?: { maxRetries?: number; timeoutMs?: number; maxRetryDelayMs?: number };
   };
   supervision?: { maxRestarts?: number; windowMs?: number };

@@ -8,6 +8,7 @@
  *   lifeline demo                                    the demo job behind `npm start`
  *   lifeline --mode rpc [--provider P] [--model M]   pi's RPC protocol on stdin/stdout (rpc/rpc-mode.ts)
  *   lifeline mock-server [--port N] [--script F]     the fault-injecting model server, until Ctrl+C
+ *   lifeline auth add|list|remove                    keys in $LIFELINE_DIR/auth.json (auth/auth-cli.ts)
  *
  * Sessions (-p, rpc, interactive) are saved as pi's session files unless --no-session (see
  * cli-sessions.ts); `demo` and `mock-server` never write one.
@@ -25,6 +26,7 @@ import { loadMockScript, type MockScript, startMockServer } from "../mock-server
 import { isFailedStop } from "../shared/classify.js";
 import { LifelineError } from "../shared/errors.js";
 import type { PromptResult, SessionEvent } from "../shared/events.js";
+import { addAuthCommand } from "./auth/auth-cli.js";
 import { type CliSessionFlags, cliSessionsOption, openCliSession, resumeUsageError } from "./cli-sessions.js";
 import { runRpcMode } from "./rpc/rpc-mode.js";
 import { createSessionHost, type SessionHostOptions, type SessionsOptions } from "./session-host.js";
@@ -214,7 +216,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .addOption(
       new Option(
         "--api-key <key>",
-        "API key for the provider (default: models.json, then its environment variable); LIFELINE_API_KEY keeps it off the command line",
+        "API key for the provider (default: auth.json, then models.json, then its environment variable); LIFELINE_API_KEY keeps it off the command line",
       ).env("LIFELINE_API_KEY"),
     )
     .addOption(
@@ -295,6 +297,9 @@ export async function main(argv: readonly string[]): Promise<number> {
           "The model fails twice with transient errors; the retry controller on the main thread backs off and retries.",
       });
     });
+  addAuthCommand(program, (code) => {
+    exitCode = code;
+  });
   program
     .command("mock-server")
     .description("run the fault-injecting model server (OpenAI chat completions and Anthropic messages) until Ctrl+C")

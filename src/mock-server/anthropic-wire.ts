@@ -55,7 +55,10 @@ function describe(spec: ErrorSpec, ctx: AnswerContext): { type: string; message:
     case "context_overflow":
       return { type: "invalid_request_error", message: "prompt is too long: 213456 tokens > 200000 maximum" };
     case "usage_limit":
-      return { type: "rate_limit_error", message: "You have reached your usage limit. Try again later." };
+      return {
+        type: "rate_limit_error",
+        message: spec.message ?? "You have reached your usage limit. Try again later.",
+      };
     case "stream_error":
       return spec.errorType === undefined
         ? { type: "overloaded_error", message: spec.message ?? "Overloaded" }

@@ -241,20 +241,23 @@ class MockModelServer implements MockServer {
       return this.#refuseModel(res, wire, contextFor(seq, "", undefined, req), 400, request.problem, request.param);
     }
     const step = this.#picker.next(request.conversation);
+    const ctx = contextFor(seq, request.model, request, req);
     const record: MutableRecord = {
       seq,
       conversation: request.conversation,
       api: wire.api,
       stream: request.stream,
+      model: request.model,
       step: step.type,
       startedAt: Date.now(),
     };
+    if (ctx.apiKey !== undefined) record.apiKey = ctx.apiKey;
     this.#requests.countRequest(request.conversation);
     const abort = new AbortController();
     const exchange: Exchange = {
       res,
       wire,
-      ctx: contextFor(seq, request.model, request, req),
+      ctx,
       record,
       stream: request.stream,
       script: this.#picker.script,

@@ -77,7 +77,7 @@ function describe(spec: ErrorSpec, ctx: AnswerContext): OpenAiError & { param: s
       };
     case "usage_limit":
       return {
-        message: "You have reached your usage limit. Try again later.",
+        message: spec.message ?? "You have reached your usage limit. Try again later.",
         type: "usage_limit_reached",
         param: null,
         code: "usage_limit_reached",

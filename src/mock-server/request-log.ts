@@ -23,6 +23,10 @@ export interface MockRequestRecord {
   readonly conversation: string;
   readonly api: WireApi;
   readonly stream: boolean;
+  /** The model the request named; "" for a malformed request. */
+  readonly model?: string;
+  /** The key the request carried (Bearer token or `x-api-key`), so tests can tell which key was used. */
+  readonly apiKey?: string;
   /** The resolved step; "none" for a malformed request. */
   readonly step: StepKind | "none";
   /** The HTTP status sent, once headers are out; absent for `reset` and for requests closed before headers. */

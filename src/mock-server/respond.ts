@@ -45,7 +45,18 @@ export async function respond(ex: Exchange, step: MockStep): Promise<void> {
     case "context_overflow":
       return sendError(ex, { reason: "context_overflow", status: 400 }, {});
     case "usage_limit":
-      return sendError(ex, { reason: "usage_limit", status: 429 }, step);
+      return sendError(
+        ex,
+        {
+          reason: "usage_limit",
+          status: 429,
+          message:
+            step.echoKey === true
+              ? `You have reached your usage limit for key ${ex.ctx.apiKey ?? "(none)"}. Try again later.`
+              : undefined,
+        },
+        step,
+      );
     case "reset":
       ex.end("fault");
       return resetSocket(ex.res.socket);

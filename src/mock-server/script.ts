@@ -52,6 +52,11 @@ const contextOverflowStep = strict({ type: z.literal("context_overflow"), delayM
 
 const usageLimitStep = strict({
   type: z.literal("usage_limit"),
+  /**
+   * Quote the whole key the request carried in the error text, as a careless proxy would: for
+   * tests that keys never leak into events, errors, logs or files. @default false
+   */
+  echoKey: z.boolean().optional(),
   retryAfter: seconds.optional(),
   retryAfterMs: seconds.optional(),
   delayMs: ms.optional(),

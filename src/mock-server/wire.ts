@@ -14,7 +14,10 @@ export interface AnswerContext {
   model: string;
   promptTokens: number;
   includeUsage: boolean;
-  /** The key the client sent (Bearer token or `x-api-key`), for realistic 401 texts. Never echoed whole. */
+  /**
+   * The key the client sent (Bearer token or `x-api-key`), for realistic 401 texts (masked there);
+   * echoed whole only by a `usage_limit` step with `echoKey`.
+   */
   apiKey: string | undefined;
   /** Epoch seconds, as OpenAI's `created`. */
   created: number;

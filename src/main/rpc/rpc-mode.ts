@@ -11,6 +11,7 @@
 import { resolve } from "node:path";
 import { LifelineError } from "../../shared/errors.js";
 import type { AgentSession } from "../agent-session.js";
+import { FileAuthStorage } from "../auth/file-auth-storage.js";
 import { type CliSessionFlags, openCliSession } from "../cli-sessions.js";
 import { createSessionHost, type SessionHost, type SessionHostOptions } from "../session-host.js";
 import { attachJsonlReader, serializeJsonLine } from "./jsonl.js";
@@ -218,6 +219,7 @@ class RpcServer {
   }
 
   async #handle(type: RpcCommandType, command: unknown): Promise<RpcResponseData[RpcCommandType]> {
+    if (type === "auth_list" || type === "auth_add" || type === "auth_remove") return this.#auth(command);
     // Reading commands and new_session work on an ended session; the others need a live one.
     const readOnly = type === "get_state" || type === "get_messages" || type === "get_last_assistant_text";
     const session =
@@ -281,6 +283,26 @@ class RpcServer {
         const unreachable: never = type;
         return unreachable;
       }
+    }
+  }
+
+  /** lifeline's auth commands, on the host's auth.json; they need no session. */
+  async #auth(command: unknown): Promise<RpcResponseData["auth_list" | "auth_add" | "auth_remove"]> {
+    const storage = this.#host.authStorage;
+    if (!(storage instanceof FileAuthStorage)) {
+      throw new LifelineError(
+        "ERR_INVALID_OPTIONS",
+        "This host's auth storage is not an auth.json file (the host has lifelineDir: false or its own authStorage).",
+      );
+    }
+    const typed = command as RpcCommandOf<"auth_list"> | RpcCommandOf<"auth_add"> | RpcCommandOf<"auth_remove">;
+    switch (typed.type) {
+      case "auth_list":
+        return { credentials: storage.list(), path: storage.path };
+      case "auth_add":
+        return { provider: typed.provider, index: await storage.add(typed.provider, typed.key) };
+      case "auth_remove":
+        return { provider: typed.provider, removed: await storage.remove(typed.provider, typed.index) };
     }
   }
 

@@ -13,6 +13,7 @@ import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { z } from "zod";
 import type { SessionEvent } from "../../shared/events.js";
+import type { AuthEntry } from "../auth/file-auth-storage.js";
 
 const id = z.string().max(1000).optional();
 const text = z.string().min(1, "must be a non-empty string");
@@ -42,6 +43,17 @@ export const rpcCommandSchemas = {
   /** B7: closes the session and resumes a stored one (a file path, or an id or prefix of one). */
   switch_session: z.strictObject({ id, type: z.literal("switch_session"), sessionPath: text }),
   get_last_assistant_text: z.strictObject({ id, type: z.literal("get_last_assistant_text") }),
+  /** lifeline extension: the keys of auth.json, masked. */
+  auth_list: z.strictObject({ id, type: z.literal("auth_list") }),
+  /** lifeline extension: adds a key to auth.json; the response never repeats it. */
+  auth_add: z.strictObject({ id, type: z.literal("auth_add"), provider: text, key: text }),
+  /** lifeline extension: removes a provider's key at `index`, or all its keys. */
+  auth_remove: z.strictObject({
+    id,
+    type: z.literal("auth_remove"),
+    provider: text,
+    index: z.number().int().min(0).optional(),
+  }),
 } as const;
 
 /** The `type` of a supported command. */
@@ -94,6 +106,9 @@ export interface RpcResponseData {
   new_session: { cancelled: boolean };
   switch_session: { cancelled: boolean };
   get_last_assistant_text: { text: string | null };
+  auth_list: { credentials: AuthEntry[]; path: string };
+  auth_add: { provider: string; index: number };
+  auth_remove: { provider: string; removed: number };
 }
 
 /** A response line. `command` is the command's type, or "parse" when the line was not a command. */

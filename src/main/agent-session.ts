@@ -667,7 +667,11 @@ export class AgentSession {
           continueRun: () => this.#continueAfterRetry(),
           switchToFallback: () => this.#switchToFallback(),
         })
-        .catch((error: unknown) => this.#failPrompt(error));
+        // R4: the chain may end inside execute (every key blocked past retry.maxDelayMs).
+        .then(
+          () => this.#maybeSettle(),
+          (error: unknown) => this.#failPrompt(error),
+        );
     } else if (afterRun.decision.failure === "overflow" && afterRun.last !== undefined) {
       void this.#routeOverflow(afterRun.last);
     }

@@ -6,9 +6,9 @@
  *
  * SPEC rules: R4 (the usage-limit step: rotation, waiting, fallback), R14 (auto_retry_start).
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   type AgentSession,
   createSessionHost,
@@ -20,6 +20,7 @@ import {
   startMockServer,
 } from "../dist/main/index.js";
 import { tempDir, within } from "./fixtures/bounded.js";
+import { spawnRpc } from "./fixtures/rpc-child.js";
 
 const KEY_A = "sk-lifeline-key-a-5d41402abc4b2a76";
 const KEY_B = "sk-lifeline-key-b-7d793037a0760186";
@@ -189,5 +190,82 @@ describe("credentials from auth.json, rotated on limits", () => {
     // The default block of an exhausted quota (30 min) from key A's report.
     const frees = Date.parse(match?.[1] ?? "");
     expect(frees).toBeGreaterThanOrEqual(before + 30 * 60_000 - 1000);
+  });
+
+  it("R4: keys never leak: a server that echoes the whole key leaves no key in events, results, errors, warnings or the session file", async () => {
+    const written: string[] = [];
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    });
+    const warnings = vi.spyOn(process, "emitWarning").mockImplementation((warning: string | Error) => {
+      written.push(String(warning));
+    });
+    try {
+      const { host, dir } = hostWith({ retry: { maxDelayMs: 60_000, fallbackModels: ["mock-backup/backup-1"] } });
+      const session = await host.createSession({ model: "mock-main/main-1" });
+      const events = collect(session);
+      const text = scripted("echo", [
+        { type: "usage_limit", echoKey: true },
+        { type: "usage_limit", echoKey: true },
+        { type: "usage_limit", echoKey: true },
+      ]);
+      const result = await within(session.prompt(text), 15_000, "the failed chain");
+      expect(requestsOf(text).map((request) => request.key)).toEqual([KEY_A, KEY_B, KEY_C]);
+      expect(result.errorMessage).toContain("[redacted]");
+      await session.flushSession();
+      const files = readdirSync(join(dir, "sessions")).map((name) => readFileSync(join(dir, "sessions", name), "utf8"));
+      const captured = [
+        JSON.stringify(events),
+        JSON.stringify(result),
+        JSON.stringify(session.messages),
+        ...files,
+        ...written,
+      ];
+      expect(files.join("")).toContain("[redacted]");
+      for (const key of [KEY_A, KEY_B, KEY_C]) {
+        for (const text of captured) expect(text).not.toContain(key);
+      }
+    } finally {
+      stderr.mockRestore();
+      warnings.mockRestore();
+    }
+  });
+
+  it("R4: keys never leak into RPC output or stderr, and auth_list shows them masked", async () => {
+    const rpc = spawnRpc(cleanups, {
+      models: modelsJson(),
+      files: { "auth.json": JSON.stringify(AUTH) },
+      settings: { retry: { baseDelayMs: 600_000, maxDelayMs: 60_000 } },
+      args: ["--model", "mock-main/main-1"],
+    });
+    const text = scripted("rpc echo", [
+      { type: "usage_limit", echoKey: true },
+      { type: "usage_limit", echoKey: true },
+    ]);
+    await rpc.request({ type: "prompt", message: text });
+    const settled = await rpc.waitFor((record) => record.type === "agent_settled", "agent_settled");
+    expect(settled).toMatchObject({ stopReason: "error" });
+    const listed = await rpc.request({ type: "auth_list" });
+    expect(listed).toMatchObject({
+      success: true,
+      data: {
+        credentials: [
+          { provider: "mock-main", index: 0, type: "api_key", masked: "sk-…2a76" },
+          { provider: "mock-main", index: 1, type: "api_key", masked: "sk-…0186" },
+          { provider: "mock-backup", index: 0, type: "api_key", masked: "sk-…b682" },
+        ],
+      },
+    });
+    const added = await rpc.request({
+      type: "auth_add",
+      provider: "mock-main",
+      key: "sk-lifeline-key-d-0cc175b9c0f1b6a8",
+    });
+    expect(added).toMatchObject({ success: true, data: { provider: "mock-main", index: 2 } });
+    const output = JSON.stringify(rpc.records) + rpc.stderr();
+    expect(requestsOf(text).map((request) => request.key)).toEqual([KEY_A, KEY_B]);
+    for (const key of [KEY_A, KEY_B, KEY_C, "sk-lifeline-key-d-0cc175b9c0f1b6a8"]) expect(output).not.toContain(key);
+    expect(rpc.problems).toEqual([]);
   });
 });

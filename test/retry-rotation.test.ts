@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { AuthStorage, UsageLimitInfo } from "../src/main/auth/auth-storage.js";
 import { type RetryActions, RetryController, type RetryMessage } from "../src/main/retry-controller.js";
 import type { RetryEvent } from "../src/shared/events.js";
-import { DEFAULT_SETTINGS, type RetrySettings } from "../src/shared/settings.js";
+import { DEFAULT_SETTINGS, parseSettings, type RetrySettings } from "../src/shared/settings.js";
 import { ManualSleep } from "./fixtures/in-process-host.js";
 
 const NOW = Date.parse("2026-11-30T00:00:00Z");
@@ -148,5 +148,15 @@ describe("R4 with a rotating auth storage", () => {
     await running;
     expect(clock.delays).toEqual([0]);
     expect(events[0]).toMatchObject({ type: "auto_retry_start", delayMs: 0, model: "backup/model-2" });
+  });
+
+  it('R4: retry.fallbackModels takes "provider/id" entries and refuses anything else, naming the key', () => {
+    expect(parseSettings({ retry: { fallbackModels: ["openai/gpt-4o", "local/a/b"] } }).retry.fallbackModels).toEqual([
+      "openai/gpt-4o",
+      "local/a/b",
+    ]);
+    expect(() => parseSettings({ retry: { fallbackModels: ["gpt-4o"] } }, "settings.json")).toThrow(
+      /retry\.fallbackModels\.0.*provider\/id/,
+    );
   });
 });

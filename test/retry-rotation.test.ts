@@ -151,10 +151,10 @@ describe("R4 with a rotating auth storage", () => {
   });
 
   it('R4: retry.fallbackModels takes "provider/id" entries and refuses anything else, naming the key', () => {
-    expect(parseSettings({ retry: { fallbackModels: ["openai/gpt-4o", "local/a/b"] } }).retry.fallbackModels).toEqual([
-      "openai/gpt-4o",
-      "local/a/b",
-    ]);
+    expect(
+      parseSettings({ retry: { fallbackModels: ["openai/gpt-4o", "local/a/b"] } }, "settings.json").retry
+        .fallbackModels,
+    ).toEqual(["openai/gpt-4o", "local/a/b"]);
     expect(() => parseSettings({ retry: { fallbackModels: ["gpt-4o"] } }, "settings.json")).toThrow(
       /retry\.fallbackModels\.0.*provider\/id/,
     );

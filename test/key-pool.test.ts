@@ -61,6 +61,13 @@ describe("KeyPool", () => {
     expect(pool.pick("anthropic", "s1")).toBeUndefined();
   });
 
+  it("R4: a session whose key is not stored here (its own apiKey) blocks no stored key", () => {
+    const { pool } = poolWith({ openai: ["A", "B"] });
+    expect(pool.markLimited("openai", "pinned", "usage_limit")).toEqual({ switched: false });
+    expect(pool.blockedUntil("openai", "A")).toBeUndefined();
+    expect(pool.isExhausted("openai")).toBe(false);
+  });
+
   it("R4: keys survive a reload of the file with their blocks; a removed key is dropped from its sessions", () => {
     const { pool } = poolWith({ openai: ["A", "B"] });
     pool.pick("openai", "s1");
@@ -96,6 +103,7 @@ describe("KeyPool", () => {
             if (anyFree) expect(pool.blockedUntil("p", key as string)).toBeUndefined();
           } else {
             const outcome = pool.markLimited("p", `s${step.session}`, step.limit, step.hint);
+            if (outcome.switched === false && outcome.retryAfterMs === undefined) continue; // never picked
             if (outcome.switched) {
               expect(outcome.retryAfterMs).toBeUndefined();
               expect(pool.blockedUntil("p", pool.pick("p", `s${step.session}`) as string)).toBeUndefined();

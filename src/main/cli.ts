@@ -66,7 +66,7 @@ function formatDelay(ms: number): string {
 export function progressLine(event: SessionEvent): string | undefined {
   switch (event.type) {
     case "auto_retry_start":
-      return `Retrying (${event.attempt}/${event.maxAttempts}) in ${formatDelay(event.delayMs)}… after: ${event.errorMessage}`;
+      return `Retrying (${event.attempt}/${event.maxAttempts})${event.model === undefined ? "" : ` on ${event.model}`} in ${formatDelay(event.delayMs)}… after: ${event.errorMessage}`;
     case "auto_retry_end":
       if (event.success) return `Recovered after ${event.attempt} ${event.attempt === 1 ? "retry" : "retries"}.`;
       return `Retry failed after ${event.attempt} attempts: ${event.finalError ?? "Unknown error"}`;

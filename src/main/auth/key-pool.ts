@@ -78,14 +78,14 @@ export class KeyPool {
   /**
    * R4: blocks the session's key until `retryAfterMs` from now (else the default of `kind`) and
    * moves the session to a free sibling. Answers `{ switched: true }`, or, when none is free,
-   * `{ switched: false, retryAfterMs }` with the wait until the first key frees. A provider with
-   * no keys here answers `{ switched: false }`: the key came from elsewhere.
+   * `{ switched: false, retryAfterMs }` with the wait until the first key frees. A session that
+   * has no key of the provider here answers `{ switched: false }`: its key came from elsewhere (its
+   * own `apiKey`, models.json, the environment), so no stored key is to blame.
    */
   markLimited(provider: string, sessionId: string, kind: LimitKind, retryAfterMs?: number): UsageLimitOutcome {
     const keys = this.#keys.get(provider);
     if (keys === undefined || keys.length === 0) return { switched: false };
-    const sessions = this.#sessionsOf(provider);
-    const failed = sessions.get(sessionId) ?? keys[0];
+    const failed = this.#sessionsOf(provider).get(sessionId);
     if (failed === undefined) return { switched: false };
     const now = this.#now();
     const until = now + Math.max(0, retryAfterMs ?? this.#blockMs[kind]);

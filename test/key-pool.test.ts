@@ -61,6 +61,17 @@ describe("KeyPool", () => {
     expect(pool.pick("anthropic", "s1")).toBeUndefined();
   });
 
+  it("R4: a rate limit on a provider's only key blocks nothing: the ordinary backoff handles it", () => {
+    const { pool } = poolWith({ openai: ["A"] });
+    pool.pick("openai", "s1");
+    expect(pool.markLimited("openai", "s1", "rate_limit")).toEqual({ switched: false });
+    expect(pool.blockedUntil("openai", "A")).toBeUndefined();
+    expect(pool.markLimited("openai", "s1", "usage_limit")).toEqual({
+      switched: false,
+      retryAfterMs: DEFAULT_BLOCK_MS.usage_limit,
+    });
+  });
+
   it("R4: a session whose key is not stored here (its own apiKey) blocks no stored key", () => {
     const { pool } = poolWith({ openai: ["A", "B"] });
     expect(pool.markLimited("openai", "pinned", "usage_limit")).toEqual({ switched: false });

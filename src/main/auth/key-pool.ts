@@ -87,6 +87,9 @@ export class KeyPool {
     if (keys === undefined || keys.length === 0) return { switched: false };
     const failed = this.#sessionsOf(provider).get(sessionId);
     if (failed === undefined) return { switched: false };
+    // A burst rate limit on a provider's only key is a plain transient failure: the backoff
+    // handles it, as it did before rotation, instead of a 30 s block.
+    if (kind === "rate_limit" && keys.length < 2) return { switched: false };
     const now = this.#now();
     const until = now + Math.max(0, retryAfterMs ?? this.#blockMs[kind]);
     const slot = slotOf(provider, failed);

@@ -8,6 +8,7 @@
  *   lifeline demo                                    the demo job behind `npm start`
  *   lifeline --mode rpc [--provider P] [--model M]   pi's RPC protocol on stdin/stdout (rpc/rpc-mode.ts)
  *   lifeline mock-server [--port N] [--script F]     the fault-injecting model server, until Ctrl+C
+ *   lifeline load --sessions N --prompts M [...]     a load test with reports (load/load-command.ts)
  *
  * Sessions (-p, rpc, interactive) are saved as pi's session files unless --no-session (see
  * cli-sessions.ts); `demo` and `mock-server` never write one.
@@ -26,6 +27,7 @@ import { isFailedStop } from "../shared/classify.js";
 import { LifelineError } from "../shared/errors.js";
 import type { PromptResult, SessionEvent } from "../shared/events.js";
 import { type CliSessionFlags, cliSessionsOption, openCliSession, resumeUsageError } from "./cli-sessions.js";
+import { addLoadCommand } from "./load/load-command.js";
 import { runRpcMode } from "./rpc/rpc-mode.js";
 import { createSessionHost, type SessionHostOptions, type SessionsOptions } from "./session-host.js";
 import { workerFate } from "./supervision/interrupted-run.js";
@@ -303,6 +305,13 @@ export async function main(argv: readonly string[]): Promise<number> {
     .action(async (opts: { port: string; host: string; script?: string }) => {
       exitCode = await mockServer(opts);
     });
+  addLoadCommand(
+    program,
+    (code) => {
+      exitCode = code;
+    },
+    () => program.opts<{ workerEntry?: string }>().workerEntry,
+  );
   try {
     await program.parseAsync([...argv], { from: "user" });
   } catch (error) {

@@ -153,7 +153,9 @@ function box(id, caption) {
 }
 function histogram(id, caption, summary, unit, color) {
   const h = summary.histogram;
-  const labels = h.counts.map((_, i) => fmt(h.edges[i]) + "–" + fmt(h.edges[i + 1]));
+  // One bin per whole number (requests per prompt) is labelled with that number.
+  const unitBins = h.edges.every((e, i) => Number.isInteger(e) && (i === 0 || e - h.edges[i - 1] === 1));
+  const labels = h.counts.map((_, i) => unitBins ? fmt(h.edges[i]) : fmt(h.edges[i]) + "–" + fmt(h.edges[i + 1]));
   new Chart(box(id, caption + " (n = " + summary.count + ")"), {
     type: "bar",
     data: { labels, datasets: [{ label: caption, data: h.counts, backgroundColor: color, barPercentage: 1, categoryPercentage: 0.95 }] },

@@ -162,6 +162,7 @@ class LoadRun {
     const unsubscribes = this.#sessions.map((session, index) =>
       session.subscribe((event) => this.#metrics.onEvent(index, event)),
     );
+    timeline.sample(0);
     const sampler = setInterval(() => timeline.sample(elapsed()), sampleIntervalMs);
     const progress =
       options.onProgress === undefined

@@ -41,17 +41,21 @@ export function percentile(sorted: readonly number[], p: number): number | null 
   return sorted[rank - 1] ?? null;
 }
 
-/** {@link HISTOGRAM_BINS} equal-width bins from the smallest to the largest sample. */
+/**
+ * {@link HISTOGRAM_BINS} equal-width bins from the smallest to the largest sample; whole numbers
+ * that span fewer values than that (requests per prompt) get one bin per value instead.
+ */
 export function histogram(sorted: readonly number[], bins = HISTOGRAM_BINS): Histogram {
   const min = sorted[0];
   const max = sorted[sorted.length - 1];
   if (min === undefined || max === undefined) return { edges: [], counts: [] };
-  // One bin when every sample is equal: a width of 0 would put them nowhere.
-  const count = max === min ? 1 : bins;
-  const width = max === min ? 1 : (max - min) / count;
-  const edges = Array.from({ length: count + 1 }, (_, i) =>
-    i === count ? (max === min ? min + 1 : max) : min + i * width,
-  );
+  const whole = sorted.every(Number.isInteger) && max - min < bins;
+  // Samples closer together than the report's resolution (0.001) show as one bin of width 1.
+  const one = !whole && (max - min) / bins < 0.001;
+  // Whole numbers: bins [k, k + 1). Else equal widths.
+  const count = whole ? max - min + 1 : one ? 1 : bins;
+  const width = whole || one ? 1 : (max - min) / count;
+  const edges = Array.from({ length: count + 1 }, (_, i) => (i === count && !whole && !one ? max : min + i * width));
   const counts = new Array<number>(count).fill(0);
   for (const value of sorted) {
     const index = Math.min(count - 1, Math.floor((value - min) / width));

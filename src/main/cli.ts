@@ -305,13 +305,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     .action(async (opts: { port: string; host: string; script?: string }) => {
       exitCode = await mockServer(opts);
     });
-  addLoadCommand(
-    program,
-    (code) => {
-      exitCode = code;
-    },
-    () => program.opts<{ workerEntry?: string }>().workerEntry,
-  );
+  addLoadCommand(program, (code) => {
+    exitCode = code;
+  });
   try {
     await program.parseAsync([...argv], { from: "user" });
   } catch (error) {

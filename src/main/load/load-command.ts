@@ -26,12 +26,12 @@ const USAGE_ERRORS = new Set([
   "ERR_MISSING_API_KEY",
 ]);
 
-/** Adds `load` to `program`; the action reports its exit code through `setExitCode`. */
-export function addLoadCommand(
-  program: Command,
-  setExitCode: (code: number) => void,
-  workerEntry: () => string | undefined,
-): void {
+/**
+ * Adds `load` to `program`; the action reports its exit code through `setExitCode`.
+ * `program`'s own `--model`, `--api-key` and `--worker-entry` are recognised after the
+ * subcommand too (commander's default), so they reach `load` through `program.opts()`.
+ */
+export function addLoadCommand(program: Command, setExitCode: (code: number) => void): void {
   program
     .command("load")
     .description("load-test: N concurrent sessions × M prompts against the built-in mock server or a real model")
@@ -70,7 +70,11 @@ export function addLoadCommand(
     .addOption(new Option("--mock-tokens <n>", "word tokens of each mock answer (default 32)"))
     .addOption(new Option("--mock-token-delay <time>", "pause between the mock's tokens (default 5ms)"))
     .action(async (flags: LoadFlags) => {
-      setExitCode(await runLoadCommand(flags, workerEntry()));
+      const global = program.opts<{ model?: string; apiKey?: string; workerEntry?: string }>();
+      const merged: LoadFlags = { ...flags };
+      if (merged.model === undefined && global.model !== undefined) merged.model = global.model;
+      if (merged.apiKey === undefined && global.apiKey !== undefined) merged.apiKey = global.apiKey;
+      setExitCode(await runLoadCommand(merged, global.workerEntry));
     });
 }
 

@@ -89,19 +89,23 @@ function runLoad(args: readonly string[], options: { models?: string } = {}): Pr
   return within(startLoad(args, options).done, 40_000, `lifeline load ${args.join(" ")}`);
 }
 
+/** Command-line words of `lines` (no quoting needed by these tests). */
+function words(...lines: string[]): string[] {
+  return lines.join(" ").split(" ");
+}
+
 function readReport(dir: string): LoadReport {
   return JSON.parse(readFileSync(join(dir, "report.json"), "utf8")) as LoadReport;
 }
 
 describe("lifeline load against the built-in mock", () => {
   it("requests sent equal the requests the mock received, and every fault the mock served shows in the report", async () => {
-    const run = await runLoad([
-      "--sessions", "4", "--prompts", "3",
-      "--faults", "503:0.2,429:0.1,reset:0.05", "--seed", "3",
-      "--mock-tokens", "8", "--mock-token-delay", "1ms",
-      "--out", "out",
-      "--threshold", "failure_rate<=1", "--threshold", "amplification>=1",
-    ]);
+    const run = await runLoad(
+      words(
+        "--sessions 4 --prompts 3 --faults 503:0.2,429:0.1,reset:0.05 --seed 3 --mock-tokens 8 --mock-token-delay 1ms",
+        "--out out --threshold failure_rate<=1 --threshold amplification>=1",
+      ),
+    );
     expect(run.code, run.stderr).toBe(0);
     const report = readReport(join(run.cwd, "out"));
     const { totals, mock } = report;
@@ -109,7 +113,12 @@ describe("lifeline load against the built-in mock", () => {
     expect(mock).not.toBeNull();
     // The issue's real-level check: what the host sent is what the server's own counter received.
     expect(totals.requests.sent).toBe(mock?.received);
-    expect(totals.prompts).toEqual({ sent: 12, succeeded: 12 - totals.prompts.failed, failed: totals.prompts.failed, cancelled: 0 });
+    expect(totals.prompts).toEqual({
+      sent: 12,
+      succeeded: 12 - totals.prompts.failed,
+      failed: totals.prompts.failed,
+      cancelled: 0,
+    });
     // No tools: every request beyond a prompt's first is one of its retries.
     expect(totals.retries).toBe(totals.requests.sent - totals.prompts.sent);
     expect(totals.amplification).toBeCloseTo(totals.requests.sent / 12, 3);
@@ -127,26 +136,39 @@ describe("lifeline load against the built-in mock", () => {
       ["failure_rate<=1", true],
       ["amplification>=1", true],
     ]);
-    const records = readFileSync(join(run.cwd, "out", "records.jsonl"), "utf8").trim().split("\n");
+    const records = readFileSync(join(run.cwd, "out", "records.jsonl"), "utf8")
+      .trim()
+      .split("\n");
     expect(records).toHaveLength(totals.requests.sent + totals.prompts.sent);
     expect(existsSync(join(run.cwd, "out", "report.html"))).toBe(true);
     expect(run.stdout).toContain(`requests  ${totals.requests.sent} sent (mock received ${mock?.received})`);
   });
 
   it("a threshold that does not hold exits 99, and the report says which", async () => {
-    const run = await runLoad(["--sessions", "2", "--prompts", "1", "--mock-tokens", "4", "--threshold", "amplification<1"]);
+    const run = await runLoad([
+      "--sessions",
+      "2",
+      "--prompts",
+      "1",
+      "--mock-tokens",
+      "4",
+      "--threshold",
+      "amplification<1",
+    ]);
     expect(run.code, run.stderr).toBe(99);
     const [dir] = readdirSync(run.cwd).filter((name) => name.startsWith("lifeline-load-"));
     expect(dir, "the default report folder lifeline-load-<timestamp>").toBeDefined();
     const report = readReport(join(run.cwd, dir as string));
-    expect(report.thresholds).toEqual([expect.objectContaining({ expression: "amplification<1", actual: 1, passed: false })]);
+    expect(report.thresholds).toEqual([
+      expect.objectContaining({ expression: "amplification<1", actual: 1, passed: false }),
+    ]);
     expect(run.stdout).toMatch(/FAIL amplification<1 {2}\(actual 1\)/);
   });
 
   it("with both --duration and --prompts the duration ends the run first when it comes first", async () => {
-    const run = await runLoad([
-      "--sessions", "2", "--prompts", "100000", "--duration", "1s", "--mock-tokens", "4", "--mock-token-delay", "20ms", "--out", "out",
-    ]);
+    const run = await runLoad(
+      words("--sessions 2 --prompts 100000 --duration 1s --mock-tokens 4 --mock-token-delay 20ms --out out"),
+    );
     expect(run.code, run.stderr).toBe(0);
     const report = readReport(join(run.cwd, "out"));
     expect(report.status).toBe("completed");
@@ -182,7 +204,9 @@ describe("lifeline load --model against a server this test runs", () => {
         mock: { baseUrl: `${server.url}/v1`, api: "openai-completions", apiKey: "dummy", models: [{ id: "mock-1" }] },
       },
     });
-    const run = await runLoad(["--model", "mock/mock-1", "--sessions", "3", "--prompts", "2", "--out", "out"], { models });
+    const run = await runLoad(["--model", "mock/mock-1", "--sessions", "3", "--prompts", "2", "--out", "out"], {
+      models,
+    });
     expect(run.code, run.stderr).toBe(0);
     const report = readReport(join(run.cwd, "out"));
     expect(report.config).toMatchObject({ target: "model", model: "mock/mock-1" });
@@ -197,8 +221,14 @@ describe("bad usage exits 2 with a message naming the option", () => {
   it.each([
     [["--prompts", "1"], /--sessions <n> is required/],
     [["--sessions", "0", "--prompts", "1"], /--sessions "0" must be a whole number from 1/],
-    [["--sessions", "1", "--prompts", "1", "--faults", "teapot:0.5"], /unknown fault "teapot"; use a status from 400 to 599 or one of/],
-    [["--sessions", "1", "--prompts", "1", "--threshold", "p95_latency_ms<1"], /unknown metric "p95_latency_ms". Allowed: /],
+    [
+      ["--sessions", "1", "--prompts", "1", "--faults", "teapot:0.5"],
+      /unknown fault "teapot"; use a status from 400 to 599 or one of/,
+    ],
+    [
+      ["--sessions", "1", "--prompts", "1", "--threshold", "p95_latency_ms<1"],
+      /unknown metric "p95_latency_ms". Allowed: /,
+    ],
     [["--sessions", "1", "--duration", "10"], /--duration "10" is not a duration/],
     [["--sessions", "1", "--prompts", "1", "--bogus"], /unknown option '--bogus'/],
     [["--sessions", "1", "--prompts", "1", "--model", "nosuch/model-1"], /Unknown provider "nosuch"/],

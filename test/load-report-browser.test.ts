@@ -98,9 +98,15 @@ describe("report.html in headless Chromium", () => {
     const charts = await page.$$eval("figure.chart", (figures) =>
       figures.map((figure) => {
         const rect = (figure.querySelector(".box") as HTMLElement).getBoundingClientRect();
+        const scroller = document.scrollingElement;
         return {
           id: (figure as HTMLElement).dataset.chart ?? "",
-          box: { x: rect.x + window.scrollX, y: rect.y + window.scrollY, width: rect.width, height: rect.height },
+          box: {
+            x: rect.x + (scroller?.scrollLeft ?? 0),
+            y: rect.y + (scroller?.scrollTop ?? 0),
+            width: rect.width,
+            height: rect.height,
+          },
         };
       }),
     );

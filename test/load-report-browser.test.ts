@@ -91,25 +91,20 @@ describe("report.html in headless Chromium", () => {
         problems.push(`fetched ${request.url()} (the report must be self-contained)`);
     });
     await page.goto(pathToFileURL(html).href);
-    await page.waitForFunction(() => document.body.dataset.rendered === "true", undefined, { timeout: 10_000 });
+    await page.waitForFunction('document.body.dataset.rendered === "true"', undefined, { timeout: 10_000 });
 
     const screenshot = await page.screenshot({ fullPage: true, path: join(dir, "screenshot.png") });
     const png = PNG.sync.read(screenshot);
-    const charts = await page.$$eval("figure.chart", (figures) =>
-      figures.map((figure) => {
-        const rect = (figure.querySelector(".box") as HTMLElement).getBoundingClientRect();
-        const scroller = document.scrollingElement;
+    // Page code as text: the tests are type-checked without the DOM library.
+    const charts = await page.evaluate<{ id: string; box: { x: number; y: number; width: number; height: number } }[]>(`
+      [...document.querySelectorAll("figure.chart")].map((figure) => {
+        const rect = figure.querySelector(".box").getBoundingClientRect();
         return {
-          id: (figure as HTMLElement).dataset.chart ?? "",
-          box: {
-            x: rect.x + (scroller?.scrollLeft ?? 0),
-            y: rect.y + (scroller?.scrollTop ?? 0),
-            width: rect.width,
-            height: rect.height,
-          },
+          id: figure.dataset.chart,
+          box: { x: rect.x + window.scrollX, y: rect.y + window.scrollY, width: rect.width, height: rect.height },
         };
-      }),
-    );
+      })
+    `);
     expect(charts.map((chart) => chart.id)).toEqual([...CHART_IDS]);
     const empty = charts.filter((chart) => colouredPixels(png, chart.box) < 50).map((chart) => chart.id);
     expect(empty, `charts without data pixels (see ${join(dir, "screenshot.png")})`).toEqual([]);

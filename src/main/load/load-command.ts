@@ -2,7 +2,8 @@
  * `lifeline load`: the subcommand's flags (commander) and its run: flags → options, live
  * progress on stderr, the summary on stdout, the report folder, and the exit code:
  * 0 the run completed (whatever the prompts' outcomes), 99 a threshold failed, 2 bad usage,
- * 1 the run could not complete, 130 interrupted by Ctrl+C (a partial report is still written).
+ * 1 the run could not complete, 130 interrupted by Ctrl+C (143 by SIGTERM); a partial report is
+ * still written then.
  */
 import { type Command, Option } from "commander";
 import { LifelineError } from "../../shared/errors.js";
@@ -14,8 +15,9 @@ import { formatSummary } from "./summary-table.js";
 
 /** Exit code of a run whose thresholds did not all hold (k6's). */
 export const EXIT_THRESHOLD_FAILED = 99;
-/** Exit code after Ctrl+C, as the rest of the CLI. */
+/** Exit codes after Ctrl+C and SIGTERM, as the rest of the CLI. */
 export const EXIT_INTERRUPTED = 130;
+export const EXIT_TERMINATED = 143;
 
 /** Errors that mean "fix your command or configuration": exit 2. */
 const USAGE_ERRORS = new Set([
@@ -91,9 +93,11 @@ export async function runLoadCommand(flags: LoadFlags, workerEntry: string | und
   if (workerEntry !== undefined && workerEntry !== "") options.workerEntry = workerEntry;
   const stop = new AbortController();
   options.signal = stop.signal;
-  // The first Ctrl+C ends the run and writes a partial report; a second one leaves at once.
-  const onSignal = () => {
-    if (stop.signal.aborted) process.exit(EXIT_INTERRUPTED);
+  // The first Ctrl+C (or SIGTERM) ends the run and writes a partial report; a second one leaves at once.
+  let interruptCode = EXIT_INTERRUPTED;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stop.signal.aborted) process.exit(interruptCode);
+    interruptCode = signal === "SIGTERM" ? EXIT_TERMINATED : EXIT_INTERRUPTED;
     process.stderr.write(
       "Stopping: aborting the prompts in flight, then writing a partial report (Ctrl+C again to quit now)…\n",
     );
@@ -110,7 +114,7 @@ export async function runLoadCommand(flags: LoadFlags, workerEntry: string | und
     const result = await runLoad(options);
     view.stop();
     process.stdout.write(formatSummary(result.report, result.files?.dir));
-    if (result.report.status === "interrupted") return EXIT_INTERRUPTED;
+    if (result.report.status === "interrupted") return interruptCode;
     return result.thresholdsPassed ? 0 : EXIT_THRESHOLD_FAILED;
   } catch (error) {
     view.stop();

@@ -190,7 +190,7 @@ class LoadRun {
     const durationMs = elapsed();
     timeline.sample(durationMs);
     timeline.stop();
-    options.onProgress?.(this.#progress(durationMs, timeline));
+    options.onProgress?.(this.#progress(durationMs, timeline, true));
     return {
       status: this.#interrupted ? ("interrupted" as const) : ("completed" as const),
       startedAt,
@@ -257,7 +257,8 @@ class LoadRun {
     return `Load test, session ${session}, prompt ${prompt}: answer in a few words.`;
   }
 
-  #progress(elapsedMs: number, timeline: Timeline): LoadProgress {
+  /** Live counters; `final` gives the whole run's tokens/s instead of the last interval's. */
+  #progress(elapsedMs: number, timeline: Timeline, final = false): LoadProgress {
     const counters = this.#metrics.counters;
     const last = timeline.points[timeline.points.length - 1];
     const intervalMs = this.#options.sampleIntervalMs ?? LOAD_DEFAULTS.sampleIntervalMs;
@@ -272,7 +273,11 @@ class LoadRun {
       inFlightRequests: counters.inFlightRequests,
       retries: counters.retries,
       requests: counters.requests,
-      outputTokensPerSecond: last === undefined ? 0 : Math.round((last.outputTokens * 1000) / intervalMs),
+      outputTokensPerSecond: final
+        ? Math.round((counters.outputTokens * 1000) / Math.max(1, elapsedMs))
+        : last === undefined
+          ? 0
+          : Math.round((last.outputTokens * 1000) / intervalMs),
       loopDelayMs: last?.loopDelayMaxMs ?? 0,
     };
   }

@@ -176,6 +176,15 @@ describe("lifeline load against the built-in mock", () => {
     expect(report.totals.prompts.sent).toBeGreaterThan(0);
   });
 
+  it("--ramp-up and --think-time with more than 10 sessions run to the end without a MaxListenersExceededWarning", async () => {
+    const run = await runLoad(
+      words("--sessions 12 --prompts 2 --ramp-up 200ms --think-time 20ms --mock-tokens 2 --out out"),
+    );
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).not.toContain("MaxListenersExceededWarning");
+    expect(readReport(join(run.cwd, "out")).totals.prompts.succeeded).toBe(24);
+  });
+
   it("Ctrl+C (SIGINT) stops the run, still writes a partial report, and exits 130", async () => {
     const started = startLoad(["--sessions", "2", "--duration", "5m", "--mock-token-delay", "20ms", "--out", "out"]);
     // A plain progress line (stderr is no terminal) once requests have ended.

@@ -7,6 +7,7 @@
  * The run's sessions are never persisted: the host is created with `sessions: false`. It still
  * reads the settings files and models.json, as any host does, with `settings` over them.
  */
+import { setMaxListeners } from "node:events";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { Api, Model } from "@mariozechner/pi-ai";
@@ -151,6 +152,8 @@ class LoadRun {
     this.#options = options;
     this.#sessions = sessions;
     this.#permits = new Permits(options.concurrency ?? options.sessions);
+    // Every session's ramp-up or think-time sleep listens to the stop signal at once.
+    setMaxListeners(0, this.#stop.signal);
   }
 
   async drive() {

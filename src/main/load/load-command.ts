@@ -93,11 +93,18 @@ export async function runLoadCommand(flags: LoadFlags, workerEntry: string | und
   if (workerEntry !== undefined && workerEntry !== "") options.workerEntry = workerEntry;
   const stop = new AbortController();
   options.signal = stop.signal;
+  const tty = process.stderr.isTTY === true;
+  const view = createProgressView(process.stderr, tty);
   // The first Ctrl+C (or SIGTERM) ends the run and writes a partial report; a second one leaves at once.
   let interruptCode = EXIT_INTERRUPTED;
   const onSignal = (signal: NodeJS.Signals) => {
-    if (stop.signal.aborted) process.exit(interruptCode);
+    if (stop.signal.aborted) {
+      view.stop(); // gives the terminal its cursor back
+      process.exit(interruptCode);
+    }
     interruptCode = signal === "SIGTERM" ? EXIT_TERMINATED : EXIT_INTERRUPTED;
+    // The bar ends its line first: text written under a live bar breaks its redraw.
+    view.stop();
     process.stderr.write(
       "Stopping: aborting the prompts in flight, then writing a partial report (Ctrl+C again to quit now)…\n",
     );
@@ -105,8 +112,6 @@ export async function runLoadCommand(flags: LoadFlags, workerEntry: string | und
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
-  const tty = process.stderr.isTTY === true;
-  const view = createProgressView(process.stderr, tty);
   options.onProgress = (progress) => view.update(progress);
   options.progressIntervalMs = tty ? 250 : 2000;
   process.stderr.write(`${banner(options)}\n`);

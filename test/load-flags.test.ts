@@ -17,6 +17,8 @@ import {
   retrySettingsOverrides,
 } from "../src/main/load/load-flags.js";
 import { checkLoadOptions } from "../src/main/load/load-options.js";
+import { mockScript } from "../src/main/load/mock-target.js";
+import { parseMockScript } from "../src/mock-server/index.js";
 import { tempDir } from "./fixtures/bounded.js";
 
 const cleanups: (() => void)[] = [];
@@ -135,7 +137,7 @@ describe("--faults", () => {
     [
       "an unknown fault",
       "teapot:0.1",
-      /unknown fault "teapot"; use a status from 400 to 599 or one of reset, cut, stall/,
+      /unknown fault "teapot"; use a status from 400 to 599 \(with an optional retry hint, 429@2s\) or one of reset, cut, stall/,
     ],
     ["a status below 400", "302:0.1", /must be a status from 400 to 599/],
     ["a probability over 1", "503:1.5", /probability must be a number from 0 to 1/],
@@ -146,6 +148,22 @@ describe("--faults", () => {
     const error = thrown(() => parseFaults(text));
     expect(error.code).toBe("ERR_INVALID_OPTIONS");
     expect(error.message).toMatch(message);
+  });
+
+  it("a status may carry a retry hint, 429@2s, which the mock sends as retry-after-ms", () => {
+    const faults = parseFaults("429@2s:0.05,529@500ms:0.01,503:0.1");
+    expect(faults).toEqual([
+      { step: 429, probability: 0.05, retryAfterMs: 2000 },
+      { step: 529, probability: 0.01, retryAfterMs: 500 },
+      { step: 503, probability: 0.1 },
+    ]);
+    const script = parseMockScript(mockScript({ faults, seed: 1, tokens: 3, tokenDelayMs: 0 }));
+    expect(script.faults.map((fault) => fault.step)).toEqual([
+      expect.objectContaining({ type: "error", status: 429, retryAfterMs: 2000 }),
+      expect.objectContaining({ type: "error", status: 529, retryAfterMs: 500 }),
+      expect.objectContaining({ type: "error", status: 503 }),
+    ]);
+    expect(thrown(() => parseFaults("429@soon:0.1")).message).toMatch(/the retry hint "soon" is not a duration/);
   });
 
   it("any list of statuses and kinds with probabilities adding up to at most 1 round-trips", () => {

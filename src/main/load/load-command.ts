@@ -137,7 +137,9 @@ function banner(options: LoadOptions): string {
   ]
     .filter((part) => part !== undefined)
     .join(", or ");
-  const faults = (options.faults ?? []).map((fault) => `${fault.step}:${fault.probability}`).join(",");
+  const faults = (options.faults ?? [])
+    .map((f) => `${f.step}${f.retryAfterMs === undefined ? "" : `@${f.retryAfterMs}ms`}:${f.probability}`)
+    .join(",");
   const target =
     options.model === undefined
       ? `the built-in mock${faults === "" ? "" : ` with faults ${faults} (seed ${options.seed ?? 0})`}`

@@ -135,11 +135,12 @@ function parseRetryBudget(text: string): false | { ratio: number; minPerSecond: 
 
 /**
  * `--faults 503:0.1,429:0.05,reset:0.02,stall:0.01`: statuses 400–599 and the mock's step kinds,
- * each with a probability in [0, 1]; together at most 1.
+ * each with a probability in [0, 1]; together at most 1. A status may carry a retry hint,
+ * `429@2s:0.05`: the mock then sends `retry-after-ms` with it (what the provider gate acts on).
  * @throws ERR_INVALID_OPTIONS naming the bad entry.
  */
 export function parseFaults(text: string): LoadFault[] {
-  const allowed = `a status from 400 to 599 or one of ${FAULT_KINDS.join(", ")}`;
+  const allowed = `a status from 400 to 599 (with an optional retry hint, 429@2s) or one of ${FAULT_KINDS.join(", ")}`;
   const faults = text
     .split(",")
     .map((entry) => entry.trim())
@@ -153,10 +154,17 @@ export function parseFaults(text: string): LoadFault[] {
       if (!(probability >= 0 && probability <= 1)) {
         usage(`--faults entry "${entry}": the probability must be a number from 0 to 1.`);
       }
-      if (/^\d+$/.test(name)) {
-        const status = Number(name);
+      const hinted = /^(\d+)(?:@(.+))?$/.exec(name);
+      if (hinted !== null) {
+        const status = Number(hinted[1]);
         if (status < 400 || status > 599) usage(`--faults entry "${entry}": the fault must be ${allowed}.`);
-        return { step: status, probability };
+        const hint = hinted[2];
+        if (hint === undefined) return { step: status, probability };
+        return {
+          step: status,
+          probability,
+          retryAfterMs: parseDuration(`--faults entry "${entry}": the retry hint`, hint, 0),
+        };
       }
       if (!(FAULT_KINDS as readonly string[]).includes(name)) {
         usage(`--faults entry "${entry}": unknown fault "${name}"; use ${allowed}.`);

@@ -15,6 +15,8 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
 /** One fault of the built-in mock: an HTTP status (400–599) or a step kind, and its probability. */
 export interface LoadFault {
   step: number | FaultKind;
+  /** For a status: a retry hint sent with it (`retry-after-ms`), as a provider's 429 or 529 carries. */
+  retryAfterMs?: number;
   /** Probability per request, in [0, 1]; the probabilities of a run add up to at most 1. */
   probability: number;
 }
@@ -96,6 +98,7 @@ const faultSchema = z.strictObject({
     error: `must be an HTTP status from 400 to 599 or one of ${FAULT_KINDS.join(", ")}`,
   }),
   probability: z.number().min(0).max(1),
+  retryAfterMs: timerMs(0).optional(),
 });
 
 const loadOptionsSchema = z

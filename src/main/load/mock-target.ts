@@ -48,7 +48,13 @@ export function mockScript(config: MockTargetConfig): Record<string, unknown> {
   return {
     reply,
     tokenDelayMs: config.tokenDelayMs,
-    faults: config.faults.map((fault) => ({ probability: fault.probability, step: fault.step })),
+    faults: config.faults.map((fault) => ({
+      probability: fault.probability,
+      step:
+        fault.retryAfterMs === undefined
+          ? fault.step
+          : { type: "error", status: fault.step, retryAfterMs: fault.retryAfterMs },
+    })),
     seed: config.seed,
   };
 }

@@ -106,7 +106,7 @@ document.getElementById("subtitle").textContent =
   report.status + " · " + c.sessions + " sessions × " + (c.promptsPerSession ?? "∞") + " prompts" +
   (c.durationMs === null ? "" : " · duration " + fmt(c.durationMs / 1000) + " s") +
   " · " + (c.target === "mock" ? "built-in mock" : "model " + c.model) +
-  (c.faults.length ? " · faults " + c.faults.map((f) => f.step + ":" + f.probability).join(",") + " (seed " + c.seed + ")" : "") +
+  (c.faults.length ? " · faults " + c.faults.map((f) => f.step + (f.retryAfterMs === undefined ? "" : "@" + f.retryAfterMs + "ms") + ":" + f.probability).join(",") + " (seed " + c.seed + ")" : "") +
   " · " + report.startedAt + " · ran " + fmt(report.durationMs / 1000) + " s";
 
 const tiles = [

@@ -9,6 +9,7 @@
  *   lifeline --mode rpc [--provider P] [--model M]   pi's RPC protocol on stdin/stdout (rpc/rpc-mode.ts)
  *   lifeline mock-server [--port N] [--script F]     the fault-injecting model server, until Ctrl+C
  *   lifeline auth add|list|remove                    keys in $LIFELINE_DIR/auth.json (auth/auth-cli.ts)
+ *   lifeline load --sessions N --prompts M [...]     a load test with reports (load/load-command.ts)
  *
  * Sessions (-p, rpc, interactive) are saved as pi's session files unless --no-session (see
  * cli-sessions.ts); `demo` and `mock-server` never write one.
@@ -28,6 +29,7 @@ import { LifelineError } from "../shared/errors.js";
 import type { PromptResult, SessionEvent } from "../shared/events.js";
 import { addAuthCommand } from "./auth/auth-cli.js";
 import { type CliSessionFlags, cliSessionsOption, openCliSession, resumeUsageError } from "./cli-sessions.js";
+import { addLoadCommand } from "./load/load-command.js";
 import { runRpcMode } from "./rpc/rpc-mode.js";
 import { createSessionHost, type SessionHostOptions, type SessionsOptions } from "./session-host.js";
 import { workerFate } from "./supervision/interrupted-run.js";
@@ -309,6 +311,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     .action(async (opts: { port: string; host: string; script?: string }) => {
       exitCode = await mockServer(opts);
     });
+  addLoadCommand(program, (code) => {
+    exitCode = code;
+  });
   try {
     await program.parseAsync([...argv], { from: "user" });
   } catch (error) {

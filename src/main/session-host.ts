@@ -257,6 +257,11 @@ export class SessionHost {
     return this.#workers.workerCount;
   }
 
+  /** Workers the watchdog has terminated as hung since the host was created (SPEC X8). */
+  get watchdogTerminations(): number {
+    return this.#workers.watchdogTerminations;
+  }
+
   /**
    * Opens a session in a worker.
    * @throws ERR_INVALID_OPTIONS, ERR_INVALID_SETTINGS, ERR_INVALID_MODELS (models.json),

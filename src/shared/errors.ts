@@ -31,7 +31,8 @@ export type ErrorCode =
   | "ERR_RPC_TIMEOUT"
   | "ERR_RPC_EXITED"
   | "ERR_RPC_FAILED"
-  | "ERR_RPC_NOT_STARTED";
+  | "ERR_RPC_NOT_STARTED"
+  | "ERR_LOAD_FAILED";
 
 /** An error as plain data: what crosses a thread or goes into an event (SPEC X6). */
 export interface WireError {

@@ -33,6 +33,7 @@ export class WorkerLinks {
   readonly #links: WorkerLink[] = [];
   readonly #pool: WorkerPool;
   readonly #watchdog: Watchdog<WorkerLink>;
+  #watchdogTerminations = 0;
 
   constructor(options: WorkerLinksOptions) {
     this.#options = options;
@@ -54,13 +55,20 @@ export class WorkerLinks {
     this.#watchdog = new Watchdog<WorkerLink>({
       hangTimeoutMs: options.hangTimeoutMs,
       links: () => this.#links,
-      onHung: (link, silentMs) =>
+      onHung: (link, silentMs) => {
+        this.#watchdogTerminations++;
         link.terminateHung(
           link.isStarted
             ? `its event loop sent nothing for ${Math.round(silentMs)} ms, over hangTimeoutMs (${options.hangTimeoutMs} ms)`
             : `it did not start within ${Math.round(silentMs)} ms`,
-        ),
+        );
+      },
     });
+  }
+
+  /** Workers the watchdog has terminated as hung (SPEC X8), for `lifeline load`'s report. */
+  get watchdogTerminations(): number {
+    return this.#watchdogTerminations;
   }
 
   /** Live links (one per worker thread in use). */

@@ -1,0 +1,292 @@
+/**
+ * What a load run measures, from the sessions' own events: one record per model request and per
+ * prompt, and the running counters the progress display and the timeline read. Main thread; no
+ * timers of its own (the clock is injected, so tests drive it with plain numbers).
+ *
+ * A model request is one assistant reply: it starts at the `turn_start` before it (the agent
+ * sends the request right after) and ends at its `message_end`. Times are taken when the events
+ * reach the host's main thread, which is where an application sees them.
+ */
+import { type AssistantMessage, isContextOverflow } from "@mariozechner/pi-ai";
+import { explainMessage, type FailureClass, isFailedStop } from "../../shared/classify.js";
+import type { PromptResult, SessionEvent } from "../../shared/events.js";
+import { requestFailureOf, workerExitOf } from "../../shared/request-failure.js";
+
+/** One model request (a line of records.jsonl). */
+export interface RequestRecord {
+  type: "request";
+  /** Session number, 0-based. */
+  session: number;
+  /** The session's prompt number, 0-based. */
+  prompt: number;
+  /** 0 for a prompt's first request; n for the request of its n-th retry. */
+  attempt: number;
+  /** When the request started, ms since the run began. */
+  startMs: number;
+  /** Time to first token: to the first streamed text, thinking or tool-call delta; null if none came. */
+  ttftMs: number | null;
+  /** End-to-end: start to the reply's end. */
+  e2eMs: number;
+  outputTokens: number;
+  inputTokens: number;
+  /** From the model's price table (pi-ai's `usage.cost.total`). */
+  costUsd: number;
+  stopReason: string;
+  /** Present when the request failed (stopReason error or aborted). */
+  failure?: { kind: string; class: FailureClass; message: string };
+}
+
+/** How a prompt ended: answered; failed (after any retries); cancelled by the run's end or Ctrl+C. */
+export type PromptOutcome = "succeeded" | "failed" | "cancelled";
+
+/** One prompt (a line of records.jsonl). */
+export interface PromptRecord {
+  type: "prompt";
+  session: number;
+  prompt: number;
+  startMs: number;
+  /** From `prompt()` to its settling, retries and their back-off included. */
+  latencyMs: number;
+  /** Model requests the prompt made (1 + its retries, when it uses no tools). */
+  requests: number;
+  retries: number;
+  outcome: PromptOutcome;
+  error?: string;
+}
+
+/** Live counters, for the progress display (`onProgress`). */
+export interface LoadProgress {
+  elapsedMs: number;
+  /** Prompts the run will send when it is bounded by `prompts`; null for a duration only. */
+  plannedPrompts: number | null;
+  /** The run's `durationMs`, or null. */
+  durationMs: number | null;
+  promptsSent: number;
+  promptsDone: number;
+  promptsFailed: number;
+  inFlightPrompts: number;
+  inFlightRequests: number;
+  retries: number;
+  requests: number;
+  /** Output tokens per second over the last progress interval. */
+  outputTokensPerSecond: number;
+  /** The host's largest event-loop delay over the last progress interval, in ms. */
+  loopDelayMs: number;
+}
+
+/** Running totals (report.json `totals` is built from them). */
+export interface LoadCounters {
+  promptsSent: number;
+  promptsSucceeded: number;
+  promptsFailed: number;
+  promptsCancelled: number;
+  inFlightPrompts: number;
+  inFlightRequests: number;
+  requests: number;
+  failedRequests: number;
+  /** Failed requests by kind: `http_503`, `connection`, `stream_cut`, `stream_error`, `aborted`, … */
+  failuresByKind: Record<string, number>;
+  /** Failed requests by the retry controller's class: retryable, fatal, usage_limit, overflow, aborted. */
+  failuresByClass: Record<string, number>;
+  retries: number;
+  /** Ended retry chains by `auto_retry_end.reason` (or success/failed where the event has none). */
+  retryChains: Record<string, number>;
+  toolCalls: number;
+  outputTokens: number;
+  inputTokens: number;
+  costUsd: number;
+  /** `session_restored` events by the dead worker's cause (`hung` is a watchdog termination). */
+  restores: Record<string, number>;
+}
+
+interface SessionState {
+  prompt: number;
+  attempt: number;
+  requestStart: number | undefined;
+  firstToken: number | undefined;
+  promptRequests: number;
+}
+
+const TOKEN_DELTAS = new Set(["text_delta", "thinking_delta", "toolcall_delta"]);
+
+/** Collects a run's records and counters; see the file comment. */
+export class LoadMetrics {
+  readonly counters: LoadCounters = {
+    promptsSent: 0,
+    promptsSucceeded: 0,
+    promptsFailed: 0,
+    promptsCancelled: 0,
+    inFlightPrompts: 0,
+    inFlightRequests: 0,
+    requests: 0,
+    failedRequests: 0,
+    failuresByKind: {},
+    failuresByClass: {},
+    retries: 0,
+    retryChains: {},
+    toolCalls: 0,
+    outputTokens: 0,
+    inputTokens: 0,
+    costUsd: 0,
+    restores: {},
+  };
+  readonly requests: RequestRecord[] = [];
+  readonly prompts: PromptRecord[] = [];
+  readonly #now: () => number;
+  readonly #sessions = new Map<number, SessionState>();
+
+  /** @param now ms since the run began */
+  constructor(now: () => number) {
+    this.#now = now;
+  }
+
+  /** Feeds one event of session `session` (a `subscribe()` listener calls this). */
+  onEvent(session: number, event: SessionEvent): void {
+    const state = this.#state(session);
+    switch (event.type) {
+      case "turn_start":
+        if (state.requestStart === undefined) this.counters.inFlightRequests++;
+        state.requestStart = this.#now();
+        state.firstToken = undefined;
+        break;
+      case "message_update":
+        if (state.firstToken === undefined && TOKEN_DELTAS.has(event.assistantMessageEvent.type)) {
+          state.firstToken = this.#now();
+        }
+        break;
+      case "message_end":
+        if (event.message.role === "assistant") this.#endRequest(session, state, event.message);
+        break;
+      case "tool_execution_start":
+        this.counters.toolCalls++;
+        break;
+      case "auto_retry_start":
+        this.counters.retries++;
+        state.attempt = event.attempt;
+        break;
+      case "auto_retry_end": {
+        // `reason` comes with the retry budget (issue 11); older events say only success or not.
+        const reason = (event as { reason?: unknown }).reason;
+        const key = typeof reason === "string" ? reason : event.success ? "success" : "failed";
+        this.counters.retryChains[key] = (this.counters.retryChains[key] ?? 0) + 1;
+        break;
+      }
+      case "session_restored":
+        this.counters.restores[event.reason] = (this.counters.restores[event.reason] ?? 0) + 1;
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** A prompt is about to be sent; returns its number within the session. */
+  promptStarted(session: number): number {
+    const state = this.#state(session);
+    state.attempt = 0;
+    state.promptRequests = 0;
+    this.counters.promptsSent++;
+    this.counters.inFlightPrompts++;
+    return state.prompt;
+  }
+
+  /**
+   * A prompt settled (`result`) or rejected (`error`). An aborted prompt is a cancellation, not a
+   * failure: only the run aborts prompts, when it ends (duration, Ctrl+C).
+   */
+  promptEnded(session: number, startMs: number, outcome: { result: PromptResult } | { error: unknown }): PromptRecord {
+    const state = this.#state(session);
+    if (state.requestStart !== undefined) {
+      // The run ended without an assistant reply (it failed outside the agent loop).
+      state.requestStart = undefined;
+      this.counters.inFlightRequests--;
+    }
+    this.counters.inFlightPrompts--;
+    const record: PromptRecord = {
+      type: "prompt",
+      session,
+      prompt: state.prompt,
+      startMs,
+      latencyMs: this.#now() - startMs,
+      requests: state.promptRequests,
+      retries: "result" in outcome ? outcome.result.retries : state.attempt,
+      outcome: "succeeded",
+    };
+    if ("error" in outcome) {
+      record.outcome = "failed";
+      record.error = outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
+    } else if (outcome.result.stopReason === "aborted") {
+      record.outcome = "cancelled";
+    } else if (isFailedStop(outcome.result.stopReason)) {
+      record.outcome = "failed";
+      record.error = outcome.result.errorMessage ?? outcome.result.stopReason;
+    }
+    if (record.outcome === "succeeded") this.counters.promptsSucceeded++;
+    else if (record.outcome === "failed") this.counters.promptsFailed++;
+    else this.counters.promptsCancelled++;
+    this.prompts.push(record);
+    state.prompt++;
+    return record;
+  }
+
+  #endRequest(session: number, state: SessionState, message: AssistantMessage): void {
+    const end = this.#now();
+    const start = state.requestStart ?? end;
+    if (state.requestStart !== undefined) this.counters.inFlightRequests--;
+    state.requestStart = undefined;
+    state.promptRequests++;
+    const usage = message.usage;
+    const record: RequestRecord = {
+      type: "request",
+      session,
+      prompt: state.prompt,
+      attempt: state.attempt,
+      startMs: start,
+      ttftMs: state.firstToken === undefined ? null : state.firstToken - start,
+      e2eMs: end - start,
+      outputTokens: usage?.output ?? 0,
+      inputTokens: usage?.input ?? 0,
+      costUsd: usage?.cost?.total ?? 0,
+      stopReason: message.stopReason,
+    };
+    this.counters.requests++;
+    this.counters.outputTokens += record.outputTokens;
+    this.counters.inputTokens += record.inputTokens;
+    this.counters.costUsd += record.costUsd;
+    if (message.stopReason === "error" || message.stopReason === "aborted") {
+      const failureClass = explainMessage(message, (m) => isContextOverflow(m as AssistantMessage)).failureClass;
+      const kind = failureKind(message);
+      record.failure = { kind, class: failureClass, message: message.errorMessage ?? message.stopReason };
+      this.counters.failedRequests++;
+      this.counters.failuresByKind[kind] = (this.counters.failuresByKind[kind] ?? 0) + 1;
+      this.counters.failuresByClass[failureClass] = (this.counters.failuresByClass[failureClass] ?? 0) + 1;
+    }
+    this.requests.push(record);
+  }
+
+  #state(session: number): SessionState {
+    let state = this.#sessions.get(session);
+    if (state === undefined) {
+      state = { prompt: 0, attempt: 0, requestStart: undefined, firstToken: undefined, promptRequests: 0 };
+      this.#sessions.set(session, state);
+    }
+    return state;
+  }
+}
+
+/**
+ * What went wrong with a failed request, as the report groups failures: `http_<status>` for an
+ * error status, `stream_error` for an error event inside a 200 stream, `connection` when no
+ * response came (reset, refused), `stream_cut` when the body broke off, `worker_<cause>` when the
+ * worker died under it, `aborted`, else the provider's error type or `other`.
+ */
+export function failureKind(message: AssistantMessage): string {
+  if (message.stopReason === "aborted") return "aborted";
+  const exit = workerExitOf(message);
+  if (exit !== undefined) return `worker_${exit.cause}`;
+  const failure = requestFailureOf(message);
+  if (failure === undefined) return "other";
+  if (failure.status !== undefined && failure.status >= 400) return `http_${failure.status}`;
+  if (failure.inStream === true) return "stream_error";
+  if (failure.network !== undefined) return failure.network.phase === "request" ? "connection" : "stream_cut";
+  return failure.errorType ?? failure.errorCode ?? "other";
+}

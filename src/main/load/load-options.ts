@@ -1,0 +1,152 @@
+/**
+ * The options of {@link runLoad}: one type, one defaults object, one schema (STYLE 8). The CLI's
+ * flags are turned into these by load-flags.ts; a program passes them directly.
+ */
+import { z } from "zod";
+import type { SettingsInput } from "../../shared/settings.js";
+import { fn, settingsObject, timerMs, validate } from "../option-schemas.js";
+import type { LoadProgress } from "./load-metrics.js";
+import { parseThreshold, type Threshold } from "./thresholds.js";
+
+/** A step kind the built-in mock can be told to fail with (see docs/mock-server.md). */
+export const FAULT_KINDS = ["reset", "cut", "stall", "stream_error", "context_overflow", "usage_limit"] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/** One fault of the built-in mock: an HTTP status (400–599) or a step kind, and its probability. */
+export interface LoadFault {
+  step: number | FaultKind;
+  /** For a status: a retry hint sent with it (`retry-after-ms`), as a provider's 429 or 529 carries. */
+  retryAfterMs?: number;
+  /** Probability per request, in [0, 1]; the probabilities of a run add up to at most 1. */
+  probability: number;
+}
+
+/** Options of {@link runLoad}. Only `sessions` and one of `prompts`/`durationMs` are required. */
+export interface LoadOptions {
+  /** Concurrent sessions. */
+  sessions: number;
+  /** Prompts each session sends, one after another. With `durationMs`, whichever ends first ends the run. */
+  prompts?: number;
+  /** Length of the run in ms; sessions keep prompting until then (or until `prompts` are sent). */
+  durationMs?: number;
+  /**
+   * `"provider/id"` of a real endpoint, resolved as the host resolves any model (models.json,
+   * environment keys). @default the built-in mock server, started in a worker thread of its own
+   */
+  model?: string;
+  /** Key for `model`'s provider. @default models.json, else the provider's environment variable */
+  apiKey?: string;
+  /** Faults of the built-in mock (refused with `model`). @default none */
+  faults?: readonly LoadFault[];
+  /** Seed of the mock's fault PRNG. @default 0 */
+  seed?: number;
+  /** Threshold expressions such as `"p99_latency_ms<8000"` (see thresholds.ts). @default none */
+  thresholds?: readonly string[];
+  /**
+   * Folder for report.json, report.html and records.jsonl; created if missing. `false` writes
+   * nothing. @default `lifeline-load-<timestamp>` in `cwd`
+   */
+  outDir?: string | false;
+  /** Sessions start evenly spread over this many ms. @default 0 (all at once) */
+  rampUpMs?: number;
+  /** Most prompts in flight at once across all sessions. @default `sessions` */
+  concurrency?: number;
+  /** Prompt texts, used round-robin across the run. @default generated, one distinct text per prompt */
+  promptTexts?: readonly string[];
+  /** Pause of a session between the end of one prompt and its next. @default 0 */
+  thinkTimeMs?: number;
+  /** Worker threads of the host. @default the host's default */
+  threads?: number;
+  /**
+   * Settings over the settings files, for every load session (the CLI's `--retry-budget`,
+   * `--coordinate` and `--max-concurrent` land here). @default none
+   */
+  settings?: SettingsInput;
+  /** The built-in mock's answers: word tokens per answer and the pause between them. @default 32 tokens, 5 ms */
+  mock?: { tokens?: number; tokenDelayMs?: number };
+  /** Base of relative paths and of the default `outDir`; the project settings are read from here. @default process.cwd() */
+  cwd?: string;
+  /** As the host option: the user directory of settings.json and models.json; `false` reads neither. */
+  lifelineDir?: string | false;
+  /** As the host option: the worker script. */
+  workerEntry?: string | URL;
+  /** Aborting it stops the run: prompts in flight are aborted and a partial report is written. */
+  signal?: AbortSignal;
+  /** Called every `progressIntervalMs` with live counters, and once at the end. */
+  onProgress?: (progress: LoadProgress) => void;
+  /** @default 1000 */
+  progressIntervalMs?: number;
+  /** Spacing of the report's time series (concurrency, loop delay, retries over time). @default 1000 */
+  sampleIntervalMs?: number;
+}
+
+/** Defaults of the optional numeric options. */
+export const LOAD_DEFAULTS = {
+  seed: 0,
+  rampUpMs: 0,
+  thinkTimeMs: 0,
+  mockTokens: 32,
+  mockTokenDelayMs: 5,
+  progressIntervalMs: 1000,
+  sampleIntervalMs: 1000,
+} as const;
+
+const count = (max: number) => z.number().int().min(1).max(max);
+
+const faultSchema = z.strictObject({
+  step: z.union([z.number().int().min(400).max(599), z.enum(FAULT_KINDS)], {
+    error: `must be an HTTP status from 400 to 599 or one of ${FAULT_KINDS.join(", ")}`,
+  }),
+  probability: z.number().min(0).max(1),
+  retryAfterMs: timerMs(0).optional(),
+});
+
+const loadOptionsSchema = z
+  .strictObject({
+    sessions: count(100_000),
+    prompts: count(1_000_000).optional(),
+    durationMs: timerMs(1).optional(),
+    model: z
+      .string()
+      .regex(/^[^/\s]+\/\S+$/, 'use "provider/id", for example "openai/gpt-4o-mini"')
+      .optional(),
+    apiKey: z.string().min(1).optional(),
+    faults: z
+      .array(faultSchema)
+      .refine((faults) => faults.reduce((sum, fault) => sum + fault.probability, 0) <= 1 + 1e-9, {
+        message: "the probabilities add up to more than 1",
+      })
+      .optional(),
+    seed: z.number().int().optional(),
+    thresholds: z.array(z.string()).optional(),
+    outDir: z.union([z.string().min(1), z.literal(false)]).optional(),
+    rampUpMs: timerMs(0).optional(),
+    concurrency: count(100_000).optional(),
+    promptTexts: z.array(z.string().min(1)).min(1).optional(),
+    thinkTimeMs: timerMs(0).optional(),
+    threads: z.number().int().min(1).max(64).optional(),
+    settings: settingsObject.optional(),
+    mock: z.strictObject({ tokens: count(100_000).optional(), tokenDelayMs: timerMs(0).optional() }).optional(),
+    cwd: z.string().min(1).optional(),
+    lifelineDir: z.union([z.string().min(1), z.literal(false)]).optional(),
+    workerEntry: z.union([z.string().min(1), z.instanceof(URL)]).optional(),
+    signal: z.instanceof(AbortSignal).optional(),
+    onProgress: fn.optional(),
+    progressIntervalMs: timerMs(10).optional(),
+    sampleIntervalMs: timerMs(10).optional(),
+  })
+  .refine((options) => options.prompts !== undefined || options.durationMs !== undefined, {
+    message: "give prompts (per session), durationMs, or both",
+  })
+  .refine((options) => options.model === undefined || (options.faults ?? []).length === 0, {
+    message: "faults apply to the built-in mock only; leave them out with model",
+  });
+
+/**
+ * Validates `options` and parses the thresholds.
+ * @throws ERR_INVALID_OPTIONS naming each bad field; a bad threshold names its expression.
+ */
+export function checkLoadOptions(options: LoadOptions): Threshold[] {
+  validate(loadOptionsSchema, options, "runLoad options");
+  return (options.thresholds ?? []).map(parseThreshold);
+}

@@ -1,0 +1,204 @@
+/**
+ * report.json: what a run measured, as one plain object. It is an interface (CI jobs read and
+ * diff it): docs/load.md documents every field, `schema` names its version, and fields are only
+ * ever added within a version.
+ */
+
+import type { LoadCounters, PromptRecord, RequestRecord } from "./load-metrics.js";
+import type { LoadFault } from "./load-options.js";
+import type { MockTargetStats } from "./mock-target.js";
+import { round3, type Summary, summarize } from "./stats.js";
+import { evaluateThresholds, type Threshold, type ThresholdMetric, type ThresholdResult } from "./thresholds.js";
+import type { LoopDelaySummary, TimelinePoint } from "./timeline.js";
+
+/** Version tag of report.json's layout. */
+export const REPORT_SCHEMA = "lifeline-load-report/1";
+
+/** report.json. */
+export interface LoadReport {
+  schema: typeof REPORT_SCHEMA;
+  /** `completed`: the run reached its prompts or duration; `interrupted`: stopped early (Ctrl+C, `signal`). */
+  status: "completed" | "interrupted";
+  startedAt: string;
+  endedAt: string;
+  durationMs: number;
+  config: {
+    sessions: number;
+    promptsPerSession: number | null;
+    durationMs: number | null;
+    /** `"mock"`: the built-in mock server; `"model"`: `model`, a real endpoint. */
+    target: "mock" | "model";
+    model: string;
+    faults: LoadFault[];
+    seed: number;
+    rampUpMs: number;
+    concurrency: number;
+    thinkTimeMs: number;
+    threads: number | null;
+    /** How many distinct prompt texts were used round-robin. */
+    promptTexts: number;
+    /** The settings given over the settings files (the retry flags). */
+    settings: Record<string, unknown>;
+  };
+  totals: {
+    prompts: { sent: number; succeeded: number; failed: number; cancelled: number };
+    requests: {
+      sent: number;
+      failed: number;
+      /** Failed requests by kind: http_503, http_429, connection, stream_cut, stream_error, aborted, … */
+      failuresByKind: Record<string, number>;
+      /** Failed requests by the retry controller's class: retryable, fatal, usage_limit, overflow, aborted. */
+      failuresByClass: Record<string, number>;
+    };
+    retries: number;
+    retryChains: Record<string, number>;
+    /** Requests sent per prompt sent. */
+    amplification: number | null;
+    /** Failed prompts / (succeeded + failed); cancelled prompts count in neither. */
+    failureRate: number | null;
+    toolCalls: number;
+    inputTokens: number;
+    outputTokens: number;
+    /** Estimated from the model's price table; 0 for the mock. */
+    costUsd: number;
+    /** Sessions restored after their worker died, by cause. */
+    sessionRestores: Record<string, number>;
+    /** Workers the watchdog terminated as hung. */
+    watchdogTerminations: number;
+  };
+  /** Distributions over the requests that succeeded (prompt figures over prompts that succeeded). */
+  latency: {
+    ttftMs: Summary;
+    itlMs: Summary;
+    e2eMs: Summary;
+    outputTokensPerSecond: Summary;
+    promptMs: Summary;
+    requestsPerPrompt: Summary;
+  };
+  throughput: { requestsPerSecond: number; outputTokensPerSecond: number };
+  loopDelayMs: LoopDelaySummary;
+  timeline: { intervalMs: number; points: TimelinePoint[] };
+  thresholds: ThresholdResult[];
+  /**
+   * The built-in mock's own counters, read from its thread at the end; null with `model`.
+   * `received` (well-formed model requests that reached it) equals `totals.requests.sent` on a
+   * completed run.
+   */
+  mock: {
+    received: number;
+    invalid: number;
+    outcomes: Record<string, number>;
+    steps: Record<string, number>;
+  } | null;
+}
+
+/** What {@link buildReport} needs. */
+export interface ReportInput {
+  status: LoadReport["status"];
+  startedAt: Date;
+  endedAt: Date;
+  durationMs: number;
+  config: LoadReport["config"];
+  counters: LoadCounters;
+  requests: readonly RequestRecord[];
+  prompts: readonly PromptRecord[];
+  timeline: { intervalMs: number; points: TimelinePoint[] };
+  loopDelayMs: LoopDelaySummary;
+  watchdogTerminations: number;
+  thresholds: readonly Threshold[];
+  mock: MockTargetStats | null;
+}
+
+/** Builds report.json from a run's records and counters, and checks the thresholds. */
+export function buildReport(input: ReportInput): LoadReport {
+  const { counters } = input;
+  const ok = input.requests.filter((request) => request.failure === undefined);
+  const ttft = ok.flatMap((request) => (request.ttftMs === null ? [] : [request.ttftMs]));
+  const itl = ok.flatMap((request) =>
+    request.ttftMs !== null && request.outputTokens >= 2
+      ? [(request.e2eMs - request.ttftMs) / (request.outputTokens - 1)]
+      : [],
+  );
+  const tps = ok.flatMap((request) => (request.e2eMs > 0 ? [request.outputTokens / (request.e2eMs / 1000)] : []));
+  const finished = counters.promptsSucceeded + counters.promptsFailed;
+  const seconds = input.durationMs / 1000;
+  const latency = {
+    ttftMs: summarize(ttft),
+    itlMs: summarize(itl),
+    e2eMs: summarize(ok.map((request) => request.e2eMs)),
+    outputTokensPerSecond: summarize(tps),
+    promptMs: summarize(input.prompts.filter((p) => p.outcome === "succeeded").map((p) => p.latencyMs)),
+    requestsPerPrompt: summarize(input.prompts.map((p) => p.requests)),
+  };
+  const totals: LoadReport["totals"] = {
+    prompts: {
+      sent: counters.promptsSent,
+      succeeded: counters.promptsSucceeded,
+      failed: counters.promptsFailed,
+      cancelled: counters.promptsCancelled,
+    },
+    requests: {
+      sent: counters.requests,
+      failed: counters.failedRequests,
+      failuresByKind: { ...counters.failuresByKind },
+      failuresByClass: { ...counters.failuresByClass },
+    },
+    retries: counters.retries,
+    retryChains: { ...counters.retryChains },
+    amplification: counters.promptsSent === 0 ? null : round3(counters.requests / counters.promptsSent),
+    failureRate: finished === 0 ? null : round3(counters.promptsFailed / finished),
+    toolCalls: counters.toolCalls,
+    inputTokens: counters.inputTokens,
+    outputTokens: counters.outputTokens,
+    costUsd: Math.round(counters.costUsd * 1e6) / 1e6,
+    sessionRestores: { ...counters.restores },
+    watchdogTerminations: input.watchdogTerminations,
+  };
+  const report: LoadReport = {
+    schema: REPORT_SCHEMA,
+    status: input.status,
+    startedAt: input.startedAt.toISOString(),
+    endedAt: input.endedAt.toISOString(),
+    durationMs: Math.round(input.durationMs),
+    config: input.config,
+    totals,
+    latency,
+    throughput: {
+      requestsPerSecond: seconds > 0 ? round3(counters.requests / seconds) : 0,
+      outputTokensPerSecond: seconds > 0 ? round3(counters.outputTokens / seconds) : 0,
+    },
+    loopDelayMs: input.loopDelayMs,
+    timeline: input.timeline,
+    thresholds: [],
+    mock:
+      input.mock === null
+        ? null
+        : {
+            received: input.mock.total,
+            invalid: input.mock.invalid,
+            outcomes: input.mock.outcomes,
+            steps: input.mock.steps,
+          },
+  };
+  report.thresholds = evaluateThresholds(input.thresholds, thresholdFigures(report));
+  return report;
+}
+
+/** The figure each threshold metric names, read from a report. */
+export function thresholdFigures(report: LoadReport): Record<ThresholdMetric, number | null> {
+  const { latency, totals } = report;
+  return {
+    p50_latency_ms: latency.e2eMs.p50,
+    p90_latency_ms: latency.e2eMs.p90,
+    p99_latency_ms: latency.e2eMs.p99,
+    p50_ttft_ms: latency.ttftMs.p50,
+    p90_ttft_ms: latency.ttftMs.p90,
+    p99_ttft_ms: latency.ttftMs.p99,
+    p99_itl_ms: latency.itlMs.p99,
+    failure_rate: totals.failureRate,
+    amplification: totals.amplification,
+    retries: totals.retries,
+    max_loop_delay_ms: report.loopDelayMs.max,
+    watchdog_terminations: totals.watchdogTerminations,
+  };
+}

@@ -1,0 +1,287 @@
+/**
+ * `runLoad()`: the library call behind `lifeline load`. It drives `sessions` concurrent sessions,
+ * each sending `prompts` prompts one after another (or prompting until `durationMs`), against
+ * the built-in mock server or a real model, measures them (load-metrics.ts, timeline.ts), and
+ * writes the reports (report-files.ts).
+ *
+ * The run's sessions are never persisted: the host is created with `sessions: false`. It still
+ * reads the settings files and models.json, as any host does, with `settings` over them.
+ */
+import { setMaxListeners } from "node:events";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import type { Api, Model } from "@mariozechner/pi-ai";
+import { LifelineError } from "../../shared/errors.js";
+import type { AgentSession } from "../agent-session.js";
+import { createSessionHost, type SessionHost, type SessionHostOptions } from "../session-host.js";
+import { abortableSleep } from "../sleep.js";
+import { LoadMetrics, type LoadProgress } from "./load-metrics.js";
+import { checkLoadOptions, LOAD_DEFAULTS, type LoadOptions } from "./load-options.js";
+import { buildReport, type LoadReport } from "./load-report.js";
+import { type MockTargetStats, startMockTarget } from "./mock-target.js";
+import { Permits } from "./permits.js";
+import { type ReportFiles, writeReportFiles } from "./report-files.js";
+import { Timeline } from "./timeline.js";
+
+/** What {@link runLoad} resolves with. */
+export interface LoadResult {
+  report: LoadReport;
+  /** The files written; undefined with `outDir: false`. */
+  files: ReportFiles | undefined;
+  /** True when every threshold held (also with no thresholds). */
+  thresholdsPassed: boolean;
+}
+
+/** Key handed to the built-in mock, which accepts any. */
+const MOCK_API_KEY = "lifeline-load";
+
+/**
+ * Runs a load test; see the file comment and docs/load.md.
+ *
+ * Aborting `options.signal` stops the run: prompts in flight are aborted, and the promise
+ * resolves with a report whose `status` is `interrupted` (files written as usual).
+ * @throws ERR_INVALID_OPTIONS (a bad option or threshold), ERR_INVALID_SETTINGS,
+ *   ERR_INVALID_MODELS, ERR_UNKNOWN_MODEL, ERR_MISSING_API_KEY (before any prompt is sent), and
+ *   ERR_LOAD_FAILED when the run itself cannot go on (the mock cannot start, or its thread died).
+ */
+export async function runLoad(options: LoadOptions): Promise<LoadResult> {
+  const thresholds = checkLoadOptions(options);
+  const cwd = options.cwd ?? process.cwd();
+  const faults = [...(options.faults ?? [])];
+  const seed = options.seed ?? LOAD_DEFAULTS.seed;
+  const target =
+    options.model === undefined
+      ? await startMockTarget({
+          faults,
+          seed,
+          tokens: options.mock?.tokens ?? LOAD_DEFAULTS.mockTokens,
+          tokenDelayMs: options.mock?.tokenDelayMs ?? LOAD_DEFAULTS.mockTokenDelayMs,
+        })
+      : undefined;
+  let host: SessionHost | undefined;
+  let mockStats: MockTargetStats | null = null;
+  try {
+    const hostOptions: SessionHostOptions = { cwd, sessions: false };
+    if (options.threads !== undefined) hostOptions.threads = options.threads;
+    if (options.lifelineDir !== undefined) hostOptions.lifelineDir = options.lifelineDir;
+    if (options.workerEntry !== undefined) hostOptions.workerEntry = options.workerEntry;
+    if (options.settings !== undefined) hostOptions.settings = options.settings;
+    host = createSessionHost(hostOptions);
+    const model: string | Model<Api> = target?.model ?? (options.model as string);
+    const apiKey = target === undefined ? options.apiKey : MOCK_API_KEY;
+    const sessions = await openSessions(host, options.sessions, model, apiKey, options.signal);
+    const run = new LoadRun(options, sessions);
+    const outcome = await run.drive();
+    const watchdogTerminations = host.watchdogTerminations;
+    await host.close();
+    host = undefined;
+    if (target !== undefined) mockStats = await target.close();
+    const report = buildReport({
+      ...outcome,
+      config: {
+        sessions: options.sessions,
+        promptsPerSession: options.prompts ?? null,
+        durationMs: options.durationMs ?? null,
+        target: target === undefined ? "model" : "mock",
+        model: target === undefined ? (options.model as string) : "lifeline-mock/mock-1",
+        faults,
+        seed,
+        rampUpMs: options.rampUpMs ?? LOAD_DEFAULTS.rampUpMs,
+        concurrency: options.concurrency ?? options.sessions,
+        thinkTimeMs: options.thinkTimeMs ?? LOAD_DEFAULTS.thinkTimeMs,
+        threads: options.threads ?? null,
+        promptTexts: options.promptTexts?.length ?? 0,
+        settings: { ...(options.settings ?? {}) },
+      },
+      watchdogTerminations,
+      thresholds,
+      mock: mockStats,
+    });
+    const files =
+      options.outDir === false
+        ? undefined
+        : await writeReportFiles(
+            options.outDir ?? defaultOutDir(cwd, outcome.startedAt),
+            report,
+            outcome.requests,
+            outcome.prompts,
+          );
+    return { report, files, thresholdsPassed: report.thresholds.every((threshold) => threshold.passed) };
+  } finally {
+    await host?.close();
+    if (target !== undefined && mockStats === null) await target.close().catch(() => {});
+  }
+}
+
+/** `lifeline-load-<UTC timestamp>` in `cwd`, the default report folder. */
+export function defaultOutDir(cwd: string, at: Date): string {
+  const stamp = at
+    .toISOString()
+    .replace(/\.\d+Z$/, "Z")
+    .replace(/[-:]/g, "");
+  return join(cwd, `lifeline-load-${stamp}`);
+}
+
+/** Opens the run's sessions; the first alone, so a bad model or key fails once, before any prompt. */
+async function openSessions(
+  host: SessionHost,
+  count: number,
+  model: string | Model<Api>,
+  apiKey: string | undefined,
+  signal: AbortSignal | undefined,
+): Promise<AgentSession[]> {
+  const open = () => host.createSession({ model, sessions: false, ...(apiKey === undefined ? {} : { apiKey }) });
+  const first = await open();
+  const rest: Promise<AgentSession>[] = [];
+  for (let i = 1; i < count && signal?.aborted !== true; i++) rest.push(open());
+  return [first, ...(await Promise.all(rest))];
+}
+
+/** One run over open sessions: the prompting loops, the clock, the samplers and the stop. */
+class LoadRun {
+  readonly #options: LoadOptions;
+  readonly #sessions: AgentSession[];
+  readonly #stop = new AbortController();
+  readonly #permits: Permits;
+  readonly #t0 = performance.now();
+  readonly #metrics = new LoadMetrics(() => performance.now() - this.#t0);
+  #interrupted = false;
+  #nextText = 0;
+
+  constructor(options: LoadOptions, sessions: AgentSession[]) {
+    this.#options = options;
+    this.#sessions = sessions;
+    this.#permits = new Permits(options.concurrency ?? options.sessions);
+    // Every session's ramp-up or think-time sleep listens to the stop signal at once.
+    setMaxListeners(0, this.#stop.signal);
+  }
+
+  async drive() {
+    const options = this.#options;
+    const startedAt = new Date();
+    const sampleIntervalMs = options.sampleIntervalMs ?? LOAD_DEFAULTS.sampleIntervalMs;
+    const timeline = new Timeline(this.#metrics.counters);
+    const elapsed = () => performance.now() - this.#t0;
+    const unsubscribes = this.#sessions.map((session, index) =>
+      session.subscribe((event) => this.#metrics.onEvent(index, event)),
+    );
+    timeline.sample(0);
+    const sampler = setInterval(() => timeline.sample(elapsed()), sampleIntervalMs);
+    const progress =
+      options.onProgress === undefined
+        ? undefined
+        : setInterval(
+            () => options.onProgress?.(this.#progress(elapsed(), timeline)),
+            options.progressIntervalMs ?? LOAD_DEFAULTS.progressIntervalMs,
+          );
+    const deadline = options.durationMs === undefined ? undefined : setTimeout(() => this.#end(), options.durationMs);
+    const onSignal = () => {
+      this.#interrupted = true;
+      this.#end();
+    };
+    if (options.signal?.aborted === true) onSignal();
+    else options.signal?.addEventListener("abort", onSignal, { once: true });
+    try {
+      await Promise.all(this.#sessions.map((session, index) => this.#loop(session, index)));
+    } finally {
+      clearInterval(sampler);
+      clearInterval(progress);
+      clearTimeout(deadline);
+      options.signal?.removeEventListener("abort", onSignal);
+      for (const unsubscribe of unsubscribes) unsubscribe();
+    }
+    const durationMs = elapsed();
+    timeline.sample(durationMs);
+    timeline.stop();
+    options.onProgress?.(this.#progress(durationMs, timeline, true));
+    return {
+      status: this.#interrupted ? ("interrupted" as const) : ("completed" as const),
+      startedAt,
+      endedAt: new Date(),
+      durationMs,
+      counters: this.#metrics.counters,
+      requests: this.#metrics.requests,
+      prompts: this.#metrics.prompts,
+      timeline: { intervalMs: sampleIntervalMs, points: timeline.points },
+      loopDelayMs: timeline.loopDelay(),
+    };
+  }
+
+  /** The run ends (duration over, or interrupted): no new prompt starts, prompts in flight are aborted. */
+  #end(): void {
+    if (this.#stop.signal.aborted) return;
+    this.#stop.abort(new LifelineError("ERR_ABORTED", "The load run ended."));
+    this.#permits.cancelAll();
+    for (const session of this.#sessions) void session.abort().catch(() => {});
+  }
+
+  async #loop(session: AgentSession, index: number): Promise<void> {
+    const options = this.#options;
+    const stop = this.#stop.signal;
+    const rampUpMs = options.rampUpMs ?? LOAD_DEFAULTS.rampUpMs;
+    if (rampUpMs > 0 && index > 0 && !(await this.#pause((rampUpMs * index) / options.sessions))) return;
+    const thinkTimeMs = options.thinkTimeMs ?? LOAD_DEFAULTS.thinkTimeMs;
+    for (let sent = 0; options.prompts === undefined || sent < options.prompts; sent++) {
+      if (sent > 0 && thinkTimeMs > 0 && !(await this.#pause(thinkTimeMs))) return;
+      if (stop.aborted || !(await this.#permits.acquire())) return;
+      if (stop.aborted) {
+        this.#permits.release();
+        return;
+      }
+      const text = this.#text(index, sent);
+      const start = performance.now() - this.#t0;
+      this.#metrics.promptStarted(index);
+      try {
+        const result = await session.prompt(text);
+        this.#metrics.promptEnded(index, start, { result });
+      } catch (error) {
+        this.#metrics.promptEnded(index, start, { error });
+        // A session given up (ERR_SESSION_CRASHED) or closed takes no more prompts.
+        if (session.isClosed) return;
+      } finally {
+        this.#permits.release();
+      }
+    }
+  }
+
+  /** Sleeps unless the run ends first; false when it ended. */
+  async #pause(ms: number): Promise<boolean> {
+    try {
+      await abortableSleep(ms, this.#stop.signal);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  #text(session: number, prompt: number): string {
+    const texts = this.#options.promptTexts;
+    if (texts !== undefined && texts.length > 0) return texts[this.#nextText++ % texts.length] as string;
+    return `Load test, session ${session}, prompt ${prompt}: answer in a few words.`;
+  }
+
+  /** Live counters; `final` gives the whole run's tokens/s instead of the last interval's. */
+  #progress(elapsedMs: number, timeline: Timeline, final = false): LoadProgress {
+    const counters = this.#metrics.counters;
+    const last = timeline.points[timeline.points.length - 1];
+    const intervalMs = this.#options.sampleIntervalMs ?? LOAD_DEFAULTS.sampleIntervalMs;
+    return {
+      elapsedMs: Math.round(elapsedMs),
+      plannedPrompts: this.#options.prompts === undefined ? null : this.#options.prompts * this.#options.sessions,
+      durationMs: this.#options.durationMs ?? null,
+      promptsSent: counters.promptsSent,
+      promptsDone: counters.promptsSucceeded + counters.promptsFailed + counters.promptsCancelled,
+      promptsFailed: counters.promptsFailed,
+      inFlightPrompts: counters.inFlightPrompts,
+      inFlightRequests: counters.inFlightRequests,
+      retries: counters.retries,
+      requests: counters.requests,
+      outputTokensPerSecond: final
+        ? Math.round((counters.outputTokens * 1000) / Math.max(1, elapsedMs))
+        : last === undefined
+          ? 0
+          : Math.round((last.outputTokens * 1000) / intervalMs),
+      loopDelayMs: last?.loopDelayMaxMs ?? 0,
+    };
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * The terminal summary of a run: a few lines of totals, a table of percentiles and the
+ * thresholds, in plain text (no colour, no box drawing), so it reads the same in a CI log.
+ */
+import type { LoadReport } from "./load-report.js";
+import type { Summary } from "./stats.js";
+
+/** The summary of `report`, ending with a newline; `files` is the report folder, if one was written. */
+export function formatSummary(report: LoadReport, dir?: string): string {
+  const t = report.totals;
+  const lines: string[] = [];
+  const target = report.config.target === "mock" ? "built-in mock" : report.config.model;
+  lines.push(
+    `lifeline load ${report.status} in ${seconds(report.durationMs)}: ${report.config.sessions} sessions against ${target}`,
+  );
+  lines.push(
+    `prompts   ${t.prompts.sent} sent, ${t.prompts.succeeded} succeeded, ${t.prompts.failed} failed, ${t.prompts.cancelled} cancelled; failure rate ${percent(t.failureRate)}`,
+  );
+  const received = report.mock === null ? "" : ` (mock received ${report.mock.received})`;
+  lines.push(
+    `requests  ${t.requests.sent} sent${received}, ${t.requests.failed} failed${kinds(t.requests.failuresByKind)}; amplification ${num(t.amplification, 3)}`,
+  );
+  lines.push(`retries   ${t.retries}${kinds(t.retryChains, "chains")}; tool calls ${t.toolCalls}`);
+  lines.push(
+    `tokens    ${t.outputTokens} out, ${t.inputTokens} in; ${num(report.throughput.outputTokensPerSecond, 1)} tokens/s; estimated cost $${num(t.costUsd, 4)}`,
+  );
+  lines.push(
+    `host      event-loop delay max ${num(report.loopDelayMs.max, 1)} ms, p99 ${num(report.loopDelayMs.p99, 1)} ms; watchdog terminations ${t.watchdogTerminations}`,
+  );
+  lines.push("");
+  const rows: [string, Summary][] = [
+    ["ttft ms", report.latency.ttftMs],
+    ["itl ms", report.latency.itlMs],
+    ["e2e latency ms", report.latency.e2eMs],
+    ["tokens/s per request", report.latency.outputTokensPerSecond],
+    ["prompt ms", report.latency.promptMs],
+    ["requests per prompt", report.latency.requestsPerPrompt],
+  ];
+  lines.push(
+    ...table([
+      ["", "count", "p50", "p90", "p95", "p99", "max"],
+      ...rows.map(([name, s]) => [name, String(s.count), num(s.p50), num(s.p90), num(s.p95), num(s.p99), num(s.max)]),
+    ]),
+  );
+  if (report.thresholds.length > 0) {
+    lines.push("");
+    for (const threshold of report.thresholds) {
+      lines.push(
+        `${threshold.passed ? "ok  " : "FAIL"} ${threshold.expression}  (actual ${threshold.actual === null ? "no data" : num(threshold.actual, 3)})`,
+      );
+    }
+  }
+  if (dir !== undefined) lines.push("", `report: ${dir}/report.html  (figures: report.json, records.jsonl)`);
+  return `${lines.join("\n")}\n`;
+}
+
+/** Rows of cells as aligned columns: the first left-aligned, the rest right-aligned. */
+function table(rows: string[][]): string[] {
+  const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? "").length))) ?? [];
+  return rows.map((row) =>
+    row
+      .map((cell, column) => (column === 0 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0)))
+      .join("  ")
+      .trimEnd(),
+  );
+}
+
+function kinds(counts: Record<string, number>, label?: string): string {
+  const entries = Object.entries(counts).sort(([a], [b]) => a.localeCompare(b));
+  if (entries.length === 0) return "";
+  return ` (${label === undefined ? "" : `${label}: `}${entries.map(([kind, n]) => `${kind} ${n}`).join(", ")})`;
+}
+
+function num(value: number | null, digits = 1): string {
+  if (value === null) return "-";
+  return value.toFixed(digits).replace(/\.0+$/, "");
+}
+
+function percent(value: number | null): string {
+  return value === null ? "-" : `${(value * 100).toFixed(2)} %`;
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
+}

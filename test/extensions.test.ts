@@ -371,10 +371,25 @@ describe("loading extensions", () => {
     );
   });
 
-  it("session_shutdown reaches the extension before host.close() resolves", async () => {
+  it("host.close() waits for an extension's async session_shutdown handler", async () => {
     const dir = tempDir(cleanups);
     const probe = recorder();
-    const file = writeFile(dir, "bye.ts", recorderSource(probe.key, ["session_start", "session_shutdown"]));
+    const file = writeFile(
+      dir,
+      "bye.ts",
+      `
+type Ctx = { sessionId: string };
+const probe = (globalThis as { __lifelineExtensionProbe?: (k: string, e: unknown, c: Ctx) => unknown }).__lifelineExtensionProbe;
+export default function (pi: { on(type: string, handler: (event: { type: string }, ctx: Ctx) => unknown): void }): void {
+  pi.on("session_start", (event, ctx) => probe?.(${JSON.stringify(probe.key)}, event, ctx));
+  // Cleanup work that takes a while, such as flushing a log.
+  pi.on("session_shutdown", async (event, ctx) => {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    probe?.(${JSON.stringify(probe.key)}, event, ctx);
+  });
+}
+`,
+    );
     const h = host({ extensions: [file] });
     const session = await h.createSession();
     await within(h.close(), 10_000, "close");

@@ -336,6 +336,20 @@ describe("loading extensions", () => {
     expect((error as Error).cause).toMatchObject({ code: "ERR_EXTENSION_UNSUPPORTED", member: 'on("tool_call")' });
   });
 
+  it("a malformed tool fails createSession with ERR_EXTENSION_LOAD naming the extension", async () => {
+    const dir = tempDir(cleanups);
+    const file = writeFile(
+      dir,
+      "no-execute.ts",
+      `export default function (pi: any) { pi.registerTool({ name: "t", description: "d", parameters: {} }); }\n`,
+    );
+    const error = await host({ extensions: [file] })
+      .createSession()
+      .catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ code: "ERR_EXTENSION_LOAD", extensionPath: file });
+    expect((error as Error).message).toContain('tool "t": execute must be a function');
+  });
+
   it("directories load as in pi: a package.json pi manifest, else index.ts", async () => {
     const dir = tempDir(cleanups);
     const manifest = recorder();

@@ -5,7 +5,12 @@
  * (worker/extensions/extension-tools.ts); see docs/architecture.md for the split.
  */
 import { ExtensionLoadError } from "../../shared/errors.js";
-import { type ExtensionFactory, runExtensionFactory } from "../../shared/extensions/extension-api.js";
+import {
+  type ExtensionFactory,
+  malformedToolMessage,
+  runExtensionFactory,
+  toolProblem,
+} from "../../shared/extensions/extension-api.js";
 import { importExtension } from "../../shared/extensions/import-extension.js";
 import type { SessionExtensions as WorkerExtensions } from "../../shared/protocol.js";
 import type { ResolvedExtension } from "./resolve-extensions.js";
@@ -56,6 +61,11 @@ export class ExtensionRunner {
             `Extension ${path}'s factory did not finish within ${options.setupTimeoutMs} ms (setupTimeoutMs); make it finish, or raise setupTimeoutMs.`,
           ),
       );
+      // The tools run in the worker, but a malformed one is named here, with its extension's path.
+      for (const tool of registrations.tools) {
+        const problem = toolProblem(tool);
+        if (problem !== undefined) throw new ExtensionLoadError(path, malformedToolMessage(path, problem));
+      }
       loaded.push({ path, registrations });
     }
     const session = new SessionExtensions({

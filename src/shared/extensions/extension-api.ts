@@ -282,3 +282,23 @@ export async function runExtensionFactory(
   }
   return registrations;
 }
+
+/**
+ * What is wrong with a registered tool definition, or undefined when it has what a tool needs.
+ * Checked on both threads, so a malformed tool fails the load on main, naming its extension.
+ */
+export function toolProblem(definition: ExtensionToolDefinition): string | undefined {
+  if (definition === null || typeof definition !== "object") return "registerTool() needs a tool definition object";
+  if (typeof definition.name !== "string" || definition.name === "") return "name must be a non-empty string";
+  if (typeof definition.description !== "string") return `tool "${definition.name}": description must be a string`;
+  if (definition.parameters === null || typeof definition.parameters !== "object") {
+    return `tool "${definition.name}": parameters must be a schema object`;
+  }
+  if (typeof definition.execute !== "function") return `tool "${definition.name}": execute must be a function`;
+  return undefined;
+}
+
+/** The message of a malformed tool's load error. */
+export function malformedToolMessage(path: string, problem: string): string {
+  return `Extension ${path} registered a malformed tool: ${problem}. A tool needs name, description, parameters (a TypeBox or JSON schema) and execute(toolCallId, params, signal, onUpdate, ctx).`;
+}

@@ -11,7 +11,9 @@ import {
   type ExtensionContext,
   type ExtensionFactory,
   type ExtensionToolDefinition,
+  malformedToolMessage,
   runExtensionFactory,
+  toolProblem,
 } from "../../shared/extensions/extension-api.js";
 import { importExtension } from "../../shared/extensions/import-extension.js";
 import type { SessionExtensions } from "../../shared/protocol.js";
@@ -68,10 +70,7 @@ function toAgentTool(
 ): AgentTool {
   const problem = toolProblem(definition);
   if (problem !== undefined) {
-    throw new ExtensionLoadError(
-      path,
-      `Extension ${path} registered a malformed tool: ${problem}. A tool needs name, description, parameters (a TypeBox or JSON schema) and execute(toolCallId, params, signal, onUpdate, ctx).`,
-    );
+    throw new ExtensionLoadError(path, malformedToolMessage(path, problem));
   }
   const tool: AgentTool = {
     name: definition.name,
@@ -86,17 +85,6 @@ function toAgentTool(
   }
   if (definition.executionMode !== undefined) tool.executionMode = definition.executionMode;
   return tool;
-}
-
-function toolProblem(definition: ExtensionToolDefinition): string | undefined {
-  if (definition === null || typeof definition !== "object") return "registerTool() needs a tool definition object";
-  if (typeof definition.name !== "string" || definition.name === "") return "name must be a non-empty string";
-  if (typeof definition.description !== "string") return `tool "${definition.name}": description must be a string`;
-  if (definition.parameters === null || typeof definition.parameters !== "object") {
-    return `tool "${definition.name}": parameters must be a schema object`;
-  }
-  if (typeof definition.execute !== "function") return `tool "${definition.name}": execute must be a function`;
-  return undefined;
 }
 
 function toolContext(

@@ -300,6 +300,50 @@ export default function (pi: { thread: string; registerTool(tool: unknown): void
   });
 });
 
+describe("extension tools after a worker crash", () => {
+  it("X7: a session restored on a fresh worker has its extension tools there too", async () => {
+    const dir = tempDir(cleanups);
+    const marker = join(dir, "crashed-once");
+    const file = writeFile(
+      dir,
+      "crash-once.ts",
+      `
+import { existsSync, writeFileSync } from "node:fs";
+export default function (pi: { registerTool(tool: unknown): void }): void {
+  pi.registerTool({
+    name: "ext_crash_once",
+    label: "Crash once",
+    description: "Kills its worker the first time it runs, then answers.",
+    parameters: { type: "object", properties: { who: { type: "string" } } },
+    async execute() {
+      if (!existsSync(${JSON.stringify(marker)})) {
+        writeFileSync(${JSON.stringify(marker)}, "");
+        setTimeout(() => {
+          throw new Error("an extension tool bug nothing caught");
+        }, 0);
+        return new Promise(() => {});
+      }
+      return { content: [{ type: "text", text: "survived" }], details: {} };
+    },
+  });
+}
+`,
+    );
+    const h = host({ extensions: [file] });
+    const session = await h.createSession({
+      model: workerApiModel("lifeline-ext-tools", "ext-tools-1"),
+      workerModule: TOOL_MODEL_MODULE,
+    });
+    const events = collect(session);
+    const first = await within(session.prompt("[call=ext_crash_once] first"), 15_000, "the crashed prompt");
+    expect(events.map((event) => event.type)).toContain("session_restored");
+    expect(first.stopReason).toBe("stop");
+    // The next prompt calls the tool on the fresh worker, which loaded the extension for the session.
+    const second = await within(session.prompt("[call=ext_crash_once] second"), 15_000, "the next prompt");
+    expect(second.message?.content).toEqual([{ type: "text", text: "the tool said: survived" }]);
+  });
+});
+
 describe("loading extensions", () => {
   it("a path that does not exist is refused at createSessionHost with ERR_EXTENSION_LOAD naming the path", () => {
     const dir = tempDir(cleanups);

@@ -121,6 +121,51 @@ describe("lifeline -e", () => {
     expect(run.log).toContain("main a agent_settled");
   });
 
+  it("--mode rpc writes an extension's failure as pi's extension_error event on stdout, and the prompt still settles", async () => {
+    const cwd = tempDir(cleanups);
+    writeFileSync(
+      join(cwd, "throws.ts"),
+      `export default function (pi: { on(t: string, h: () => void): void }): void {
+  pi.on("agent_start", () => {
+    throw new Error("handler bug");
+  });
+}
+`,
+    );
+    const lifelineDir = tempDir(cleanups);
+    const child = spawn(process.execPath, [CLI, "--mode", "rpc", "--no-session", "-e", "throws.ts"], {
+      cwd,
+      env: { ...process.env, LIFELINE_DIR: lifelineDir, NO_COLOR: "1" },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    cleanups.push(() => {
+      child.kill("SIGKILL");
+    });
+    const lines: Record<string, unknown>[] = [];
+    let buffered = "";
+    const settled = new Promise<void>((resolve) => {
+      child.stdout.on("data", (chunk: Buffer) => {
+        buffered += chunk.toString();
+        const parts = buffered.split("\n");
+        buffered = parts.pop() ?? "";
+        for (const part of parts) {
+          const record = JSON.parse(part) as Record<string, unknown>;
+          lines.push(record);
+          if (record.type === "agent_settled") resolve();
+        }
+      });
+    });
+    child.stdin.write(`${JSON.stringify({ id: "1", type: "prompt", message: "hello [fail=0]" })}\n`);
+    await within(settled, 15_000, "agent_settled on stdout");
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    child.stdin.end();
+    expect(await within(exited, 15_000, "the RPC child's exit")).toBe(0);
+    expect(lines.filter((line) => line.type === "extension_error")).toEqual([
+      { type: "extension_error", extensionPath: "throws.ts", event: "agent_start", error: "handler bug" },
+    ]);
+    expect(lines.find((line) => line.type === "agent_settled")).toMatchObject({ stopReason: "stop" });
+  });
+
   it("a bad -e path exits 2 with an error naming the path and what to do", async () => {
     const cwd = tempDir(cleanups);
     const run = await runCli(["-p", "hello", "--no-session", "-e", "./nowhere.ts"], cwd);

@@ -20,6 +20,8 @@ export interface ResolvedExtension {
 }
 
 /**
+ * The extension files `paths` name, in order, each once (see the module comment). Called by
+ * `createSessionHost` and by the CLI before it starts a host, so a bad path is reported at once.
  * @throws ExtensionLoadError (ERR_EXTENSION_LOAD) for a path that does not exist or a directory
  *   that holds no extension; the message names the path, where it was looked for, and what to do.
  */

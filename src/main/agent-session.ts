@@ -23,6 +23,7 @@ import type { Settings } from "../shared/settings.js";
 import { fromWireUpdate, type StreamState, startStream } from "../shared/stream-wire.js";
 import type { AuthStorage } from "./auth/auth-storage.js";
 import { EventStream, type SessionListener } from "./event-stream.js";
+import type { SessionExtensions } from "./extensions/session-extensions.js";
 import {
   assertListener,
   assertQueueKind,
@@ -80,6 +81,8 @@ export interface SessionWiring {
   /** Whether every stored key of `provider` is blocked (a fallback model skips it). */
   isProviderExhausted?: (provider: string) => boolean;
   onContextOverflow: ContextOverflowHook | undefined;
+  /** The session's extension handlers (R14: they receive every event); undefined without extensions. */
+  extensions?: SessionExtensions | undefined;
   onListenerError: (error: unknown, event: SessionEvent) => void;
   onDisposed: (sessionId: string) => void;
   /** Test seam for the controller's clock; production uses real timers. */
@@ -199,6 +202,12 @@ export class AgentSession {
     };
     if (wiring.authStorage !== undefined) controllerOptions.authStorage = wiring.authStorage;
     this.#retry = new RetryController<AssistantMessage>(controllerOptions);
+    const extensions = wiring.extensions;
+    if (extensions !== undefined) {
+      // An ordinary listener that only enqueues: handlers never delay delivery or the retry path.
+      this.#events.subscribe((event) => extensions.deliver(event));
+      extensions.bind(this, (event) => this.#events.emit(event));
+    }
     this.#link.attach(this.id, this.#linkClient());
   }
 

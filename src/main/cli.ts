@@ -14,11 +14,15 @@
  * Sessions (-p, rpc, interactive) are saved as pi's session files unless --no-session (see
  * cli-sessions.ts); `demo` and `mock-server` never write one.
  *
+ * `--extension/-e F` (repeatable) loads an extension, as do the settings' `extensions` unless
+ * `--no-extensions` (see extensions/cli-extensions.ts and docs/extensions.md).
+ *
  * `--worker-entry F` (or LIFELINE_WORKER_ENTRY) runs the workers from F, such as the worker bundle
  * an Electron app unpacked next to its app.asar (see docs/embedding.md).
  *
  * Exit codes: 0 answered; 1 the prompt failed (final error on stderr); 2 bad usage, settings,
- * models.json, unknown model or missing key, or a session that cannot be opened; 130 interrupted
+ * models.json, unknown model or missing key, an extension that cannot be loaded, or a session
+ * that cannot be opened; 130 interrupted
  * (SIGINT), 143 terminated (SIGTERM): both abort the prompt and close the session file first.
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
@@ -29,9 +33,12 @@ import { LifelineError } from "../shared/errors.js";
 import type { PromptResult, SessionEvent } from "../shared/events.js";
 import { addAuthCommand } from "./auth/auth-cli.js";
 import { type CliSessionFlags, cliSessionsOption, openCliSession, resumeUsageError } from "./cli-sessions.js";
+import { cliExtensionPaths } from "./extensions/cli-extensions.js";
+import { resolveExtensions } from "./extensions/resolve-extensions.js";
 import { addLoadCommand } from "./load/load-command.js";
 import { runRpcMode } from "./rpc/rpc-mode.js";
 import { createSessionHost, type SessionHostOptions, type SessionsOptions } from "./session-host.js";
+import { resolveLifelineDir } from "./settings-store.js";
 import { workerFate } from "./supervision/interrupted-run.js";
 
 const DEMO_PROMPT = "Say hello to lifeline.";
@@ -57,6 +64,7 @@ const USAGE_ERRORS = new Set([
   "ERR_SESSION_NOT_FOUND",
   "ERR_SESSION_LOCKED",
   "ERR_SESSION_FILE",
+  "ERR_EXTENSION_LOAD",
 ]);
 
 /** Whole seconds, rounded up as pi's loader counts them; short delays in ms so they don't read as 1s. */
@@ -78,6 +86,8 @@ export function progressLine(event: SessionEvent): string | undefined {
       return `Worker exited: ${event.error.message}`;
     case "session_restored":
       return `The session's worker ${workerFate(event.reason)}; the session was restored on a fresh worker (restart ${event.restarts}).`;
+    case "extension_error":
+      return `Extension ${event.extensionPath} failed on ${event.event}: ${event.error}`;
     default:
       return undefined;
   }
@@ -197,11 +207,48 @@ interface ActionOptions {
   session?: string | boolean;
   sessionDir?: string;
   workerEntry?: string;
+  extension?: string[];
+  /** False for --no-extensions. */
+  extensions?: boolean;
 }
 
-/** Host options from the global flags; a relative --worker-entry is taken from the current directory. */
-function hostOptions(opts: { workerEntry?: string }): SessionHostOptions {
-  return opts.workerEntry === undefined || opts.workerEntry === "" ? {} : { workerEntry: opts.workerEntry };
+/** The global flags that become host options. */
+interface HostFlags {
+  workerEntry?: string;
+  extension?: string[];
+  extensions?: boolean;
+}
+
+/**
+ * Host options from the global flags; a relative --worker-entry or extension path is taken from
+ * the current directory. Extension paths are checked here, so a bad one is a usage error (exit 2)
+ * in every mode.
+ * @throws ExtensionLoadError (ERR_EXTENSION_LOAD) for an extension path that does not exist.
+ */
+async function hostOptions(opts: HostFlags): Promise<SessionHostOptions> {
+  const options: SessionHostOptions =
+    opts.workerEntry === undefined || opts.workerEntry === "" ? {} : { workerEntry: opts.workerEntry };
+  const cwd = process.cwd();
+  const extensions = await cliExtensionPaths({
+    flags: opts.extension ?? [],
+    noExtensions: opts.extensions === false,
+    lifelineDir: resolveLifelineDir(),
+    cwd,
+  });
+  if (extensions.length > 0) {
+    resolveExtensions(extensions, cwd);
+    options.extensions = extensions;
+  }
+  return options;
+}
+
+/** `hostOptions`, or the exit code of its error (written to stderr). */
+async function hostOptionsOrExit(opts: HostFlags): Promise<SessionHostOptions | number> {
+  try {
+    return await hostOptions(opts);
+  } catch (error) {
+    return reportError(error);
+  }
 }
 
 /** Parses `argv` (without node and script) and runs the command; resolves to the exit code. */
@@ -236,6 +283,13 @@ export async function main(argv: readonly string[]): Promise<number> {
         "keep session files directly in this directory (default: $LIFELINE_DIR/sessions/<encoded cwd>/)",
       ),
     )
+    .addOption(
+      new Option(
+        "-e, --extension <path>",
+        "load an extension (.ts/.js file or directory, as pi's); repeatable",
+      ).argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]),
+    )
+    .addOption(new Option("--no-extensions", "ignore the extensions listed in settings files (-e still loads)"))
     .addOption(
       new Option(
         "--worker-entry <file>",
@@ -276,24 +330,34 @@ export async function main(argv: readonly string[]): Promise<number> {
         exitCode = 2;
         return;
       }
-      const host = { ...hostOptions(opts), sessions };
+      const global = await hostOptionsOrExit(opts);
+      if (typeof global === "number") {
+        exitCode = global;
+        return;
+      }
+      const host = { ...global, sessions };
       if (opts.mode === "rpc") exitCode = await runRpcMode({ model, ...key, host, sessionFlags: flags });
       else if (opts.print === undefined) {
         // Loaded only here: the terminal UI (pi-tui) costs startup time the other modes don't need.
         const { runInteractive } = await import("./tui/interactive-mode.js");
         exitCode = await runInteractive({ model, ...key, host, sessionFlags: flags });
-      } else exitCode = await run({ text: opts.print, model, ...key, sessions, flags, host: hostOptions(opts) });
+      } else exitCode = await run({ text: opts.print, model, ...key, sessions, flags, host: global });
     });
   program
     .command("demo")
     .description("run the demo job: one session on the built-in demo model that fails, retries, recovers and answers")
     .action(async () => {
+      const host = await hostOptionsOrExit(program.opts<HostFlags>());
+      if (typeof host === "number") {
+        exitCode = host;
+        return;
+      }
       exitCode = await run({
         text: DEMO_PROMPT,
         model: "demo/demo-1",
         sessions: false,
         flags: {},
-        host: hostOptions(program.opts<{ workerEntry?: string }>()),
+        host,
         banner:
           `lifeline demo: prompt "${DEMO_PROMPT}" on demo/demo-1 (a built-in model in a worker thread; no key, no network).\n` +
           "The model fails twice with transient errors; the retry controller on the main thread backs off and retries.",

@@ -27,12 +27,25 @@ export {
 } from "../shared/classify.js";
 export type { ErrorCode, WireError } from "../shared/errors.js";
 export {
+  ExtensionLoadError,
+  ExtensionUnsupportedError,
   InvalidSettingsError,
   LifelineError,
   SessionBusyError,
   WorkerExitedError,
 } from "../shared/errors.js";
 export type * from "../shared/events.js";
+export type {
+  ExtensionAPI,
+  ExtensionContext,
+  ExtensionEvent,
+  ExtensionEventType,
+  ExtensionFactory,
+  ExtensionHandler,
+  ExtensionLifecycleEvent,
+  ExtensionThread,
+  ExtensionToolDefinition,
+} from "../shared/extensions/extension-api.js";
 export type { ModelRef, ProviderOverrides } from "../shared/protocol.js";
 export type { RequestFailure } from "../shared/request-failure.js";
 export { REQUEST_FAILURE_DIAGNOSTIC, requestFailureOf } from "../shared/request-failure.js";

@@ -21,6 +21,9 @@ import { mergeSettings, parseSettings, type Settings, type SettingsInput } from 
 import { AgentSession, type ContextOverflowHook, parseModelName } from "./agent-session.js";
 import type { AuthStorage } from "./auth/auth-storage.js";
 import { FileAuthStorage } from "./auth/file-auth-storage.js";
+import { ExtensionRunner } from "./extensions/extension-runner.js";
+import { resolveExtensions } from "./extensions/resolve-extensions.js";
+import type { SessionExtensions } from "./extensions/session-extensions.js";
 import {
   listConfiguredModels,
   loadModelsConfig,
@@ -118,6 +121,15 @@ export interface SessionHostOptions {
    * @default off (an embedded host chooses where its files go)
    */
   sessions?: SessionsOptions | false;
+  /**
+   * Extensions for every session of this host, in load order: paths of `.ts`/`.js` modules or of
+   * directories (as pi resolves them; relative to `cwd`), loaded through jiti. Each session's
+   * events reach their `on()` handlers on the main thread; their `registerTool()` tools run in
+   * the session's worker (see docs/extensions.md). The only way the library loads extensions:
+   * the `extensions` key of settings files is read by the CLI alone.
+   * @default none
+   */
+  extensions?: string[];
 }
 
 /** Options of {@link SessionHost.createSession}. */
@@ -178,6 +190,7 @@ const hostOptionsSchema = z.strictObject({
   connect: fn.optional(),
   sleep: fn.optional(),
   sessions: sessionsOptionsSchema.optional(),
+  extensions: z.array(z.string().min(1)).optional(),
 });
 
 const sessionOptionsSchema = z.strictObject({
@@ -199,13 +212,20 @@ const resumeOptionsSchema = sessionOptionsSchema.omit({ sessionId: true, message
 
 /** Creates a host. Cheap: the pool and its workers start with the first session. */
 /**
- * @throws ERR_INVALID_OPTIONS for a malformed option, ERR_INVALID_SETTINGS for invalid `settings`.
+ * @throws ERR_INVALID_OPTIONS for a malformed option, ERR_INVALID_SETTINGS for invalid `settings`,
+ *   ERR_EXTENSION_LOAD for an extension path that does not exist or holds no extension.
  */
 export function createSessionHost(options: SessionHostOptions = {}): SessionHost {
   validate(hostOptionsSchema, options, "createSessionHost options");
   if (options.settings !== undefined) parseSettings(options.settings, "createSessionHost({ settings })");
+  refuseSettingsExtensions(options.settings, "createSessionHost");
   if (options.workerEntry !== undefined) checkWorkerEntry(options.workerEntry, options.cwd ?? process.cwd());
-  return new SessionHost(options);
+  const cwd = options.cwd ?? process.cwd();
+  const extensions =
+    options.extensions === undefined || options.extensions.length === 0
+      ? undefined
+      : new ExtensionRunner(resolveExtensions(options.extensions, cwd), cwd);
+  return new SessionHost(options, extensions);
 }
 
 /** Owns a worker pool and the sessions on it. Create with {@link createSessionHost}. */
@@ -220,10 +240,13 @@ export class SessionHost {
   #modelsConfig: Promise<ModelsConfig> | undefined;
   #defaultAuth: FileAuthStorage | undefined;
   #closed = false;
+  /** The host's extensions (the `extensions` option); undefined without any. */
+  readonly #extensions: ExtensionRunner | undefined;
 
   /** @internal Use {@link createSessionHost}. */
-  constructor(options: SessionHostOptions) {
+  constructor(options: SessionHostOptions, extensions?: ExtensionRunner) {
     this.#options = options;
+    this.#extensions = extensions;
     this.#files = new HostSessions({
       sessions: options.sessions,
       lifelineDir: () => this.#lifelineDir(),
@@ -271,6 +294,7 @@ export class SessionHost {
   async createSession(options: SessionOptions = {}): Promise<AgentSession> {
     this.#assertOpen();
     validate(sessionOptionsSchema, options, "createSession options");
+    refuseSettingsExtensions(options.settings, "createSession");
     const store = this.#files.storeFor(options.sessions);
     if (store !== undefined && options.sessionId !== undefined) assertValidSessionId(options.sessionId);
     return this.#open(options, store, undefined);
@@ -350,7 +374,26 @@ export class SessionHost {
     if (resolved.authHeader === true) init.authHeader = true;
     if (options.workerModule !== undefined) init.workerModule = toModuleUrl(options.workerModule, this.#cwd());
     if (options.workerModuleOptions !== undefined) init.workerModuleOptions = options.workerModuleOptions;
-    const { link, opened } = await this.#workers.open(init);
+    // The main thread's copy of the extensions first: a factory that fails costs no worker call.
+    const runner = this.#extensions;
+    let extensions: SessionExtensions | undefined;
+    if (runner !== undefined) {
+      extensions = await runner.open({
+        reason: resumed === undefined ? "startup" : "resume",
+        timeoutMs: () => settings.extensionHandlerTimeoutMs,
+        setupTimeoutMs: this.#options.setupTimeoutMs ?? DEFAULT_TIMEOUTS.setupTimeoutMs,
+      });
+      init.extensions = runner.forWorker;
+    }
+    let opening: Awaited<ReturnType<WorkerLinks["open"]>>;
+    try {
+      this.#assertOpen();
+      opening = await this.#workers.open(init);
+    } catch (error) {
+      if (extensions !== undefined) runner?.close(extensions);
+      throw error;
+    }
+    const { link, opened } = opening;
     let recorder: SessionRecorder | undefined;
     try {
       recorder =
@@ -364,6 +407,7 @@ export class SessionHost {
             );
     } catch (error) {
       void link.control("closeSession", sessionId).catch(() => {});
+      if (extensions !== undefined) runner?.close(extensions);
       throw error;
     }
     const session = new AgentSession({
@@ -380,7 +424,9 @@ export class SessionHost {
       isProviderExhausted: (provider) => safely(() => this.authStorage?.isExhausted?.(provider)) === true,
       onContextOverflow: options.onContextOverflow,
       onListenerError: this.#options.onListenerError ?? reportListenerError,
+      extensions,
       onDisposed: (id) => {
+        if (extensions !== undefined) runner?.close(extensions);
         this.#sessions.delete(id);
         safely(() => this.authStorage?.releaseSession?.(id));
         this.#workers.releaseIsolated();
@@ -458,6 +504,8 @@ export class SessionHost {
       ...[...this.#sessions.values()].map((session) => session.dispose()),
       this.#workers.closeLinks(),
     ]);
+    // Extensions' handlers see the sessions' last events and session_shutdown (bounded).
+    await this.#extensions?.drain();
     // Every accepted entry is on disk (per the fsync policy) and every lock released.
     await this.#files.closeAll();
     await this.#workers.destroy();
@@ -535,6 +583,19 @@ export class SessionHost {
     if (overrides !== undefined) parseSettings(overrides, "createSession({ settings })");
     return parseSettings(mergeSettings(files, this.#options.settings, overrides), "the merged settings");
   }
+}
+
+/**
+ * The `extensions` key of a settings object is pi's, and the CLI's: the library loads extensions
+ * only from the host's `extensions` option, so a settings override that names some would be
+ * ignored; say so instead.
+ */
+function refuseSettingsExtensions(settings: SettingsInput | undefined, call: string): void {
+  if (settings?.extensions === undefined) return;
+  throw new LifelineError(
+    "ERR_INVALID_OPTIONS",
+    `Invalid ${call} options: settings.extensions is read by the CLI only; pass the paths as the host option extensions (createSessionHost({ extensions: [...] })).`,
+  );
 }
 
 /** `init` with the session's current model and key (they may have changed) and transcript. */

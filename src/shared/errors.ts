@@ -32,7 +32,9 @@ export type ErrorCode =
   | "ERR_RPC_EXITED"
   | "ERR_RPC_FAILED"
   | "ERR_RPC_NOT_STARTED"
-  | "ERR_LOAD_FAILED";
+  | "ERR_LOAD_FAILED"
+  | "ERR_EXTENSION_LOAD"
+  | "ERR_EXTENSION_UNSUPPORTED";
 
 /** An error as plain data: what crosses a thread or goes into an event (SPEC X6). */
 export interface WireError {
@@ -136,6 +138,36 @@ export class WorkerStartError extends LifelineError {
     super("ERR_WORKER_START", message);
     this.name = "WorkerStartError";
     this.workerError = workerError;
+  }
+}
+
+/**
+ * An extension could not be loaded: its path does not exist or holds no extension, its import
+ * threw, it exports no factory, its factory threw (an unsupported API member included), or a tool
+ * it registered is malformed. `extensionPath` is the path as the user gave it.
+ */
+export class ExtensionLoadError extends LifelineError {
+  readonly extensionPath: string;
+
+  constructor(extensionPath: string, message: string, options: { cause?: unknown } = {}) {
+    super("ERR_EXTENSION_LOAD", message, options);
+    this.name = "ExtensionLoadError";
+    this.extensionPath = extensionPath;
+  }
+}
+
+/**
+ * An extension used a member of pi's extension API that lifeline does not provide (see
+ * docs/extensions.md), or registered something outside its factory call. Thrown by the member.
+ */
+export class ExtensionUnsupportedError extends LifelineError {
+  /** The member, as `pi.registerCommand` or `pi.on("tool_call")`. */
+  readonly member: string;
+
+  constructor(member: string, message: string) {
+    super("ERR_EXTENSION_UNSUPPORTED", message);
+    this.name = "ExtensionUnsupportedError";
+    this.member = member;
   }
 }
 

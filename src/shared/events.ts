@@ -90,6 +90,21 @@ export interface SessionRestoredEvent {
   restarts: number;
 }
 
+/**
+ * An extension's event handler threw, rejected or did not settle within
+ * `extensionHandlerTimeoutMs` (pi's `ExtensionError` shape). The session goes on; the event is
+ * reported to `subscribe()` listeners and in RPC mode, never to extensions themselves.
+ */
+export interface ExtensionErrorEvent {
+  type: "extension_error";
+  /** The extension's file, as loaded. */
+  extensionPath: string;
+  /** The event type whose handler failed (`session_start` and `session_shutdown` included). */
+  event: string;
+  /** The error's message, or what timed out. */
+  error: string;
+}
+
 /** The agent's own events, except `agent_end`, which gains `willRetry`. */
 export type ForwardedAgentEvent = Exclude<AgentEvent, { type: "agent_end" }>;
 
@@ -103,7 +118,8 @@ export type SessionEvent =
   | CompactionStartEvent
   | CompactionEndEvent
   | WorkerExitedEvent
-  | SessionRestoredEvent;
+  | SessionRestoredEvent
+  | ExtensionErrorEvent;
 
 /** The retry controller's events. */
 export type RetryEvent = AutoRetryStartEvent | AutoRetryEndEvent;

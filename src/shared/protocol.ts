@@ -56,6 +56,16 @@ export interface SessionInit {
   workerModule?: string;
   /** Plain data handed to the worker module's `setup`. */
   workerModuleOptions?: unknown;
+  /** Extensions whose tools this session gets (the worker's copy; handlers run on main). */
+  extensions?: SessionExtensions;
+}
+
+/** A session's extensions as the worker needs them: resolved files, in load order. */
+export interface SessionExtensions {
+  /** `file`: the absolute file jiti imports; `path`: the path as the user gave it, for messages. */
+  files: { file: string; path: string }[];
+  /** The host's cwd, which tools see as `ctx.cwd`. */
+  cwd: string;
 }
 
 /** What the worker reports about an opened session. */

@@ -78,6 +78,16 @@ const settingsSchema = z.looseObject({
     provider: { maxRetries: 0 },
   }),
   supervision: supervisionSchema.default({ maxRestarts: 3, windowMs: 60_000 }),
+  /**
+   * Longest wait for one extension handler's promise; past it the handler is abandoned, an
+   * `extension_error` is emitted and the extension's next event goes on. @default 5000
+   */
+  extensionHandlerTimeoutMs: positiveTimerMs.default(5000),
+  /**
+   * pi's list of extension paths. Read by the CLI only (an embedding app passes the host option
+   * `extensions`): the library never runs code named in a settings file.
+   */
+  extensions: z.array(z.string().min(1)).optional(),
 });
 
 /** Validated supervision settings, defaults applied. */
@@ -102,6 +112,9 @@ export interface SettingsInput {
     provider?: { maxRetries?: number; timeoutMs?: number; maxRetryDelayMs?: number };
   };
   supervision?: { maxRestarts?: number; windowMs?: number };
+  extensionHandlerTimeoutMs?: number;
+  /** Read by the CLI only (see the schema). */
+  extensions?: string[];
   [key: string]: unknown;
 }
 

@@ -12,6 +12,7 @@ import type { WorkerModuleSetup, WorkerModuleSetupFn } from "../shared/worker-mo
 import { convertToLlm } from "./convert-to-llm.js";
 import { forgetDemoSession } from "./demo-provider.js";
 import type { EventBatcher } from "./event-batcher.js";
+import { loadExtensionTools, type ToolSessionView } from "./extensions/extension-tools.js";
 import { redactSecrets, redactStrings } from "./redact.js";
 import { assertRegisteredApi } from "./registered-api.js";
 import { installRequestCapture, RequestCapture } from "./request-capture.js";
@@ -69,7 +70,16 @@ export class WorkerSession {
     batcher: EventBatcher,
   ): Promise<{ session: WorkerSession; opened: SessionOpened }> {
     const model = resolveModel(init.model);
-    const tools = init.workerModule === undefined ? [] : await loadTools(init);
+    const moduleTools = init.workerModule === undefined ? [] : await loadTools(init);
+    // The agent exists only below; a tool's ctx reads it when the tool runs.
+    let view: ToolSessionView | undefined;
+    const extensionTools =
+      init.extensions === undefined || init.extensions.files.length === 0
+        ? []
+        : await loadExtensionTools(init.extensions, init.sessionId, () => view as ToolSessionView);
+    // An extension's tool replaces a worker module's tool of the same name (as pi's replace built-ins).
+    const names = new Set(extensionTools.map((tool) => tool.name));
+    const tools = [...moduleTools.filter((tool) => !names.has(tool.name)), ...extensionTools];
     assertRegisteredApi(model);
     const provider = init.provider;
     installRequestCapture();
@@ -95,6 +105,12 @@ export class WorkerSession {
           }),
         ),
     });
+    view = {
+      model: () => agent.state.model,
+      isStreaming: () => agent.state.isStreaming,
+      abort: () => agent.abort(),
+      hasPendingMessages: () => agent.hasQueuedMessages(),
+    };
     const session = new WorkerSession(init.sessionId, agent, batcher, capture, credentials);
     return { session, opened: { model } };
   }

@@ -1,0 +1,118 @@
+/**
+ * A host's extensions on the main thread: the modules, imported once per host (lazily, with the
+ * first session), and each session's handlers, from a factory call per session (as pi calls the
+ * factory for each session runtime). The worker loads the same files for their tools
+ * (worker/extensions/extension-tools.ts); see docs/architecture.md for the split.
+ */
+import { ExtensionLoadError } from "../../shared/errors.js";
+import {
+  type ExtensionFactory,
+  malformedToolMessage,
+  runExtensionFactory,
+  toolProblem,
+} from "../../shared/extensions/extension-api.js";
+import { importExtension } from "../../shared/extensions/import-extension.js";
+import type { SessionExtensions as WorkerExtensions } from "../../shared/protocol.js";
+import type { ResolvedExtension } from "./resolve-extensions.js";
+import { type LoadedExtension, SessionExtensions } from "./session-extensions.js";
+
+/** Options of {@link ExtensionRunner.open}. */
+export interface OpenExtensionsOptions {
+  reason: "startup" | "resume";
+  /** The session's `extensionHandlerTimeoutMs`, read per handler call. */
+  timeoutMs: () => number;
+  /** Longest wait for the factories (an async factory may fetch): the host's `setupTimeoutMs`. */
+  setupTimeoutMs: number;
+}
+
+/** See the module comment. One per host that has extensions. */
+export class ExtensionRunner {
+  readonly #files: readonly ResolvedExtension[];
+  readonly #cwd: string;
+  #factories: Promise<ExtensionFactory[]> | undefined;
+  /** Sessions whose queues may still hold events; drained (bounded) when the host closes. */
+  readonly #live = new Map<SessionExtensions, () => number>();
+
+  constructor(files: readonly ResolvedExtension[], cwd: string) {
+    this.#files = files;
+    this.#cwd = cwd;
+  }
+
+  /** What a session's worker needs to load the same extensions for their tools. */
+  get forWorker(): WorkerExtensions {
+    return { files: this.#files.map(({ file, path }) => ({ file, path })), cwd: this.#cwd };
+  }
+
+  /**
+   * Calls every extension's factory for a new session and returns its handlers, unbound.
+   * @throws ExtensionLoadError (ERR_EXTENSION_LOAD) naming the extension whose import or factory failed.
+   */
+  async open(options: OpenExtensionsOptions): Promise<SessionExtensions> {
+    const factories = await this.#load();
+    const loaded: LoadedExtension[] = [];
+    for (const [index, factory] of factories.entries()) {
+      const { path } = this.#files[index] as ResolvedExtension;
+      const registrations = await bounded(
+        runExtensionFactory(factory, "main", path),
+        options.setupTimeoutMs,
+        () =>
+          new ExtensionLoadError(
+            path,
+            `Extension ${path}'s factory did not finish within ${options.setupTimeoutMs} ms (setupTimeoutMs); make it finish, or raise setupTimeoutMs.`,
+          ),
+      );
+      // The tools run in the worker, but a malformed one is named here, with its extension's path.
+      for (const tool of registrations.tools) {
+        const problem = toolProblem(tool);
+        if (problem !== undefined) throw new ExtensionLoadError(path, malformedToolMessage(path, problem));
+      }
+      loaded.push({ path, registrations });
+    }
+    const session = new SessionExtensions({
+      extensions: loaded,
+      reason: options.reason,
+      cwd: this.#cwd,
+      timeoutMs: options.timeoutMs,
+    });
+    this.#live.set(session, options.timeoutMs);
+    return session;
+  }
+
+  /** The session ended: its `session_shutdown` is queued, and it is forgotten once its queues drain. */
+  close(session: SessionExtensions): void {
+    session.close();
+    void session.idle().then(() => this.#live.delete(session));
+  }
+
+  /**
+   * Waits for every session's queued events (their `session_shutdown` included) to be handled,
+   * at most the longest handler timeout: a hung handler does not hold `host.close()` longer.
+   */
+  async drain(): Promise<void> {
+    if (this.#live.size === 0) return;
+    const boundMs = Math.max(...[...this.#live.values()].map((timeoutMs) => timeoutMs()));
+    const all = Promise.all([...this.#live.keys()].map((session) => session.idle()));
+    await bounded(all, boundMs, () => undefined).catch(() => {});
+    this.#live.clear();
+  }
+
+  #load(): Promise<ExtensionFactory[]> {
+    if (this.#factories !== undefined) return this.#factories;
+    const factories = Promise.all(this.#files.map(({ file, path }) => importExtension(file, path)));
+    this.#factories = factories;
+    // A failed import is not kept: the next session tries again.
+    factories.catch(() => {
+      if (this.#factories === factories) this.#factories = undefined;
+    });
+    return factories;
+  }
+}
+
+/** `promise`, or a rejection with `timeoutError()` after `ms` (nothing when it returns undefined). */
+function bounded<T>(promise: Promise<T>, ms: number, timeoutError: () => Error | undefined): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(timeoutError()), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

@@ -29,7 +29,9 @@ describe("settings schema", () => {
       baseDelayMs: 2000,
       respectRetryAfter: false,
       jitter: "none",
-      provider: { maxRetries: 0 },
+      provider: { maxRetries: 0, idleTimeoutMs: 300_000 },
+      budget: false,
+      coordinate: false,
     });
   });
 
@@ -72,6 +74,7 @@ describe("settings schema", () => {
       timeoutMs: 3_600_000,
       maxRetries: 0,
       maxRetryDelayMs: 60_000,
+      idleTimeoutMs: 300_000,
     });
     expect(parseSettings({ retry: { provider: { maxRetryDelayMs: 0 } } }, "x").retry.provider.maxRetryDelayMs).toBe(0);
   });

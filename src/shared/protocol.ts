@@ -38,6 +38,8 @@ export interface ProviderSettings {
   maxRetries: number;
   timeoutMs?: number | undefined;
   maxRetryDelayMs?: number | undefined;
+  /** A stream silent this long is aborted and failed as transient; 0 or absent: no limit. */
+  idleTimeoutMs?: number | undefined;
 }
 
 /** Everything the worker needs to open a session. Plain data only. */

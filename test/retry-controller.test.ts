@@ -190,7 +190,9 @@ describe("RetryController", () => {
   it("R7: maxRetries 0 ends the chain at once, reporting 0 attempts", () => {
     const { controller, events } = harness({ maxRetries: 0 });
     expect(controller.onAgentEnd(failure("503"))).toEqual({ kind: "none", failure: "exhausted" });
-    expect(events).toEqual([{ type: "auto_retry_end", success: false, attempt: 0, reason: "exhausted", finalError: "503" }]);
+    expect(events).toEqual([
+      { type: "auto_retry_end", success: false, attempt: 0, reason: "exhausted", finalError: "503" },
+    ]);
   });
 
   it("R4: usage limits go to the auth storage with the parsed hint; a switch makes the delay 0", async () => {

@@ -353,6 +353,7 @@ function stateOf(session: AgentSession): RpcSessionState {
     isRetrying: session.isRetrying,
     retryAttempt: session.retryAttempt,
     isIdle: !session.isBusy,
+    ...session.coordinationState,
   };
 }
 

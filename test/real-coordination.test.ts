@@ -151,6 +151,32 @@ describe("the provider gate (retry.coordinate)", () => {
   });
 });
 
+describe("new prompts at a closed gate", () => {
+  it("B8 R9: a new prompt waits at its provider's closed gate, and abort() ends the wait with no request sent", async () => {
+    server.setScript({
+      conversations: [{ match: "gate closer", steps: [{ type: "error", status: 429, retryAfterMs: 60_000 }] }],
+    });
+    const host = realHost({ settings: { retry: { enabled: false, coordinate: true } } });
+    const closer = await host.createSession({ model: mockModel(server.port), apiKey: "mock-key" });
+    const waiter = await host.createSession({ model: mockModel(server.port), apiKey: "mock-key" });
+    const closed = await within(closer.prompt("gate closer"), 20_000, "the rate-limited prompt");
+    expect(closed.stopReason).toBe("error");
+    expect(waiter.coordinationState.providerGate?.closed).toBe(true);
+
+    const waiting = nextEvent(waiter, "provider_gate_wait");
+    const prompt = waiter.prompt("gate waiter");
+    expect(await within(waiting, 5000, "the prompt to wait at the gate")).toMatchObject({
+      provider: "mock",
+      before: "prompt",
+    });
+    expect(waiter.isBusy).toBe(true);
+    await waiter.abort();
+    const result = await within(prompt, 5000, "the aborted prompt");
+    expect(result.stopReason).toBe("aborted");
+    expect(server.requests("gate waiter")).toBe(0);
+  });
+});
+
 describe("request permits (retry.maxConcurrentRequests)", () => {
   it("B8: with maxConcurrentRequests 2, the mock server never has more than 2 requests open across workers", async () => {
     server.setScript({
@@ -174,25 +200,32 @@ describe("request permits (retry.maxConcurrentRequests)", () => {
 
   it("B8 X5: a permit held by a worker that dies is released, so the next request of the provider is sent", async () => {
     const host = realHost({
-      threads: 2,
+      threads: 1,
       settings: { retry: { enabled: false, maxConcurrentRequests: 1 }, supervision: { maxRestarts: 0 } },
     });
-    // Both models are of provider "test": one permit between them.
-    const crasher = await host.createSession({ model: CRASH_MODEL, workerModule: CRASH_MODULE });
-    const outcome = await within(
-      crasher.prompt("crash while holding the permit").catch((error: unknown) => error),
-      20_000,
-      "the crasher's prompt to settle",
-    );
-    expect(outcome).toMatchObject({ code: "ERR_SESSION_CRASHED" });
-    const stalled = await host.createSession({ model: STALL_MODEL, workerModule: CRASH_MODULE });
-    const streaming = nextEvent(stalled, "message_update");
-    const prompt = stalled.prompt("the next request of the provider");
+    // The holder streams (so its permit is granted and acknowledged) and never ends; a session of
+    // another provider on the same worker then kills that worker.
+    const holder = await host.createSession({ model: STALL_MODEL, workerModule: CRASH_MODULE });
+    const crasher = await host.createSession({
+      model: { ...CRASH_MODEL, provider: "lifeline-test-crasher" },
+      workerModule: CRASH_MODULE,
+    });
+    const holding = nextEvent(holder, "message_update");
+    const held = holder.prompt("hold the only permit").catch((error: unknown) => error);
+    await within(holding, 10_000, "the holder to stream under its permit");
+    expect(holder.coordinationState.requestPermits).toEqual({ limit: 1, inUse: 1, waiting: 0 });
+    const crashed = crasher.prompt("crash the worker").catch((error: unknown) => error);
+    expect(await within(held, 20_000, "the holder's prompt to settle")).toMatchObject({ code: "ERR_SESSION_CRASHED" });
+    await within(crashed, 20_000, "the crasher's prompt to settle");
+
+    const next = await host.createSession({ model: STALL_MODEL, workerModule: CRASH_MODULE });
+    const streaming = nextEvent(next, "message_update");
+    const prompt = next.prompt("the next request of the provider");
     await within(streaming, 10_000, "the next request to get the permit and stream");
-    expect(stalled.coordinationState.requestPermits).toEqual({ limit: 1, inUse: 1, waiting: 0 });
-    await stalled.abort();
+    expect(next.coordinationState.requestPermits).toEqual({ limit: 1, inUse: 1, waiting: 0 });
+    await next.abort();
     const result = await within(prompt, 5000, "the aborted prompt");
     expect(result.stopReason).toBe("aborted");
-    expect(stalled.coordinationState.requestPermits).toEqual({ limit: 1, inUse: 0, waiting: 0 });
+    expect(next.coordinationState.requestPermits).toEqual({ limit: 1, inUse: 0, waiting: 0 });
   });
 });

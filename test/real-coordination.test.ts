@@ -88,7 +88,7 @@ describe("the stream-idle timeout (retry.provider.idleTimeoutMs)", () => {
     const start = events.find((event) => event.type === "auto_retry_start");
     expect(start?.errorMessage).toMatch(/idle/i);
     const failed = session.history.find((m) => m.role === "assistant" && m.stopReason === "error");
-    expect(failed === undefined ? undefined : requestFailureOf(failed)?.network).toMatchObject({
+    expect(failed?.role === "assistant" ? requestFailureOf(failed)?.network : undefined).toMatchObject({
       phase: "body",
       code: "ERR_STREAM_IDLE",
     });

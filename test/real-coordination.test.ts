@@ -7,7 +7,7 @@
  * {@link within}. Timings in scripts (a rate-limit window, token pacing) shape the traffic; no
  * assertion is about how long anything took.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   type AgentSession,
   createSessionHost,
@@ -196,6 +196,26 @@ describe("request permits (retry.maxConcurrentRequests)", () => {
     expect(server.requests("permits") - before).toBe(6);
     expect(peak).toBe(2);
     expect(sessions[0]?.coordinationState.requestPermits).toEqual({ limit: 2, inUse: 0, waiting: 0 });
+  });
+
+  it("B8 X3: abort() ends a wait for a permit, and the place in the queue is given back", async () => {
+    const host = realHost({ threads: 2, settings: { retry: { enabled: false, maxConcurrentRequests: 1 } } });
+    const holder = await host.createSession({ model: STALL_MODEL, workerModule: CRASH_MODULE });
+    const queued = await host.createSession({ model: STALL_MODEL, workerModule: CRASH_MODULE });
+    const holding = nextEvent(holder, "message_update");
+    const held = holder.prompt("hold the only permit");
+    await within(holding, 10_000, "the holder to stream under its permit");
+    const started = nextEvent(queued, "agent_start");
+    const waiting = queued.prompt("wait for the permit");
+    await within(started, 10_000, "the queued session's run to start");
+    // The permit request is one message each way; the state shows the queued request once it is in.
+    await vi.waitFor(() => expect(queued.coordinationState.requestPermits?.waiting).toBe(1), { timeout: 10_000 });
+    await queued.abort();
+    expect((await within(waiting, 5000, "the queued prompt after abort()")).stopReason).toBe("aborted");
+    expect(queued.coordinationState.requestPermits).toEqual({ limit: 1, inUse: 1, waiting: 0 });
+    await holder.abort();
+    await within(held, 5000, "the holder's prompt after abort()");
+    expect(holder.coordinationState.requestPermits).toEqual({ limit: 1, inUse: 0, waiting: 0 });
   });
 
   it("B8 X5: a permit held by a worker that dies is released, so the next request of the provider is sent", async () => {

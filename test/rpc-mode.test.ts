@@ -179,7 +179,13 @@ describe("lifeline --mode rpc", () => {
     const response = await rpc.request({ type: "abort_retry" });
     expect(response).toEqual({ id: response.id, type: "response", command: "abort_retry", success: true });
     const end = await rpc.waitFor((r) => r.type === "auto_retry_end", "auto_retry_end");
-    expect(end).toEqual({ type: "auto_retry_end", success: false, attempt: 1, finalError: "Retry cancelled" });
+    expect(end).toEqual({
+      type: "auto_retry_end",
+      success: false,
+      attempt: 1,
+      reason: "cancelled",
+      finalError: "Retry cancelled",
+    });
     const settled = await rpc.waitFor(isSettled, "agent_settled");
     expect(settled).toMatchObject({ stopReason: "error", retries: 1 });
     expect((await rpc.request({ type: "get_state" })).data).toMatchObject({ isRetrying: false, isIdle: true });

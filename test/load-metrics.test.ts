@@ -95,7 +95,7 @@ describe("requests", () => {
     metrics.onEvent(3, { type: "auto_retry_start", attempt: 1, maxAttempts: 3, delayMs: 5, errorMessage: "503" });
     metrics.onEvent(3, { type: "turn_start" } as SessionEvent);
     metrics.onEvent(3, end(reply()));
-    metrics.onEvent(3, { type: "auto_retry_end", success: true, attempt: 1 });
+    metrics.onEvent(3, { type: "auto_retry_end", success: true, attempt: 1, reason: "success" });
     expect(metrics.requests.map((r) => [r.attempt, r.failure?.kind])).toEqual([
       [0, "http_503"],
       [1, undefined],
@@ -109,16 +109,11 @@ describe("requests", () => {
     });
   });
 
-  it("auto_retry_end.reason is read when the event has it (budget_exhausted), else success or failed", () => {
+  it("ended retry chains are counted by auto_retry_end.reason", () => {
     const { metrics } = clocked();
-    metrics.onEvent(0, {
-      type: "auto_retry_end",
-      success: false,
-      attempt: 0,
-      reason: "budget_exhausted",
-    } as SessionEvent);
-    metrics.onEvent(0, { type: "auto_retry_end", success: false, attempt: 3, finalError: "x" });
-    expect(metrics.counters.retryChains).toEqual({ budget_exhausted: 1, failed: 1 });
+    metrics.onEvent(0, { type: "auto_retry_end", success: false, attempt: 0, reason: "budget_exhausted" });
+    metrics.onEvent(0, { type: "auto_retry_end", success: false, attempt: 3, reason: "exhausted", finalError: "x" });
+    expect(metrics.counters.retryChains).toEqual({ budget_exhausted: 1, exhausted: 1 });
   });
 
   it("tool calls and session restores are counted", () => {

@@ -151,6 +151,20 @@ describe("loadMockScript", () => {
 });
 
 describe("StepPicker", () => {
+  it("rateLimit lets `requests` through per window and answers the rest 429 with the time left", () => {
+    const picker = new StepPicker(
+      parseMockScript({ rateLimit: { requests: 2, windowMs: 1000 }, conversations: [{ match: "s", steps: [503] }] }),
+    );
+    expect(picker.next("s1", 0)).toEqual({ type: "error", status: 503 });
+    expect(picker.next("s2", 10)).toEqual({ type: "error", status: 503 });
+    // Over the limit: a 429 that names the rest of the window, and s3's scripted step is kept.
+    expect(picker.next("s3", 250)).toEqual({ type: "error", status: 429, retryAfterMs: 750, retryAfter: 1 });
+    expect(picker.next("x", 999)).toEqual({ type: "error", status: 429, retryAfterMs: 1, retryAfter: 1 });
+    expect(picker.next("s3", 1000)).toEqual({ type: "error", status: 503 });
+    expect(picker.next("x", 1001)).toEqual({ type: "ok" });
+    expect(picker.next("x", 1002)).toMatchObject({ status: 429, retryAfterMs: 998 });
+  });
+
   it("keeps one cursor per conversation key even when keys share an entry", () => {
     const picker = new StepPicker(parseMockScript({ conversations: [{ match: "job", steps: [500, 502] }] }));
     const kinds = (key: string) => {

@@ -188,7 +188,7 @@ describe("real providers against the mock model server", () => {
           if (retried) {
             expect(retryEvents(events)).toEqual([
               { type: "auto_retry_start", attempt: 1, maxAttempts: 3, delayMs: 5, errorMessage },
-              { type: "auto_retry_end", success: true, attempt: 1 },
+              { type: "auto_retry_end", success: true, attempt: 1, reason: "success" },
             ]);
             expect(result.stopReason).toBe("stop");
             expect(answerOf(result)).toBe("The mock answers.");
@@ -232,6 +232,7 @@ describe("real providers against the mock model server", () => {
           type: "auto_retry_end",
           success: false,
           attempt: 3,
+          reason: "exhausted",
           finalError: result.errorMessage,
         });
       });

@@ -68,6 +68,7 @@ describe("RetryController", () => {
       type: "auto_retry_end",
       success: false,
       attempt: 3,
+      reason: "exhausted",
       finalError: "503 Service Unavailable",
     });
     expect(controller.attempt).toBe(0);
@@ -95,7 +96,7 @@ describe("RetryController", () => {
     const waiting = controller.waitForChain();
     controller.onMessageEnd(success);
     await waiting;
-    expect(events.at(-1)).toEqual({ type: "auto_retry_end", success: true, attempt: 1 });
+    expect(events.at(-1)).toEqual({ type: "auto_retry_end", success: true, attempt: 1, reason: "success" });
     expect(controller.isRetrying).toBe(false);
   });
 
@@ -116,6 +117,7 @@ describe("RetryController", () => {
       type: "auto_retry_end",
       success: false,
       attempt: 1,
+      reason: "non_retryable",
       finalError: "Request was aborted",
     });
   });
@@ -132,6 +134,7 @@ describe("RetryController", () => {
       type: "auto_retry_end",
       success: false,
       attempt: 1,
+      reason: "cancelled",
       finalError: "Retry cancelled",
     });
     expect(clock.pending).toBe(0);
@@ -178,6 +181,7 @@ describe("RetryController", () => {
       type: "auto_retry_end",
       success: false,
       attempt: 1,
+      reason: "non_retryable",
       finalError: "401 Unauthorized",
     });
     expect(controller.isRetrying).toBe(false);
@@ -186,7 +190,9 @@ describe("RetryController", () => {
   it("R7: maxRetries 0 ends the chain at once, reporting 0 attempts", () => {
     const { controller, events } = harness({ maxRetries: 0 });
     expect(controller.onAgentEnd(failure("503"))).toEqual({ kind: "none", failure: "exhausted" });
-    expect(events).toEqual([{ type: "auto_retry_end", success: false, attempt: 0, finalError: "503" }]);
+    expect(events).toEqual([
+      { type: "auto_retry_end", success: false, attempt: 0, reason: "exhausted", finalError: "503" },
+    ]);
   });
 
   it("R4: usage limits go to the auth storage with the parsed hint; a switch makes the delay 0", async () => {
@@ -235,7 +241,7 @@ describe("RetryController", () => {
     await running;
     expect(events).toEqual([
       { type: "auto_retry_start", attempt: 1, maxAttempts: 3, delayMs: 2000, errorMessage: "usage limit" },
-      { type: "auto_retry_end", success: false, attempt: 1, finalError: "Retry cancelled" },
+      { type: "auto_retry_end", success: false, attempt: 1, reason: "cancelled", finalError: "Retry cancelled" },
     ]);
     expect(clock.delays).toEqual([]);
   });
@@ -256,7 +262,7 @@ describe("RetryController", () => {
     const { controller, events } = harness({ respectRetryAfter: true, maxDelayMs: 30_000 });
     expect(controller.onAgentEnd(failure("429 retry-after: 120"))).toEqual({ kind: "none", failure: "over_cap" });
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ type: "auto_retry_end", success: false, attempt: 0 });
+    expect(events[0]).toMatchObject({ type: "auto_retry_end", success: false, attempt: 0, reason: "over_cap" });
     expect((events[0] as { finalError: string }).finalError).toMatch(
       /retry after 120s, above retry.maxDelayMs \(30s\)/,
     );
@@ -302,7 +308,13 @@ describe("RetryController", () => {
     await clock.waitForSleep();
     controller.dispose("Worker exited");
     await running;
-    expect(events.at(-1)).toEqual({ type: "auto_retry_end", success: false, attempt: 1, finalError: "Worker exited" });
+    expect(events.at(-1)).toEqual({
+      type: "auto_retry_end",
+      success: false,
+      attempt: 1,
+      reason: "cancelled",
+      finalError: "Worker exited",
+    });
     expect(clock.pending).toBe(0);
   });
 

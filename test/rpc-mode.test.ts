@@ -131,6 +131,30 @@ describe("lifeline --mode rpc", () => {
     expect((await rpc.request({ type: "get_state" })).data).toMatchObject({ pendingMessageCount: 0, isIdle: true });
   });
 
+  it("B8 B4: auto_retry_end carries its reason, and get_state shows the host's budget, gate and permits", async () => {
+    const settings = {
+      retry: {
+        baseDelayMs: 5,
+        budget: { ratio: 0, minPerSecond: 0.1, windowMs: 10_000 },
+        coordinate: true,
+        maxConcurrentRequests: 3,
+      },
+    };
+    const rpc = spawnRpc(cleanups, { settings, args: ["--model", "demo/demo-fast"] });
+    expect((await rpc.request({ type: "get_state" })).data).toMatchObject({
+      retryBudget: { deposits: 0, withdrawals: 0, available: 1 },
+      providerGate: { closed: false, reopensInMs: 0 },
+      requestPermits: { limit: 3, inUse: 0, waiting: 0 },
+    });
+    await rpc.request({ type: "prompt", message: "x [fail=3]" });
+    const end = await rpc.waitFor((r) => r.type === "auto_retry_end", "auto_retry_end");
+    expect(end).toMatchObject({ success: false, attempt: 1, reason: "budget_exhausted" });
+    await rpc.waitFor(isSettled, "agent_settled");
+    expect((await rpc.request({ type: "get_state" })).data).toMatchObject({
+      retryBudget: { deposits: 1, withdrawals: 1, available: 0 },
+    });
+  });
+
   it("steer while streaming delivers the message before the agent's next model call, in the same run", async () => {
     const rpc = spawnRpc(cleanups, { args: ["--model", "demo/demo-stream"] });
     await rpc.request({ type: "prompt", message: "tell me a story [words=40]" });
@@ -155,7 +179,13 @@ describe("lifeline --mode rpc", () => {
     const response = await rpc.request({ type: "abort_retry" });
     expect(response).toEqual({ id: response.id, type: "response", command: "abort_retry", success: true });
     const end = await rpc.waitFor((r) => r.type === "auto_retry_end", "auto_retry_end");
-    expect(end).toEqual({ type: "auto_retry_end", success: false, attempt: 1, finalError: "Retry cancelled" });
+    expect(end).toEqual({
+      type: "auto_retry_end",
+      success: false,
+      attempt: 1,
+      reason: "cancelled",
+      finalError: "Retry cancelled",
+    });
     const settled = await rpc.waitFor(isSettled, "agent_settled");
     expect(settled).toMatchObject({ stopReason: "error", retries: 1 });
     expect((await rpc.request({ type: "get_state" })).data).toMatchObject({ isRetrying: false, isIdle: true });

@@ -363,7 +363,7 @@ describe("retry chains through a session", () => {
       errorMessage: "rate limit exceeded",
     });
     await clock.release();
-    expect(await end).toEqual({ type: "auto_retry_end", success: true, attempt: 1 });
+    expect(await end).toEqual({ type: "auto_retry_end", success: true, attempt: 1, reason: "success" });
     await done;
   });
 

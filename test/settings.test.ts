@@ -22,6 +22,31 @@ function errorOf(fn: () => unknown): Error & { code?: string } {
 }
 
 describe("settings schema", () => {
+  it("B8: retry.budget {} takes Finagle's defaults, a partial object fills the rest, false turns it off", () => {
+    const parse = (retry: Record<string, unknown>) => parseSettings({ retry }, "settings.json").retry;
+    expect(parse({ budget: {} }).budget).toEqual({ ratio: 0.2, minPerSecond: 10, windowMs: 10_000 });
+    expect(parse({ budget: { ratio: 0.5 } }).budget).toEqual({ ratio: 0.5, minPerSecond: 10, windowMs: 10_000 });
+    expect(parse({ budget: false }).budget).toBe(false);
+    expect(parse({ coordinate: true, maxConcurrentRequests: 4, provider: { idleTimeoutMs: 0 } })).toMatchObject({
+      coordinate: true,
+      maxConcurrentRequests: 4,
+      provider: { idleTimeoutMs: 0 },
+    });
+  });
+
+  it.each([
+    ["retry.budget", { budget: true }, "must be false or an object"],
+    ["retry.budget", { budget: { ratoi: 1 } }, "allowed: ratio, minPerSecond, windowMs"],
+    ["retry.budget.ratio", { budget: { ratio: -1 } }, ">=0"],
+    ["retry.maxConcurrentRequests", { maxConcurrentRequests: 0 }, ">=1"],
+    ["retry.coordinate", { coordinate: "yes" }, "boolean"],
+  ])("B8: a bad %s is an error naming it", (key, retry, what) => {
+    const error = errorOf(() => parseSettings({ retry }, "settings.json"));
+    expect(error.code).toBe("ERR_INVALID_SETTINGS");
+    expect(error.message).toContain(`${key}:`);
+    expect(error.message).toContain(what);
+  });
+
   it("R6 B1 B6: defaults are the seed's, and every opt-in refinement is off", () => {
     expect(DEFAULT_SETTINGS.retry).toEqual({
       enabled: true,
@@ -29,7 +54,9 @@ describe("settings schema", () => {
       baseDelayMs: 2000,
       respectRetryAfter: false,
       jitter: "none",
-      provider: { maxRetries: 0 },
+      provider: { maxRetries: 0, idleTimeoutMs: 300_000 },
+      budget: false,
+      coordinate: false,
     });
   });
 
@@ -72,6 +99,7 @@ describe("settings schema", () => {
       timeoutMs: 3_600_000,
       maxRetries: 0,
       maxRetryDelayMs: 60_000,
+      idleTimeoutMs: 300_000,
     });
     expect(parseSettings({ retry: { provider: { maxRetryDelayMs: 0 } } }, "x").retry.provider.maxRetryDelayMs).toBe(0);
   });

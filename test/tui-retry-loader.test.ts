@@ -94,6 +94,7 @@ const ev = {
     type: "auto_retry_end",
     success,
     attempt,
+    reason: success ? "success" : finalError === "Retry cancelled" ? "cancelled" : "exhausted",
     ...(finalError === undefined ? {} : { finalError }),
   }),
   answer: (): SessionEvent => ({ type: "message_end", message: assistant("stop", undefined, "Mock reply.") }),

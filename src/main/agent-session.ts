@@ -22,6 +22,8 @@ import type { BatchItem, ModelChange, ModelRef, RunInput } from "../shared/proto
 import type { Settings } from "../shared/settings.js";
 import { fromWireUpdate, type StreamState, startStream } from "../shared/stream-wire.js";
 import type { AuthStorage } from "./auth/auth-storage.js";
+import type { HostCoordination } from "./coordination/host-coordination.js";
+import { type CoordinationState, SessionCoordination } from "./coordination/session-coordination.js";
 import { EventStream, type SessionListener } from "./event-stream.js";
 import type { SessionExtensions } from "./extensions/session-extensions.js";
 import {
@@ -96,6 +98,8 @@ export interface SessionWiring {
    * `isolate`), with the session's current model; resolves with the new link.
    */
   reopen: (messages: AgentMessage[], model: ModelChange, isolate: boolean) => Promise<WorkerLink>;
+  /** B8: the host's retry budgets, provider gates and request permits. */
+  coordination?: HostCoordination;
 }
 
 /** The decision made at a run's agent_end, carried out at its run_end. */
@@ -170,6 +174,10 @@ export class AgentSession {
   /** Collects controller events while an agent_end decision is being made (see #handleItem). */
   #heldRetryEvents: RetryEvent[] | undefined;
   #closed: LifelineError | undefined;
+  /** B8: this session's view of the host's budget, gate and permits; undefined without a host's. */
+  readonly #coordination: SessionCoordination | undefined;
+  /** B8: the live prompt waits at its provider's closed gate before its first request; abort() ends it. */
+  #gateWait: AbortController | undefined;
 
   /** @internal Use `SessionHost.createSession()`. */
   constructor(wiring: SessionWiring) {
@@ -201,6 +209,16 @@ export class AgentSession {
       baseUrl: () => this.#model.baseUrl,
     };
     if (wiring.authStorage !== undefined) controllerOptions.authStorage = wiring.authStorage;
+    if (wiring.coordination !== undefined) {
+      this.#coordination = new SessionCoordination(wiring.coordination, {
+        provider: () => this.#model.provider,
+        baseUrl: () => this.#model.baseUrl,
+        apiKey: () => this.#modelChange.apiKey,
+        settings: () => this.#settings.retry,
+        emit: (event) => this.#events.emit(event),
+      });
+      controllerOptions.coordination = this.#coordination;
+    }
     this.#retry = new RetryController<AssistantMessage>(controllerOptions);
     const extensions = wiring.extensions;
     if (extensions !== undefined) {
@@ -348,6 +366,7 @@ export class AgentSession {
     this.abortRetry();
     if (this.#closed !== undefined) return;
     if (this.#writingAhead !== undefined) this.#writingAhead.aborted = true;
+    this.#gateWait?.abort();
     // The worker drops queued steering and follow-up messages with the run.
     const dropQueued = this.#queued.length > 0;
     this.#queued.length = 0;
@@ -404,6 +423,25 @@ export class AgentSession {
   /** R3: the live chain's attempt, 0 when idle. */
   get retryAttempt(): number {
     return this.#retry.attempt;
+  }
+
+  /**
+   * B8: the host-wide retry budget, provider gate and request permits of this session's provider,
+   * as far as its settings turn them on (an empty object with the defaults).
+   */
+  get coordinationState(): CoordinationState {
+    return this.#coordination?.state() ?? {};
+  }
+
+  /**
+   * B8, for the host's permit requests: the provider, its permit count and the gate key of this
+   * session's model requests; undefined when `retry.maxConcurrentRequests` is not set.
+   * @internal
+   */
+  get permitTarget(): { provider: string; limit: number; gateKey: string | undefined } | undefined {
+    const limit = this.#settings.retry.maxConcurrentRequests;
+    if (limit === undefined || this.#coordination === undefined || this.#closed !== undefined) return undefined;
+    return { provider: this.#model.provider, limit, gateKey: this.#coordination.permitGateKey };
   }
 
   /** True while a run is in flight in the worker. */
@@ -477,7 +515,7 @@ export class AgentSession {
     const message: AgentMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
     const recorder = this.#wiring.recorder;
     if (recorder === undefined) {
-      void this.#startRun({ kind: "prompt", message });
+      this.#postPrompt(pending, message);
       return;
     }
     // B7 write-ahead: the run is posted only once the user message is stored.
@@ -493,7 +531,7 @@ export class AgentSession {
           this.#maybeSettle();
           return;
         }
-        void this.#startRun({ kind: "prompt", message });
+        this.#postPrompt(pending, message);
       },
       (error: unknown) => {
         if (this.#writingAhead === ahead) this.#writingAhead = undefined;
@@ -501,6 +539,39 @@ export class AgentSession {
         this.#rejectPrompt(
           error instanceof LifelineError ? error : new LifelineError("ERR_SESSION_FILE", String(error)),
         );
+      },
+    );
+  }
+
+  /**
+   * B8: posts a prompt's run, its first model attempt: counted toward the provider's retry budget,
+   * and held first at the provider's gate while a rate limit closes it (`abort()` ends the wait;
+   * the prompt then settles as aborted with no request sent).
+   */
+  #postPrompt(pending: PendingPrompt, message: AgentMessage): void {
+    const coordination = this.#coordination;
+    if (coordination === undefined || !coordination.gateClosed) {
+      coordination?.depositFirstAttempt();
+      void this.#startRun({ kind: "prompt", message });
+      return;
+    }
+    const wait = new AbortController();
+    this.#gateWait = wait;
+    const done = () => {
+      if (this.#gateWait === wait) this.#gateWait = undefined;
+      return this.#prompt === pending && this.#closed === undefined;
+    };
+    coordination.waitAtGate(wait.signal, "prompt").then(
+      () => {
+        if (!done()) return;
+        coordination.depositFirstAttempt();
+        void this.#startRun({ kind: "prompt", message });
+      },
+      () => {
+        if (!done()) return;
+        pending.abortedEarly = true;
+        pending.failure = "Aborted while waiting at the provider gate, before the model request was sent.";
+        this.#maybeSettle();
       },
     );
   }
@@ -572,7 +643,7 @@ export class AgentSession {
     this.#prompt = undefined;
     this.#activeRunId = undefined;
     this.#afterRun = undefined;
-    this.#retry.dispose(error.message);
+    this.#retry.dispose(error.message, "non_retryable");
     pending?.reject(error);
     const next = this.#queue.shift();
     if (next !== undefined) this.#begin(next.text, next.resolve, next.reject);
@@ -733,6 +804,7 @@ export class AgentSession {
     if (this.#activeRunId !== undefined || this.#retry.isRetrying || this.#overflowPending) return;
     if (this.#restoring !== undefined) return;
     if (this.#writingAhead !== undefined) return;
+    if (this.#gateWait !== undefined) return;
     this.#prompt = undefined;
     const last = pending.lastAssistant;
     const stopReason = last?.stopReason ?? (pending.abortedEarly === true ? "aborted" : "error");
@@ -751,7 +823,7 @@ export class AgentSession {
   #failPrompt(error: unknown): void {
     if (this.#closed !== undefined) return;
     if (this.#prompt !== undefined) this.#prompt.failure = error instanceof Error ? error.message : String(error);
-    this.#retry.dispose(this.#prompt?.failure ?? "Retry failed");
+    this.#retry.dispose(this.#prompt?.failure ?? "Retry failed", "non_retryable");
     this.#activeRunId = undefined;
     this.#maybeSettle();
   }
@@ -859,7 +931,7 @@ export class AgentSession {
 
   /** X7: the session is given up: any chain ends, `worker_exited`, and everything waiting rejects. */
   #giveUp(error: SessionCrashedError): void {
-    this.#retry.dispose(error.message);
+    this.#retry.dispose(error.message, "non_retryable");
     this.#events.emit({
       type: "worker_exited",
       error: { code: error.code, message: error.message, cause: error.cause },
@@ -872,6 +944,7 @@ export class AgentSession {
   /** Marks the session closed and rejects the live and queued prompts with `error`. */
   #close(error: LifelineError): void {
     this.#closed = error;
+    this.#gateWait?.abort();
     this.#activeRunId = undefined;
     const pending = this.#prompt;
     this.#prompt = undefined;

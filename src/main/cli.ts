@@ -84,6 +84,8 @@ export function progressLine(event: SessionEvent): string | undefined {
       return `Context overflow: ${event.errorMessage} (not retried)`;
     case "worker_exited":
       return `Worker exited: ${event.error.message}`;
+    case "provider_gate_wait":
+      return `Provider ${event.provider} is rate limited: waiting ${formatDelay(event.waitMs)} before the ${event.before === "retry" ? "retry" : "prompt"} (retry.coordinate).`;
     case "session_restored":
       return `The session's worker ${workerFate(event.reason)}; the session was restored on a fresh worker (restart ${event.restarts}).`;
     case "extension_error":

@@ -18,7 +18,8 @@ import {
   isRateLimit,
   retryHintsOf,
 } from "../shared/classify.js";
-import type { AutoRetryStartEvent, RetryEvent } from "../shared/events.js";
+import type { AutoRetryEndReason, AutoRetryStartEvent, RetryEvent } from "../shared/events.js";
+import { requestFailureOf } from "../shared/request-failure.js";
 import type { RetrySettings } from "../shared/settings.js";
 import { type AuthStorage, type LimitKind, normalizeOutcome, type UsageLimitOutcome } from "./auth/auth-storage.js";
 
@@ -46,6 +47,22 @@ export interface RetryActions<M extends RetryMessage = RetryMessage> {
   switchToFallback?(): Promise<string | undefined>;
 }
 
+/**
+ * B8: the host-wide coordination a session's chains obey, bound to the session's provider, key
+ * and settings (`SessionCoordination`). Each method is a no-op when its setting is off.
+ */
+export interface RetryCoordination {
+  /** Takes one retry from the provider's budget; undefined when allowed, else why not (for `finalError`). */
+  withdrawRetry(): string | undefined;
+  /** A 429/529 with a retry hint of `ms`: closes the provider's gate for every session of the host. */
+  closeGate(ms: number): void;
+  /** Resolves once the provider's gate is open (at once if it is); rejects when `signal` aborts. */
+  waitAtGate(signal: AbortSignal): Promise<void>;
+}
+
+/** Statuses whose retry hint closes the provider gate (B8): rate limited, overloaded. */
+const GATE_STATUSES = new Set([429, 529]);
+
 /** Dependencies of the controller; everything time- or I/O-related is injected. */
 export interface RetryControllerOptions {
   sessionId: string;
@@ -62,11 +79,16 @@ export interface RetryControllerOptions {
   authStorage?: AuthStorage;
   /** Base URL of the session's current model, passed to the auth storage. */
   baseUrl?: () => string | undefined;
+  /** B8: the host's budget and gate; absent, chains are the session's own business (pi). */
+  coordination?: RetryCoordination;
 }
 
 /** The decision for one `agent_end`. */
 export type RetryDecision<M extends RetryMessage = RetryMessage> =
-  | { kind: "none"; failure: FailureClass | "disabled" | "exhausted" | "over_cap" | "cancelled" | "no_message" }
+  | {
+      kind: "none";
+      failure: FailureClass | "disabled" | "exhausted" | "over_cap" | "budget_exhausted" | "cancelled" | "no_message";
+    }
   | {
       kind: "retry";
       chainId: number;
@@ -128,7 +150,7 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
   onMessageEnd(message: M): void {
     if (this.#chain === undefined || this.#phase !== "in_flight") return;
     if (isFailedStop(message.stopReason)) return;
-    this.#endChain(true, this.#attempt);
+    this.#endChain(true, this.#attempt, "success");
   }
 
   /**
@@ -141,40 +163,53 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
     if (this.#phase === "in_flight") this.#phase = "idle";
     if (suppressed) return { kind: "none", failure: "cancelled" };
     if (message === undefined) {
-      this.#failChain("Run failed without a reply");
+      this.#failChain("Run failed without a reply", "non_retryable");
       return { kind: "none", failure: "no_message" };
     }
     const failure = classifyMessage(message, this.#options.isOverflow);
     if (failure === "success") {
-      if (this.#chain !== undefined) this.#endChain(true, this.#attempt);
+      if (this.#chain !== undefined) this.#endChain(true, this.#attempt, "success");
       return { kind: "none", failure };
     }
     if (failure !== "retryable" && failure !== "usage_limit") {
-      this.#failChain(message.errorMessage ?? "Request was aborted");
+      this.#failChain(message.errorMessage ?? "Request was aborted", "non_retryable");
       return { kind: "none", failure };
     }
     const errorMessage = message.errorMessage ?? "";
     const settings = this.#options.settings();
+    const hints = retryHintsOf(message, this.#options.now());
+    // B8: the provider said when to come back; every session of the host waits for it, even when
+    // this one does not retry.
+    const status = requestFailureOf(message)?.status;
+    if (hints.retryAfterMs !== undefined && status !== undefined && GATE_STATUSES.has(status)) {
+      this.#options.coordination?.closeGate(hints.retryAfterMs);
+    }
     if (!settings.enabled) {
-      this.#failChain(errorMessage);
+      this.#failChain(errorMessage, "cancelled");
       return { kind: "none", failure: "disabled" };
     }
     this.#attempt++;
     if (this.#chain === undefined) this.#startChain();
     if (this.#attempt > settings.maxRetries) {
-      this.#endChain(false, this.#attempt - 1, errorMessage);
+      this.#endChain(false, this.#attempt - 1, "exhausted", errorMessage);
       return { kind: "none", failure: "exhausted" };
     }
-    const hints = retryHintsOf(message, this.#options.now());
     const delayMs = this.#delay(settings, this.#attempt, hints.retryAfterMs);
     if (delayMs === undefined) {
       const cap = settings.maxDelayMs ?? 0;
       this.#endChain(
         false,
         this.#attempt - 1,
+        "over_cap",
         `Server asked to retry after ${formatMs(hints.retryAfterMs ?? 0)}, above retry.maxDelayMs (${formatMs(cap)}): ${errorMessage}`,
       );
       return { kind: "none", failure: "over_cap" };
+    }
+    // B8: checked last, so that only a retry that would really be sent takes from the budget.
+    const refused = this.#options.coordination?.withdrawRetry();
+    if (refused !== undefined) {
+      this.#endChain(false, this.#attempt - 1, "budget_exhausted", `${refused}; not retrying: ${errorMessage}`);
+      return { kind: "none", failure: "budget_exhausted" };
     }
     this.#phase = "scheduling";
     const decision: RetryDecision<M> = {
@@ -225,6 +260,7 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
             this.#endChain(
               false,
               decision.attempt - 1,
+              "over_cap",
               `Every key of provider "${decision.message.provider}" is blocked; the first frees at ${frees} (in ${formatMs(outcome.retryAfterMs)}), above retry.maxDelayMs (${formatMs(cap)}): ${decision.message.errorMessage ?? ""}`,
             );
             return;
@@ -251,6 +287,8 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
     this.#phase = "sleeping";
     try {
       await this.#options.sleep(delayMs, abort.signal);
+      // B8: a gate closed by any session of the host holds this retry too (cancellable alike).
+      if (live() && this.#options.coordination !== undefined) await this.#options.coordination.waitAtGate(abort.signal);
     } catch (error) {
       if (abort.signal.aborted) return;
       throw error;
@@ -273,15 +311,18 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
     if (this.#phase === "in_flight") this.#suppressNext = true;
     this.#sleepAbort?.abort();
     const removed = this.#removed;
-    this.#endChain(false, this.#attempt, RETRY_CANCELLED);
+    this.#endChain(false, this.#attempt, "cancelled", RETRY_CANCELLED);
     if (removed !== undefined) void removed.actions.restoreFailedMessage(removed.message).catch(() => {});
   }
 
-  /** Ends any live chain with `finalError` and clears all timers; used when the worker is gone. */
-  dispose(finalError: string): void {
+  /**
+   * Ends any live chain with `finalError` and clears all timers; used when the session is disposed
+   * (`reason` "cancelled", the default) or cannot go on ("non_retryable": its worker is gone).
+   */
+  dispose(finalError: string, reason: AutoRetryEndReason = "cancelled"): void {
     if (this.#chain === undefined) return;
     this.#sleepAbort?.abort();
-    this.#endChain(false, this.#attempt, finalError);
+    this.#endChain(false, this.#attempt, reason, finalError);
   }
 
   /**
@@ -337,11 +378,11 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
   }
 
   /** Ends a live chain with failure; a no-op when none is live. */
-  #failChain(finalError: string): void {
-    if (this.#chain !== undefined) this.#endChain(false, this.#attempt, finalError);
+  #failChain(finalError: string, reason: AutoRetryEndReason): void {
+    if (this.#chain !== undefined) this.#endChain(false, this.#attempt, reason, finalError);
   }
 
-  #endChain(success: boolean, attempt: number, finalError?: string): void {
+  #endChain(success: boolean, attempt: number, reason: AutoRetryEndReason, finalError?: string): void {
     const chain = this.#chain;
     const promised = this.#promisedStart;
     this.#chain = undefined;
@@ -352,7 +393,7 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
     this.#promisedStart = undefined;
     // Ended between agent_end {willRetry: true} and execute(): keep the promise first (R8 order).
     if (promised !== undefined) this.#options.emit(promised);
-    const event: RetryEvent = { type: "auto_retry_end", success, attempt };
+    const event: RetryEvent = { type: "auto_retry_end", success, attempt, reason };
     if (finalError !== undefined) event.finalError = finalError;
     this.#options.emit(event);
     chain?.resolve();

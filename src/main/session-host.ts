@@ -21,6 +21,7 @@ import { mergeSettings, parseSettings, type Settings, type SettingsInput } from 
 import { AgentSession, type ContextOverflowHook, parseModelName } from "./agent-session.js";
 import type { AuthStorage } from "./auth/auth-storage.js";
 import { FileAuthStorage } from "./auth/file-auth-storage.js";
+import { HostCoordination } from "./coordination/host-coordination.js";
 import { ExtensionRunner } from "./extensions/extension-runner.js";
 import { resolveExtensions } from "./extensions/resolve-extensions.js";
 import type { SessionExtensions } from "./extensions/session-extensions.js";
@@ -49,6 +50,7 @@ import type { SessionRecorder } from "./sessions/session-recorder.js";
 import type { OpenedSession, SessionInfo, SessionStore } from "./sessions/session-store.js";
 import { restoreTranscript } from "./sessions/session-transcript.js";
 import { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";
+import { abortableSleep } from "./sleep.js";
 import { WorkerLinks } from "./supervision/worker-links.js";
 import type { LinkEndpoint } from "./worker-link.js";
 
@@ -236,6 +238,11 @@ export class SessionHost {
   readonly #workers: WorkerLinks;
   /** Session files (B7): stores, recorders, and closing them before `close()` resolves. */
   readonly #files: HostSessions;
+  /**
+   * B8: retry budgets, provider gates and request permits shared by every session of this host.
+   * Real time always: a gate's reopening is the server's clock, not a test's retry sleep.
+   */
+  readonly #coordination = new HostCoordination({ now: () => performance.now(), sleep: abortableSleep });
   #fileSettings: Promise<SettingsInput> | undefined;
   #modelsConfig: Promise<ModelsConfig> | undefined;
   #defaultAuth: FileAuthStorage | undefined;
@@ -267,6 +274,23 @@ export class SessionHost {
       batchIntervalMs: options.batchIntervalMs,
       connect: options.connect,
       isClosed: () => this.#closed,
+      permits: {
+        request: (link, sessionId, requestId) => {
+          const target = this.#sessions.get(sessionId)?.permitTarget;
+          if (target === undefined) {
+            void link.call("grantPermit", requestId, false).catch(() => {});
+            return;
+          }
+          const semaphore = this.#coordination.semaphore(target.provider, target.limit);
+          void this.#coordination.requestPermit(link, requestId, semaphore, target.gateKey).then((granted) => {
+            // Not granted: cancelled by the worker, or the worker died; nobody waits for an answer.
+            if (!granted) return;
+            link.call("grantPermit", requestId, true).catch(() => this.#coordination.releasePermit(link, requestId));
+          });
+        },
+        release: (link, requestId) => this.#coordination.releasePermit(link, requestId),
+        releaseAll: (link) => this.#coordination.releaseOwner(link),
+      },
     });
   }
 
@@ -370,6 +394,7 @@ export class SessionHost {
       messages: restored === undefined ? (options.messages ?? []) : [...restored.messages, ...restored.undelivered],
       provider: { ...settings.retry.provider },
     };
+    if (settings.retry.maxConcurrentRequests !== undefined) init.requestPermits = true;
     if (resolved.apiKey !== undefined) init.apiKey = resolved.apiKey;
     if (resolved.authHeader === true) init.authHeader = true;
     if (options.workerModule !== undefined) init.workerModule = toModuleUrl(options.workerModule, this.#cwd());
@@ -437,6 +462,7 @@ export class SessionHost {
       // SPEC X7: opened again on a fresh worker from the main-side transcript; a suspect on its own.
       reopen: async (messages, model, isolate) =>
         (await this.#workers.open(withModel(init, model, messages), isolate)).link,
+      coordination: this.#coordination,
       ...(this.#options.sleep === undefined ? {} : { sleep: this.#options.sleep }),
     });
     this.#sessions.set(sessionId, session);

@@ -58,6 +58,19 @@ export interface LinkClient {
   handleWorkerExit(error: WorkerExitedError, suspect: boolean): void;
 }
 
+/**
+ * B8: where a worker's permit messages go (the host's coordination). Each is called on the main
+ * thread as the message arrives; none may throw.
+ */
+export interface PermitHandler {
+  /** A session of `link`'s worker asks for a permit for one model request; answer with `grantPermit`. */
+  request(link: WorkerLink, sessionId: string, requestId: number): void;
+  /** That request ended or was cancelled: its permit, or its place in the queue, is given back. */
+  release(link: WorkerLink, requestId: number): void;
+  /** The worker is gone: every permit it held or waited for is released. */
+  releaseAll(link: WorkerLink): void;
+}
+
 /** Timeouts of a link, resolved by the host from its options. */
 export interface LinkTimeouts {
   /** Longest wait for an ordinary call; past it the worker is taken to be hung. */
@@ -88,6 +101,7 @@ export class WorkerLink {
   readonly #done: Promise<void>;
   readonly #terminate: (() => void) | undefined;
   readonly #onProtocolError: (reason: string) => void;
+  readonly #permits: PermitHandler | undefined;
   #dead: LifelineError | undefined;
   #reserved = 0;
   /** `openSession` calls in flight: the watchdog allows their `setup()` more time. */
@@ -113,8 +127,10 @@ export class WorkerLink {
     options: LinkTimeouts & {
       onProtocolError: (reason: string) => void;
       isolated?: boolean;
+      permits?: PermitHandler | undefined;
     },
   ) {
+    this.#permits = options.permits;
     this.isolated = options.isolated ?? false;
     this.#port = endpoint.port;
     this.#timeouts = options;
@@ -383,6 +399,13 @@ export class WorkerLink {
         return;
       case "heartbeat":
         return;
+      case "permit_request":
+        if (this.#permits === undefined) void this.call("grantPermit", message.requestId, true).catch(() => {});
+        else this.#permits.request(this, message.sessionId, message.requestId);
+        return;
+      case "permit_release":
+        this.#permits?.release(this, message.requestId);
+        return;
       case "batch":
         for (const item of message.items) {
           if (item.type === "run_end") this.#endRun(`${item.sessionId}#${item.runId}`);
@@ -420,6 +443,8 @@ export class WorkerLink {
         ? new WorkerExitedError(exitMessage(finalCause, finalDetail), finalCause, workerError)
         : new WorkerStartError(startMessage(finalDetail, workerError), workerError);
     this.#dead = error;
+    // B8: permits die with their worker, so the requests of other workers never wait for them.
+    this.#permits?.releaseAll(this);
     this.#keepAlive.stop();
     this.#startWaiters.length = 0;
     for (const fail of [...this.#pending]) fail(error);

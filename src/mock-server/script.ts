@@ -149,6 +149,12 @@ const scriptSchema = strict({
     }),
   /** Seed of the fault PRNG. @default 0 */
   seed: z.number().int().default(0),
+  /**
+   * A provider-wide rate limit, checked before any step: at most `requests` model requests per
+   * fixed window of `windowMs` (a window starts with its first request); the others get a 429
+   * whose `retry-after-ms` is the time left in the window. @default none
+   */
+  rateLimit: strict({ requests: z.number().int().min(0), windowMs: z.number().int().min(1).max(3_600_000) }).optional(),
 });
 
 /** A script as written: shorthands allowed, every key optional. */
@@ -226,14 +232,29 @@ export class StepPicker {
   readonly script: MockScript;
   readonly #cursors = new Map<string, number>();
   readonly #random: () => number;
+  /** The rate limit's current window: its start (epoch ms) and the requests it has let through. */
+  #window = { start: Number.NEGATIVE_INFINITY, used: 0 };
 
   constructor(script: MockScript) {
     this.script = script;
     this.#random = mulberry32(script.seed);
   }
 
-  /** The step for the next request of `conversation`. Advances that key's cursor or the PRNG. */
-  next(conversation: string): MockStep {
+  /**
+   * The step for the next request of `conversation`. Advances that key's cursor or the PRNG. A
+   * request over the script's `rateLimit` gets a 429 and advances neither.
+   * @param now epoch ms, for the rate limit's window.
+   */
+  next(conversation: string, now = Date.now()): MockStep {
+    const limit = this.script.rateLimit;
+    if (limit !== undefined) {
+      if (now >= this.#window.start + limit.windowMs) this.#window = { start: now, used: 0 };
+      if (this.#window.used >= limit.requests) {
+        const left = Math.max(1, Math.ceil(this.#window.start + limit.windowMs - now));
+        return { type: "error", status: 429, retryAfterMs: left, retryAfter: Math.ceil(left / 1000) };
+      }
+      this.#window.used++;
+    }
     const entry = this.script.conversations.find((c) => conversation.includes(c.match));
     if (entry !== undefined) {
       const cursor = this.#cursors.get(conversation) ?? 0;

@@ -27,12 +27,45 @@ export interface AutoRetryStartEvent {
   model?: string;
 }
 
+/**
+ * Why a retry chain ended, for programs (`finalError` is for people):
+ * - `success`: a retried attempt answered;
+ * - `cancelled`: `abortRetry()`, `abort()`, `dispose()`, or auto-retry turned off mid-chain;
+ * - `exhausted`: `retry.maxRetries` retries failed;
+ * - `non_retryable`: the next failure was not retryable (or the session could not go on);
+ * - `over_cap`: the server asked for a delay above `retry.maxDelayMs`;
+ * - `budget_exhausted`: the host's retry budget for the provider was spent (B8).
+ */
+export type AutoRetryEndReason =
+  | "success"
+  | "cancelled"
+  | "exhausted"
+  | "non_retryable"
+  | "over_cap"
+  | "budget_exhausted";
+
 /** R14: a retry chain ended. Exactly one per chain. */
 export interface AutoRetryEndEvent {
   type: "auto_retry_end";
   success: boolean;
   attempt: number;
+  /** Why the chain ended; `success` exactly when `success` is true. */
+  reason: AutoRetryEndReason;
   finalError?: string;
+}
+
+/**
+ * B8: the session waits at its provider's closed gate (a 429/529 with a retry hint was seen by a
+ * session of the host) before a retry or a new prompt's request. Once per wait; `abort()` and
+ * `abortRetry()` end the wait as they end a sleep.
+ */
+export interface ProviderGateWaitEvent {
+  type: "provider_gate_wait";
+  provider: string;
+  /** What waits: a retry of a chain, or a new prompt. */
+  before: "retry" | "prompt";
+  /** How long the gate stays closed from now. */
+  waitMs: number;
 }
 
 /** How a prompt ended; carried by `agent_settled` and returned by `prompt()`. */
@@ -119,7 +152,8 @@ export type SessionEvent =
   | CompactionEndEvent
   | WorkerExitedEvent
   | SessionRestoredEvent
-  | ExtensionErrorEvent;
+  | ExtensionErrorEvent
+  | ProviderGateWaitEvent;
 
 /** The retry controller's events. */
-export type RetryEvent = AutoRetryStartEvent | AutoRetryEndEvent;
+export type RetryEvent = AutoRetryStartEvent | AutoRetryEndEvent | ProviderGateWaitEvent;

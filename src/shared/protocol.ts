@@ -38,6 +38,8 @@ export interface ProviderSettings {
   maxRetries: number;
   timeoutMs?: number | undefined;
   maxRetryDelayMs?: number | undefined;
+  /** A stream silent this long is aborted and failed as transient; 0 or absent: no limit. */
+  idleTimeoutMs?: number | undefined;
 }
 
 /** Everything the worker needs to open a session. Plain data only. */
@@ -56,6 +58,8 @@ export interface SessionInit {
   workerModule?: string;
   /** Plain data handed to the worker module's `setup`. */
   workerModuleOptions?: unknown;
+  /** B8: ask main for a permit before each model request (`retry.maxConcurrentRequests` is set). */
+  requestPermits?: boolean;
   /** Extensions whose tools this session gets (the worker's copy; handlers run on main). */
   extensions?: SessionExtensions;
 }
@@ -113,6 +117,8 @@ export interface WorkerApi {
   closeSession(sessionId: string): Result<null>;
   /** Aborts every run, closes every session and ends the worker's serve loop. */
   shutdown(): Result<null>;
+  /** B8: main's answer to a `permit_request`: the model request may be sent, or not (`granted` false). */
+  grantPermit(requestId: number, granted: boolean): Result<null>;
 }
 
 /** An agent event as it crosses; `message_update` travels slimmed down (see stream-wire.ts). */
@@ -137,8 +143,16 @@ export type BatchItem =
  * - `heartbeat`: the worker's event loop is turning (SPEC X8). Sent every `heartbeatMs` unless a
  *   batch went out since the last one: any message proves the loop is alive.
  * - `batch`: session items.
+ * - `permit_request` / `permit_release` (B8): a session's model request asks for, and gives back,
+ *   a permit of `retry.maxConcurrentRequests`; main answers a request with `grantPermit`.
+ *   Request ids are the worker's, unique for its lifetime.
  */
-export type WorkerMessage = { type: "hello"; threadId: number } | { type: "heartbeat" } | BatchMessage;
+export type WorkerMessage =
+  | { type: "hello"; threadId: number }
+  | { type: "heartbeat" }
+  | BatchMessage
+  | { type: "permit_request"; sessionId: string; requestId: number }
+  | { type: "permit_release"; requestId: number };
 
 /** A batch of session items (see EventBatcher). */
 export interface BatchMessage {
@@ -166,6 +180,13 @@ export function decodeWorkerMessage(data: unknown): DecodedMessage {
     return { kind: "message", message: data as WorkerMessage };
   }
   if (record.type === "heartbeat") return { kind: "message", message: { type: "heartbeat" } };
+  const permit = data as { sessionId?: unknown; requestId?: unknown };
+  if (record.type === "permit_request" && typeof permit.sessionId === "string" && Number.isInteger(permit.requestId)) {
+    return { kind: "message", message: data as WorkerMessage };
+  }
+  if (record.type === "permit_release" && Number.isInteger(permit.requestId)) {
+    return { kind: "message", message: data as WorkerMessage };
+  }
   if (record.type === "hello" && typeof (data as { threadId?: unknown }).threadId === "number") {
     return { kind: "message", message: data as WorkerMessage };
   }

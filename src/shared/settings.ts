@@ -14,6 +14,8 @@ import { MAX_TIMER_MESSAGE, MAX_TIMER_MS } from "./timer-ms.js";
 const nonNegativeInt = z.number().int().min(0);
 const timerMs = nonNegativeInt.max(MAX_TIMER_MS, MAX_TIMER_MESSAGE);
 const positiveTimerMs = z.number().int().min(1).max(MAX_TIMER_MS, MAX_TIMER_MESSAGE);
+/** Default of `retry.provider.idleTimeoutMs` (see docs: sized for reasoning models). */
+const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
 
 const providerSchema = z.strictObject({
   /** SDK-internal retries per model request. @default 0 (SPEC B1: lifeline is the one retry authority) */
@@ -25,6 +27,27 @@ const providerSchema = z.strictObject({
    * pi-ai as is. It matters only when `maxRetries` above is not 0. @default pi-ai's (60000)
    */
   maxRetryDelayMs: timerMs.optional(),
+  /**
+   * A model stream that delivers no bytes for this long is aborted in the worker and retried as a
+   * transient failure (a stalled provider never hangs a session); 0 turns it off. Long enough for
+   * reasoning models that stream nothing while they think. @default 300000
+   */
+  idleTimeoutMs: timerMs.default(DEFAULT_IDLE_TIMEOUT_MS),
+});
+
+/**
+ * SPEC B8: the host-wide retry budget of a provider. A retry is allowed while the retries of the
+ * last `windowMs` stay under `ratio` × the first attempts of that window plus
+ * `minPerSecond` × the window in seconds. Anchor: Finagle's RetryBudget (20 % of requests plus a
+ * floor of 10 retries per second, over 10 s), whose numbers are the defaults here.
+ */
+const budgetSchema = z.strictObject({
+  /** Retries allowed per first attempt in the window. @default 0.2 */
+  ratio: z.number().min(0).max(1000).default(0.2),
+  /** Retries allowed per second whatever the traffic (the floor). @default 10 */
+  minPerSecond: z.number().min(0).max(1_000_000).default(10),
+  /** The sliding window, in ms. @default 10000 */
+  windowMs: z.number().int().min(1).max(3_600_000).default(10_000),
 });
 
 const retrySchema = z.strictObject({
@@ -46,7 +69,23 @@ const retrySchema = z.strictObject({
    * @default none
    */
   fallbackModels: z.array(z.string().regex(/^[^/\s]+\/\S+$/, { error: 'must be "provider/id"' })).optional(),
-  provider: providerSchema.default({ maxRetries: 0 }),
+  provider: providerSchema.default({ maxRetries: 0, idleTimeoutMs: DEFAULT_IDLE_TIMEOUT_MS }),
+  /**
+   * B8: one retry budget per provider for all sessions of the host; `{}` takes every default
+   * (Finagle's). `false` turns it off (pi has none). @default false
+   */
+  budget: z
+    .union([z.literal(false), budgetSchema], {
+      error: "must be false or an object { ratio?, minPerSecond?, windowMs? } ({} takes the defaults)",
+    })
+    .default(false),
+  /**
+   * B8: a 429 or 529 with a retry hint closes a gate for that provider and key, for every session
+   * of the host, for the hint's duration; retries and new prompts wait at it. @default false
+   */
+  coordinate: z.boolean().default(false),
+  /** B8: most model requests in flight per provider across the host's workers. @default no limit */
+  maxConcurrentRequests: z.number().int().min(1).max(1_000_000).optional(),
 });
 
 /**
@@ -75,7 +114,9 @@ const settingsSchema = z.looseObject({
     baseDelayMs: 2000,
     respectRetryAfter: false,
     jitter: "none",
-    provider: { maxRetries: 0 },
+    provider: { maxRetries: 0, idleTimeoutMs: DEFAULT_IDLE_TIMEOUT_MS },
+    budget: false,
+    coordinate: false,
   }),
   supervision: supervisionSchema.default({ maxRestarts: 3, windowMs: 60_000 }),
   /**
@@ -92,6 +133,8 @@ const settingsSchema = z.looseObject({
 
 /** Validated supervision settings, defaults applied. */
 export type SupervisionSettings = z.output<typeof supervisionSchema>;
+/** Validated retry budget settings (B8), defaults applied. */
+export type RetryBudgetSettings = z.output<typeof budgetSchema>;
 /** Validated retry settings, defaults applied. */
 export type RetrySettings = z.output<typeof retrySchema>;
 /** Validated settings, defaults applied. */
@@ -109,7 +152,10 @@ export interface SettingsInput {
     jitter?: "none" | "full" | "equal";
     maxDelayMs?: number;
     fallbackModels?: string[];
-    provider?: { maxRetries?: number; timeoutMs?: number; maxRetryDelayMs?: number };
+    provider?: { maxRetries?: number; timeoutMs?: number; maxRetryDelayMs?: number; idleTimeoutMs?: number };
+    budget?: { ratio?: number; minPerSecond?: number; windowMs?: number } | false;
+    coordinate?: boolean;
+    maxConcurrentRequests?: number;
   };
   supervision?: { maxRestarts?: number; windowMs?: number };
   extensionHandlerTimeoutMs?: number;
@@ -153,7 +199,8 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 }
 
 function allowedKeys(path: readonly PropertyKey[]): string {
-  const group = path[path.length - 1] === "provider" ? providerSchema : retrySchema;
+  const last = path[path.length - 1];
+  const group = last === "provider" ? providerSchema : last === "budget" ? budgetSchema : retrySchema;
   return Object.keys(group.shape).join(", ");
 }
 

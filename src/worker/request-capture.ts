@@ -52,11 +52,20 @@ export function installRequestCapture(): void {
  * A session has at most one request in flight, so "latest" is unambiguous.
  */
 export class RequestCapture {
+  readonly #idleTimeoutMs: number;
   #failure: RequestFailure | undefined;
   /** Counts HTTP requests, so a stream of an earlier one that ends late records nothing. */
   #request = 0;
   /** Ends the watch of the latest request's event stream, if one is still open. */
   #endStream: (() => void) | undefined;
+
+  /**
+   * @param idleTimeoutMs `retry.provider.idleTimeoutMs`: an event stream that delivers no bytes for
+   *   this long is cut here and fails as a transient network failure (`ERR_STREAM_IDLE`); 0: never.
+   */
+  constructor(idleTimeoutMs = 0) {
+    this.#idleTimeoutMs = idleTimeoutMs;
+  }
 
   /** Runs `fn` (which starts the provider's request) with fetch calls recorded here. */
   run<T>(fn: () => T): T {
@@ -132,28 +141,46 @@ export class RequestCapture {
     this.#endStream = end;
     // Set by the consumer's cancel: from then on the controller is closed and must not be used.
     let cancelled = false;
+    const idle = new IdleWatch(this.#idleTimeoutMs, () => {
+      // The provider went silent: fail the stream as a broken connection (transient, B2) and close
+      // the socket. The pending read then settles against a cancelled reader and is ignored.
+      if (cancelled || ended) return;
+      cancelled = true;
+      const error = idleError(this.#idleTimeoutMs);
+      end(error);
+      watchedController?.error(error);
+      void reader.cancel(error).catch(() => {});
+    });
+    let watchedController: ReadableStreamDefaultController<Uint8Array> | undefined;
     const watched = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        watchedController = controller;
+      },
       pull: async (controller) => {
         let result: Awaited<ReturnType<typeof reader.read>>;
         try {
           result = await reader.read();
         } catch (error) {
           if (cancelled) return;
+          idle.stop();
           end(error);
           controller.error(error);
           return;
         }
         if (cancelled) return;
         if (result.done) {
+          idle.stop();
           end();
           controller.close();
           return;
         }
+        idle.touch();
         if (!ended) tail.push(result.value);
         controller.enqueue(result.value);
       },
       cancel: (reason) => {
         cancelled = true;
+        idle.stop();
         end();
         return reader.cancel(reason);
       },
@@ -167,6 +194,52 @@ export class RequestCapture {
     Object.defineProperty(copy, "url", { value: response.url });
     return copy;
   }
+}
+
+/**
+ * The stream-idle timeout of one response body. Costs one assignment per chunk: a single timer
+ * fires after the timeout and, if a chunk came meanwhile, is armed again for the time left.
+ */
+class IdleWatch {
+  readonly #timeoutMs: number;
+  readonly #onIdle: () => void;
+  #last = performance.now();
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(timeoutMs: number, onIdle: () => void) {
+    this.#timeoutMs = timeoutMs;
+    this.#onIdle = onIdle;
+    if (timeoutMs > 0) this.#arm(timeoutMs);
+  }
+
+  touch(): void {
+    this.#last = performance.now();
+  }
+
+  stop(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #arm(ms: number): void {
+    this.#timer = setTimeout(() => {
+      const left = this.#last + this.#timeoutMs - performance.now();
+      if (left > 0) this.#arm(left);
+      else this.#onIdle();
+    }, ms);
+    // A stalled stream must not be what keeps the worker alive; the run in flight does that.
+    this.#timer.unref();
+  }
+}
+
+/** The failure of a stream cut for silence; `code` is what the failure record keeps. */
+function idleError(timeoutMs: number): Error {
+  return Object.assign(
+    new Error(
+      `Stream idle timeout: the provider sent nothing for ${timeoutMs} ms (retry.provider.idleTimeoutMs); the connection was closed`,
+    ),
+    { code: "ERR_STREAM_IDLE" },
+  );
 }
 
 /**

@@ -11,6 +11,7 @@ import { LifelineError, toWireError } from "../shared/errors.js";
 import type { Result, SessionInit, SessionOpened, WorkerApi, WorkerMessage } from "../shared/protocol.js";
 import { demoModels } from "./demo-provider.js";
 import { EventBatcher } from "./event-batcher.js";
+import { RequestPermits } from "./request-permits.js";
 import { WorkerSession } from "./worker-session.js";
 
 /** Options of {@link serveWorker}. */
@@ -38,6 +39,8 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
     port.postMessage(message);
   };
   const batcher = new EventBatcher(post, options.batchIntervalMs ?? 8);
+  // Posted at once, not batched: a permit request is on the critical path of a model request.
+  const permits = new RequestPermits(post);
   const sessions = new Map<string, WorkerSession>();
   /** Sessions whose `openSession` is awaiting the worker module; a closeSession cancels them. */
   const opening = new Map<string, { cancelled: boolean }>();
@@ -77,7 +80,7 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
         opening.set(init.sessionId, state);
         let result: Awaited<ReturnType<typeof WorkerSession.open>>;
         try {
-          result = await WorkerSession.open(init, batcher);
+          result = await WorkerSession.open(init, batcher, permits);
         } finally {
           if (opening.get(init.sessionId) === state) opening.delete(init.sessionId);
         }
@@ -99,6 +102,7 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
     queueMessage: (sessionId, kind, message) => command(() => find(sessionId).queueMessage(kind, message)),
     setModel: (sessionId, change) => attempt(() => find(sessionId).setModel(change)),
     listBuiltInModels: () => attempt(() => [...demoModels().values()]),
+    grantPermit: (requestId, granted) => command(() => permits.grant(requestId, granted)),
     closeSession: (sessionId) =>
       command(() => {
         const pending = opening.get(sessionId);

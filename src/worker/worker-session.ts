@@ -2,7 +2,7 @@
  * One session's agent loop inside a worker: a pi-agent-core `Agent`, its runs, and the
  * transcript edits the main thread's retry controller asks for.
  */
-import { Agent, type AgentMessage, type AgentTool } from "@mariozechner/pi-agent-core";
+import { Agent, type AgentMessage, type AgentTool, type StreamFn } from "@mariozechner/pi-agent-core";
 import { type Api, type AssistantMessage, getEnvApiKey, type Model, streamSimple } from "@mariozechner/pi-ai";
 import { isRemovableFailure } from "../shared/classify.js";
 import { LifelineError, toWireError } from "../shared/errors.js";
@@ -16,6 +16,7 @@ import { loadExtensionTools, type ToolSessionView } from "./extensions/extension
 import { redactSecrets, redactStrings } from "./redact.js";
 import { assertRegisteredApi } from "./registered-api.js";
 import { installRequestCapture, RequestCapture } from "./request-capture.js";
+import type { RequestPermits } from "./request-permits.js";
 import { resolveModel } from "./resolve-model.js";
 
 /**
@@ -68,6 +69,7 @@ export class WorkerSession {
   static async open(
     init: SessionInit,
     batcher: EventBatcher,
+    permits?: RequestPermits,
   ): Promise<{ session: WorkerSession; opened: SessionOpened }> {
     const model = resolveModel(init.model);
     const moduleTools = init.workerModule === undefined ? [] : await loadTools(init);
@@ -83,27 +85,29 @@ export class WorkerSession {
     assertRegisteredApi(model);
     const provider = init.provider;
     installRequestCapture();
-    const capture = new RequestCapture();
+    const capture = new RequestCapture(provider.idleTimeoutMs ?? 0);
     const credentials = new Credentials();
     credentials.set(model, init.apiKey, init.authHeader === true);
+    // SPEC B1: the SDK's own retries are off unless settings say otherwise.
+    const stream: StreamFn = (m, context, options) =>
+      capture.run(() =>
+        streamSimple(m, context, {
+          ...options,
+          ...(credentials.authHeader && credentials.apiKey !== undefined
+            ? { headers: { ...options?.headers, Authorization: `Bearer ${credentials.apiKey}` } }
+            : {}),
+          maxRetries: provider.maxRetries,
+          ...(provider.timeoutMs === undefined ? {} : { timeoutMs: provider.timeoutMs }),
+          ...(provider.maxRetryDelayMs === undefined ? {} : { maxRetryDelayMs: provider.maxRetryDelayMs }),
+        }),
+      );
     const agent = new Agent({
       initialState: { systemPrompt: init.systemPrompt, model, tools, messages: init.messages },
       convertToLlm,
       sessionId: init.sessionId,
       getApiKey: () => credentials.apiKey,
-      // SPEC B1: the SDK's own retries are off unless settings say otherwise.
-      streamFn: (m, context, options) =>
-        capture.run(() =>
-          streamSimple(m, context, {
-            ...options,
-            ...(credentials.authHeader && credentials.apiKey !== undefined
-              ? { headers: { ...options?.headers, Authorization: `Bearer ${credentials.apiKey}` } }
-              : {}),
-            maxRetries: provider.maxRetries,
-            ...(provider.timeoutMs === undefined ? {} : { timeoutMs: provider.timeoutMs }),
-            ...(provider.maxRetryDelayMs === undefined ? {} : { maxRetryDelayMs: provider.maxRetryDelayMs }),
-          }),
-        ),
+      streamFn:
+        init.requestPermits === true && permits !== undefined ? withPermit(stream, init.sessionId, permits) : stream,
     });
     view = {
       model: () => agent.state.model,
@@ -204,6 +208,25 @@ export class WorkerSession {
     }
     this.#batcher.pushRunEnd(item);
   }
+}
+
+/**
+ * B8: `stream` behind a permit of the main thread: asked for before the request is sent (an abort
+ * while waiting ends the wait), given back when the response stream ends, whatever the end.
+ */
+function withPermit(stream: StreamFn, sessionId: string, permits: RequestPermits): StreamFn {
+  return async (model, context, options) => {
+    const requestId = await permits.acquire(sessionId, options?.signal);
+    try {
+      const events = await stream(model, context, options);
+      const release = () => permits.release(requestId);
+      events.result().then(release, release);
+      return events;
+    } catch (error) {
+      permits.release(requestId);
+      throw error;
+    }
+  };
 }
 
 /**

@@ -89,7 +89,7 @@ export interface LoadCounters {
   /** Failed requests by the retry controller's class: retryable, fatal, usage_limit, overflow, aborted. */
   failuresByClass: Record<string, number>;
   retries: number;
-  /** Ended retry chains by `auto_retry_end.reason` (or success/failed where the event has none). */
+  /** Ended retry chains by `auto_retry_end.reason`. */
   retryChains: Record<string, number>;
   toolCalls: number;
   outputTokens: number;
@@ -165,9 +165,7 @@ export class LoadMetrics {
         state.attempt = event.attempt;
         break;
       case "auto_retry_end": {
-        // `reason` comes with the retry budget (issue 11); older events say only success or not.
-        const reason = (event as { reason?: unknown }).reason;
-        const key = typeof reason === "string" ? reason : event.success ? "success" : "failed";
+        const key = event.reason;
         this.counters.retryChains[key] = (this.counters.retryChains[key] ?? 0) + 1;
         break;
       }

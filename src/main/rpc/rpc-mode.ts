@@ -375,6 +375,7 @@ function stateOf(session: AgentSession): RpcSessionState {
     isRetrying: session.isRetrying,
     retryAttempt: session.retryAttempt,
     isIdle: !session.isBusy,
+    ...session.coordinationState,
   };
 }
 

@@ -14,6 +14,7 @@ import type { Api, Model } from "@mariozechner/pi-ai";
 import { z } from "zod";
 import type { SessionEvent } from "../../shared/events.js";
 import type { AuthEntry } from "../auth/file-auth-storage.js";
+import type { CoordinationState } from "../coordination/session-coordination.js";
 
 const id = z.string().max(1000).optional();
 const text = z.string().min(1, "must be a non-empty string");
@@ -89,6 +90,12 @@ export interface RpcSessionState {
   retryAttempt: number;
   /** False from an accepted prompt until its `agent_settled`: a session waiting out a backoff is not idle. */
   isIdle: boolean;
+  /** B8: the host's retry budget of the session's provider, when `retry.budget` is set. */
+  retryBudget?: CoordinationState["retryBudget"];
+  /** B8: the provider gate of the session's endpoint and key, when `retry.coordinate` is on. */
+  providerGate?: CoordinationState["providerGate"];
+  /** B8: the provider's request permits, when `retry.maxConcurrentRequests` is set. */
+  requestPermits?: CoordinationState["requestPermits"];
 }
 
 /** What each command's successful response carries in `data`. */

@@ -6,7 +6,7 @@
 import type { ResourceLimits } from "node:worker_threads";
 import { LifelineError, WorkerExitedError } from "../../shared/errors.js";
 import type { SessionInit, SessionOpened } from "../../shared/protocol.js";
-import { type LinkEndpoint, type LinkTimeouts, WorkerLink } from "../worker-link.js";
+import { type LinkEndpoint, type LinkTimeouts, type PermitHandler, WorkerLink } from "../worker-link.js";
 import { tickIntervalMs, Watchdog } from "./watchdog.js";
 import { WorkerPool } from "./worker-pool.js";
 
@@ -23,6 +23,8 @@ export interface WorkerLinksOptions extends LinkTimeouts {
   connect?: (() => LinkEndpoint) | undefined;
   /** True once the host is closed: an open in progress is then closed again and refused. */
   isClosed: () => boolean;
+  /** B8: the host's answer to its workers' request permits. */
+  permits?: PermitHandler | undefined;
 }
 
 type Reserved = { link: WorkerLink; release: () => void };
@@ -179,6 +181,7 @@ export class WorkerLinks {
       setupTimeoutMs: this.#options.setupTimeoutMs,
       controlTimeoutMs: this.#options.controlTimeoutMs,
       isolated,
+      permits: this.#options.permits,
       onProtocolError: (reason) => process.emitWarning(`lifeline: ignored an invalid worker message (${reason})`),
     });
     this.#links.push(link);

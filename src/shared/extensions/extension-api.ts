@@ -143,6 +143,7 @@ const DELIVERED: Record<ExtensionEventType, true> = {
   tool_execution_end: true,
   auto_retry_start: true,
   auto_retry_end: true,
+  provider_gate_wait: true,
   agent_settled: true,
   compaction_start: true,
   compaction_end: true,

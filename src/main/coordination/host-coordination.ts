@@ -1,0 +1,131 @@
+/**
+ * SPEC B8: what the sessions of one host share against retry storms: a retry budget per provider,
+ * the provider gates, and the request permits of `maxConcurrentRequests`. Owned by `SessionHost`
+ * on the main thread; sessions reach it through {@link SessionCoordination}, workers through
+ * their link's permit messages.
+ */
+import { createHash } from "node:crypto";
+import type { RetryBudgetSettings } from "../../shared/settings.js";
+import { ProviderGate } from "./provider-gate.js";
+import { RequestSemaphore } from "./request-semaphore.js";
+import { RetryBudget } from "./retry-budget.js";
+
+/** The clock and sleep of the host's coordination; injected by tests. */
+export interface CoordinationClock {
+  /** A monotonic clock in ms. */
+  now: () => number;
+  /** Sleeps `ms`, rejecting with the signal's reason when it aborts. */
+  sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+/** A permit request of a worker, from its arrival on main to its release. */
+interface PermitEntry {
+  abort: AbortController;
+  permit?: { semaphore: RequestSemaphore; id: number };
+}
+
+/** The host-wide budgets, gates and permits. */
+export class HostCoordination {
+  readonly gate: ProviderGate;
+  readonly #clock: CoordinationClock;
+  readonly #budgets = new Map<string, RetryBudget>();
+  readonly #semaphores = new Map<string, RequestSemaphore>();
+  /** Worker (its link) → request id → the request's permit. */
+  readonly #permits = new Map<object, Map<number, PermitEntry>>();
+
+  constructor(clock: CoordinationClock) {
+    this.#clock = clock;
+    this.gate = new ProviderGate(clock);
+  }
+
+  /**
+   * The budget of `provider`. Sessions of one provider with the same budget settings share one;
+   * a session whose settings differ gets its own (settings are normally the host's).
+   */
+  budget(provider: string, config: RetryBudgetSettings): RetryBudget {
+    const key = `${provider}\u0000${config.ratio}\u0000${config.minPerSecond}\u0000${config.windowMs}`;
+    let budget = this.#budgets.get(key);
+    if (budget === undefined) {
+      budget = new RetryBudget(config, this.#clock.now);
+      this.#budgets.set(key, budget);
+    }
+    return budget;
+  }
+
+  /** The permits of `provider` (with the same count; as {@link budget}, differing settings do not share). */
+  semaphore(provider: string, permits: number): RequestSemaphore {
+    const key = `${provider}\u0000${permits}`;
+    let semaphore = this.#semaphores.get(key);
+    if (semaphore === undefined) {
+      semaphore = new RequestSemaphore(permits);
+      this.#semaphores.set(key, semaphore);
+    }
+    return semaphore;
+  }
+
+  /**
+   * A worker asks for a permit for one model request: waits at the gate (`gateKey`, when the
+   * session coordinates), then for a permit. Resolves true once it is held for `owner`, false when
+   * the request was released (cancelled) or its worker died first. Never rejects.
+   */
+  async requestPermit(
+    owner: object,
+    requestId: number,
+    semaphore: RequestSemaphore,
+    gateKey: string | undefined,
+  ): Promise<boolean> {
+    let entries = this.#permits.get(owner);
+    if (entries === undefined) {
+      entries = new Map();
+      this.#permits.set(owner, entries);
+    }
+    const entry: PermitEntry = { abort: new AbortController() };
+    entries.set(requestId, entry);
+    try {
+      if (gateKey !== undefined) await this.gate.wait(gateKey, entry.abort.signal);
+      const id = await semaphore.acquire(owner, entry.abort.signal);
+      if (this.#permits.get(owner)?.get(requestId) !== entry) {
+        semaphore.release(id);
+        return false;
+      }
+      entry.permit = { semaphore, id };
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** The request ended, or was cancelled while it waited: its permit (if any) is released, once. */
+  releasePermit(owner: object, requestId: number): void {
+    const entries = this.#permits.get(owner);
+    const entry = entries?.get(requestId);
+    if (entries === undefined || entry === undefined) return;
+    entries.delete(requestId);
+    if (entries.size === 0) this.#permits.delete(owner);
+    entry.abort.abort();
+    if (entry.permit !== undefined) entry.permit.semaphore.release(entry.permit.id);
+  }
+
+  /** A worker died or was terminated: everything it held or waited for is released. */
+  releaseOwner(owner: object): void {
+    const entries = this.#permits.get(owner);
+    if (entries === undefined) return;
+    for (const requestId of [...entries.keys()]) this.releasePermit(owner, requestId);
+  }
+
+  /** Permits held by all workers: for tests and diagnostics. */
+  get permitsHeld(): number {
+    let held = 0;
+    for (const entries of this.#permits.values()) for (const entry of entries.values()) if (entry.permit) held++;
+    return held;
+  }
+}
+
+/**
+ * The gate key of a provider endpoint and key: a limit is per account, so two keys of one
+ * provider have two gates. The key itself is never kept, only a short hash of it.
+ */
+export function gateKey(provider: string, baseUrl: string | undefined, apiKey: string | undefined): string {
+  const key = apiKey === undefined ? "" : createHash("sha256").update(apiKey).digest("hex").slice(0, 16);
+  return `${provider}\u0000${baseUrl ?? ""}\u0000${key}`;
+}

@@ -255,7 +255,12 @@ describe("retry chains through a session", () => {
       "agent_settled error retries=0",
     ]);
     expect(seen).toEqual(["prompt is too long: 213462 tokens > 200000 maximum"]);
-    expect(events.find((e) => e.type === "compaction_end")).toMatchObject({ compacted: false });
+    expect(events.find((e) => e.type === "compaction_end")).toMatchObject({
+      reason: "overflow",
+      result: null,
+      aborted: false,
+      willRetry: false,
+    });
     expect(scripted.calls()).toBe(1);
   });
 

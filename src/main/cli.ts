@@ -26,6 +26,7 @@ import { isFailedStop } from "../shared/classify.js";
 import { LifelineError } from "../shared/errors.js";
 import type { PromptResult, SessionEvent } from "../shared/events.js";
 import { type CliSessionFlags, cliSessionsOption, openCliSession, resumeUsageError } from "./cli-sessions.js";
+import { compactionNotice } from "./compaction-notice.js";
 import { runRpcMode } from "./rpc/rpc-mode.js";
 import { createSessionHost, type SessionHostOptions, type SessionsOptions } from "./session-host.js";
 import { workerFate } from "./supervision/interrupted-run.js";
@@ -68,7 +69,8 @@ export function progressLine(event: SessionEvent): string | undefined {
       if (event.success) return `Recovered after ${event.attempt} ${event.attempt === 1 ? "retry" : "retries"}.`;
       return `Retry failed after ${event.attempt} attempts: ${event.finalError ?? "Unknown error"}`;
     case "compaction_start":
-      return `Context overflow: ${event.errorMessage} (not retried)`;
+    case "compaction_end":
+      return compactionNotice(event);
     case "worker_exited":
       return `Worker exited: ${event.error.message}`;
     case "session_restored":

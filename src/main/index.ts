@@ -25,6 +25,7 @@ export {
   parseRetryHintsFromText,
   retryHintsOf,
 } from "../shared/classify.js";
+export type { CompactionSummaryMessage } from "../shared/compaction/summary-message.js";
 export type { ErrorCode, WireError } from "../shared/errors.js";
 export {
   InvalidSettingsError,
@@ -36,10 +37,15 @@ export type * from "../shared/events.js";
 export type { ModelRef, ProviderOverrides } from "../shared/protocol.js";
 export type { RequestFailure } from "../shared/request-failure.js";
 export { REQUEST_FAILURE_DIAGNOSTIC, requestFailureOf } from "../shared/request-failure.js";
-export type { RetrySettings, Settings, SettingsInput } from "../shared/settings.js";
+export type { CompactionSettings, RetrySettings, Settings, SettingsInput } from "../shared/settings.js";
 export { DEFAULT_SETTINGS, parseSettings } from "../shared/settings.js";
 export type { WorkerModuleContext, WorkerModuleSetup, WorkerModuleSetupFn } from "../shared/worker-module.js";
-export type { ContextOverflowHook, ContextOverflowInfo, PromptOptions } from "./agent-session.js";
+export type {
+  ContextOverflowAnswer,
+  ContextOverflowHook,
+  ContextOverflowInfo,
+  PromptOptions,
+} from "./agent-session.js";
 export { AgentSession } from "./agent-session.js";
 export type { AuthStorage, UsageLimitInfo, UsageLimitRecord } from "./auth-storage.js";
 export { InMemoryAuthStorage } from "./auth-storage.js";
@@ -71,6 +77,7 @@ export { createSessionHost, SessionHost } from "./session-host.js";
 export { FileSessionStore, type FileSessionStoreOptions } from "./sessions/file-session-store.js";
 export type { FsyncPolicy } from "./sessions/persistence-queue.js";
 export type {
+  CompactionEntry,
   CustomEntry,
   EntryBase,
   MessageEntry,

@@ -240,13 +240,14 @@ class MockModelServer implements MockServer {
     if (isProblem(request)) {
       return this.#refuseModel(res, wire, contextFor(seq, "", undefined, req), 400, request.problem, request.param);
     }
-    const step = this.#picker.next(request.conversation);
+    const step = this.#picker.next(request.conversation, request.promptTokens);
     const record: MutableRecord = {
       seq,
       conversation: request.conversation,
       api: wire.api,
       stream: request.stream,
       step: step.type,
+      promptTokens: request.promptTokens,
       startedAt: Date.now(),
     };
     this.#requests.countRequest(request.conversation);
@@ -292,6 +293,7 @@ class MockModelServer implements MockServer {
       api: wire.api,
       stream: false,
       step: "none",
+      promptTokens: 0,
       status,
       startedAt: Date.now(),
     };

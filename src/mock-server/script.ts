@@ -144,6 +144,12 @@ const scriptSchema = strict({
     }),
   /** Seed of the fault PRNG. @default 0 */
   seed: z.number().int().default(0),
+  /**
+   * A model's context window, in the server's rough prompt tokens (4 characters of the
+   * `messages` JSON a token): a larger request gets `context_overflow` without using a scripted
+   * step. @default no limit
+   */
+  contextWindow: z.number().int().min(1).optional(),
 });
 
 /** A script as written: shorthands allowed, every key optional. */
@@ -227,8 +233,13 @@ export class StepPicker {
     this.#random = mulberry32(script.seed);
   }
 
-  /** The step for the next request of `conversation`. Advances that key's cursor or the PRNG. */
-  next(conversation: string): MockStep {
+  /**
+   * The step for the next request of `conversation`. Advances that key's cursor or the PRNG,
+   * except for a request over the script's `contextWindow`, which overflows and advances nothing.
+   */
+  next(conversation: string, promptTokens = 0): MockStep {
+    const window = this.script.contextWindow;
+    if (window !== undefined && promptTokens > window) return { type: "context_overflow" };
     const entry = this.script.conversations.find((c) => conversation.includes(c.match));
     if (entry !== undefined) {
       const cursor = this.#cursors.get(conversation) ?? 0;

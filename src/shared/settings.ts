@@ -55,6 +55,19 @@ const supervisionSchema = z.strictObject({
   windowMs: positiveTimerMs.default(60_000),
 });
 
+/**
+ * Compaction (pi's keys and defaults): summarize the older part of a transcript when the context
+ * overflows, or before it would (the threshold: context tokens > window − `reserveTokens`).
+ */
+const compactionSchema = z.strictObject({
+  /** Compaction on a context overflow and at the threshold; a manual `compact()` works either way. @default true */
+  enabled: z.boolean().default(true),
+  /** Tokens kept free in the window, for the summary request and the next reply. @default 16384 */
+  reserveTokens: nonNegativeInt.default(16_384),
+  /** Roughly how many tokens of the newest messages are kept as they are. @default 20000 */
+  keepRecentTokens: nonNegativeInt.default(20_000),
+});
+
 const settingsSchema = z.looseObject({
   /**
    * B7, the CLI: where session files go, directly (as pi's `sessionDir` setting and `--session-dir`).
@@ -72,7 +85,11 @@ const settingsSchema = z.looseObject({
     provider: { maxRetries: 0 },
   }),
   supervision: supervisionSchema.default({ maxRestarts: 3, windowMs: 60_000 }),
+  compaction: compactionSchema.default({ enabled: true, reserveTokens: 16_384, keepRecentTokens: 20_000 }),
 });
+
+/** Validated compaction settings, defaults applied. */
+export type CompactionSettings = z.output<typeof compactionSchema>;
 
 /** Validated supervision settings, defaults applied. */
 export type SupervisionSettings = z.output<typeof supervisionSchema>;
@@ -95,6 +112,7 @@ export interface SettingsInput {
     provider?: { maxRetries?: number; timeoutMs?: number; maxRetryDelayMs?: number };
   };
   supervision?: { maxRestarts?: number; windowMs?: number };
+  compaction?: { enabled?: boolean; reserveTokens?: number; keepRecentTokens?: number };
   [key: string]: unknown;
 }
 
@@ -133,7 +151,15 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 }
 
 function allowedKeys(path: readonly PropertyKey[]): string {
-  const group = path[path.length - 1] === "provider" ? providerSchema : retrySchema;
+  const last = path[path.length - 1];
+  const group =
+    last === "provider"
+      ? providerSchema
+      : last === "compaction"
+        ? compactionSchema
+        : last === "supervision"
+          ? supervisionSchema
+          : retrySchema;
   return Object.keys(group.shape).join(", ");
 }
 

@@ -2,9 +2,10 @@
  * One session's agent loop inside a worker: a pi-agent-core `Agent`, its runs, and the
  * transcript edits the main thread's retry controller asks for.
  */
-import { Agent, type AgentMessage, type AgentTool } from "@mariozechner/pi-agent-core";
+import { Agent, type AgentMessage, type AgentTool, type StreamFn } from "@mariozechner/pi-agent-core";
 import { type Api, type AssistantMessage, getEnvApiKey, type Model, streamSimple } from "@mariozechner/pi-ai";
 import { isRemovableFailure } from "../shared/classify.js";
+import { SUMMARY_SYSTEM_PROMPT, type SummaryRequest, summaryPrompt } from "../shared/compaction/summary-prompt.js";
 import { LifelineError, toWireError } from "../shared/errors.js";
 import type { ModelChange, RunInput, SessionInit, SessionOpened } from "../shared/protocol.js";
 import { attachRequestFailure, type RequestFailure } from "../shared/request-failure.js";
@@ -31,6 +32,9 @@ export class WorkerSession {
   #forwarded = 0;
   #closed = false;
   readonly #credentials: Credentials;
+  readonly #streamFn: StreamFn;
+  /** Aborts the summary request of an active `summarize` run. */
+  #summaryAbort: AbortController | undefined;
 
   private constructor(
     id: string,
@@ -38,9 +42,11 @@ export class WorkerSession {
     batcher: EventBatcher,
     capture: RequestCapture,
     credentials: Credentials,
+    streamFn: StreamFn,
   ) {
     this.id = id;
     this.#agent = agent;
+    this.#streamFn = streamFn;
     this.#batcher = batcher;
     this.#credentials = credentials;
     const secrets = credentials.secrets;
@@ -76,26 +82,27 @@ export class WorkerSession {
     const capture = new RequestCapture();
     const credentials = new Credentials();
     credentials.set(model, init.apiKey, init.authHeader === true);
+    // SPEC B1: the SDK's own retries are off unless settings say otherwise.
+    const streamFn: StreamFn = (m, context, options) =>
+      capture.run(() =>
+        streamSimple(m, context, {
+          ...options,
+          ...(credentials.authHeader && credentials.apiKey !== undefined
+            ? { headers: { ...options?.headers, Authorization: `Bearer ${credentials.apiKey}` } }
+            : {}),
+          maxRetries: provider.maxRetries,
+          ...(provider.timeoutMs === undefined ? {} : { timeoutMs: provider.timeoutMs }),
+          ...(provider.maxRetryDelayMs === undefined ? {} : { maxRetryDelayMs: provider.maxRetryDelayMs }),
+        }),
+      );
     const agent = new Agent({
       initialState: { systemPrompt: init.systemPrompt, model, tools, messages: init.messages },
       convertToLlm,
       sessionId: init.sessionId,
       getApiKey: () => credentials.apiKey,
-      // SPEC B1: the SDK's own retries are off unless settings say otherwise.
-      streamFn: (m, context, options) =>
-        capture.run(() =>
-          streamSimple(m, context, {
-            ...options,
-            ...(credentials.authHeader && credentials.apiKey !== undefined
-              ? { headers: { ...options?.headers, Authorization: `Bearer ${credentials.apiKey}` } }
-              : {}),
-            maxRetries: provider.maxRetries,
-            ...(provider.timeoutMs === undefined ? {} : { timeoutMs: provider.timeoutMs }),
-            ...(provider.maxRetryDelayMs === undefined ? {} : { maxRetryDelayMs: provider.maxRetryDelayMs }),
-          }),
-        ),
+      streamFn,
     });
-    const session = new WorkerSession(init.sessionId, agent, batcher, capture, credentials);
+    const session = new WorkerSession(init.sessionId, agent, batcher, capture, credentials, streamFn);
     return { session, opened: { model } };
   }
 
@@ -135,11 +142,67 @@ export class WorkerSession {
     this.#activeRunId = runId;
     this.#runStart = this.#agent.state.messages.length;
     this.#forwarded = 0;
+    if (input.kind === "summarize") {
+      this.#summarize(input.request).then(
+        (summary) => this.#endRun(runId, undefined, { summary }),
+        (error: unknown) => this.#endRun(runId, error, { summary: undefined }),
+      );
+      return;
+    }
     const run = input.kind === "prompt" ? this.#agent.prompt(input.message) : this.#agent.continue();
     run.then(
       () => this.#endRun(runId),
       (error: unknown) => this.#endRun(runId, error),
     );
+  }
+
+  /**
+   * A compaction's model call: the session's own model, key and provider settings, streamed,
+   * abortable by {@link abort}. Resolves with the summary text, or undefined when aborted.
+   * @throws Error with the provider's error text (secrets redacted) when the request fails.
+   */
+  async #summarize(request: SummaryRequest): Promise<string | undefined> {
+    const controller = new AbortController();
+    this.#summaryAbort = controller;
+    try {
+      const model = this.#agent.state.model;
+      const maxTokens =
+        request.maxTokens !== undefined && request.maxTokens > 0
+          ? Math.min(request.maxTokens, model.maxTokens > 0 ? model.maxTokens : request.maxTokens)
+          : undefined;
+      const apiKey = this.#credentials.apiKey;
+      const stream = await this.#streamFn(
+        model,
+        {
+          systemPrompt: SUMMARY_SYSTEM_PROMPT,
+          messages: [
+            { role: "user", content: [{ type: "text", text: summaryPrompt(request) }], timestamp: Date.now() },
+          ],
+        },
+        {
+          signal: controller.signal,
+          sessionId: this.id,
+          ...(apiKey === undefined ? {} : { apiKey }),
+          ...(maxTokens === undefined ? {} : { maxTokens }),
+        },
+      );
+      const reply = await stream.result();
+      if (reply.stopReason === "aborted" || controller.signal.aborted) return undefined;
+      if (reply.stopReason === "error") {
+        throw new LifelineError(
+          "ERR_RUN_FAILED",
+          `The summary request failed: ${reply.errorMessage ?? "no reason given"}`,
+        );
+      }
+      const text = reply.content
+        .map((block) => (block.type === "text" ? block.text : ""))
+        .join("")
+        .trim();
+      if (text === "") throw new LifelineError("ERR_RUN_FAILED", "The summary request returned no text.");
+      return text;
+    } finally {
+      if (this.#summaryAbort === controller) this.#summaryAbort = undefined;
+    }
   }
 
   /**
@@ -151,6 +214,7 @@ export class WorkerSession {
     const active = this.#activeRunId !== undefined;
     this.#agent.clearAllQueues();
     this.#agent.abort();
+    this.#summaryAbort?.abort();
     return active;
   }
 
@@ -163,6 +227,17 @@ export class WorkerSession {
     return true;
   }
 
+  /** Installs a compacted transcript. Refused while a run is active (it would lose the run's messages). */
+  replaceMessages(messages: AgentMessage[]): void {
+    if (this.#activeRunId !== undefined || this.#agent.state.isStreaming) {
+      throw new LifelineError(
+        "ERR_SESSION_BUSY",
+        `Session ${this.id} is running; its transcript cannot be replaced now.`,
+      );
+    }
+    this.#agent.state.messages = messages;
+  }
+
   /** B3: puts a message back at the end of the transcript. */
   appendMessage(message: AgentMessage): void {
     this.#agent.state.messages = [...this.#agent.state.messages, message];
@@ -171,15 +246,21 @@ export class WorkerSession {
   close(): void {
     this.#closed = true;
     this.#agent.abort();
+    this.#summaryAbort?.abort();
     forgetDemoSession(this.id);
   }
 
-  #endRun(runId: number, error?: unknown): void {
+  /** `summarized`: the outcome of a `summarize` run (no summary and no error: it was aborted). */
+  #endRun(runId: number, error?: unknown, summarized?: { summary: string | undefined }): void {
     if (this.#activeRunId !== runId) return;
     this.#activeRunId = undefined;
     if (this.#closed) return;
-    const tail = this.#agent.state.messages.slice(this.#runStart + this.#forwarded);
+    const tail = summarized === undefined ? this.#agent.state.messages.slice(this.#runStart + this.#forwarded) : [];
     const item: Parameters<EventBatcher["pushRunEnd"]>[0] = { type: "run_end", sessionId: this.id, runId, tail };
+    if (summarized !== undefined && error === undefined) {
+      if (summarized.summary === undefined) item.aborted = true;
+      else item.summary = redactSecrets(summarized.summary, this.#credentials.secrets);
+    }
     if (error !== undefined) {
       const wire = toWireError(error, "ERR_RUN_FAILED");
       wire.message = redactSecrets(wire.message, this.#credentials.secrets);

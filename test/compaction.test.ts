@@ -276,8 +276,17 @@ describe("compaction (R1) through the mock model server", () => {
       await rpc.waitFor((r) => r.type === "agent_settled", `prompt ${n} settled`, from);
     }
     const from = rpc.records.length;
+    const isResponse = (id: string) => (r: { type: string; id?: unknown }) => r.type === "response" && r.id === id;
 
-    const response = await rpc.request({ type: "compact", customInstructions: "keep the numbers" }, 20_000);
+    // One write: the prompt is read while the compaction is in progress.
+    rpc.send(
+      `${JSON.stringify({ id: "c", type: "compact", customInstructions: "keep the numbers" })}\n${JSON.stringify({ id: "p", type: "prompt", message: "too early" })}\n`,
+    );
+    const refused = await rpc.waitFor(isResponse("p"), "the prompt's response", from);
+    const response = await rpc.waitFor(isResponse("c"), "the compact response", from, 20_000);
+
+    // regression: the prompt was answered success and then failed on stderr only
+    expect(refused).toMatchObject({ success: false, error: expect.stringContaining("compacting") });
 
     expect(response).toMatchObject({
       type: "response",

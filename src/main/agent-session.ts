@@ -338,6 +338,9 @@ export class AgentSession {
         `${kind}() needs a non-empty string; pass the user's message text.`,
       );
     }
+    if (this.#prompt === undefined && this.#compacting !== undefined) {
+      throw new SessionBusyError(`Session ${this.id} is compacting; wait for compaction_end, then prompt.`);
+    }
     if (this.#prompt === undefined) {
       throw new LifelineError("ERR_INVALID_OPTIONS", `Nothing to ${kind}: session ${this.id} is idle; use prompt().`);
     }
@@ -488,9 +491,9 @@ export class AgentSession {
     return this.#retry.attempt;
   }
 
-  /** True while a run is in flight in the worker. */
+  /** True while a run of the agent is in flight in the worker (a compaction's summary request is not one). */
   get isStreaming(): boolean {
-    return this.#activeRunId !== undefined;
+    return this.#activeRunId !== undefined && this.#run?.input.kind !== "summarize";
   }
 
   /** True after `dispose()`, or once the session's worker has exited (`worker_exited`). */
@@ -498,9 +501,9 @@ export class AgentSession {
     return this.#closed !== undefined;
   }
 
-  /** True from `prompt()` until its `agent_settled`. */
+  /** True from `prompt()` until its `agent_settled`, and while `compact()` runs. */
   get isBusy(): boolean {
-    return this.#prompt !== undefined;
+    return this.#prompt !== undefined || this.#compacting !== undefined;
   }
 
   /** The runtime transcript the model sees (failed attempts removed while retrying, R4). */

@@ -233,7 +233,11 @@ class RpcServer {
         const { message, streamingBehavior } = command as RpcCommandOf<"prompt">;
         if (!session.isBusy) return this.#startPrompt(session, message);
         if (streamingBehavior === undefined) {
-          const state = session.isRetrying ? `waiting in a retry chain (attempt ${session.retryAttempt})` : "streaming";
+          const state = session.isRetrying
+            ? `waiting in a retry chain (attempt ${session.retryAttempt})`
+            : session.isCompacting
+              ? "compacting"
+              : "streaming";
           throw new LifelineError(
             "ERR_SESSION_BUSY",
             `The session is ${state}. Send the prompt with "streamingBehavior": "steer" or "followUp", wait for agent_settled, or abort.`,

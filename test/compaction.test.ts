@@ -209,6 +209,21 @@ describe("compaction (R1) through the mock model server", () => {
     expect(session.isCompacting).toBe(false);
   });
 
+  it("R1: with auto-compaction off for the session, an overflow settles with its error and nothing is summarized", async () => {
+    const { key, dir } = setup(["ok", "ok", "ok"]);
+    const session = await hostIn(dir).createSession({ model: "mock/mock-1" });
+    await fillTranscript(session);
+    session.setAutoCompactionEnabled(false);
+    const events = collect(session);
+
+    const result = await within(session.prompt(`prompt three ${PAD}`), 20_000, "the overflowing prompt");
+
+    expect(result.stopReason).toBe("error");
+    expect(compactionEvents(events)).toEqual([]);
+    expect(requestsOf(key).map((r) => r.step)).toEqual(["ok", "ok", "context_overflow"]);
+    expect(session.autoCompactionEnabled).toBe(false);
+  });
+
   it("R1: a host's onContextOverflow overrides the summary; its { messages } are installed and the prompt goes on", async () => {
     const { key, dir } = setup(["ok", "ok", "ok"]);
     const seen: string[] = [];

@@ -166,6 +166,16 @@ describe("StepPicker", () => {
     ]);
   });
 
+  it("answers a request over contextWindow with context_overflow, using no scripted step", () => {
+    const picker = new StepPicker(
+      parseMockScript({ contextWindow: 100, conversations: [{ match: "big", steps: [503] }] }),
+    );
+    expect(picker.next("big", 101).type).toBe("context_overflow");
+    expect(picker.next("big", 100).type).toBe("error");
+    expect(picker.next("big", 5000).type).toBe("context_overflow");
+    expect(picker.next("big", 1).type).toBe("ok");
+  });
+
   it("rolls the same faults for the same seed", () => {
     const rolls = (seed: number) => {
       const picker = new StepPicker(parseMockScript({ seed, faults: [{ probability: 0.4, step: "cut" }] }));

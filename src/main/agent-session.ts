@@ -3,9 +3,11 @@
  * stream, the transcript mirror and the retry controller.
  *
  * A prompt's life: `prompt()` → `startRun` on the worker → events arrive in order on the link
- * (X4) → at `agent_end` the controller decides → maybe a chain of retries → when no run is in
- * flight, no chain is live and no overflow hook is pending, `agent_settled` is emitted and the
- * prompt resolves (R11, B4). Each step is driven by an event; nothing polls or sleeps.
+ * (X4) → at `agent_end` the controller decides → maybe a chain of retries, or a compaction after
+ * an overflow (R1) and the prompt going on once → when no run is in flight, no chain is live and
+ * no compaction is in progress (a threshold compaction runs just before), `agent_settled` is
+ * emitted and the prompt resolves (R11, B4). Each step is driven by an event; nothing polls or
+ * sleeps.
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { type Api, type AssistantMessage, isContextOverflow, type Model } from "@mariozechner/pi-ai";
@@ -43,11 +45,11 @@ import { interruptedRun, workerFate } from "./supervision/interrupted-run.js";
 import { RestartBudget } from "./supervision/restart-budget.js";
 import type { LinkClient, WorkerLink } from "./worker-link.js";
 
-/** What the session's compaction hook receives on a context overflow. */
+/** What a host's `onContextOverflow` hook receives. */
 export interface ContextOverflowInfo {
   sessionId: string;
   errorMessage: string;
-  /** The runtime transcript at the time of the overflow. */
+  /** The runtime transcript at the time of the overflow, its failed reply last. */
   messages: readonly AgentMessage[];
 }
 

@@ -155,14 +155,14 @@ describe("StepPicker", () => {
     const picker = new StepPicker(
       parseMockScript({ rateLimit: { requests: 2, windowMs: 1000 }, conversations: [{ match: "s", steps: [503] }] }),
     );
-    expect(picker.next("s1", 0)).toEqual({ type: "error", status: 503 });
-    expect(picker.next("s2", 10)).toEqual({ type: "error", status: 503 });
+    expect(picker.next("s1", 0, 0)).toEqual({ type: "error", status: 503 });
+    expect(picker.next("s2", 0, 10)).toEqual({ type: "error", status: 503 });
     // Over the limit: a 429 that names the rest of the window, and s3's scripted step is kept.
-    expect(picker.next("s3", 250)).toEqual({ type: "error", status: 429, retryAfterMs: 750, retryAfter: 1 });
-    expect(picker.next("x", 999)).toEqual({ type: "error", status: 429, retryAfterMs: 1, retryAfter: 1 });
-    expect(picker.next("s3", 1000)).toEqual({ type: "error", status: 503 });
-    expect(picker.next("x", 1001)).toEqual({ type: "ok" });
-    expect(picker.next("x", 1002)).toMatchObject({ status: 429, retryAfterMs: 998 });
+    expect(picker.next("s3", 0, 250)).toEqual({ type: "error", status: 429, retryAfterMs: 750, retryAfter: 1 });
+    expect(picker.next("x", 0, 999)).toEqual({ type: "error", status: 429, retryAfterMs: 1, retryAfter: 1 });
+    expect(picker.next("s3", 0, 1000)).toEqual({ type: "error", status: 503 });
+    expect(picker.next("x", 0, 1001)).toEqual({ type: "ok" });
+    expect(picker.next("x", 0, 1002)).toMatchObject({ status: 429, retryAfterMs: 998 });
   });
 
   it("keeps one cursor per conversation key even when keys share an entry", () => {
@@ -178,6 +178,16 @@ describe("StepPicker", () => {
       "ok",
       "ok",
     ]);
+  });
+
+  it("answers a request over contextWindow with context_overflow, using no scripted step", () => {
+    const picker = new StepPicker(
+      parseMockScript({ contextWindow: 100, conversations: [{ match: "big", steps: [503] }] }),
+    );
+    expect(picker.next("big", 101).type).toBe("context_overflow");
+    expect(picker.next("big", 100).type).toBe("error");
+    expect(picker.next("big", 5000).type).toBe("context_overflow");
+    expect(picker.next("big", 1).type).toBe("ok");
   });
 
   it("rolls the same faults for the same seed", () => {

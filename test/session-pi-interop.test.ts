@@ -11,6 +11,7 @@ import { pathToFileURL } from "node:url";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { fauxAssistantMessage } from "@mariozechner/pi-ai";
 import { afterEach, describe, expect, it } from "vitest";
+import type { SessionHostOptions } from "../src/main/session-host.js";
 import { tempDir, within } from "./fixtures/bounded.js";
 import { inProcessHost } from "./fixtures/in-process-host.js";
 import { type Step, scriptedModel } from "./fixtures/scripted-provider.js";
@@ -59,11 +60,12 @@ function script(steps: readonly Step[]) {
   return scripted;
 }
 
-function freshHost(dir: string, sessionDir?: string) {
+function freshHost(dir: string, sessionDir?: string, settings?: SessionHostOptions["settings"]) {
   const env = inProcessHost({
     lifelineDir: dir,
     cwd: dir,
     sessions: sessionDir === undefined ? {} : { dir: sessionDir },
+    ...(settings === undefined ? {} : { settings }),
   });
   cleanups.push(() => env.host.close());
   return env;
@@ -142,6 +144,36 @@ describe("pi ↔ lifeline session files (B7)", () => {
 
     const reopened = SessionManager.open(file, sessionDir);
     expect(reopened.buildSessionContext().messages).toEqual(history);
+  });
+});
+
+describe("pi reads lifeline's compaction (R1, B7)", () => {
+  it("R1 B7: pi's SessionManager builds the context of a compacted lifeline session: the summary, then the kept messages", async () => {
+    const SessionManager = await piSessionManager();
+    const dir = tempDir(cleanups);
+    const sessionDir = join(dir, "sessions");
+    const { host } = freshHost(dir, sessionDir, { compaction: { keepRecentTokens: 1 } });
+    const scripted = script([
+      { text: "first answer" },
+      { error: "prompt is too long: 213462 tokens > 200000 maximum" },
+      { text: "the summary of the first turn" },
+      { text: "second answer" },
+    ]);
+    const session = await host.createSession({ model: scripted.model });
+    await session.prompt("first question");
+    const result = await session.prompt("second question");
+    expect(result.stopReason).toBe("stop");
+    const file = session.sessionFile ?? "";
+    const messages = JSON.parse(JSON.stringify(session.messages)) as AgentMessage[];
+    await host.close();
+
+    const context = SessionManager.open(file, sessionDir).buildSessionContext().messages;
+    expect(context[0]).toMatchObject({ role: "compactionSummary", summary: "the summary of the first turn" });
+    // pi keeps the overflowed reply on the kept path, as its own overflow compaction does; it
+    // shows no model a failed reply, and lifeline's runtime transcript leaves it out.
+    const kept = context.slice(1).filter((m) => !(m.role === "assistant" && m.stopReason === "error"));
+    expect(kept.map(textOf)).toEqual(["second question", "second answer"]);
+    expect(kept).toEqual(messages.slice(1));
   });
 });
 

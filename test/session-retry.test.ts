@@ -255,7 +255,12 @@ describe("retry chains through a session", () => {
       "agent_settled error retries=0",
     ]);
     expect(seen).toEqual(["prompt is too long: 213462 tokens > 200000 maximum"]);
-    expect(events.find((e) => e.type === "compaction_end")).toMatchObject({ compacted: false });
+    expect(events.find((e) => e.type === "compaction_end")).toMatchObject({
+      reason: "overflow",
+      result: null,
+      aborted: false,
+      willRetry: false,
+    });
     expect(scripted.calls()).toBe(1);
   });
 
@@ -437,6 +442,37 @@ describe("auto_retry_end without an auto_retry_start (cancelled between the deci
 });
 
 describe("session lifecycle", () => {
+  it("X7 R1: a worker that dies during a compaction's summary request fails the compaction once; the session is restored and the prompt settles", async () => {
+    const scripted = script([
+      { text: "first answer" },
+      { error: "prompt is too long: 213462 tokens > 200000 maximum" },
+      { stall: true },
+      { text: "after the restore" },
+    ]);
+    const env = freshHost();
+    const session = await env.host.createSession({
+      model: scripted.model,
+      settings: { compaction: { keepRecentTokens: 1 } },
+    });
+    await session.prompt("first question");
+    const events = record(session);
+    const done = session.prompt("second question");
+    await scripted.waitForCall(3);
+    const restored = nextEvent(session, "session_restored");
+    env.workerPorts[0]?.close();
+    await restored;
+    const result = await done;
+
+    expect(result.stopReason).toBe("error");
+    const end = events.find((e) => e.type === "compaction_end");
+    expect(end).toMatchObject({ reason: "overflow", result: null, aborted: false, willRetry: false });
+    expect(end?.type === "compaction_end" ? end.errorMessage : "").toMatch(/worker/);
+    // the overflow, the one summary request: nothing retried
+    expect(scripted.calls()).toBe(3);
+    expect(session.isCompacting).toBe(false);
+    expect((await session.prompt("third question")).stopReason).toBe("stop");
+  });
+
   it("X7: a worker that goes away during the retry sleep is restored; the chain goes on and the prompt gets its real outcome", async () => {
     const { clock, scripted, session, events, workerPorts } = await setup([{ error: "503" }, { text: "back" }]);
     const done = session.prompt("hi");

@@ -3,13 +3,19 @@
  * stream, the transcript mirror and the retry controller.
  *
  * A prompt's life: `prompt()` → `startRun` on the worker → events arrive in order on the link
- * (X4) → at `agent_end` the controller decides → maybe a chain of retries → when no run is in
- * flight, no chain is live and no overflow hook is pending, `agent_settled` is emitted and the
- * prompt resolves (R11, B4). Each step is driven by an event; nothing polls or sleeps.
+ * (X4) → at `agent_end` the controller decides → maybe a chain of retries, or a compaction after
+ * an overflow (R1) and the prompt going on once → when no run is in flight, no chain is live and
+ * no compaction is in progress (a threshold compaction runs just before), `agent_settled` is
+ * emitted and the prompt resolves (R11, B4). Each step is driven by an event; nothing polls or
+ * sleeps.
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { type Api, type AssistantMessage, isContextOverflow, type Model } from "@mariozechner/pi-ai";
 import { type ClassifiableMessage, isFailedStop, isRemovableFailure } from "../shared/classify.js";
+import { planCompaction } from "../shared/compaction/plan.js";
+import { isSummaryMessage, summaryMessage } from "../shared/compaction/summary-message.js";
+import { type SummaryRequest, transcriptText } from "../shared/compaction/summary-prompt.js";
+import { contextTokens, estimateAll, overThreshold } from "../shared/compaction/tokens.js";
 import {
   LifelineError,
   SessionBusyError,
@@ -17,7 +23,7 @@ import {
   WorkerExitedError,
   WorkerStartError,
 } from "../shared/errors.js";
-import type { PromptResult, RetryEvent, SessionEvent } from "../shared/events.js";
+import type { CompactionReason, CompactionResult, PromptResult, RetryEvent, SessionEvent } from "../shared/events.js";
 import type { BatchItem, ModelChange, ModelRef, RunInput } from "../shared/protocol.js";
 import type { Settings } from "../shared/settings.js";
 import { fromWireUpdate, type StreamState, startStream } from "../shared/stream-wire.js";
@@ -35,25 +41,44 @@ import {
   validate,
 } from "./option-schemas.js";
 import { RetryController, type RetryDecision } from "./retry-controller.js";
+import { newEntryId } from "./sessions/session-format.js";
 import type { SessionRecorder } from "./sessions/session-recorder.js";
 import { abortableSleep } from "./sleep.js";
 import { interruptedRun, workerFate } from "./supervision/interrupted-run.js";
 import { RestartBudget } from "./supervision/restart-budget.js";
 import type { LinkClient, WorkerLink } from "./worker-link.js";
 
-/** What the session's compaction hook receives on a context overflow. */
+/** What a host's `onContextOverflow` hook receives. */
 export interface ContextOverflowInfo {
   sessionId: string;
   errorMessage: string;
-  /** The runtime transcript at the time of the overflow. */
+  /** The runtime transcript at the time of the overflow, its failed reply last. */
   messages: readonly AgentMessage[];
 }
 
 /**
- * Called when a run ends in a context overflow (never retried, SPEC R1). Returns whether it
- * compacted the transcript. The default reports `compacted: false` and the prompt settles.
+ * What a context overflow hook may answer: `{ messages }` installs that transcript (the prompt
+ * then goes on with it, once); anything else (`false`, `true`, nothing) installs nothing and the
+ * prompt settles with the overflow error.
  */
-export type ContextOverflowHook = (info: ContextOverflowInfo) => boolean | Promise<boolean>;
+export type ContextOverflowAnswer = { messages: AgentMessage[] } | boolean | undefined;
+
+/**
+ * Replaces lifeline's own compaction on a context overflow (never retried, SPEC R1). Threshold
+ * and manual compactions still use lifeline's summary. A hook that throws is reported as a
+ * failed compaction (`compaction_end.errorMessage`).
+ */
+export type ContextOverflowHook = (info: ContextOverflowInfo) => ContextOverflowAnswer | Promise<ContextOverflowAnswer>;
+
+/** How a compaction ended, for its `compaction_end`. */
+interface CompactionOutcome {
+  result: CompactionResult | null;
+  aborted: boolean;
+  errorMessage?: string;
+}
+
+/** How a `summarize` run ended. */
+type SummaryEnd = { summary: string } | { aborted: true } | { error: string };
 
 /** Options of {@link AgentSession.prompt}. */
 export interface PromptOptions {
@@ -127,6 +152,10 @@ interface PendingPrompt {
   failure: string | undefined;
   /** abort() came while the prompt's user message was being stored: its run never starts. */
   abortedEarly?: boolean;
+  /** A compaction ran for this prompt: the threshold is not checked again before it settles. */
+  compacted?: boolean;
+  /** The prompt went on after an overflow compaction: a second overflow does not continue it. */
+  overflowContinued?: boolean;
 }
 
 interface QueuedPrompt {
@@ -166,7 +195,15 @@ export class AgentSession {
   #afterRun: AfterRun | undefined;
   #prompt: PendingPrompt | undefined;
   readonly #queue: QueuedPrompt[] = [];
-  #overflowPending = false;
+  /** The compaction in progress, if any: the session is busy meanwhile. */
+  #compacting: CompactionReason | undefined;
+  /** abort() came during the compaction in progress: it does not go on to a continued prompt. */
+  #compactionAborted = false;
+  /** Waits for the `run_end` of the active `summarize` run. */
+  #summaryWaiter: ((end: SummaryEnd) => void) | undefined;
+  /** Entry ids of messages a session file does not name (an unpersisted session). */
+  readonly #localIds = new WeakMap<AgentMessage, string>();
+  readonly #localTaken = new Set<string>();
   /** B7: the live prompt's user message is being stored; its run is posted once it is. */
   #writingAhead: { pending: PendingPrompt; aborted: boolean } | undefined;
   /** The assistant message being streamed, rebuilt from slimmed updates (see stream-wire.ts). */
@@ -274,7 +311,7 @@ export class AgentSession {
       );
     }
     return new Promise<PromptResult>((resolve, reject) => {
-      if (this.#prompt === undefined) {
+      if (this.#prompt === undefined && this.#compacting === undefined) {
         this.#begin(text, resolve, reject);
         return;
       }
@@ -282,7 +319,11 @@ export class AgentSession {
         this.#queue.push({ text, resolve, reject });
         return;
       }
-      const state = this.#retry.isRetrying ? `in a retry chain (attempt ${this.#retry.attempt})` : "streaming";
+      const state = this.#retry.isRetrying
+        ? `in a retry chain (attempt ${this.#retry.attempt})`
+        : this.#compacting !== undefined
+          ? "compacting"
+          : "streaming";
       reject(
         new SessionBusyError(
           `Session ${this.id} is ${state}. Wait for agent_settled (or the pending prompt), call abort(), or pass { queue: true } to run this prompt afterwards.`,
@@ -332,6 +373,9 @@ export class AgentSession {
         `${kind}() needs a non-empty string; pass the user's message text.`,
       );
     }
+    if (this.#prompt === undefined && this.#compacting !== undefined) {
+      throw new SessionBusyError(`Session ${this.id} is compacting; wait for compaction_end, then prompt.`);
+    }
     if (this.#prompt === undefined) {
       throw new LifelineError("ERR_INVALID_OPTIONS", `Nothing to ${kind}: session ${this.id} is idle; use prompt().`);
     }
@@ -372,6 +416,7 @@ export class AgentSession {
     this.#queued.length = 0;
     this.#queuedKinds.clear();
     if (this.#run !== undefined) this.#run.aborted = true;
+    if (this.#compacting !== undefined) this.#compactionAborted = true;
     if (dropQueued) this.#wiring.recorder?.queueCleared();
     if (this.#activeRunId === undefined && !dropQueued) return;
     try {
@@ -415,6 +460,63 @@ export class AgentSession {
     return this.#settings.retry.enabled;
   }
 
+  /**
+   * Turns compaction on an overflow and at the threshold on or off for this session only; no
+   * file is written (unlike pi). `compact()` works either way.
+   */
+  setAutoCompactionEnabled(enabled: boolean): void {
+    if (typeof enabled !== "boolean") {
+      throw new LifelineError(
+        "ERR_INVALID_OPTIONS",
+        `setAutoCompactionEnabled() takes true or false, got ${JSON.stringify(enabled)}.`,
+      );
+    }
+    this.#settings.compaction.enabled = enabled;
+  }
+
+  /** Whether compaction on an overflow and at the threshold is on for this session. */
+  get autoCompactionEnabled(): boolean {
+    return this.#settings.compaction.enabled;
+  }
+
+  /** True while a compaction (its summary request, then installing the result) is in progress. */
+  get isCompacting(): boolean {
+    return this.#compacting !== undefined;
+  }
+
+  /**
+   * Summarizes the older part of the transcript with the session's model now (reason
+   * `"manual"`), keeping about `compaction.keepRecentTokens` of the newest messages. Emits
+   * `compaction_start`/`compaction_end`; `abort()` cancels it. Prompts sent meanwhile are refused
+   * as busy, or wait with `{ queue: true }`.
+   * @throws SessionBusyError while a prompt or another compaction is live; ERR_COMPACTION_FAILED
+   *   when there is nothing to compact or the summary request failed; ERR_ABORTED after abort();
+   *   ERR_INVALID_OPTIONS for instructions that are not a string; ERR_SESSION_DISPOSED.
+   */
+  async compact(customInstructions?: string): Promise<CompactionResult> {
+    if (this.#closed !== undefined) throw this.#closed;
+    if (customInstructions !== undefined && typeof customInstructions !== "string") {
+      throw new LifelineError(
+        "ERR_INVALID_OPTIONS",
+        `compact() takes instructions as a string, got ${JSON.stringify(customInstructions)}.`,
+      );
+    }
+    if (this.#prompt !== undefined || this.#compacting !== undefined) {
+      throw new SessionBusyError(
+        `Session ${this.id} is ${this.#compacting !== undefined ? "compacting" : "busy with a prompt"}; wait for agent_settled, then compact.`,
+      );
+    }
+    const outcome = await this.#compaction("manual", () => this.#summarizeTranscript("manual", customInstructions));
+    if (this.#closed === undefined) this.#endCompaction("manual", outcome, false);
+    const next = this.#prompt === undefined ? this.#queue.shift() : undefined;
+    if (next !== undefined) this.#begin(next.text, next.resolve, next.reject);
+    if (outcome.result !== null) return outcome.result;
+    if (this.#closed !== undefined) throw this.#closed;
+    throw outcome.aborted
+      ? new LifelineError("ERR_ABORTED", `The compaction of session ${this.id} was aborted.`)
+      : new LifelineError("ERR_COMPACTION_FAILED", outcome.errorMessage ?? "The compaction failed.");
+  }
+
   /** R12: true while a retry chain is live. */
   get isRetrying(): boolean {
     return this.#retry.isRetrying;
@@ -444,9 +546,9 @@ export class AgentSession {
     return { provider: this.#model.provider, limit, gateKey: this.#coordination.permitGateKey };
   }
 
-  /** True while a run is in flight in the worker. */
+  /** True while a run of the agent is in flight in the worker (a compaction's summary request is not one). */
   get isStreaming(): boolean {
-    return this.#activeRunId !== undefined;
+    return this.#activeRunId !== undefined && this.#run?.input.kind !== "summarize";
   }
 
   /** True after `dispose()`, or once the session's worker has exited (`worker_exited`). */
@@ -454,9 +556,9 @@ export class AgentSession {
     return this.#closed !== undefined;
   }
 
-  /** True from `prompt()` until its `agent_settled`. */
+  /** True from `prompt()` until its `agent_settled`, and while `compact()` runs. */
   get isBusy(): boolean {
-    return this.#prompt !== undefined;
+    return this.#prompt !== undefined || this.#compacting !== undefined;
   }
 
   /** The runtime transcript the model sees (failed attempts removed while retrying, R4). */
@@ -599,6 +701,12 @@ export class AgentSession {
       // A worker that died, or hung (a timed-out call terminates it), settles this prompt through
       // its exit, with the code and cause that name what happened (SPEC X5).
       if (isWorkerGone(error)) return;
+      if (input.kind === "summarize") {
+        this.#activeRunId = undefined;
+        this.#run = undefined;
+        this.#endSummary({ error: error instanceof Error ? error.message : String(error) });
+        return;
+      }
       // The worker refused the run: the runtime cannot serve this prompt; say so with a code.
       this.#rejectPrompt(error instanceof LifelineError ? error : new LifelineError("ERR_PROTOCOL", String(error)));
     }
@@ -722,6 +830,18 @@ export class AgentSession {
 
   #handleRunEnd(item: Extract<BatchItem, { type: "run_end" }>): void {
     if (item.runId !== this.#activeRunId) return;
+    if (this.#run?.input.kind === "summarize") {
+      this.#activeRunId = undefined;
+      this.#run = undefined;
+      this.#endSummary(
+        item.summary !== undefined
+          ? { summary: item.summary }
+          : item.aborted === true
+            ? { aborted: true }
+            : { error: item.error?.message ?? "The summary request ended without a summary." },
+      );
+      return;
+    }
     for (const message of item.tail) {
       this.#messages.push(message);
       this.#pushHistory(message);
@@ -774,26 +894,202 @@ export class AgentSession {
     await this.#startRun({ kind: "continue" });
   }
 
+  /**
+   * R1: an overflow is never retried; it is compacted (by the host's hook, else by a summary from
+   * the session's model) and the prompt goes on once with the compacted transcript.
+   */
   async #routeOverflow(message: AssistantMessage): Promise<void> {
-    const errorMessage = message.errorMessage ?? "context overflow";
-    this.#overflowPending = true;
-    this.#events.emit({ type: "compaction_start", reason: "overflow", errorMessage });
-    let compacted = false;
-    let error: string | undefined;
-    try {
-      const hook = this.#wiring.onContextOverflow;
-      if (hook !== undefined) compacted = await hook({ sessionId: this.id, errorMessage, messages: this.#messages });
-    } catch (hookError) {
-      error = hookError instanceof Error ? hookError.message : String(hookError);
-    }
-    this.#overflowPending = false;
+    const hook = this.#wiring.onContextOverflow;
+    if (hook === undefined && !this.#settings.compaction.enabled) return;
+    const pending = this.#prompt;
+    const outcome = await this.#compaction("overflow", async () => {
+      if (hook !== undefined) return this.#hookCompaction(hook, message);
+      await this.#removeFailed();
+      const compacted = await this.#summarizeTranscript("overflow");
+      // Nothing changed: the transcript keeps its record of the failure (as after a cancelled chain).
+      if (compacted.result === null) await this.#restoreFailed(message);
+      return compacted;
+    });
     if (this.#closed !== undefined) return;
+    const willRetry =
+      outcome.result !== null &&
+      pending !== undefined &&
+      this.#prompt === pending &&
+      pending.overflowContinued !== true &&
+      !this.#compactionAborted &&
+      canContinueFrom(this.#messages[this.#messages.length - 1]);
+    if (pending !== undefined) pending.compacted = true;
+    this.#endCompaction("overflow", outcome, willRetry);
+    if (willRetry && pending !== undefined) {
+      pending.overflowContinued = true;
+      void this.#startRun({ kind: "continue" });
+      return;
+    }
+    this.#maybeSettle();
+  }
+
+  /** Marks the session compacting for `reason` (synchronously), emits `compaction_start`, runs `work`. */
+  async #compaction(reason: CompactionReason, work: () => Promise<CompactionOutcome>): Promise<CompactionOutcome> {
+    this.#compacting = reason;
+    this.#compactionAborted = false;
+    this.#events.emit({ type: "compaction_start", reason });
+    try {
+      return await work();
+    } catch (error) {
+      return { result: null, aborted: false, errorMessage: error instanceof Error ? error.message : String(error) };
+    } finally {
+      this.#compacting = undefined;
+    }
+  }
+
+  #endCompaction(reason: CompactionReason, outcome: CompactionOutcome, willRetry: boolean): void {
     this.#events.emit({
       type: "compaction_end",
-      reason: "overflow",
-      compacted,
-      ...(error === undefined ? {} : { error }),
+      reason,
+      result: outcome.result,
+      aborted: outcome.aborted,
+      willRetry,
+      ...(outcome.errorMessage === undefined ? {} : { errorMessage: outcome.errorMessage }),
     });
+  }
+
+  /**
+   * lifeline's compaction: the session's model summarizes everything older than the newest
+   * `keepRecentTokens` (in the worker, as a `summarize` run), and the summary replaces it in the
+   * transcript, the worker's and the session file's. An overflow with too little to cut by that
+   * rule keeps only the newest turn.
+   */
+  async #summarizeTranscript(reason: CompactionReason, customInstructions?: string): Promise<CompactionOutcome> {
+    const settings = this.#settings.compaction;
+    const messages = this.#messages;
+    const tokensBefore = contextTokens(messages);
+    const plan =
+      planCompaction(messages, settings.keepRecentTokens) ??
+      (reason === "overflow" ? planCompaction(messages, 0) : undefined);
+    if (plan === undefined) {
+      return {
+        result: null,
+        aborted: false,
+        errorMessage: `Nothing to compact: the transcript (about ${tokensBefore} tokens) is within compaction.keepRecentTokens (${settings.keepRecentTokens}).`,
+      };
+    }
+    const request: SummaryRequest = { messages: plan.summarize };
+    if (plan.previousSummary !== undefined) request.previousSummary = plan.previousSummary;
+    if (customInstructions !== undefined) request.customInstructions = customInstructions;
+    const maxTokens = Math.floor(settings.reserveTokens * 0.8);
+    if (maxTokens > 0) request.maxTokens = maxTokens;
+    const end = await this.#summarize(request);
+    if ("aborted" in end) return { result: null, aborted: true };
+    if ("error" in end) return { result: null, aborted: false, errorMessage: end.error };
+    if (this.#compactionAborted) return { result: null, aborted: true };
+    const [firstKept] = plan.kept;
+    const firstKeptEntryId = firstKept === undefined ? this.#localId() : this.#entryId(firstKept);
+    const compacted = [summaryMessage(end.summary, tokensBefore, Date.now()), ...plan.kept];
+    await this.#install(compacted);
+    const result: CompactionResult = {
+      summary: end.summary,
+      firstKeptEntryId,
+      tokensBefore,
+      tokensAfter: estimateAll(compacted),
+    };
+    this.#wiring.recorder?.compaction({ ...result });
+    return { result, aborted: false };
+  }
+
+  /**
+   * A host's own compaction. An answer `{ messages }` is installed; it is stored as pi's
+   * compaction entry whose summary is the text of the messages the hook added, kept from the
+   * first message it kept from the old transcript.
+   */
+  async #hookCompaction(hook: ContextOverflowHook, message: AssistantMessage): Promise<CompactionOutcome> {
+    const before = this.#messages;
+    const tokensBefore = contextTokens(before);
+    const answer = await hook({
+      sessionId: this.id,
+      errorMessage: message.errorMessage ?? "context overflow",
+      messages: before,
+    });
+    if (answer === null || typeof answer !== "object") return { result: null, aborted: false };
+    if (!Array.isArray(answer.messages)) {
+      throw new LifelineError(
+        "ERR_INVALID_OPTIONS",
+        "onContextOverflow returned an object without a messages array; return { messages } or false.",
+      );
+    }
+    const messages = [...answer.messages];
+    // The overflowed reply cannot be continued from; the model never sees it anyway.
+    while (isRemovableFailure(messages[messages.length - 1])) messages.pop();
+    const old = new Set(before);
+    const firstKept = messages.find((m) => old.has(m) && !isSummaryMessage(m));
+    const added = messages.filter((m) => !old.has(m));
+    const summary = added.map((m) => (isSummaryMessage(m) ? m.summary : transcriptText([m]))).join("\n\n");
+    await this.#install(messages);
+    const firstKeptEntryId = firstKept === undefined ? this.#localId() : this.#entryId(firstKept);
+    const result: CompactionResult = { summary, firstKeptEntryId, tokensBefore, tokensAfter: estimateAll(messages) };
+    this.#wiring.recorder?.compaction({ ...result, fromHook: true });
+    return { result, aborted: false };
+  }
+
+  /** Installs a compacted transcript in the mirror and the worker. */
+  async #install(messages: AgentMessage[]): Promise<void> {
+    this.#messages = messages;
+    await this.#mirrorCall((link) => link.call("replaceMessages", this.id, messages));
+  }
+
+  /** Runs a `summarize` run in the worker and waits for its end. Never rejects. */
+  #summarize(request: SummaryRequest): Promise<SummaryEnd> {
+    // abort() came before the summary run could start: there is nothing to cancel in the worker.
+    if (this.#compactionAborted) return Promise.resolve({ aborted: true });
+    return new Promise<SummaryEnd>((resolve) => {
+      this.#summaryWaiter = resolve;
+      void this.#startRun({ kind: "summarize", request });
+    });
+  }
+
+  #endSummary(end: SummaryEnd): void {
+    const waiter = this.#summaryWaiter;
+    this.#summaryWaiter = undefined;
+    waiter?.(end);
+  }
+
+  /**
+   * A message's entry id: its id in the session file when persisted, else one this session gives
+   * it (stable for the message's life), so `firstKeptEntryId` always names something.
+   */
+  #entryId(message: AgentMessage): string {
+    const recorder = this.#wiring.recorder;
+    if (recorder !== undefined) {
+      const id = recorder.historyIds[this.#history.lastIndexOf(message)];
+      if (id !== undefined) return id;
+    }
+    let id = this.#localIds.get(message);
+    if (id === undefined) {
+      id = this.#localId();
+      this.#localIds.set(message, id);
+    }
+    return id;
+  }
+
+  #localId(): string {
+    const id = newEntryId(this.#localTaken);
+    this.#localTaken.add(id);
+    return id;
+  }
+
+  /** Threshold compaction (pi's): after a successful prompt whose context leaves less than `reserveTokens`. */
+  #thresholdDue(pending: PendingPrompt): boolean {
+    const settings = this.#settings.compaction;
+    const last = pending.lastAssistant;
+    if (!settings.enabled || pending.compacted === true || last === undefined || isFailedStop(last.stopReason)) {
+      return false;
+    }
+    return overThreshold(contextTokens(this.#messages), this.#model.contextWindow, settings.reserveTokens);
+  }
+
+  async #thresholdCompaction(): Promise<void> {
+    const outcome = await this.#compaction("threshold", () => this.#summarizeTranscript("threshold"));
+    if (this.#closed !== undefined) return;
+    this.#endCompaction("threshold", outcome, false);
     this.#maybeSettle();
   }
 
@@ -801,10 +1097,15 @@ export class AgentSession {
   #maybeSettle(): void {
     const pending = this.#prompt;
     if (pending === undefined || this.#closed !== undefined) return;
-    if (this.#activeRunId !== undefined || this.#retry.isRetrying || this.#overflowPending) return;
+    if (this.#activeRunId !== undefined || this.#retry.isRetrying || this.#compacting !== undefined) return;
     if (this.#restoring !== undefined) return;
     if (this.#writingAhead !== undefined) return;
     if (this.#gateWait !== undefined) return;
+    if (this.#thresholdDue(pending)) {
+      pending.compacted = true;
+      void this.#thresholdCompaction();
+      return;
+    }
     this.#prompt = undefined;
     const last = pending.lastAssistant;
     const stopReason = last?.stopReason ?? (pending.abortedEarly === true ? "aborted" : "error");
@@ -852,7 +1153,15 @@ export class AgentSession {
     this.#restoring = new Promise<void>((resolve) => {
       restored = resolve;
     });
-    const afterRun = this.#activeRunId === undefined ? undefined : this.#interruptRun(error);
+    let afterRun: AfterRun | undefined;
+    if (this.#run?.input.kind === "summarize") {
+      // A summary request dies with its worker: the compaction fails (reported, not retried).
+      this.#activeRunId = undefined;
+      this.#run = undefined;
+      this.#endSummary({ error: `The summary request ended because the worker ${workerFate(error.cause)}.` });
+    } else if (this.#activeRunId !== undefined) {
+      afterRun = this.#interruptRun(error);
+    }
     void this.#restore(error, suspect, afterRun).finally(restored);
   }
 
@@ -950,7 +1259,13 @@ export class AgentSession {
     this.#prompt = undefined;
     pending?.reject(error);
     for (const queued of this.#queue.splice(0)) queued.reject(error);
+    this.#endSummary({ error: error.message });
   }
+}
+
+/** pi-agent-core continues only from a user message or a tool result. */
+function canContinueFrom(message: AgentMessage | undefined): boolean {
+  return message?.role === "user" || message?.role === "toolResult";
 }
 
 function isWorkerGone(error: unknown): boolean {

@@ -33,6 +33,7 @@ import { LifelineError } from "../shared/errors.js";
 import type { PromptResult, SessionEvent } from "../shared/events.js";
 import { addAuthCommand } from "./auth/auth-cli.js";
 import { type CliSessionFlags, cliSessionsOption, openCliSession, resumeUsageError } from "./cli-sessions.js";
+import { compactionNotice } from "./compaction-notice.js";
 import { cliExtensionPaths } from "./extensions/cli-extensions.js";
 import { resolveExtensions } from "./extensions/resolve-extensions.js";
 import { addLoadCommand } from "./load/load-command.js";
@@ -81,7 +82,8 @@ export function progressLine(event: SessionEvent): string | undefined {
       if (event.success) return `Recovered after ${event.attempt} ${event.attempt === 1 ? "retry" : "retries"}.`;
       return `Retry failed after ${event.attempt} attempts: ${event.finalError ?? "Unknown error"}`;
     case "compaction_start":
-      return `Context overflow: ${event.errorMessage} (not retried)`;
+    case "compaction_end":
+      return compactionNotice(event);
     case "worker_exited":
       return `Worker exited: ${event.error.message}`;
     case "provider_gate_wait":

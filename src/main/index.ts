@@ -25,6 +25,7 @@ export {
   parseRetryHintsFromText,
   retryHintsOf,
 } from "../shared/classify.js";
+export type { CompactionSummaryMessage } from "../shared/compaction/summary-message.js";
 export type { ErrorCode, WireError } from "../shared/errors.js";
 export {
   ExtensionLoadError,
@@ -49,10 +50,15 @@ export type {
 export type { ModelRef, ProviderOverrides } from "../shared/protocol.js";
 export type { RequestFailure } from "../shared/request-failure.js";
 export { REQUEST_FAILURE_DIAGNOSTIC, requestFailureOf } from "../shared/request-failure.js";
-export type { RetrySettings, Settings, SettingsInput } from "../shared/settings.js";
+export type { CompactionSettings, RetrySettings, Settings, SettingsInput } from "../shared/settings.js";
 export { DEFAULT_SETTINGS, parseSettings } from "../shared/settings.js";
 export type { WorkerModuleContext, WorkerModuleSetup, WorkerModuleSetupFn } from "../shared/worker-module.js";
-export type { ContextOverflowHook, ContextOverflowInfo, PromptOptions } from "./agent-session.js";
+export type {
+  ContextOverflowAnswer,
+  ContextOverflowHook,
+  ContextOverflowInfo,
+  PromptOptions,
+} from "./agent-session.js";
 export { AgentSession } from "./agent-session.js";
 export { authPath } from "./auth/auth-file.js";
 export type {
@@ -98,6 +104,7 @@ export { createSessionHost, SessionHost } from "./session-host.js";
 export { FileSessionStore, type FileSessionStoreOptions } from "./sessions/file-session-store.js";
 export type { FsyncPolicy } from "./sessions/persistence-queue.js";
 export type {
+  CompactionEntry,
   CustomEntry,
   EntryBase,
   MessageEntry,

@@ -76,9 +76,9 @@ const timestamp = z.number().optional();
 
 /**
  * A transcript message, per pi-ai's `Message`: user (content a string or text/image blocks),
- * assistant (content blocks, stopReason) or toolResult. Other roles are refused: pi-agent-core
- * allows custom messages only through a type declaration that lifeline does not make, and
- * lifeline's model context would drop them silently.
+ * assistant (content blocks, stopReason) or toolResult; or a compaction summary (pi's
+ * `compactionSummary`, the one custom role lifeline declares and shows to the model). Other roles
+ * are refused: lifeline's model context would drop them silently.
  */
 export const messageSchema = z.discriminatedUnion(
   "role",
@@ -108,8 +108,16 @@ export const messageSchema = z.discriminatedUnion(
       isError: z.boolean(),
       timestamp,
     }),
+    z.looseObject({
+      role: z.literal("compactionSummary"),
+      summary: z.string(),
+      tokensBefore: z.number(),
+      timestamp,
+    }),
   ],
-  { error: 'must be a message with role "user", "assistant" or "toolResult" (pi-ai\'s Message)' },
+  {
+    error: 'must be a message with role "user", "assistant" or "toolResult" (pi-ai\'s Message), or "compactionSummary"',
+  },
 );
 
 /** Options of `AgentSession.prompt`. */

@@ -161,7 +161,11 @@ export interface SessionOptions {
   sessionId?: string;
   /** Transcript to start from. @default [] */
   messages?: AgentMessage[];
-  /** Called on a context overflow (never retried). @default report and stop */
+  /**
+   * Replaces lifeline's own compaction on a context overflow (never retried); may return
+   * `{ messages }` to install a compacted transcript, and the prompt then goes on once.
+   * @default summarize with the session's model (see `compaction` settings)
+   */
   onContextOverflow?: ContextOverflowHook;
   /** Persist this session (B7), over the host's `sessions`; `false` turns it off. @default the host's */
   sessions?: SessionsOptions | false;

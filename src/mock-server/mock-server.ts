@@ -240,7 +240,7 @@ class MockModelServer implements MockServer {
     if (isProblem(request)) {
       return this.#refuseModel(res, wire, contextFor(seq, "", undefined, req), 400, request.problem, request.param);
     }
-    const step = this.#picker.next(request.conversation);
+    const step = this.#picker.next(request.conversation, request.promptTokens);
     const ctx = contextFor(seq, request.model, request, req);
     const record: MutableRecord = {
       seq,
@@ -249,6 +249,7 @@ class MockModelServer implements MockServer {
       stream: request.stream,
       model: request.model,
       step: step.type,
+      promptTokens: request.promptTokens,
       startedAt: Date.now(),
     };
     if (ctx.apiKey !== undefined) record.apiKey = ctx.apiKey;
@@ -295,6 +296,7 @@ class MockModelServer implements MockServer {
       api: wire.api,
       stream: false,
       step: "none",
+      promptTokens: 0,
       status,
       startedAt: Date.now(),
     };

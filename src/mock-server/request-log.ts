@@ -29,6 +29,8 @@ export interface MockRequestRecord {
   readonly apiKey?: string;
   /** The resolved step; "none" for a malformed request. */
   readonly step: StepKind | "none";
+  /** The request's rough size in tokens (4 characters of its `messages` JSON a token); 0 for a malformed request. */
+  readonly promptTokens: number;
   /** The HTTP status sent, once headers are out; absent for `reset` and for requests closed before headers. */
   readonly status?: number;
   /** Set when the request ends. */

@@ -155,6 +155,12 @@ const scriptSchema = strict({
    * whose `retry-after-ms` is the time left in the window. @default none
    */
   rateLimit: strict({ requests: z.number().int().min(0), windowMs: z.number().int().min(1).max(3_600_000) }).optional(),
+  /**
+   * A model's context window, in the server's rough prompt tokens (4 characters of the
+   * `messages` JSON a token): a larger request gets `context_overflow` without using a scripted
+   * step. @default no limit
+   */
+  contextWindow: z.number().int().min(1).optional(),
 });
 
 /** A script as written: shorthands allowed, every key optional. */
@@ -242,10 +248,14 @@ export class StepPicker {
 
   /**
    * The step for the next request of `conversation`. Advances that key's cursor or the PRNG. A
-   * request over the script's `rateLimit` gets a 429 and advances neither.
+   * request over the script's `contextWindow` overflows, and one over its `rateLimit` gets a 429;
+   * neither advances anything.
+   * @param promptTokens the request's size, for the context window.
    * @param now epoch ms, for the rate limit's window.
    */
-  next(conversation: string, now = Date.now()): MockStep {
+  next(conversation: string, promptTokens = 0, now = Date.now()): MockStep {
+    const window = this.script.contextWindow;
+    if (window !== undefined && promptTokens > window) return { type: "context_overflow" };
     const limit = this.script.rateLimit;
     if (limit !== undefined) {
       if (now >= this.#window.start + limit.windowMs) this.#window = { start: now, used: 0 };

@@ -14,7 +14,7 @@ export interface ClassifiableMessage extends WithDiagnostics {
  * How a finished run's last assistant message is treated.
  * - `success`: neither error nor aborted; ends a live chain with success (R5).
  * - `aborted`: stopReason "aborted"; never retried and never a retry success (B3).
- * - `overflow`: context overflow; never retried, goes to the compaction hook (R1).
+ * - `overflow`: context overflow; never retried, compacted instead (R1).
  * - `usage_limit`: retryable, and the auth storage is told first (R4).
  * - `retryable`: a transient failure (R2, B2).
  * - `fatal`: an error that is not retryable.

@@ -28,6 +28,7 @@ export type ErrorCode =
   | "ERR_PROTOCOL"
   | "ERR_RUN_FAILED"
   | "ERR_ABORTED"
+  | "ERR_COMPACTION_FAILED"
   | "ERR_RPC_TIMEOUT"
   | "ERR_RPC_EXITED"
   | "ERR_RPC_FAILED"

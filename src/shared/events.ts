@@ -85,19 +85,43 @@ export interface AgentSettledEvent extends PromptResult {
   type: "agent_settled";
 }
 
-/** R1/issue: a context overflow was routed to the compaction hook instead of the retry path. */
-export interface CompactionStartEvent {
-  type: "compaction_start";
-  reason: "overflow";
-  errorMessage: string;
+/** Why a compaction ran: `compact()` was called, the context passed the threshold, or it overflowed (R1). */
+export type CompactionReason = "manual" | "threshold" | "overflow";
+
+/**
+ * What a compaction produced (pi's `CompactionResult`, plus `tokensAfter`): the summary that now
+ * stands for the older part of the transcript, and where the kept part starts.
+ */
+export interface CompactionResult {
+  summary: string;
+  /** Entry id of the first message kept as it is (its id in the session file, when persisted). */
+  firstKeptEntryId: string;
+  /** Estimated context tokens before compaction. */
+  tokensBefore: number;
+  /** Estimated context tokens of the compacted transcript (summary and kept messages). */
+  tokensAfter: number;
+  /** Implementation data, as in pi's entry; lifeline's own summaries leave it empty. */
+  details?: unknown;
 }
 
-/** The compaction hook finished. `compacted` is false when nothing was done (the default hook). */
+/** Compaction began (pi's event). */
+export interface CompactionStartEvent {
+  type: "compaction_start";
+  reason: CompactionReason;
+}
+
+/**
+ * Compaction ended (pi's event). `result` is null when it was aborted (`aborted: true`), failed
+ * (`errorMessage`), or a host hook compacted nothing. `willRetry`: an overflowed prompt goes on
+ * with the compacted transcript (once per prompt).
+ */
 export interface CompactionEndEvent {
   type: "compaction_end";
-  reason: "overflow";
-  compacted: boolean;
-  error?: string;
+  reason: CompactionReason;
+  result: CompactionResult | null;
+  aborted: boolean;
+  willRetry: boolean;
+  errorMessage?: string;
 }
 
 /**

@@ -14,6 +14,7 @@
  */
 import type { AgentEvent, AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
+import type { SummaryRequest } from "./compaction/summary-prompt.js";
 import type { WireError } from "./errors.js";
 import type { WireUpdateEvent } from "./stream-wire.js";
 
@@ -87,8 +88,14 @@ export interface ModelChange {
 /**
  * What a run starts from: a new user prompt, or `continue()` after a retry sleep. The prompt's
  * user message is built on the main thread, so it can be stored before the run is posted (B7).
+ * A `summarize` run is a compaction's model call: it leaves the transcript alone and reports
+ * the summary in its `run_end` (it is a run so that `abort()`, keep-alive and a worker's death
+ * treat it as one).
  */
-export type RunInput = { kind: "prompt"; message: AgentMessage } | { kind: "continue" };
+export type RunInput =
+  | { kind: "prompt"; message: AgentMessage }
+  | { kind: "continue" }
+  | { kind: "summarize"; request: SummaryRequest };
 
 /**
  * The worker's API, called from the main thread through comlink.
@@ -104,6 +111,8 @@ export interface WorkerApi {
   popFailedMessage(sessionId: string): Result<boolean>;
   /** B3: puts a message back at the end of the runtime transcript (a cancelled chain's failure). */
   appendMessage(sessionId: string, message: AgentMessage): Result<null>;
+  /** Replaces the runtime transcript (a compaction installs its result). Refused while a run is active. */
+  replaceMessages(sessionId: string, messages: AgentMessage[]): Result<null>;
   /** Queues a user message into the active (or next) run: `steer` or `followUp` (pi-agent-core). */
   queueMessage(sessionId: string, kind: "steer" | "followUp", message: AgentMessage): Result<null>;
   /** Switches the model for the session's next request; returns the resolved model. */
@@ -135,6 +144,10 @@ export type BatchItem =
       tail: AgentMessage[];
       /** Set when the run failed outside the agent's own error handling. */
       error?: WireError;
+      /** A `summarize` run that ended with a summary (else `error`, or `aborted`). */
+      summary?: string;
+      /** A `summarize` run that `abort()` stopped. */
+      aborted?: boolean;
     };
 
 /**

@@ -100,6 +100,19 @@ const supervisionSchema = z.strictObject({
   windowMs: positiveTimerMs.default(60_000),
 });
 
+/**
+ * Compaction (pi's keys and defaults): summarize the older part of a transcript when the context
+ * overflows, or before it would (the threshold: context tokens > window − `reserveTokens`).
+ */
+const compactionSchema = z.strictObject({
+  /** Compaction on a context overflow and at the threshold; a manual `compact()` works either way. @default true */
+  enabled: z.boolean().default(true),
+  /** Tokens kept free in the window, for the summary request and the next reply. @default 16384 */
+  reserveTokens: nonNegativeInt.default(16_384),
+  /** Roughly how many tokens of the newest messages are kept as they are. @default 20000 */
+  keepRecentTokens: nonNegativeInt.default(20_000),
+});
+
 const settingsSchema = z.looseObject({
   /**
    * B7, the CLI: where session files go, directly (as pi's `sessionDir` setting and `--session-dir`).
@@ -129,7 +142,11 @@ const settingsSchema = z.looseObject({
    * `extensions`): the library never runs code named in a settings file.
    */
   extensions: z.array(z.string().min(1)).optional(),
+  compaction: compactionSchema.default({ enabled: true, reserveTokens: 16_384, keepRecentTokens: 20_000 }),
 });
+
+/** Validated compaction settings, defaults applied. */
+export type CompactionSettings = z.output<typeof compactionSchema>;
 
 /** Validated supervision settings, defaults applied. */
 export type SupervisionSettings = z.output<typeof supervisionSchema>;
@@ -161,6 +178,7 @@ export interface SettingsInput {
   extensionHandlerTimeoutMs?: number;
   /** Read by the CLI only (see the schema). */
   extensions?: string[];
+  compaction?: { enabled?: boolean; reserveTokens?: number; keepRecentTokens?: number };
   [key: string]: unknown;
 }
 
@@ -200,7 +218,16 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 
 function allowedKeys(path: readonly PropertyKey[]): string {
   const last = path[path.length - 1];
-  const group = last === "provider" ? providerSchema : last === "budget" ? budgetSchema : retrySchema;
+  const group =
+    last === "provider"
+      ? providerSchema
+      : last === "budget"
+        ? budgetSchema
+        : last === "compaction"
+          ? compactionSchema
+          : last === "supervision"
+            ? supervisionSchema
+            : retrySchema;
   return Object.keys(group.shape).join(", ");
 }
 

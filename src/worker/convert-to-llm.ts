@@ -4,10 +4,12 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Message, UserMessage } from "@mariozechner/pi-ai";
 import { isFailedStop } from "../shared/classify.js";
+import { summaryAsUser } from "../shared/compaction/summary-message.js";
 
 /**
- * Keeps user, assistant and tool-result messages, drops failed (error or aborted) assistant
- * messages, and merges user messages that end up adjacent into one.
+ * Keeps user, assistant and tool-result messages, turns a compaction summary into a user turn,
+ * drops failed (error or aborted) assistant messages, and merges user messages that end up
+ * adjacent into one.
  *
  * Why: a cancelled or exhausted retry chain leaves `user, assistant(error)` in the transcript
  * (SPEC B3 keeps the record). pi-ai drops the failed assistant message when it builds the request,
@@ -25,12 +27,13 @@ export function convertToLlm(messages: AgentMessage[]): Message[] {
       out.push(message);
       continue;
     }
-    if (message.role !== "user") continue;
+    if (message.role !== "user" && message.role !== "compactionSummary") continue;
+    const user = message.role === "user" ? message : summaryAsUser(message);
     const previous = out[out.length - 1];
     if (previous?.role === "user") {
-      out[out.length - 1] = mergeUsers(previous, message);
+      out[out.length - 1] = mergeUsers(previous, user);
     } else {
-      out.push(message);
+      out.push(user);
     }
   }
   return out;

@@ -99,6 +99,7 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
     abort: (sessionId) => attempt(() => find(sessionId).abort()),
     popFailedMessage: (sessionId) => attempt(() => find(sessionId).popFailedMessage()),
     appendMessage: (sessionId, message) => command(() => find(sessionId).appendMessage(message)),
+    replaceMessages: (sessionId, messages) => command(() => find(sessionId).replaceMessages(messages)),
     queueMessage: (sessionId, kind, message) => command(() => find(sessionId).queueMessage(kind, message)),
     setModel: (sessionId, change) => attempt(() => find(sessionId).setModel(change)),
     listBuiltInModels: () => attempt(() => [...demoModels().values()]),

@@ -5,6 +5,7 @@
 import { Agent, type AgentMessage, type AgentTool, type StreamFn } from "@mariozechner/pi-agent-core";
 import { type Api, type AssistantMessage, getEnvApiKey, type Model, streamSimple } from "@mariozechner/pi-ai";
 import { isRemovableFailure } from "../shared/classify.js";
+import { SUMMARY_SYSTEM_PROMPT, type SummaryRequest, summaryPrompt } from "../shared/compaction/summary-prompt.js";
 import { LifelineError, toWireError } from "../shared/errors.js";
 import type { ModelChange, RunInput, SessionInit, SessionOpened } from "../shared/protocol.js";
 import { attachRequestFailure, type RequestFailure } from "../shared/request-failure.js";
@@ -33,6 +34,9 @@ export class WorkerSession {
   #forwarded = 0;
   #closed = false;
   readonly #credentials: Credentials;
+  readonly #streamFn: StreamFn;
+  /** Aborts the summary request of an active `summarize` run. */
+  #summaryAbort: AbortController | undefined;
 
   private constructor(
     id: string,
@@ -40,9 +44,11 @@ export class WorkerSession {
     batcher: EventBatcher,
     capture: RequestCapture,
     credentials: Credentials,
+    streamFn: StreamFn,
   ) {
     this.id = id;
     this.#agent = agent;
+    this.#streamFn = streamFn;
     this.#batcher = batcher;
     this.#credentials = credentials;
     const secrets = credentials.secrets;
@@ -101,13 +107,15 @@ export class WorkerSession {
           ...(provider.maxRetryDelayMs === undefined ? {} : { maxRetryDelayMs: provider.maxRetryDelayMs }),
         }),
       );
+    // B8: every model request of the session, a compaction's summary included, takes a permit.
+    const streamFn =
+      init.requestPermits === true && permits !== undefined ? withPermit(stream, init.sessionId, permits) : stream;
     const agent = new Agent({
       initialState: { systemPrompt: init.systemPrompt, model, tools, messages: init.messages },
       convertToLlm,
       sessionId: init.sessionId,
       getApiKey: () => credentials.apiKey,
-      streamFn:
-        init.requestPermits === true && permits !== undefined ? withPermit(stream, init.sessionId, permits) : stream,
+      streamFn,
     });
     view = {
       model: () => agent.state.model,
@@ -115,7 +123,7 @@ export class WorkerSession {
       abort: () => agent.abort(),
       hasPendingMessages: () => agent.hasQueuedMessages(),
     };
-    const session = new WorkerSession(init.sessionId, agent, batcher, capture, credentials);
+    const session = new WorkerSession(init.sessionId, agent, batcher, capture, credentials, streamFn);
     return { session, opened: { model } };
   }
 
@@ -155,11 +163,67 @@ export class WorkerSession {
     this.#activeRunId = runId;
     this.#runStart = this.#agent.state.messages.length;
     this.#forwarded = 0;
+    if (input.kind === "summarize") {
+      this.#summarize(input.request).then(
+        (summary) => this.#endRun(runId, undefined, { summary }),
+        (error: unknown) => this.#endRun(runId, error, { summary: undefined }),
+      );
+      return;
+    }
     const run = input.kind === "prompt" ? this.#agent.prompt(input.message) : this.#agent.continue();
     run.then(
       () => this.#endRun(runId),
       (error: unknown) => this.#endRun(runId, error),
     );
+  }
+
+  /**
+   * A compaction's model call: the session's own model, key and provider settings, streamed,
+   * abortable by {@link abort}. Resolves with the summary text, or undefined when aborted.
+   * @throws Error with the provider's error text (secrets redacted) when the request fails.
+   */
+  async #summarize(request: SummaryRequest): Promise<string | undefined> {
+    const controller = new AbortController();
+    this.#summaryAbort = controller;
+    try {
+      const model = this.#agent.state.model;
+      const maxTokens =
+        request.maxTokens !== undefined && request.maxTokens > 0
+          ? Math.min(request.maxTokens, model.maxTokens > 0 ? model.maxTokens : request.maxTokens)
+          : undefined;
+      const apiKey = this.#credentials.apiKey;
+      const stream = await this.#streamFn(
+        model,
+        {
+          systemPrompt: SUMMARY_SYSTEM_PROMPT,
+          messages: [
+            { role: "user", content: [{ type: "text", text: summaryPrompt(request) }], timestamp: Date.now() },
+          ],
+        },
+        {
+          signal: controller.signal,
+          sessionId: this.id,
+          ...(apiKey === undefined ? {} : { apiKey }),
+          ...(maxTokens === undefined ? {} : { maxTokens }),
+        },
+      );
+      const reply = await stream.result();
+      if (reply.stopReason === "aborted" || controller.signal.aborted) return undefined;
+      if (reply.stopReason === "error") {
+        throw new LifelineError(
+          "ERR_RUN_FAILED",
+          `The summary request failed: ${reply.errorMessage ?? "no reason given"}`,
+        );
+      }
+      const text = reply.content
+        .map((block) => (block.type === "text" ? block.text : ""))
+        .join("")
+        .trim();
+      if (text === "") throw new LifelineError("ERR_RUN_FAILED", "The summary request returned no text.");
+      return text;
+    } finally {
+      if (this.#summaryAbort === controller) this.#summaryAbort = undefined;
+    }
   }
 
   /**
@@ -171,6 +235,7 @@ export class WorkerSession {
     const active = this.#activeRunId !== undefined;
     this.#agent.clearAllQueues();
     this.#agent.abort();
+    this.#summaryAbort?.abort();
     return active;
   }
 
@@ -183,6 +248,17 @@ export class WorkerSession {
     return true;
   }
 
+  /** Installs a compacted transcript. Refused while a run is active (it would lose the run's messages). */
+  replaceMessages(messages: AgentMessage[]): void {
+    if (this.#activeRunId !== undefined || this.#agent.state.isStreaming) {
+      throw new LifelineError(
+        "ERR_SESSION_BUSY",
+        `Session ${this.id} is running; its transcript cannot be replaced now.`,
+      );
+    }
+    this.#agent.state.messages = messages;
+  }
+
   /** B3: puts a message back at the end of the transcript. */
   appendMessage(message: AgentMessage): void {
     this.#agent.state.messages = [...this.#agent.state.messages, message];
@@ -191,15 +267,21 @@ export class WorkerSession {
   close(): void {
     this.#closed = true;
     this.#agent.abort();
+    this.#summaryAbort?.abort();
     forgetDemoSession(this.id);
   }
 
-  #endRun(runId: number, error?: unknown): void {
+  /** `summarized`: the outcome of a `summarize` run (no summary and no error: it was aborted). */
+  #endRun(runId: number, error?: unknown, summarized?: { summary: string | undefined }): void {
     if (this.#activeRunId !== runId) return;
     this.#activeRunId = undefined;
     if (this.#closed) return;
-    const tail = this.#agent.state.messages.slice(this.#runStart + this.#forwarded);
+    const tail = summarized === undefined ? this.#agent.state.messages.slice(this.#runStart + this.#forwarded) : [];
     const item: Parameters<EventBatcher["pushRunEnd"]>[0] = { type: "run_end", sessionId: this.id, runId, tail };
+    if (summarized !== undefined && error === undefined) {
+      if (summarized.summary === undefined) item.aborted = true;
+      else item.summary = redactSecrets(summarized.summary, this.#credentials.secrets);
+    }
     if (error !== undefined) {
       const wire = toWireError(error, "ERR_RUN_FAILED");
       wire.message = redactSecrets(wire.message, this.#credentials.secrets);

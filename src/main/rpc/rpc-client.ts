@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { LifelineError } from "../../shared/errors.js";
-import type { AgentSettledEvent } from "../../shared/events.js";
+import type { AgentSettledEvent, CompactionResult } from "../../shared/events.js";
 import { EventListeners } from "./event-listeners.js";
 import { CONTINUE, EventWatches, type Watch } from "./event-watches.js";
 import { PendingRequests } from "./pending-requests.js";
@@ -274,6 +274,21 @@ export class RpcClient {
   /** Ends a live retry chain, sleeping or mid-attempt. */
   abortRetry(): Promise<void> {
     return this.#request({ type: "abort_retry" });
+  }
+
+  /**
+   * Summarizes the older part of the session's transcript now (pi's `compact`); resolves with the
+   * result when the compaction ends. `abort()` cancels it (it then rejects).
+   */
+  compact(customInstructions?: string): Promise<CompactionResult> {
+    return this.#request(
+      customInstructions === undefined ? { type: "compact" } : { type: "compact", customInstructions },
+    );
+  }
+
+  /** Turns this session's compaction on overflow and at the threshold on or off (no settings file is written). */
+  setAutoCompaction(enabled: boolean): Promise<void> {
+    return this.#request({ type: "set_auto_compaction", enabled });
   }
 
   /** Starts a fresh session in the child. */

@@ -210,6 +210,10 @@ class RpcServer {
   }
 
   async #run(type: RpcCommandType, command: unknown, id: string | undefined): Promise<void> {
+    if (type === "compact") {
+      this.#compact(command as RpcCommandOf<"compact">, id);
+      return;
+    }
     try {
       const data = await this.#handle(type, command);
       this.#respond({ id, command: type, data });
@@ -231,7 +235,11 @@ class RpcServer {
         const { message, streamingBehavior } = command as RpcCommandOf<"prompt">;
         if (!session.isBusy) return this.#startPrompt(session, message);
         if (streamingBehavior === undefined) {
-          const state = session.isRetrying ? `waiting in a retry chain (attempt ${session.retryAttempt})` : "streaming";
+          const state = session.isRetrying
+            ? `waiting in a retry chain (attempt ${session.retryAttempt})`
+            : session.isCompacting
+              ? "compacting"
+              : "streaming";
           throw new LifelineError(
             "ERR_SESSION_BUSY",
             `The session is ${state}. Send the prompt with "streamingBehavior": "steer" or "followUp", wait for agent_settled, or abort.`,
@@ -267,6 +275,13 @@ class RpcServer {
       case "abort_retry":
         session.abortRetry();
         return undefined;
+      case "set_auto_compaction":
+        // B5, unlike pi: this session only; nothing is written to the settings file.
+        session.setAutoCompactionEnabled((command as RpcCommandOf<"set_auto_compaction">).enabled);
+        return undefined;
+      case "compact":
+        // Started by #run without waiting (see #compact); never reaches here.
+        return session.compact((command as RpcCommandOf<"compact">).customInstructions);
       case "new_session": {
         const model = `${session.model.provider}/${session.model.id}`;
         await session.dispose();
@@ -304,6 +319,25 @@ class RpcServer {
       case "auth_remove":
         return { provider: typed.provider, removed: await storage.remove(typed.provider, typed.index) };
     }
+  }
+
+  /**
+   * Starts a compaction in the order of the input and answers when it ends (with pi's
+   * `CompactionResult`, or the error), without holding up the commands after it: an `abort`
+   * sent meanwhile must reach the session to cancel it.
+   */
+  #compact(command: RpcCommandOf<"compact">, id: string | undefined): void {
+    let done: Promise<RpcResponseData["compact"]>;
+    try {
+      done = this.#live().compact(command.customInstructions);
+    } catch (error) {
+      this.#respond({ id, command: "compact", error: describe(error) });
+      return;
+    }
+    done.then(
+      (data) => this.#respond({ id, command: "compact", data }),
+      (error: unknown) => this.#respond({ id, command: "compact", error: describe(error) }),
+    );
   }
 
   /**
@@ -363,12 +397,12 @@ function stateOf(session: AgentSession): RpcSessionState {
     model: session.model,
     thinkingLevel: "off",
     isStreaming: session.isStreaming,
-    isCompacting: false,
+    isCompacting: session.isCompacting,
     steeringMode: "one-at-a-time",
     followUpMode: "one-at-a-time",
     sessionId: session.id,
     ...(session.sessionFile === undefined ? {} : { sessionFile: session.sessionFile }),
-    autoCompactionEnabled: false,
+    autoCompactionEnabled: session.autoCompactionEnabled,
     messageCount: session.messages.length,
     pendingMessageCount: session.pendingMessageCount,
     autoRetryEnabled: session.autoRetryEnabled,

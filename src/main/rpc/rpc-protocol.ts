@@ -12,7 +12,7 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { z } from "zod";
-import type { SessionEvent } from "../../shared/events.js";
+import type { CompactionResult, SessionEvent } from "../../shared/events.js";
 import type { AuthEntry } from "../auth/file-auth-storage.js";
 import type { CoordinationState } from "../coordination/session-coordination.js";
 
@@ -40,6 +40,9 @@ export const rpcCommandSchemas = {
   get_available_models: z.strictObject({ id, type: z.literal("get_available_models") }),
   set_auto_retry: z.strictObject({ id, type: z.literal("set_auto_retry"), enabled: z.boolean() }),
   abort_retry: z.strictObject({ id, type: z.literal("abort_retry") }),
+  /** Summarizes the older part of the transcript now; answered when the compaction ends. */
+  compact: z.strictObject({ id, type: z.literal("compact"), customInstructions: z.string().optional() }),
+  set_auto_compaction: z.strictObject({ id, type: z.literal("set_auto_compaction"), enabled: z.boolean() }),
   new_session: z.strictObject({ id, type: z.literal("new_session"), parentSession: z.string().optional() }),
   /** B7: closes the session and resumes a stored one (a file path, or an id or prefix of one). */
   switch_session: z.strictObject({ id, type: z.literal("switch_session"), sessionPath: text }),
@@ -110,6 +113,8 @@ export interface RpcResponseData {
   get_available_models: { models: Model<Api>[] };
   set_auto_retry: undefined;
   abort_retry: undefined;
+  compact: CompactionResult;
+  set_auto_compaction: undefined;
   new_session: { cancelled: boolean };
   switch_session: { cancelled: boolean };
   get_last_assistant_text: { text: string | null };

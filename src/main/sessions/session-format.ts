@@ -55,14 +55,29 @@ export interface CustomEntry extends EntryBase {
   data?: unknown;
 }
 
-/** Any other pi entry (compaction, label, session_info, ...): kept in the tree, not interpreted. */
+/**
+ * pi's record of a compaction: `summary` stands for every message on the path before
+ * `firstKeptEntryId`; the model sees the summary, then the messages from that entry on. lifeline
+ * adds `tokensAfter` (pi ignores it). `fromHook`: written from a host hook's transcript.
+ */
+export interface CompactionEntry extends EntryBase {
+  type: "compaction";
+  summary: string;
+  firstKeptEntryId: string;
+  tokensBefore: number;
+  tokensAfter?: number;
+  details?: unknown;
+  fromHook?: boolean;
+}
+
+/** Any other pi entry (label, session_info, ...): kept in the tree, not interpreted. */
 export interface OtherEntry extends EntryBase {
   type: string;
   [key: string]: unknown;
 }
 
 /** One line after the header. */
-export type SessionEntry = MessageEntry | ModelChangeEntry | CustomEntry | OtherEntry;
+export type SessionEntry = MessageEntry | ModelChangeEntry | CustomEntry | CompactionEntry | OtherEntry;
 
 /** `customType` of lifeline's record of a queued (steering or follow-up) message. */
 export const QUEUED_CUSTOM_TYPE = "lifeline.queued";

@@ -8,6 +8,7 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import {
+  type CompactionEntry,
   type MessageEntry,
   newEntryId,
   QUEUE_CLEARED_CUSTOM_TYPE,
@@ -103,6 +104,15 @@ export class SessionRecorder {
   /** The session's model changed (also recorded when a session starts, as pi does). */
   modelChange(provider: string, modelId: string): void {
     this.#background([{ ...this.#base(), type: "model_change", provider, modelId }]);
+  }
+
+  /**
+   * A compaction replaced the transcript's older part with a summary (pi's `compaction` entry).
+   * Stored in the background like messages: a crash before it lands resumes the uncompacted
+   * transcript, which is still correct, only longer.
+   */
+  compaction(record: Omit<CompactionEntry, "type" | "id" | "parentId" | "timestamp">): void {
+    this.#background([{ ...this.#base(), type: "compaction", ...record }]);
   }
 
   /** Resolves once everything recorded so far is stored or has failed. */

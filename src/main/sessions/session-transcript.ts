@@ -5,7 +5,9 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { isRemovableFailure } from "../../shared/classify.js";
+import { summaryMessage } from "../../shared/compaction/summary-message.js";
 import {
+  type CompactionEntry,
   type MessageEntry,
   QUEUE_CLEARED_CUSTOM_TYPE,
   QUEUED_CUSTOM_TYPE,
@@ -22,7 +24,9 @@ export interface RestoredTranscript {
   /**
    * The runtime transcript: `history` without the failed attempts that a retry replaced (an
    * assistant error directly followed by another assistant message) and without the roles the
-   * worker does not send to models (pi's bashExecution, custom, ...).
+   * worker does not send to models (pi's bashExecution, custom, ...). After a `compaction` entry
+   * on the path (the last one counts, as in pi), it starts with that entry's summary and goes on
+   * from its first kept message.
    */
   messages: AgentMessage[];
   /**
@@ -57,8 +61,11 @@ export function restoreTranscript(entries: readonly SessionEntry[]): RestoredTra
   const historyIds: string[] = [];
   let model: RestoredTranscript["model"];
   const queued: AgentMessage[] = [];
+  let compaction: { entry: CompactionEntry; historyLength: number } | undefined;
   for (const entry of path) {
-    if (entry.type === "message") {
+    if (entry.type === "compaction" && typeof (entry as Partial<CompactionEntry>).summary === "string") {
+      compaction = { entry: entry as CompactionEntry, historyLength: history.length };
+    } else if (entry.type === "message") {
       const message = (entry as MessageEntry).message;
       history.push(message);
       historyIds.push(entry.id);
@@ -80,11 +87,24 @@ export function restoreTranscript(entries: readonly SessionEntry[]): RestoredTra
       queued.length = 0;
     }
   }
-  const messages = history.filter(
-    (message, index) =>
-      MODEL_ROLES.has(message.role) && !(isRemovableFailure(message) && history[index + 1]?.role === "assistant"),
-  );
+  const runtime = (message: AgentMessage, index: number) =>
+    MODEL_ROLES.has(message.role) && !(isRemovableFailure(message) && history[index + 1]?.role === "assistant");
+  let messages: AgentMessage[];
+  if (compaction === undefined) {
+    messages = history.filter(runtime);
+  } else {
+    const { entry, historyLength } = compaction;
+    const kept = historyIds.indexOf(entry.firstKeptEntryId);
+    // No kept message found (none was kept): the transcript goes on after the entry.
+    const from = kept >= 0 && kept <= historyLength ? kept : historyLength;
+    const summary = summaryMessage(entry.summary, entry.tokensBefore, Date.parse(entry.timestamp) || 0);
+    messages = [summary, ...history.map((m, i) => (i >= from && runtime(m, i) ? m : undefined)).filter(isMessage)];
+  }
   return { history, historyIds, messages, undelivered: queued, model, leafId: leaf?.id ?? null };
+}
+
+function isMessage(message: AgentMessage | undefined): message is AgentMessage {
+  return message !== undefined;
 }
 
 /** The same message as it crossed a thread: same role, timestamp and content. */

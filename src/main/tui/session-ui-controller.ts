@@ -14,6 +14,7 @@
 
 import { isFailedStop } from "../../shared/classify.js";
 import type { SessionEvent } from "../../shared/events.js";
+import { compactionNotice } from "../compaction-notice.js";
 import { workerFate } from "../supervision/interrupted-run.js";
 import { abortedText, msUntilNextSecond, retryFailedText, retryLoaderText } from "./retry-loader.js";
 
@@ -221,7 +222,13 @@ export class SessionUiController {
         return;
       }
       case "compaction_start":
-        this.#onNotice({ level: "info", text: `Context overflow: ${event.errorMessage} (not retried)` });
+        this.#onNotice({ level: "info", text: compactionNotice(event) });
+        return;
+      case "compaction_end":
+        this.#onNotice({
+          level: event.result === null && !event.aborted && event.errorMessage !== undefined ? "error" : "info",
+          text: compactionNotice(event),
+        });
         return;
       case "worker_exited":
         this.#onNotice({ level: "error", text: `Worker exited: ${event.error.message}` });

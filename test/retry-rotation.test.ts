@@ -93,6 +93,7 @@ describe("R4 with a rotating auth storage", () => {
       type: "auto_retry_end",
       success: false,
       attempt: 0,
+      reason: "over_cap",
       finalError:
         'Every key of provider "p" is blocked; the first frees at 2026-11-30T00:30:00.000Z (in 1800s), above retry.maxDelayMs (60s): usage limit reached',
     });

@@ -7,6 +7,7 @@
  *                          (plus a supplementary HTTP/SSE variant served by sse-server.mjs)
  *   (d) memory.mjs         main-thread heap per idle session at 1,000 sessions
  *   (e) persistence.mjs    main event-loop delay, 1,000 sessions prompting, session files on vs off
+ *   (f) load-scale.mjs     `lifeline load` (runLoad) at 50 … 4,000 sessions: where the host's loop limits
  *
  * Env: BENCH_QUICK=1 for smaller counts (a smoke run; noisier), BENCH_JSON=<path> to also write
  * the raw results as JSON, BENCH_ONLY=a,c to run some sections only.
@@ -22,6 +23,7 @@ const SECTIONS = [
   { id: "c", file: "./event-loop.mjs", title: "(c) main event-loop delay while sessions stream" },
   { id: "d", file: "./memory.mjs", title: "(d) main-thread memory per idle session" },
   { id: "e", file: "./persistence.mjs", title: "(e) session files: main event-loop delay, persistence on vs off" },
+  { id: "f", file: "./load-scale.mjs", title: "(f) lifeline load: sessions one machine drives" },
 ];
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
@@ -241,6 +243,39 @@ function printE(e) {
   );
 }
 
+/** (f): the host's loop is the limit once the main thread is busy this share of the time. */
+const F_HOST_LIMIT_ELU = 0.9;
+
+function printF(f) {
+  const base = f.runs[0];
+  console.log(
+    table(
+      [
+        "sessions",
+        "main ELU",
+        "loop p99 ms",
+        "p99 × smallest",
+        "loop max ms",
+        "prompts/s",
+        "tokens/s",
+        "TTFT p50 / p99 ms",
+        "sent = mock received",
+      ],
+      f.runs.map((r) => [
+        r.sessions,
+        `${(r.mainElu * 100).toFixed(0)} %`,
+        ms2(r.loopDelayMs.p99),
+        ratio(r.loopDelayMs.p99 / base.loopDelayMs.p99),
+        ms2(r.loopDelayMs.max),
+        r.promptsPerS.toFixed(0),
+        r.outputTokensPerS.toFixed(0),
+        `${r.ttftP50?.toFixed(0) ?? "—"} / ${r.ttftP99?.toFixed(0) ?? "—"}`,
+        r.mockReceived === r.requestsSent ? "yes" : `no (${r.requestsSent} vs ${r.mockReceived})`,
+      ]),
+    ),
+  );
+}
+
 // ---------------------------------------------------------------- main
 
 const cpu = cpus()[0]?.model ?? "unknown CPU";
@@ -263,14 +298,14 @@ for (const section of SECTIONS) {
     console.log(`FAILED: ${error instanceof Error ? error.message : String(error)}\n`);
     continue;
   }
-  ({ a: printA, b: printB, c: printC, d: printD, e: printE })[section.id](results[section.id]);
+  ({ a: printA, b: printB, c: printC, d: printD, e: printE, f: printF })[section.id](results[section.id]);
   console.log(`(${((performance.now() - t0) / 1000).toFixed(1)} s; load average after: ${loadavg()[0].toFixed(2)})\n`);
 }
 
 // ---------------------------------------------------------------- summary
 
 const summary = [];
-const { a, b, c, d, e } = results;
+const { a, b, c, d, e, f } = results;
 if (a !== undefined) {
   const fast = a.runs[0];
   const stream = a.runs[2];
@@ -342,6 +377,19 @@ if (e !== undefined) {
     "≤ 1.20",
     `${ms2(on.p99)} / ${ms2(off.p99)} ms = ${ratio(r)}`,
     r <= 1.2 ? "PASS" : "FAIL",
+  ]);
+}
+if (f !== undefined) {
+  const limited = f.runs.find((r) => r.mainElu >= F_HOST_LIMIT_ELU);
+  const free = f.runs.filter((r) => r.mainElu < F_HOST_LIMIT_ELU);
+  const best = free.reduce((a, r) => (a === undefined || r.promptsPerS > a.promptsPerS ? r : a), undefined);
+  summary.push([
+    `(f) lifeline load: first size where the host's loop is the limit (main ELU ≥ ${F_HOST_LIMIT_ELU * 100} %)`,
+    "— (reported)",
+    limited === undefined
+      ? `not reached up to ${f.runs.at(-1).sessions} sessions (main ELU ${(f.runs.at(-1).mainElu * 100).toFixed(0)} %); most prompts/s at ${best?.sessions}`
+      : `${limited.sessions} sessions (ELU ${(limited.mainElu * 100).toFixed(0)} %, loop p99 ${ms2(limited.loopDelayMs.p99)} ms)`,
+    "info",
   ]);
 }
 console.log("## Summary");

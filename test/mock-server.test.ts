@@ -549,6 +549,7 @@ describe("scripts, conversations and counters", () => {
       invalid: 0,
       conversations: {},
       outcomes: { completed: 0, fault: 0, client_closed: 0, invalid: 0 },
+      maxInFlight: 0,
     });
     expect(server.log).toEqual([]);
     expect((await post("/v1/chat/completions", chat("a"))).status).toBe(503);

@@ -32,7 +32,7 @@ interface Run {
  * Runs `lifeline load <args> --out out` with its own LIFELINE_DIR holding `settings` (retries 5 ms
  * apart unless said otherwise), bounded by `timeoutMs`.
  */
-async function load(args: string, settings: object = { retry: { baseDelayMs: 5 } }, timeoutMs = 60_000): Promise<Run> {
+async function load(args: string, settings: object = { retry: { baseDelayMs: 5 } }, timeoutMs = 40_000): Promise<Run> {
   const lifelineDir = tempDir(cleanups, "lifeline-loadc-dir-");
   const cwd = tempDir(cleanups, "lifeline-loadc-cwd-");
   writeFileSync(join(lifelineDir, "settings.json"), JSON.stringify(settings));
@@ -102,7 +102,7 @@ describe("lifeline load and stalls", () => {
       ).toBe(true);
     }
     expect(totals.retries).toBeGreaterThanOrEqual(stalls);
-  });
+  }, 60_000);
 
   it("--idle-timeout sets retry.provider.idleTimeoutMs over the settings files", async () => {
     const run = await load(
@@ -113,7 +113,7 @@ describe("lifeline load and stalls", () => {
     expect(report.config.settings).toEqual({ retry: { provider: { idleTimeoutMs: 300 } } });
     expect(report.totals.requests.failuresByKind.stream_idle).toBe(report.mock?.steps.stall);
     expect(report.totals.requests.sent).toBe(report.mock?.received);
-  });
+  }, 60_000);
 });
 
 describe("lifeline load and the host's retry coordination", () => {
@@ -123,15 +123,15 @@ describe("lifeline load and the host's retry coordination", () => {
     const args = "--sessions 40 --prompts 3 --faults 503:0.8 --seed 7 --mock-tokens 2 --mock-token-delay 0ms";
     const without = reportOf(await load(args));
     const withBudget = reportOf(await load(`${args} --retry-budget on`));
-    expect(withBudget.config.settings).toMatchObject({
-      retry: { budget: { ratio: 0.2, minPerSecond: 10, windowMs: 10_000 } },
-    });
     expect(without.totals.retryChains.budget_exhausted ?? 0).toBe(0);
     expect(withBudget.totals.retryChains.budget_exhausted ?? 0).toBeGreaterThan(0);
     expect(withBudget.totals.retries).toBeLessThanOrEqual(124);
     expect(withBudget.totals.amplification ?? 0).toBeLessThan(without.totals.amplification ?? 0);
     expect(withBudget.totals.requests.sent).toBe(withBudget.mock?.received);
-  });
+    expect(withBudget.config.settings).toMatchObject({
+      retry: { budget: { ratio: 0.2, minPerSecond: 10, windowMs: 10_000 } },
+    });
+  }, 90_000);
 
   it("--coordinate holds every session at the provider gate after a 429 with a retry hint, so fewer requests are sent", async () => {
     const args = "--sessions 8 --duration 3s --faults 429@2s:0.2 --seed 3 --mock-tokens 2 --mock-token-delay 1ms";
@@ -145,15 +145,15 @@ describe("lifeline load and the host's retry coordination", () => {
     expect(gated.totals.requests.sent).toBeLessThan(without.totals.requests.sent / 2);
     expect(gated.totals.requests.sent).toBe(gated.mock?.received);
     expect(without.totals.requests.sent).toBe(without.mock?.received);
-  });
+  }, 90_000);
 
   it("--max-concurrent 2: the mock never had more than 2 requests open at once", async () => {
     const args = "--sessions 6 --prompts 3 --faults 503:0.2 --seed 2 --mock-tokens 10 --mock-token-delay 5ms";
     const limited = reportOf(await load(`${args} --max-concurrent 2`));
-    expect(limited.config.settings).toMatchObject({ retry: { maxConcurrentRequests: 2 } });
     expect(limited.mock?.maxConcurrentRequests).toBeGreaterThanOrEqual(1);
     expect(limited.mock?.maxConcurrentRequests).toBeLessThanOrEqual(2);
     expect(limited.totals.prompts.sent).toBe(18);
     expect(limited.totals.requests.sent).toBe(limited.mock?.received);
-  });
+    expect(limited.config.settings).toMatchObject({ retry: { maxConcurrentRequests: 2 } });
+  }, 60_000);
 });

@@ -182,6 +182,17 @@ describe("prompts", () => {
     });
   });
 
+  it("a prompt whose retry chain the run's end cut short is cancelled, not failed; one that succeeded stays succeeded", () => {
+    const { metrics } = clocked();
+    metrics.promptStarted(0);
+    // The run ended during a back-off: the prompt settles with the last failed reply's 429.
+    const cut = metrics.promptEnded(0, 0, { result: { stopReason: "error", errorMessage: "429", retries: 1 } }, true);
+    metrics.promptStarted(1);
+    const done = metrics.promptEnded(1, 0, { result: { stopReason: "stop", retries: 0 } }, true);
+    expect([cut.outcome, done.outcome]).toEqual(["cancelled", "succeeded"]);
+    expect(metrics.counters).toMatchObject({ promptsFailed: 0, promptsCancelled: 1, promptsSucceeded: 1 });
+  });
+
   it("a run that ends without an assistant reply does not leave a request in flight", () => {
     const { metrics } = clocked();
     metrics.promptStarted(0);

@@ -199,9 +199,17 @@ export class LoadMetrics {
 
   /**
    * A prompt settled (`result`) or rejected (`error`). An aborted prompt is a cancellation, not a
-   * failure: only the run aborts prompts, when it ends (duration, Ctrl+C).
+   * failure: only the run aborts prompts, when it ends (duration, Ctrl+C). `runEnded` says the run
+   * had ended when the prompt settled: a prompt that did not succeed then is cancelled too, because
+   * the run's abort cut its retry chain short (a back-off or a provider-gate wait settles with the
+   * last failed reply, not as aborted).
    */
-  promptEnded(session: number, startMs: number, outcome: { result: PromptResult } | { error: unknown }): PromptRecord {
+  promptEnded(
+    session: number,
+    startMs: number,
+    outcome: { result: PromptResult } | { error: unknown },
+    runEnded = false,
+  ): PromptRecord {
     const state = this.#state(session);
     if (state.requestStart !== undefined) {
       // The run ended without an assistant reply (it failed outside the agent loop).
@@ -228,6 +236,7 @@ export class LoadMetrics {
       record.outcome = "failed";
       record.error = outcome.result.errorMessage ?? outcome.result.stopReason;
     }
+    if (runEnded && record.outcome === "failed") record.outcome = "cancelled";
     if (record.outcome === "succeeded") this.counters.promptsSucceeded++;
     else if (record.outcome === "failed") this.counters.promptsFailed++;
     else this.counters.promptsCancelled++;

@@ -244,9 +244,9 @@ class LoadRun {
       this.#metrics.promptStarted(index);
       try {
         const result = await session.prompt(text);
-        this.#metrics.promptEnded(index, start, { result });
+        this.#metrics.promptEnded(index, start, { result }, stop.aborted);
       } catch (error) {
-        this.#metrics.promptEnded(index, start, { error });
+        this.#metrics.promptEnded(index, start, { error }, stop.aborted);
         // A session given up (ERR_SESSION_CRASHED) or closed takes no more prompts.
         if (session.isClosed) return;
       } finally {

@@ -125,7 +125,8 @@ describe("lifeline load and the host's retry coordination", () => {
     const withBudget = reportOf(await load(`${args} --retry-budget on`));
     expect(without.totals.retryChains.budget_exhausted ?? 0).toBe(0);
     expect(withBudget.totals.retryChains.budget_exhausted ?? 0).toBeGreaterThan(0);
-    expect(withBudget.totals.retries).toBeLessThanOrEqual(124);
+    // At most 124 retries in any 10 s window (the run normally takes one window).
+    expect(withBudget.totals.retries).toBeLessThanOrEqual(124 * Math.ceil(withBudget.durationMs / 10_000));
     expect(withBudget.totals.amplification ?? 0).toBeLessThan(without.totals.amplification ?? 0);
     expect(withBudget.totals.requests.sent).toBe(withBudget.mock?.received);
     expect(withBudget.config.settings).toMatchObject({

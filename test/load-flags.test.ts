@@ -218,6 +218,10 @@ describe("retry flags → settings overrides (issue 11: the flags over the setti
     });
   });
 
+  it("--idle-timeout maps to retry.provider.idleTimeoutMs", () => {
+    expect(retrySettingsOverrides({ idleTimeout: "1.5s" })).toEqual({ retry: { provider: { idleTimeoutMs: 1500 } } });
+  });
+
   it("--no-coordinate sets retry.coordinate to false", () => {
     expect(retrySettingsOverrides({ coordinate: false })).toEqual({ retry: { coordinate: false } });
   });
@@ -236,6 +240,8 @@ describe("retry flags → settings overrides (issue 11: the flags over the setti
     ["--retry-budget 0.2,x", { retryBudget: "0.2,x" }, /minPerSecond must be a number/],
     ["--retry-budget 0.2,10,10", { retryBudget: "0.2,10,10" }, /--retry-budget window "10" is not a duration/],
     ["--max-concurrent 0", { maxConcurrent: "0" }, /--max-concurrent "0" must be a whole number from 1/],
+    ["--idle-timeout 30", { idleTimeout: "30" }, /--idle-timeout "30" is not a duration/],
+    ["--idle-timeout 0ms", { idleTimeout: "0ms" }, /--idle-timeout "0ms" is too short/],
   ])("%s is refused", (_case, flags, message) => {
     const error = thrown(() => retrySettingsOverrides(flags));
     expect(error.code).toBe("ERR_INVALID_OPTIONS");

@@ -116,6 +116,13 @@ describe("requests", () => {
     expect(metrics.counters.retryChains).toEqual({ budget_exhausted: 1, exhausted: 1 });
   });
 
+  it("provider_gate_wait events are counted with the waits they announce", () => {
+    const { metrics } = clocked();
+    metrics.onEvent(0, { type: "provider_gate_wait", provider: "p", before: "retry", waitMs: 1500 });
+    metrics.onEvent(1, { type: "provider_gate_wait", provider: "p", before: "prompt", waitMs: 700 });
+    expect(metrics.counters).toMatchObject({ gateWaits: 2, gateWaitMs: 2200 });
+  });
+
   it("tool calls and session restores are counted", () => {
     const { metrics } = clocked();
     metrics.onEvent(0, { type: "tool_execution_start", toolCallId: "1", toolName: "t", args: {} } as SessionEvent);
@@ -129,6 +136,11 @@ describe("failure kinds", () => {
     ["an error status", { status: 429 }, "http_429"],
     ["a reset before any response", { network: { phase: "request", message: "ECONNRESET" } }, "connection"],
     ["a stream that broke off", { status: 200, network: { phase: "body", message: "terminated" } }, "stream_cut"],
+    [
+      "a stream that went silent past the idle timeout",
+      { status: 200, network: { phase: "body", code: "ERR_STREAM_IDLE", message: "Stream idle timeout" } },
+      "stream_idle",
+    ],
     ["an error event inside a 200 stream", { status: 200, inStream: true, errorType: "server_error" }, "stream_error"],
   ])("%s is %s", (_case, details, kind) => {
     expect(failureKind(failed(details, "failed"))).toBe(kind);
@@ -168,6 +180,17 @@ describe("prompts", () => {
       promptsCancelled: 1,
       inFlightPrompts: 0,
     });
+  });
+
+  it("a prompt whose retry chain the run's end cut short is cancelled, not failed; one that succeeded stays succeeded", () => {
+    const { metrics } = clocked();
+    metrics.promptStarted(0);
+    // The run ended during a back-off: the prompt settles with the last failed reply's 429.
+    const cut = metrics.promptEnded(0, 0, { result: { stopReason: "error", errorMessage: "429", retries: 1 } }, true);
+    metrics.promptStarted(1);
+    const done = metrics.promptEnded(1, 0, { result: { stopReason: "stop", retries: 0 } }, true);
+    expect([cut.outcome, done.outcome]).toEqual(["cancelled", "succeeded"]);
+    expect(metrics.counters).toMatchObject({ promptsFailed: 0, promptsCancelled: 1, promptsSucceeded: 1 });
   });
 
   it("a run that ends without an assistant reply does not leave a request in flight", () => {

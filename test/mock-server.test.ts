@@ -434,6 +434,22 @@ describe("fault steps as the client sees them", () => {
     expect(await ended).toMatchObject({ step: "stall", outcome: "client_closed" });
   });
 
+  it("stats().maxInFlight is the most requests open at once, and stays after they end", async () => {
+    server.setScript({ conversations: [{ match: "", steps: ["stall"] }] });
+    const controller = new AbortController();
+    const open = await Promise.all(
+      ["a", "b", "c"].map((text) => post("/v1/chat/completions", chat(text, { stream: true }), {}, controller.signal)),
+    );
+    expect(open.map((response) => response.status)).toEqual([200, 200, 200]);
+    expect(server.stats().maxInFlight).toBe(3);
+    const ended = Promise.all([1, 2, 3].map((seq) => server.waitForRequestEnd((r) => r.seq === seq, 10_000, 0)));
+    controller.abort();
+    await ended;
+    server.setScript({ conversations: [{ match: "", steps: ["ok"] }] });
+    expect((await post("/v1/chat/completions", chat("d"))).status).toBe(200);
+    expect(server.stats().maxInFlight).toBe(3);
+  });
+
   it("delayMs holds the response back; a client leaving meanwhile is client_closed", async () => {
     server.setScript({ conversations: [{ match: "", steps: [{ type: "ok", delayMs: 60_000 }] }] });
     const controller = new AbortController();
@@ -549,6 +565,7 @@ describe("scripts, conversations and counters", () => {
       invalid: 0,
       conversations: {},
       outcomes: { completed: 0, fault: 0, client_closed: 0, invalid: 0 },
+      maxInFlight: 0,
     });
     expect(server.log).toEqual([]);
     expect((await post("/v1/chat/completions", chat("a"))).status).toBe(503);

@@ -50,6 +50,11 @@ export interface MockStats {
   conversations: Record<string, number>;
   /** Ended requests per outcome; refusals of unknown routes count as `invalid` too. */
   outcomes: Record<Outcome, number>;
+  /**
+   * The most model requests in flight at once (logged, not yet ended), malformed ones included:
+   * what a client-side concurrency limit must keep at or below its limit.
+   */
+  maxInFlight: number;
 }
 
 /** The server's writable view of a record. */
@@ -93,6 +98,7 @@ export class RequestLog {
   /** Logs a record as in flight and emits `request_start`. */
   begin(record: MutableRecord): void {
     this.#inFlight.add(record);
+    if (this.#inFlight.size > this.#stats.maxInFlight) this.#stats.maxInFlight = this.#inFlight.size;
     this.#records.push(record);
     if (this.#records.length > LOG_LIMIT) this.#records.splice(0, this.#records.length - LOG_LIMIT);
     this.#emit("request_start", record);
@@ -112,8 +118,8 @@ export class RequestLog {
 
   /** A copy of the counters. */
   stats(): MockStats {
-    const { total, invalid, conversations, outcomes } = this.#stats;
-    return { total, invalid, conversations: { ...conversations }, outcomes: { ...outcomes } };
+    const { total, invalid, conversations, outcomes, maxInFlight } = this.#stats;
+    return { total, invalid, conversations: { ...conversations }, outcomes: { ...outcomes }, maxInFlight };
   }
 
   /** Well-formed requests whose conversation key contains `match`; all of them without it. */
@@ -194,5 +200,6 @@ function emptyStats(): MockStats {
     invalid: 0,
     conversations: {},
     outcomes: { completed: 0, fault: 0, client_closed: 0, invalid: 0 },
+    maxInFlight: 0,
   };
 }

@@ -69,6 +69,12 @@ export function addLoadCommand(program: Command, setExitCode: (code: number) => 
     .addOption(new Option("--coordinate", "retry.coordinate: one provider gate for all sessions"))
     .addOption(new Option("--no-coordinate", "retry.coordinate off"))
     .addOption(new Option("--max-concurrent <n>", "retry.maxConcurrentRequests per provider"))
+    .addOption(
+      new Option(
+        "--idle-timeout <time>",
+        "retry.provider.idleTimeoutMs: a stream silent this long fails and is retried (mock default: max(5s, 50 × token delay))",
+      ),
+    )
     .addOption(new Option("--mock-tokens <n>", "word tokens of each mock answer (default 32)"))
     .addOption(new Option("--mock-token-delay <time>", "pause between the mock's tokens (default 5ms)"))
     .action(async (flags: LoadFlags) => {

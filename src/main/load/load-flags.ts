@@ -29,6 +29,7 @@ export interface LoadFlags {
   retryBudget?: string;
   coordinate?: boolean;
   maxConcurrent?: string;
+  idleTimeout?: string;
   mockTokens?: string;
   mockTokenDelay?: string;
 }
@@ -93,20 +94,24 @@ export async function loadOptionsFromFlags(flags: LoadFlags, cwd: string): Promi
 /**
  * The settings the retry flags set, over the settings files: `--retry-budget` → `retry.budget`,
  * `--coordinate`/`--no-coordinate` → `retry.coordinate`, `--max-concurrent` →
- * `retry.maxConcurrentRequests`. Undefined when no such flag was given.
+ * `retry.maxConcurrentRequests`, `--idle-timeout` → `retry.provider.idleTimeoutMs`. Undefined
+ * when no such flag was given.
  *
  * `--retry-budget` takes `off`, `on` ({@link DEFAULT_RETRY_BUDGET}) or
  * `<ratio>[,<minPerSecond>[,<window>]]` such as `0.2,10,10s`; figures left out keep the defaults.
  * @throws ERR_INVALID_OPTIONS for a malformed value.
  */
 export function retrySettingsOverrides(
-  flags: Pick<LoadFlags, "retryBudget" | "coordinate" | "maxConcurrent">,
+  flags: Pick<LoadFlags, "retryBudget" | "coordinate" | "maxConcurrent" | "idleTimeout">,
 ): SettingsInput | undefined {
   const retry: Record<string, unknown> = {};
   if (flags.retryBudget !== undefined) retry.budget = parseRetryBudget(flags.retryBudget);
   if (flags.coordinate !== undefined) retry.coordinate = flags.coordinate;
   if (flags.maxConcurrent !== undefined) {
     retry.maxConcurrentRequests = parseCount("--max-concurrent", flags.maxConcurrent, 1_000_000);
+  }
+  if (flags.idleTimeout !== undefined) {
+    retry.provider = { idleTimeoutMs: parseDuration("--idle-timeout", flags.idleTimeout, 1) };
   }
   // These keys belong to the retry budget and provider gate (issue 11, part 1); the settings schema
   // validates them when the host merges the settings.

@@ -84,13 +84,17 @@ export interface LoadCounters {
   inFlightRequests: number;
   requests: number;
   failedRequests: number;
-  /** Failed requests by kind: `http_503`, `connection`, `stream_cut`, `stream_error`, `aborted`, … */
+  /** Failed requests by kind: `http_503`, `connection`, `stream_idle`, `stream_cut`, `stream_error`, `aborted`, … */
   failuresByKind: Record<string, number>;
   /** Failed requests by the retry controller's class: retryable, fatal, usage_limit, overflow, aborted. */
   failuresByClass: Record<string, number>;
   retries: number;
   /** Ended retry chains by `auto_retry_end.reason`. */
   retryChains: Record<string, number>;
+  /** `provider_gate_wait` events: a retry or a new prompt held at its provider's closed gate. */
+  gateWaits: number;
+  /** Sum of those events' `waitMs`: how long the gate stayed closed ahead of each waiter. */
+  gateWaitMs: number;
   toolCalls: number;
   outputTokens: number;
   inputTokens: number;
@@ -124,6 +128,8 @@ export class LoadMetrics {
     failuresByClass: {},
     retries: 0,
     retryChains: {},
+    gateWaits: 0,
+    gateWaitMs: 0,
     toolCalls: 0,
     outputTokens: 0,
     inputTokens: 0,
@@ -169,6 +175,10 @@ export class LoadMetrics {
         this.counters.retryChains[key] = (this.counters.retryChains[key] ?? 0) + 1;
         break;
       }
+      case "provider_gate_wait":
+        this.counters.gateWaits++;
+        this.counters.gateWaitMs += event.waitMs;
+        break;
       case "session_restored":
         this.counters.restores[event.reason] = (this.counters.restores[event.reason] ?? 0) + 1;
         break;
@@ -189,9 +199,17 @@ export class LoadMetrics {
 
   /**
    * A prompt settled (`result`) or rejected (`error`). An aborted prompt is a cancellation, not a
-   * failure: only the run aborts prompts, when it ends (duration, Ctrl+C).
+   * failure: only the run aborts prompts, when it ends (duration, Ctrl+C). `runEnded` says the run
+   * had ended when the prompt settled: a prompt that did not succeed then is cancelled too, because
+   * the run's abort cut its retry chain short (a back-off or a provider-gate wait settles with the
+   * last failed reply, not as aborted).
    */
-  promptEnded(session: number, startMs: number, outcome: { result: PromptResult } | { error: unknown }): PromptRecord {
+  promptEnded(
+    session: number,
+    startMs: number,
+    outcome: { result: PromptResult } | { error: unknown },
+    runEnded = false,
+  ): PromptRecord {
     const state = this.#state(session);
     if (state.requestStart !== undefined) {
       // The run ended without an assistant reply (it failed outside the agent loop).
@@ -218,6 +236,7 @@ export class LoadMetrics {
       record.outcome = "failed";
       record.error = outcome.result.errorMessage ?? outcome.result.stopReason;
     }
+    if (runEnded && record.outcome === "failed") record.outcome = "cancelled";
     if (record.outcome === "succeeded") this.counters.promptsSucceeded++;
     else if (record.outcome === "failed") this.counters.promptsFailed++;
     else this.counters.promptsCancelled++;
@@ -274,7 +293,8 @@ export class LoadMetrics {
 /**
  * What went wrong with a failed request, as the report groups failures: `http_<status>` for an
  * error status, `stream_error` for an error event inside a 200 stream, `connection` when no
- * response came (reset, refused), `stream_cut` when the body broke off, `worker_<cause>` when the
+ * response came (reset, refused), `stream_idle` when the stream went silent past
+ * `retry.provider.idleTimeoutMs` (a stall), `stream_cut` when the body broke off otherwise, `worker_<cause>` when the
  * worker died under it, `aborted`, else the provider's error type or `other`.
  */
 export function failureKind(message: AssistantMessage): string {
@@ -285,6 +305,7 @@ export function failureKind(message: AssistantMessage): string {
   if (failure === undefined) return "other";
   if (failure.status !== undefined && failure.status >= 400) return `http_${failure.status}`;
   if (failure.inStream === true) return "stream_error";
+  if (failure.network?.code === "ERR_STREAM_IDLE") return "stream_idle";
   if (failure.network !== undefined) return failure.network.phase === "request" ? "connection" : "stream_cut";
   return failure.errorType ?? failure.errorCode ?? "other";
 }

@@ -59,7 +59,9 @@ export interface LoadOptions {
   threads?: number;
   /**
    * Settings over the settings files, for every load session (the CLI's `--retry-budget`,
-   * `--coordinate` and `--max-concurrent` land here). @default none
+   * `--coordinate`, `--max-concurrent` and `--idle-timeout` land here). Against the built-in mock,
+   * `retry.provider.idleTimeoutMs` defaults to max(5 s, 50 × `mock.tokenDelayMs`) when neither
+   * these nor the settings files set it (mock-idle-timeout.ts). @default none
    */
   settings?: SettingsInput;
   /** The built-in mock's answers: word tokens per answer and the pause between them. @default 32 tokens, 5 ms */

@@ -37,7 +37,10 @@ export interface LoadReport {
     threads: number | null;
     /** How many distinct prompt texts were used round-robin. */
     promptTexts: number;
-    /** The settings given over the settings files (the retry flags). */
+    /**
+     * The settings given over the settings files: the retry flags, and against the mock its
+     * default `retry.provider.idleTimeoutMs` when neither flags nor files set one.
+     */
     settings: Record<string, unknown>;
   };
   totals: {
@@ -52,6 +55,12 @@ export interface LoadReport {
     };
     retries: number;
     retryChains: Record<string, number>;
+    /**
+     * `retry.coordinate`: how often a retry or a new prompt waited at its provider's closed gate
+     * (`provider_gate_wait` events), and the sum of the waits the gate announced, in ms (a wait
+     * cut short by the run's end still counts whole).
+     */
+    providerGate: { waits: number; waitMs: number };
     /** Requests sent per prompt sent. */
     amplification: number | null;
     /** Failed prompts / (succeeded + failed); cancelled prompts count in neither. */
@@ -89,6 +98,11 @@ export interface LoadReport {
     invalid: number;
     outcomes: Record<string, number>;
     steps: Record<string, number>;
+    /**
+     * The most model requests the mock had open at once (received, response not yet ended):
+     * with `retry.maxConcurrentRequests` (`--max-concurrent`), at most that limit.
+     */
+    maxConcurrentRequests: number;
   } | null;
 }
 
@@ -145,6 +159,7 @@ export function buildReport(input: ReportInput): LoadReport {
     },
     retries: counters.retries,
     retryChains: { ...counters.retryChains },
+    providerGate: { waits: counters.gateWaits, waitMs: Math.round(counters.gateWaitMs) },
     amplification: counters.promptsSent === 0 ? null : round3(counters.requests / counters.promptsSent),
     failureRate: finished === 0 ? null : round3(counters.promptsFailed / finished),
     toolCalls: counters.toolCalls,
@@ -178,6 +193,7 @@ export function buildReport(input: ReportInput): LoadReport {
             invalid: input.mock.invalid,
             outcomes: input.mock.outcomes,
             steps: input.mock.steps,
+            maxConcurrentRequests: input.mock.maxInFlight,
           },
   };
   report.thresholds = evaluateThresholds(input.thresholds, thresholdFigures(report));

@@ -18,6 +18,8 @@ export interface MockTargetStats {
   outcomes: Record<string, number>;
   /** Ended requests by the step served: `ok`, `reset`, `stall`, … and error steps by status (`503`). */
   steps: Record<string, number>;
+  /** The most requests the server had open at once. */
+  maxInFlight: number;
 }
 
 /** What the mock is told to do. */

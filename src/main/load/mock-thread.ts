@@ -18,8 +18,8 @@ if (port === null) throw new Error("mock-thread.js runs only as a worker thread 
 const steps: Record<string, number> = {};
 
 function statsOf(server: MockServer): MockTargetStats {
-  const { total, invalid, outcomes } = server.stats();
-  return { total, invalid, outcomes: { ...outcomes }, steps: { ...steps } };
+  const { total, invalid, outcomes, maxInFlight } = server.stats();
+  return { total, invalid, outcomes: { ...outcomes }, steps: { ...steps }, maxInFlight };
 }
 
 let server: MockServer;

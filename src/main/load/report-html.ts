@@ -117,6 +117,8 @@ const tiles = [
   ["amplification (requests / prompt)", fmt(t.amplification, 3)],
   ["failure rate", t.failureRate === null ? "–" : fmt(t.failureRate * 100, 2) + " %"],
   ["retries", t.retries],
+  ["chains ended by the retry budget", t.retryChains.budget_exhausted ?? 0],
+  ["provider gate waits", t.providerGate.waits + " (" + fmt(t.providerGate.waitMs / 1000) + " s)"],
   ["output tokens / s", fmt(report.throughput.outputTokensPerSecond)],
   ["estimated cost", "$" + fmt(t.costUsd, 4)],
   ["tool calls", t.toolCalls],

@@ -14,10 +14,12 @@ import type { Api, Model } from "@mariozechner/pi-ai";
 import { LifelineError } from "../../shared/errors.js";
 import type { AgentSession } from "../agent-session.js";
 import { createSessionHost, type SessionHost, type SessionHostOptions } from "../session-host.js";
+import { resolveLifelineDir } from "../settings-store.js";
 import { abortableSleep } from "../sleep.js";
 import { LoadMetrics, type LoadProgress } from "./load-metrics.js";
 import { checkLoadOptions, LOAD_DEFAULTS, type LoadOptions } from "./load-options.js";
 import { buildReport, type LoadReport } from "./load-report.js";
+import { withMockIdleTimeout } from "./mock-idle-timeout.js";
 import { type MockTargetStats, startMockTarget } from "./mock-target.js";
 import { Permits } from "./permits.js";
 import { type ReportFiles, writeReportFiles } from "./report-files.js";
@@ -49,13 +51,22 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const cwd = options.cwd ?? process.cwd();
   const faults = [...(options.faults ?? [])];
   const seed = options.seed ?? LOAD_DEFAULTS.seed;
+  const tokenDelayMs = options.mock?.tokenDelayMs ?? LOAD_DEFAULTS.mockTokenDelayMs;
+  // Against the mock, a stall must end within the run (mock-idle-timeout.ts), unless the user said otherwise.
+  const settings =
+    options.model === undefined
+      ? await withMockIdleTimeout(options.settings, tokenDelayMs, {
+          lifelineDir: options.lifelineDir ?? resolveLifelineDir(),
+          cwd,
+        })
+      : options.settings;
   const target =
     options.model === undefined
       ? await startMockTarget({
           faults,
           seed,
           tokens: options.mock?.tokens ?? LOAD_DEFAULTS.mockTokens,
-          tokenDelayMs: options.mock?.tokenDelayMs ?? LOAD_DEFAULTS.mockTokenDelayMs,
+          tokenDelayMs,
         })
       : undefined;
   let host: SessionHost | undefined;
@@ -65,7 +76,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     if (options.threads !== undefined) hostOptions.threads = options.threads;
     if (options.lifelineDir !== undefined) hostOptions.lifelineDir = options.lifelineDir;
     if (options.workerEntry !== undefined) hostOptions.workerEntry = options.workerEntry;
-    if (options.settings !== undefined) hostOptions.settings = options.settings;
+    if (settings !== undefined) hostOptions.settings = settings;
     host = createSessionHost(hostOptions);
     const model: string | Model<Api> = target?.model ?? (options.model as string);
     const apiKey = target === undefined ? options.apiKey : MOCK_API_KEY;
@@ -91,7 +102,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
         thinkTimeMs: options.thinkTimeMs ?? LOAD_DEFAULTS.thinkTimeMs,
         threads: options.threads ?? null,
         promptTexts: options.promptTexts?.length ?? 0,
-        settings: { ...(options.settings ?? {}) },
+        settings: { ...(settings ?? {}) },
       },
       watchdogTerminations,
       thresholds,
@@ -233,9 +244,9 @@ class LoadRun {
       this.#metrics.promptStarted(index);
       try {
         const result = await session.prompt(text);
-        this.#metrics.promptEnded(index, start, { result });
+        this.#metrics.promptEnded(index, start, { result }, stop.aborted);
       } catch (error) {
-        this.#metrics.promptEnded(index, start, { error });
+        this.#metrics.promptEnded(index, start, { error }, stop.aborted);
         // A session given up (ERR_SESSION_CRASHED) or closed takes no more prompts.
         if (session.isClosed) return;
       } finally {

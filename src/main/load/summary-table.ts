@@ -20,7 +20,9 @@ export function formatSummary(report: LoadReport, dir?: string): string {
   lines.push(
     `requests  ${t.requests.sent} sent${received}, ${t.requests.failed} failed${kinds(t.requests.failuresByKind)}; amplification ${num(t.amplification, 3)}`,
   );
-  lines.push(`retries   ${t.retries}${kinds(t.retryChains, "chains")}; tool calls ${t.toolCalls}`);
+  lines.push(
+    `retries   ${t.retries}${kinds(t.retryChains, "chains")}; provider gate waits ${t.providerGate.waits} (${num(t.providerGate.waitMs)} ms); tool calls ${t.toolCalls}`,
+  );
   lines.push(
     `tokens    ${t.outputTokens} out, ${t.inputTokens} in; ${num(report.throughput.outputTokensPerSecond, 1)} tokens/s; estimated cost $${num(t.costUsd, 4)}`,
   );

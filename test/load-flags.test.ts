@@ -150,6 +150,24 @@ describe("--faults", () => {
     expect(error.message).toMatch(message);
   });
 
+  it("--mock-rate-limit <n>/<window> becomes the mock script's rateLimit", async () => {
+    const options = await loadOptionsFromFlags({ sessions: "2", prompts: "1", mockRateLimit: "50/2s" }, "/w");
+    expect(options.mock).toEqual({ rateLimit: { requests: 50, windowMs: 2000 } });
+    const script = parseMockScript(
+      mockScript({ faults: [], seed: 0, tokens: 3, tokenDelayMs: 0, rateLimit: { requests: 50, windowMs: 2000 } }),
+    );
+    expect(script.rateLimit).toEqual({ requests: 50, windowMs: 2000 });
+    expect((await refusal({ sessions: "2", prompts: "1", mockRateLimit: "50" })).message).toMatch(
+      /--mock-rate-limit "50" is not <requests>\/<window>/,
+    );
+    expect((await refusal({ sessions: "2", prompts: "1", mockRateLimit: "0/1s" })).message).toMatch(
+      /--mock-rate-limit "0" must be a whole number from 1/,
+    );
+    expect((await refusal({ sessions: "2", prompts: "1", model: "a/b", mockRateLimit: "5/1s" })).message).toMatch(
+      /--mock-rate-limit apply to the built-in mock/,
+    );
+  });
+
   it("a status may carry a retry hint, 429@2s, which the mock sends as retry-after-ms", () => {
     const faults = parseFaults("429@2s:0.05,529@500ms:0.01,503:0.1");
     expect(faults).toEqual([

@@ -77,6 +77,12 @@ export function addLoadCommand(program: Command, setExitCode: (code: number) => 
     )
     .addOption(new Option("--mock-tokens <n>", "word tokens of each mock answer (default 32)"))
     .addOption(new Option("--mock-token-delay <time>", "pause between the mock's tokens (default 5ms)"))
+    .addOption(
+      new Option(
+        "--mock-rate-limit <n/time>",
+        "the mock answers at most n requests per window (e.g. 50/1s), the others a 429 with the time left",
+      ),
+    )
     .action(async (flags: LoadFlags) => {
       const global = program.opts<{ model?: string; apiKey?: string; workerEntry?: string }>();
       const merged: LoadFlags = { ...flags };

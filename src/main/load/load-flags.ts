@@ -32,6 +32,7 @@ export interface LoadFlags {
   idleTimeout?: string;
   mockTokens?: string;
   mockTokenDelay?: string;
+  mockRateLimit?: string;
 }
 
 /**
@@ -82,9 +83,10 @@ export async function loadOptionsFromFlags(flags: LoadFlags, cwd: string): Promi
   if (flags.mockTokens !== undefined) mock.tokens = parseCount("--mock-tokens", flags.mockTokens, 100_000);
   if (flags.mockTokenDelay !== undefined)
     mock.tokenDelayMs = parseDuration("--mock-token-delay", flags.mockTokenDelay, 0);
+  if (flags.mockRateLimit !== undefined) mock.rateLimit = parseRateLimit(flags.mockRateLimit);
   if (Object.keys(mock).length > 0) {
     if (flags.model !== undefined)
-      usage("--mock-tokens and --mock-token-delay apply to the built-in mock; not with --model.");
+      usage("--mock-tokens, --mock-token-delay and --mock-rate-limit apply to the built-in mock; not with --model.");
     options.mock = mock;
   }
   options.cwd = cwd;
@@ -198,6 +200,22 @@ export function parseDuration(flag: string, text: string, minMs: number): number
   if (ms < minMs) usage(`${flag} "${text}" is too short; it must be at least ${minMs} ms.`);
   if (ms > 2_147_483_647) usage(`${flag} "${text}" is too long; at most about 24 days.`);
   return ms;
+}
+
+/**
+ * `--mock-rate-limit <requests>/<window>`, such as `50/1s`: the built-in mock answers at most that
+ * many model requests per window and a 429 with the time left to the others, as a provider at
+ * its limit does. @throws ERR_INVALID_OPTIONS for a malformed value.
+ */
+export function parseRateLimit(text: string): { requests: number; windowMs: number } {
+  const slash = text.indexOf("/");
+  if (slash < 0) {
+    usage(`--mock-rate-limit "${text}" is not <requests>/<window>; for example 50/1s (50 requests a second).`);
+  }
+  return {
+    requests: parseCount("--mock-rate-limit", text.slice(0, slash), 1_000_000),
+    windowMs: parseDuration("--mock-rate-limit", text.slice(slash + 1), 1),
+  };
 }
 
 /** A whole number from 1 to `max`. @throws ERR_INVALID_OPTIONS naming `flag`. */

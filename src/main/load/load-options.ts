@@ -65,7 +65,12 @@ export interface LoadOptions {
    */
   settings?: SettingsInput;
   /** The built-in mock's answers: word tokens per answer and the pause between them. @default 32 tokens, 5 ms */
-  mock?: { tokens?: number; tokenDelayMs?: number };
+  mock?: {
+    tokens?: number;
+    tokenDelayMs?: number;
+    /** A provider-wide limit: at most `requests` per `windowMs`, the others get a 429 with the time left. */
+    rateLimit?: { requests: number; windowMs: number };
+  };
   /** Base of relative paths and of the default `outDir`; the project settings are read from here. @default process.cwd() */
   cwd?: string;
   /** As the host option: the user directory of settings.json and models.json; `false` reads neither. */
@@ -128,7 +133,13 @@ const loadOptionsSchema = z
     thinkTimeMs: timerMs(0).optional(),
     threads: z.number().int().min(1).max(64).optional(),
     settings: settingsObject.optional(),
-    mock: z.strictObject({ tokens: count(100_000).optional(), tokenDelayMs: timerMs(0).optional() }).optional(),
+    mock: z
+      .strictObject({
+        tokens: count(100_000).optional(),
+        tokenDelayMs: timerMs(0).optional(),
+        rateLimit: z.strictObject({ requests: count(1_000_000), windowMs: timerMs(1) }).optional(),
+      })
+      .optional(),
     cwd: z.string().min(1).optional(),
     lifelineDir: z.union([z.string().min(1), z.literal(false)]).optional(),
     workerEntry: z.union([z.string().min(1), z.instanceof(URL)]).optional(),
@@ -142,6 +153,9 @@ const loadOptionsSchema = z
   })
   .refine((options) => options.model === undefined || (options.faults ?? []).length === 0, {
     message: "faults apply to the built-in mock only; leave them out with model",
+  })
+  .refine((options) => options.model === undefined || options.mock === undefined, {
+    message: "mock configures the built-in mock only; leave it out with model",
   });
 
 /**

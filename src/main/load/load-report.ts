@@ -37,6 +37,12 @@ export interface LoadReport {
     threads: number | null;
     /** How many distinct prompt texts were used round-robin. */
     promptTexts: number;
+    /** The built-in mock's answers and rate limit; null against a real model. */
+    mock: {
+      tokens: number;
+      tokenDelayMs: number;
+      rateLimit: { requests: number; windowMs: number } | null;
+    } | null;
     /**
      * The settings given over the settings files: the retry flags, and against the mock its
      * default `retry.provider.idleTimeoutMs` when neither flags nor files set one.

@@ -29,6 +29,8 @@ export interface MockTargetConfig {
   /** Word tokens of every normal answer. */
   tokens: number;
   tokenDelayMs: number;
+  /** A provider at its limit: at most `requests` per `windowMs`; the others get a 429 with the time left. */
+  rateLimit?: { requests: number; windowMs: number };
 }
 
 /** A running mock in its thread. */
@@ -58,6 +60,7 @@ export function mockScript(config: MockTargetConfig): Record<string, unknown> {
           : { type: "error", status: fault.step, retryAfterMs: fault.retryAfterMs },
     })),
     seed: config.seed,
+    ...(config.rateLimit === undefined ? {} : { rateLimit: config.rateLimit }),
   };
 }
 

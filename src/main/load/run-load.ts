@@ -67,6 +67,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
           seed,
           tokens: options.mock?.tokens ?? LOAD_DEFAULTS.mockTokens,
           tokenDelayMs,
+          ...(options.mock?.rateLimit === undefined ? {} : { rateLimit: options.mock.rateLimit }),
         })
       : undefined;
   let host: SessionHost | undefined;
@@ -102,6 +103,14 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
         thinkTimeMs: options.thinkTimeMs ?? LOAD_DEFAULTS.thinkTimeMs,
         threads: options.threads ?? null,
         promptTexts: options.promptTexts?.length ?? 0,
+        mock:
+          target === undefined
+            ? null
+            : {
+                tokens: options.mock?.tokens ?? LOAD_DEFAULTS.mockTokens,
+                tokenDelayMs,
+                rateLimit: options.mock?.rateLimit ?? null,
+              },
         settings: { ...(settings ?? {}) },
       },
       watchdogTerminations,

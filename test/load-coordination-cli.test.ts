@@ -148,6 +148,23 @@ describe("lifeline load and the host's retry coordination", () => {
     expect(without.totals.requests.sent).toBe(without.mock?.received);
   }, 90_000);
 
+  it("--mock-rate-limit makes a provider at its limit; with --coordinate fewer requests reach it and more prompts are answered", async () => {
+    // Retries 5 ms apart against 10 requests per 500 ms: on their own, sessions keep hitting the limit.
+    const args = "--sessions 20 --prompts 3 --mock-rate-limit 10/500ms --seed 4 --mock-tokens 2 --mock-token-delay 1ms";
+    const alone = reportOf(await load(args));
+    const gated = reportOf(await load(`${args} --coordinate`));
+    expect(alone.config.mock?.rateLimit).toEqual({ requests: 10, windowMs: 500 });
+    expect(alone.mock?.steps["429"] ?? 0).toBeGreaterThan(0);
+    expect(alone.totals.requests.failuresByKind.http_429).toBe(alone.mock?.steps["429"]);
+    expect(gated.totals.providerGate.waits).toBeGreaterThan(0);
+    // Measured: alone 22 of 60 answered with 186 requests; gated 57 with 120 (waiters released
+    // together at the reopening still collide with each other, so not every prompt makes it).
+    expect(gated.totals.prompts.succeeded).toBeGreaterThan(alone.totals.prompts.succeeded);
+    expect(gated.totals.requests.sent).toBeLessThan(alone.totals.requests.sent);
+    expect(gated.totals.requests.sent).toBe(gated.mock?.received);
+    expect(alone.totals.requests.sent).toBe(alone.mock?.received);
+  }, 90_000);
+
   it("--max-concurrent 2: the mock never had more than 2 requests open at once", async () => {
     const args = "--sessions 6 --prompts 3 --faults 503:0.2 --seed 2 --mock-tokens 10 --mock-token-delay 5ms";
     const limited = reportOf(await load(`${args} --max-concurrent 2`));

@@ -12,10 +12,6 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { type Api, type AssistantMessage, isContextOverflow, type Model } from "@mariozechner/pi-ai";
 import { type ClassifiableMessage, isFailedStop, isRemovableFailure } from "../shared/classify.js";
-import { planCompaction } from "../shared/compaction/plan.js";
-import { isSummaryMessage, summaryMessage } from "../shared/compaction/summary-message.js";
-import { type SummaryRequest, transcriptText } from "../shared/compaction/summary-prompt.js";
-import { contextTokens, estimateAll, overThreshold } from "../shared/compaction/tokens.js";
 import {
   LifelineError,
   SessionBusyError,
@@ -23,11 +19,17 @@ import {
   WorkerExitedError,
   WorkerStartError,
 } from "../shared/errors.js";
-import type { CompactionReason, CompactionResult, PromptResult, RetryEvent, SessionEvent } from "../shared/events.js";
+import type { CompactionResult, PromptResult, RetryEvent, SessionEvent } from "../shared/events.js";
 import type { BatchItem, ModelChange, ModelRef, RunInput } from "../shared/protocol.js";
 import type { Settings } from "../shared/settings.js";
 import { fromWireUpdate, type StreamState, startStream } from "../shared/stream-wire.js";
 import type { AuthStorage } from "./auth/auth-storage.js";
+import type {
+  ContextOverflowAnswer,
+  ContextOverflowHook,
+  ContextOverflowInfo,
+} from "./compaction/context-overflow-hook.js";
+import { SessionCompaction, summaryEndOf } from "./compaction/session-compaction.js";
 import type { HostCoordination } from "./coordination/host-coordination.js";
 import { type CoordinationState, SessionCoordination } from "./coordination/session-coordination.js";
 import { EventStream, type SessionListener } from "./event-stream.js";
@@ -41,44 +43,13 @@ import {
   validate,
 } from "./option-schemas.js";
 import { RetryController, type RetryDecision } from "./retry-controller.js";
-import { newEntryId } from "./sessions/session-format.js";
 import type { SessionRecorder } from "./sessions/session-recorder.js";
 import { abortableSleep } from "./sleep.js";
 import { interruptedRun, workerFate } from "./supervision/interrupted-run.js";
 import { RestartBudget } from "./supervision/restart-budget.js";
 import type { LinkClient, WorkerLink } from "./worker-link.js";
 
-/** What a host's `onContextOverflow` hook receives. */
-export interface ContextOverflowInfo {
-  sessionId: string;
-  errorMessage: string;
-  /** The runtime transcript at the time of the overflow, its failed reply last. */
-  messages: readonly AgentMessage[];
-}
-
-/**
- * What a context overflow hook may answer: `{ messages }` installs that transcript (the prompt
- * then goes on with it, once); anything else (`false`, `true`, nothing) installs nothing and the
- * prompt settles with the overflow error.
- */
-export type ContextOverflowAnswer = { messages: AgentMessage[] } | boolean | undefined;
-
-/**
- * Replaces lifeline's own compaction on a context overflow (never retried, SPEC R1). Threshold
- * and manual compactions still use lifeline's summary. A hook that throws is reported as a
- * failed compaction (`compaction_end.errorMessage`).
- */
-export type ContextOverflowHook = (info: ContextOverflowInfo) => ContextOverflowAnswer | Promise<ContextOverflowAnswer>;
-
-/** How a compaction ended, for its `compaction_end`. */
-interface CompactionOutcome {
-  result: CompactionResult | null;
-  aborted: boolean;
-  errorMessage?: string;
-}
-
-/** How a `summarize` run ended. */
-type SummaryEnd = { summary: string } | { aborted: true } | { error: string };
+export type { ContextOverflowAnswer, ContextOverflowHook, ContextOverflowInfo };
 
 /** Options of {@link AgentSession.prompt}. */
 export interface PromptOptions {
@@ -195,15 +166,8 @@ export class AgentSession {
   #afterRun: AfterRun | undefined;
   #prompt: PendingPrompt | undefined;
   readonly #queue: QueuedPrompt[] = [];
-  /** The compaction in progress, if any: the session is busy meanwhile. */
-  #compacting: CompactionReason | undefined;
-  /** abort() came during the compaction in progress: it does not go on to a continued prompt. */
-  #compactionAborted = false;
-  /** Waits for the `run_end` of the active `summarize` run. */
-  #summaryWaiter: ((end: SummaryEnd) => void) | undefined;
-  /** Entry ids of messages a session file does not name (an unpersisted session). */
-  readonly #localIds = new WeakMap<AgentMessage, string>();
-  readonly #localTaken = new Set<string>();
+  /** The session's compactions; the session is busy while one is in progress. */
+  readonly #compaction: SessionCompaction;
   /** B7: the live prompt's user message is being stored; its run is posted once it is. */
   #writingAhead: { pending: PendingPrompt; aborted: boolean } | undefined;
   /** The assistant message being streamed, rebuilt from slimmed updates (see stream-wire.ts). */
@@ -228,6 +192,19 @@ export class AgentSession {
     this.#messages = [...wiring.messages];
     this.#history = [...(wiring.history ?? wiring.messages)];
     this.#events = new EventStream(wiring.onListenerError);
+    this.#compaction = new SessionCompaction({
+      sessionId: this.id,
+      recorder: wiring.recorder,
+      history: this.#history,
+      settings: () => this.#settings.compaction,
+      contextWindow: () => this.#model.contextWindow,
+      messages: () => this.#messages,
+      install: (messages) => this.#install(messages),
+      removeFailed: () => this.#removeFailed(),
+      restoreFailed: (message) => this.#restoreFailed(message),
+      startSummaryRun: (request) => void this.#startRun({ kind: "summarize", request }),
+      emit: (event) => this.#events.emit(event),
+    });
     const controllerOptions: ConstructorParameters<typeof RetryController>[0] = {
       sessionId: wiring.sessionId,
       settings: () => this.#settings.retry,
@@ -311,7 +288,7 @@ export class AgentSession {
       );
     }
     return new Promise<PromptResult>((resolve, reject) => {
-      if (this.#prompt === undefined && this.#compacting === undefined) {
+      if (this.#prompt === undefined && this.#compaction.reason === undefined) {
         this.#begin(text, resolve, reject);
         return;
       }
@@ -321,7 +298,7 @@ export class AgentSession {
       }
       const state = this.#retry.isRetrying
         ? `in a retry chain (attempt ${this.#retry.attempt})`
-        : this.#compacting !== undefined
+        : this.#compaction.reason !== undefined
           ? "compacting"
           : "streaming";
       reject(
@@ -373,7 +350,7 @@ export class AgentSession {
         `${kind}() needs a non-empty string; pass the user's message text.`,
       );
     }
-    if (this.#prompt === undefined && this.#compacting !== undefined) {
+    if (this.#prompt === undefined && this.#compaction.reason !== undefined) {
       throw new SessionBusyError(`Session ${this.id} is compacting; wait for compaction_end, then prompt.`);
     }
     if (this.#prompt === undefined) {
@@ -416,7 +393,7 @@ export class AgentSession {
     this.#queued.length = 0;
     this.#queuedKinds.clear();
     if (this.#run !== undefined) this.#run.aborted = true;
-    if (this.#compacting !== undefined) this.#compactionAborted = true;
+    this.#compaction.abort();
     if (dropQueued) this.#wiring.recorder?.queueCleared();
     if (this.#activeRunId === undefined && !dropQueued) return;
     try {
@@ -481,7 +458,7 @@ export class AgentSession {
 
   /** True while a compaction (its summary request, then installing the result) is in progress. */
   get isCompacting(): boolean {
-    return this.#compacting !== undefined;
+    return this.#compaction.reason !== undefined;
   }
 
   /**
@@ -501,13 +478,13 @@ export class AgentSession {
         `compact() takes instructions as a string, got ${JSON.stringify(customInstructions)}.`,
       );
     }
-    if (this.#prompt !== undefined || this.#compacting !== undefined) {
+    if (this.#prompt !== undefined || this.#compaction.reason !== undefined) {
       throw new SessionBusyError(
-        `Session ${this.id} is ${this.#compacting !== undefined ? "compacting" : "busy with a prompt"}; wait for agent_settled, then compact.`,
+        `Session ${this.id} is ${this.#compaction.reason !== undefined ? "compacting" : "busy with a prompt"}; wait for agent_settled, then compact.`,
       );
     }
-    const outcome = await this.#compaction("manual", () => this.#summarizeTranscript("manual", customInstructions));
-    if (this.#closed === undefined) this.#endCompaction("manual", outcome, false);
+    const outcome = await this.#compaction.manual(customInstructions);
+    if (this.#closed === undefined) this.#compaction.end("manual", outcome, false);
     const next = this.#prompt === undefined ? this.#queue.shift() : undefined;
     if (next !== undefined) this.#begin(next.text, next.resolve, next.reject);
     if (outcome.result !== null) return outcome.result;
@@ -558,7 +535,7 @@ export class AgentSession {
 
   /** True from `prompt()` until its `agent_settled`, and while `compact()` runs. */
   get isBusy(): boolean {
-    return this.#prompt !== undefined || this.#compacting !== undefined;
+    return this.#prompt !== undefined || this.#compaction.reason !== undefined;
   }
 
   /** The runtime transcript the model sees (failed attempts removed while retrying, R4). */
@@ -704,7 +681,7 @@ export class AgentSession {
       if (input.kind === "summarize") {
         this.#activeRunId = undefined;
         this.#run = undefined;
-        this.#endSummary({ error: error instanceof Error ? error.message : String(error) });
+        this.#compaction.endSummary({ error: error instanceof Error ? error.message : String(error) });
         return;
       }
       // The worker refused the run: the runtime cannot serve this prompt; say so with a code.
@@ -833,13 +810,7 @@ export class AgentSession {
     if (this.#run?.input.kind === "summarize") {
       this.#activeRunId = undefined;
       this.#run = undefined;
-      this.#endSummary(
-        item.summary !== undefined
-          ? { summary: item.summary }
-          : item.aborted === true
-            ? { aborted: true }
-            : { error: item.error?.message ?? "The summary request ended without a summary." },
-      );
+      this.#compaction.endSummary(summaryEndOf(item));
       return;
     }
     for (const message of item.tail) {
@@ -902,24 +873,17 @@ export class AgentSession {
     const hook = this.#wiring.onContextOverflow;
     if (hook === undefined && !this.#settings.compaction.enabled) return;
     const pending = this.#prompt;
-    const outcome = await this.#compaction("overflow", async () => {
-      if (hook !== undefined) return this.#hookCompaction(hook, message);
-      await this.#removeFailed();
-      const compacted = await this.#summarizeTranscript("overflow");
-      // Nothing changed: the transcript keeps its record of the failure (as after a cancelled chain).
-      if (compacted.result === null) await this.#restoreFailed(message);
-      return compacted;
-    });
+    const outcome = await this.#compaction.overflow(message, hook);
     if (this.#closed !== undefined) return;
     const willRetry =
       outcome.result !== null &&
       pending !== undefined &&
       this.#prompt === pending &&
       pending.overflowContinued !== true &&
-      !this.#compactionAborted &&
+      !this.#compaction.aborted &&
       canContinueFrom(this.#messages[this.#messages.length - 1]);
     if (pending !== undefined) pending.compacted = true;
-    this.#endCompaction("overflow", outcome, willRetry);
+    this.#compaction.end("overflow", outcome, willRetry);
     if (willRetry && pending !== undefined) {
       pending.overflowContinued = true;
       void this.#startRun({ kind: "continue" });
@@ -928,168 +892,16 @@ export class AgentSession {
     this.#maybeSettle();
   }
 
-  /** Marks the session compacting for `reason` (synchronously), emits `compaction_start`, runs `work`. */
-  async #compaction(reason: CompactionReason, work: () => Promise<CompactionOutcome>): Promise<CompactionOutcome> {
-    this.#compacting = reason;
-    this.#compactionAborted = false;
-    this.#events.emit({ type: "compaction_start", reason });
-    try {
-      return await work();
-    } catch (error) {
-      return { result: null, aborted: false, errorMessage: error instanceof Error ? error.message : String(error) };
-    } finally {
-      this.#compacting = undefined;
-    }
-  }
-
-  #endCompaction(reason: CompactionReason, outcome: CompactionOutcome, willRetry: boolean): void {
-    this.#events.emit({
-      type: "compaction_end",
-      reason,
-      result: outcome.result,
-      aborted: outcome.aborted,
-      willRetry,
-      ...(outcome.errorMessage === undefined ? {} : { errorMessage: outcome.errorMessage }),
-    });
-  }
-
-  /**
-   * lifeline's compaction: the session's model summarizes everything older than the newest
-   * `keepRecentTokens` (in the worker, as a `summarize` run), and the summary replaces it in the
-   * transcript, the worker's and the session file's. An overflow with too little to cut by that
-   * rule keeps only the newest turn.
-   */
-  async #summarizeTranscript(reason: CompactionReason, customInstructions?: string): Promise<CompactionOutcome> {
-    const settings = this.#settings.compaction;
-    const messages = this.#messages;
-    const tokensBefore = contextTokens(messages);
-    const plan =
-      planCompaction(messages, settings.keepRecentTokens) ??
-      (reason === "overflow" ? planCompaction(messages, 0) : undefined);
-    if (plan === undefined) {
-      return {
-        result: null,
-        aborted: false,
-        errorMessage: `Nothing to compact: the transcript (about ${tokensBefore} tokens) is within compaction.keepRecentTokens (${settings.keepRecentTokens}).`,
-      };
-    }
-    const request: SummaryRequest = { messages: plan.summarize };
-    if (plan.previousSummary !== undefined) request.previousSummary = plan.previousSummary;
-    if (customInstructions !== undefined) request.customInstructions = customInstructions;
-    const maxTokens = Math.floor(settings.reserveTokens * 0.8);
-    if (maxTokens > 0) request.maxTokens = maxTokens;
-    const end = await this.#summarize(request);
-    if ("aborted" in end) return { result: null, aborted: true };
-    if ("error" in end) return { result: null, aborted: false, errorMessage: end.error };
-    if (this.#compactionAborted) return { result: null, aborted: true };
-    const [firstKept] = plan.kept;
-    const firstKeptEntryId = firstKept === undefined ? this.#localId() : this.#entryId(firstKept);
-    const compacted = [summaryMessage(end.summary, tokensBefore, Date.now()), ...plan.kept];
-    await this.#install(compacted);
-    const result: CompactionResult = {
-      summary: end.summary,
-      firstKeptEntryId,
-      tokensBefore,
-      tokensAfter: estimateAll(compacted),
-    };
-    this.#wiring.recorder?.compaction({ ...result });
-    return { result, aborted: false };
-  }
-
-  /**
-   * A host's own compaction. An answer `{ messages }` is installed; it is stored as pi's
-   * compaction entry whose summary is the text of the messages the hook added, kept from the
-   * first message it kept from the old transcript.
-   */
-  async #hookCompaction(hook: ContextOverflowHook, message: AssistantMessage): Promise<CompactionOutcome> {
-    const before = this.#messages;
-    const tokensBefore = contextTokens(before);
-    const answer = await hook({
-      sessionId: this.id,
-      errorMessage: message.errorMessage ?? "context overflow",
-      messages: before,
-    });
-    if (answer === null || typeof answer !== "object") return { result: null, aborted: false };
-    if (!Array.isArray(answer.messages)) {
-      throw new LifelineError(
-        "ERR_INVALID_OPTIONS",
-        "onContextOverflow returned an object without a messages array; return { messages } or false.",
-      );
-    }
-    const messages = [...answer.messages];
-    // The overflowed reply cannot be continued from; the model never sees it anyway.
-    while (isRemovableFailure(messages[messages.length - 1])) messages.pop();
-    const old = new Set(before);
-    const firstKept = messages.find((m) => old.has(m) && !isSummaryMessage(m));
-    const added = messages.filter((m) => !old.has(m));
-    const summary = added.map((m) => (isSummaryMessage(m) ? m.summary : transcriptText([m]))).join("\n\n");
-    await this.#install(messages);
-    const firstKeptEntryId = firstKept === undefined ? this.#localId() : this.#entryId(firstKept);
-    const result: CompactionResult = { summary, firstKeptEntryId, tokensBefore, tokensAfter: estimateAll(messages) };
-    this.#wiring.recorder?.compaction({ ...result, fromHook: true });
-    return { result, aborted: false };
-  }
-
   /** Installs a compacted transcript in the mirror and the worker. */
   async #install(messages: AgentMessage[]): Promise<void> {
     this.#messages = messages;
     await this.#mirrorCall((link) => link.call("replaceMessages", this.id, messages));
   }
 
-  /** Runs a `summarize` run in the worker and waits for its end. Never rejects. */
-  #summarize(request: SummaryRequest): Promise<SummaryEnd> {
-    // abort() came before the summary run could start: there is nothing to cancel in the worker.
-    if (this.#compactionAborted) return Promise.resolve({ aborted: true });
-    return new Promise<SummaryEnd>((resolve) => {
-      this.#summaryWaiter = resolve;
-      void this.#startRun({ kind: "summarize", request });
-    });
-  }
-
-  #endSummary(end: SummaryEnd): void {
-    const waiter = this.#summaryWaiter;
-    this.#summaryWaiter = undefined;
-    waiter?.(end);
-  }
-
-  /**
-   * A message's entry id: its id in the session file when persisted, else one this session gives
-   * it (stable for the message's life), so `firstKeptEntryId` always names something.
-   */
-  #entryId(message: AgentMessage): string {
-    const recorder = this.#wiring.recorder;
-    if (recorder !== undefined) {
-      const id = recorder.historyIds[this.#history.lastIndexOf(message)];
-      if (id !== undefined) return id;
-    }
-    let id = this.#localIds.get(message);
-    if (id === undefined) {
-      id = this.#localId();
-      this.#localIds.set(message, id);
-    }
-    return id;
-  }
-
-  #localId(): string {
-    const id = newEntryId(this.#localTaken);
-    this.#localTaken.add(id);
-    return id;
-  }
-
-  /** Threshold compaction (pi's): after a successful prompt whose context leaves less than `reserveTokens`. */
-  #thresholdDue(pending: PendingPrompt): boolean {
-    const settings = this.#settings.compaction;
-    const last = pending.lastAssistant;
-    if (!settings.enabled || pending.compacted === true || last === undefined || isFailedStop(last.stopReason)) {
-      return false;
-    }
-    return overThreshold(contextTokens(this.#messages), this.#model.contextWindow, settings.reserveTokens);
-  }
-
   async #thresholdCompaction(): Promise<void> {
-    const outcome = await this.#compaction("threshold", () => this.#summarizeTranscript("threshold"));
+    const outcome = await this.#compaction.threshold();
     if (this.#closed !== undefined) return;
-    this.#endCompaction("threshold", outcome, false);
+    this.#compaction.end("threshold", outcome, false);
     this.#maybeSettle();
   }
 
@@ -1097,11 +909,11 @@ export class AgentSession {
   #maybeSettle(): void {
     const pending = this.#prompt;
     if (pending === undefined || this.#closed !== undefined) return;
-    if (this.#activeRunId !== undefined || this.#retry.isRetrying || this.#compacting !== undefined) return;
+    if (this.#activeRunId !== undefined || this.#retry.isRetrying || this.#compaction.reason !== undefined) return;
     if (this.#restoring !== undefined) return;
     if (this.#writingAhead !== undefined) return;
     if (this.#gateWait !== undefined) return;
-    if (this.#thresholdDue(pending)) {
+    if (this.#compaction.thresholdDue(pending.lastAssistant, pending.compacted === true)) {
       pending.compacted = true;
       void this.#thresholdCompaction();
       return;
@@ -1158,7 +970,9 @@ export class AgentSession {
       // A summary request dies with its worker: the compaction fails (reported, not retried).
       this.#activeRunId = undefined;
       this.#run = undefined;
-      this.#endSummary({ error: `The summary request ended because the worker ${workerFate(error.cause)}.` });
+      this.#compaction.endSummary({
+        error: `The summary request ended because the worker ${workerFate(error.cause)}.`,
+      });
     } else if (this.#activeRunId !== undefined) {
       afterRun = this.#interruptRun(error);
     }
@@ -1259,7 +1073,7 @@ export class AgentSession {
     this.#prompt = undefined;
     pending?.reject(error);
     for (const queued of this.#queue.splice(0)) queued.reject(error);
-    this.#endSummary({ error: error.message });
+    this.#compaction.endSummary({ error: error.message });
   }
 }
 

@@ -12,13 +12,7 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { type Api, type AssistantMessage, isContextOverflow, type Model } from "@mariozechner/pi-ai";
 import { type ClassifiableMessage, isFailedStop, isRemovableFailure } from "../shared/classify.js";
-import {
-  LifelineError,
-  SessionBusyError,
-  SessionCrashedError,
-  WorkerExitedError,
-  WorkerStartError,
-} from "../shared/errors.js";
+import { LifelineError, SessionBusyError, WorkerExitedError, WorkerStartError } from "../shared/errors.js";
 import type { CompactionResult, PromptResult, RetryEvent, SessionEvent } from "../shared/events.js";
 import type { BatchItem, ModelChange, ModelRef, RunInput } from "../shared/protocol.js";
 import type { Settings } from "../shared/settings.js";
@@ -45,8 +39,8 @@ import {
 import { RetryController, type RetryDecision } from "./retry-controller.js";
 import type { SessionRecorder } from "./sessions/session-recorder.js";
 import { abortableSleep } from "./sleep.js";
-import { interruptedRun, workerFate } from "./supervision/interrupted-run.js";
-import { RestartBudget } from "./supervision/restart-budget.js";
+import { workerFate } from "./supervision/interrupted-run.js";
+import { type ActiveRun, endInterruptedRun, SessionRestore } from "./supervision/session-restore.js";
 import type { LinkClient, WorkerLink } from "./worker-link.js";
 
 export type { ContextOverflowAnswer, ContextOverflowHook, ContextOverflowInfo };
@@ -104,17 +98,6 @@ interface AfterRun {
   last: AssistantMessage | undefined;
 }
 
-/** What the main thread knows of the run in flight, for restoring it if its worker dies. */
-interface ActiveRun {
-  input: RunInput;
-  /** `agent_start` arrived. */
-  started: boolean;
-  /** The prompt's user message arrived (`message_end`, role user). */
-  userSeen: boolean;
-  /** `abort()` was asked for it: if its worker dies it ends as aborted, never retried. */
-  aborted: boolean;
-}
-
 interface PendingPrompt {
   resolve: (result: PromptResult) => void;
   reject: (error: Error) => void;
@@ -148,10 +131,8 @@ export class AgentSession {
   /** The queue each of {@link #queued} went to, to send them again after a restore (X7). */
   readonly #queuedKinds = new Map<AgentMessage, "steer" | "followUp">();
   #link: WorkerLink;
-  /** Settles when a restore on a fresh worker is over (X7); calls to the worker wait for it. */
-  #restoring: Promise<void> | undefined;
-  readonly #budget: RestartBudget;
-  #restarts = 0;
+  /** X7: restores on a fresh worker after this session's worker dies; calls to the worker wait for one. */
+  readonly #supervisor: SessionRestore<AfterRun>;
   #modelChange: ModelChange;
   #run: ActiveRun | undefined;
   readonly #settings: Settings;
@@ -188,7 +169,24 @@ export class AgentSession {
     this.#link = wiring.link;
     this.#modelChange = wiring.modelChange;
     this.#settings = wiring.settings;
-    this.#budget = new RestartBudget(() => this.#settings.supervision);
+    this.#supervisor = new SessionRestore<AfterRun>({
+      sessionId: this.id,
+      supervision: () => this.#settings.supervision,
+      isClosed: () => this.#closed !== undefined,
+      interrupt: (error) => this.#interrupt(error),
+      reopen: (isolate) => wiring.reopen([...this.#messages], this.#modelChange, isolate),
+      adopt: (link) => this.#adopt(link),
+      resume: (afterRun) => {
+        if (afterRun !== undefined) this.#carryOut(afterRun, undefined);
+        else this.#maybeSettle();
+      },
+      emit: (event) => this.#events.emit(event),
+      endChain: (message) => this.#retry.dispose(message, "non_retryable"),
+      close: (error) => {
+        this.#close(error);
+        this.#wiring.onDisposed(this.id);
+      },
+    });
     this.#messages = [...wiring.messages];
     this.#history = [...(wiring.history ?? wiring.messages)];
     this.#events = new EventStream(wiring.onListenerError);
@@ -247,7 +245,7 @@ export class AgentSession {
     return {
       handleItem: (item) => this.#handleItem(item),
       hasRunInFlight: () => this.#activeRunId !== undefined,
-      handleWorkerExit: (error, suspect) => this.#handleWorkerExit(error, suspect),
+      handleWorkerExit: (error, suspect) => this.#supervisor.onWorkerExit(error, suspect),
     };
   }
 
@@ -266,7 +264,8 @@ export class AgentSession {
 
   /** The link to the session's worker, once any restore in progress is over. */
   async #worker(): Promise<WorkerLink> {
-    if (this.#restoring !== undefined) await this.#restoring;
+    const restoring = this.#supervisor.restoring;
+    if (restoring !== undefined) await restoring;
     if (this.#closed !== undefined) throw this.#closed;
     return this.#link;
   }
@@ -578,8 +577,8 @@ export class AgentSession {
     this.#close(error);
     this.#link.detach(this.id);
     this.#wiring.onDisposed(this.id);
-    // A restore in progress closes the session on its new worker itself (see #restore).
-    if (this.#restoring !== undefined) return;
+    // A restore in progress closes the session on its new worker itself (see SessionRestore).
+    if (this.#supervisor.restoring !== undefined) return;
     try {
       await this.#link.control("closeSession", this.id);
     } catch {
@@ -910,7 +909,7 @@ export class AgentSession {
     const pending = this.#prompt;
     if (pending === undefined || this.#closed !== undefined) return;
     if (this.#activeRunId !== undefined || this.#retry.isRetrying || this.#compaction.reason !== undefined) return;
-    if (this.#restoring !== undefined) return;
+    if (this.#supervisor.restoring !== undefined) return;
     if (this.#writingAhead !== undefined) return;
     if (this.#gateWait !== undefined) return;
     if (this.#compaction.thresholdDue(pending.lastAssistant, pending.compacted === true)) {
@@ -941,31 +940,8 @@ export class AgentSession {
     this.#maybeSettle();
   }
 
-  /**
-   * SPEC X7: the worker died. A session blamed for it (`suspect`) is charged a restart and, over
-   * its budget, given up (ERR_SESSION_CRASHED). Otherwise a run in flight ends here as a failed
-   * reply and `agent_end` (tool calls it had running get an "interrupted" result), the session is
-   * opened again on a fresh worker (its own, if suspect) from the main-side transcript, emits
-   * `session_restored`, and the run's decision is carried out: a retry, like any transient failure.
-   */
-  #handleWorkerExit(error: WorkerExitedError, suspect: boolean): void {
-    if (this.#closed !== undefined) return;
-    this.#restarts++;
-    if (suspect && !this.#budget.charge()) {
-      const { maxRestarts, windowMs } = this.#settings.supervision;
-      this.#giveUp(
-        new SessionCrashedError(
-          `Session ${this.id} was given up: its worker ${workerFate(error.cause)} again, more than ${maxRestarts} restarts within ${windowMs} ms (supervision.maxRestarts, supervision.windowMs). Last: ${error.message}`,
-          error.cause,
-        ),
-      );
-      return;
-    }
-    let restored: () => void = () => {};
-    this.#restoring = new Promise<void>((resolve) => {
-      restored = resolve;
-    });
-    let afterRun: AfterRun | undefined;
+  /** X7: ends what ran on the dead worker (the restore's `interrupt`); returns the run's decision. */
+  #interrupt(error: WorkerExitedError): AfterRun | undefined {
     if (this.#run?.input.kind === "summarize") {
       // A summary request dies with its worker: the compaction fails (reported, not retried).
       this.#activeRunId = undefined;
@@ -973,14 +949,9 @@ export class AgentSession {
       this.#compaction.endSummary({
         error: `The summary request ended because the worker ${workerFate(error.cause)}.`,
       });
-    } else if (this.#activeRunId !== undefined) {
-      afterRun = this.#interruptRun(error);
+      return undefined;
     }
-    void this.#restore(error, suspect, afterRun).finally(restored);
-  }
-
-  /** Ends the run in flight at a worker's death (see {@link interruptedRun}); returns its decision. */
-  #interruptRun(error: WorkerExitedError): AfterRun | undefined {
+    if (this.#activeRunId === undefined) return undefined;
     const run = this.#run;
     this.#activeRunId = undefined;
     this.#run = undefined;
@@ -990,55 +961,25 @@ export class AgentSession {
       this.#afterRun = undefined;
       return afterRun;
     }
-    const produced: AgentMessage[] = [];
-    const add = (message: AgentMessage, started: boolean) => {
-      if (!started) this.#events.emit({ type: "message_start", message });
-      this.#messages.push(message);
-      this.#pushHistory(message);
-      produced.push(message);
-      this.#events.emit({ type: "message_end", message });
-    };
-    if (run?.started !== true) this.#events.emit({ type: "agent_start" });
-    // The worker never reported the prompt's user message: add the one main sent, so the retried
-    // run continues from it (no turn is lost, no two user turns in a row; a stored session has it
-    // already, written ahead, and does not store it twice).
-    if (run?.input.kind === "prompt" && !run.userSeen) add(run.input.message, false);
     const streaming = this.#streaming;
     this.#streaming = undefined;
-    const { toolResults, reply } = interruptedRun({
+    const { produced, reply } = endInterruptedRun(run, streaming?.message, {
       messages: this.#messages,
-      partial: streaming?.message,
       model: this.#model,
       cause: error.cause,
-      aborted: run?.aborted === true,
-      now: Date.now(),
+      append: (message) => {
+        this.#messages.push(message);
+        this.#pushHistory(message);
+      },
+      emit: (event) => this.#events.emit(event),
     });
-    for (const result of toolResults) add(result, false);
-    add(reply, streaming !== undefined);
     if (this.#prompt !== undefined) this.#prompt.lastAssistant = reply;
     this.#retry.onMessageEnd(reply);
     return this.#decide(produced);
   }
 
-  async #restore(error: WorkerExitedError, suspect: boolean, afterRun: AfterRun | undefined): Promise<void> {
-    let link: WorkerLink;
-    try {
-      link = await this.#wiring.reopen([...this.#messages], this.#modelChange, suspect);
-    } catch (reopenError) {
-      if (this.#closed !== undefined) return;
-      const why = reopenError instanceof Error ? reopenError.message : String(reopenError);
-      this.#giveUp(
-        new SessionCrashedError(
-          `Session ${this.id} could not be restored after its worker ${workerFate(error.cause)}: ${why}`,
-          error.cause,
-        ),
-      );
-      return;
-    }
-    if (this.#closed !== undefined) {
-      void link.control("closeSession", this.id).catch(() => {});
-      return;
-    }
+  /** X7: `link`, a fresh worker the session was opened on again, becomes the session's. */
+  #adopt(link: WorkerLink): void {
     this.#link = link;
     link.attach(this.id, this.#linkClient());
     // Steering accepted before the crash and not yet delivered goes to the new worker, once.
@@ -1046,22 +987,6 @@ export class AgentSession {
       const kind = this.#queuedKinds.get(message) ?? "followUp";
       void link.call("queueMessage", this.id, kind, message).catch(() => {});
     }
-    this.#restoring = undefined;
-    this.#events.emit({ type: "session_restored", reason: error.cause, restarts: this.#restarts });
-    if (afterRun !== undefined) this.#carryOut(afterRun, undefined);
-    else this.#maybeSettle();
-  }
-
-  /** X7: the session is given up: any chain ends, `worker_exited`, and everything waiting rejects. */
-  #giveUp(error: SessionCrashedError): void {
-    this.#retry.dispose(error.message, "non_retryable");
-    this.#events.emit({
-      type: "worker_exited",
-      error: { code: error.code, message: error.message, cause: error.cause },
-    });
-    this.#restoring = undefined;
-    this.#close(error);
-    this.#wiring.onDisposed(this.id);
   }
 
   /** Marks the session closed and rejects the live and queued prompts with `error`. */

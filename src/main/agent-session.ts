@@ -18,6 +18,7 @@ import type { BatchItem, ModelChange, ModelRef, RunInput } from "../shared/proto
 import type { Settings } from "../shared/settings.js";
 import { fromWireUpdate, type StreamState, startStream } from "../shared/stream-wire.js";
 import type { AuthStorage } from "./auth/auth-storage.js";
+import { freshCredential, switchToFallback } from "./auth/session-credentials.js";
 import type {
   ContextOverflowAnswer,
   ContextOverflowHook,
@@ -669,8 +670,11 @@ export class AgentSession {
       const link = await this.#worker();
       // R4: the key for this attempt (a rotation may have switched it). Posted on the same FIFO
       // port right before startRun, so the worker has it before the run's request goes out.
-      const change = this.#freshCredential();
-      if (change !== undefined) void link.call("setModel", this.id, change).catch(() => {});
+      const change = freshCredential(this.#modelChange, this.#model.provider, this.#wiring);
+      if (change !== undefined) {
+        this.#modelChange = change;
+        void link.call("setModel", this.id, change).catch(() => {});
+      }
       await link.call("startRun", this.id, runId, input);
     } catch (error) {
       if (this.#activeRunId !== runId || this.#closed !== undefined) return;
@@ -686,39 +690,6 @@ export class AgentSession {
       // The worker refused the run: the runtime cannot serve this prompt; say so with a code.
       this.#rejectPrompt(error instanceof LifelineError ? error : new LifelineError("ERR_PROTOCOL", String(error)));
     }
-  }
-
-  /** The session's model change with the storage's current key, when that key differs from the worker's. */
-  #freshCredential(): ModelChange | undefined {
-    const provider = this.#model.provider;
-    const keyFor = this.#wiring.keyFor;
-    if (keyFor === undefined || provider === this.#wiring.pinnedProvider) return undefined;
-    const key = keyFor(provider);
-    if (key === undefined || key === this.#modelChange.apiKey) return undefined;
-    this.#modelChange = { ...this.#modelChange, apiKey: key };
-    return this.#modelChange;
-  }
-
-  /**
-   * R4: every key of the provider is blocked: moves the session to the next model of
-   * `retry.fallbackModels` (after the current one, if listed) whose provider has a usable key.
-   * A real model switch: recorded as a `model_change`, and later prompts stay on it.
-   */
-  async #switchToFallback(): Promise<string | undefined> {
-    const list = this.#settings.retry.fallbackModels ?? [];
-    const current = `${this.#model.provider}/${this.#model.id}`;
-    for (const name of list.slice(list.indexOf(current) + 1)) {
-      if (name === current) continue;
-      const provider = name.slice(0, name.indexOf("/"));
-      if (this.#wiring.isProviderExhausted?.(provider) === true) continue;
-      try {
-        await this.setModel(name);
-        return name;
-      } catch {
-        // Unknown model or no key: try the next one.
-      }
-    }
-    return undefined;
   }
 
   /** Rejects the live prompt with a runtime error (no model outcome to report); queued prompts go on. */
@@ -835,7 +806,13 @@ export class AgentSession {
           removeFailedMessage: () => this.#removeFailed(),
           restoreFailedMessage: (message) => this.#restoreFailed(message),
           continueRun: () => this.#continueAfterRetry(),
-          switchToFallback: () => this.#switchToFallback(),
+          switchToFallback: () =>
+            switchToFallback(
+              this.#settings.retry.fallbackModels ?? [],
+              `${this.#model.provider}/${this.#model.id}`,
+              this.#wiring.isProviderExhausted,
+              (name) => this.setModel(name),
+            ),
         })
         // R4: the chain may end inside execute (every key blocked past retry.maxDelayMs).
         .then(

@@ -26,6 +26,7 @@ import type {
 } from "./compaction/context-overflow-hook.js";
 import { SessionCompaction, summaryEndOf } from "./compaction/session-compaction.js";
 import type { HostCoordination } from "./coordination/host-coordination.js";
+import { PromptGate } from "./coordination/prompt-gate.js";
 import { type CoordinationState, SessionCoordination } from "./coordination/session-coordination.js";
 import { EventStream, type SessionListener } from "./event-stream.js";
 import type { SessionExtensions } from "./extensions/session-extensions.js";
@@ -38,6 +39,7 @@ import {
   validate,
 } from "./option-schemas.js";
 import { RetryController, type RetryDecision } from "./retry-controller.js";
+import { PromptWriteAhead } from "./sessions/prompt-write-ahead.js";
 import type { SessionRecorder } from "./sessions/session-recorder.js";
 import { abortableSleep } from "./sleep.js";
 import { workerFate } from "./supervision/interrupted-run.js";
@@ -150,8 +152,8 @@ export class AgentSession {
   readonly #queue: QueuedPrompt[] = [];
   /** The session's compactions; the session is busy while one is in progress. */
   readonly #compaction: SessionCompaction;
-  /** B7: the live prompt's user message is being stored; its run is posted once it is. */
-  #writingAhead: { pending: PendingPrompt; aborted: boolean } | undefined;
+  /** B7: stores each prompt's user message before its run is posted; undefined when not persisted. */
+  readonly #writeAhead: PromptWriteAhead | undefined;
   /** The assistant message being streamed, rebuilt from slimmed updates (see stream-wire.ts). */
   #streaming: StreamState | undefined;
   /** Collects controller events while an agent_end decision is being made (see #handleItem). */
@@ -160,7 +162,7 @@ export class AgentSession {
   /** B8: this session's view of the host's budget, gate and permits; undefined without a host's. */
   readonly #coordination: SessionCoordination | undefined;
   /** B8: the live prompt waits at its provider's closed gate before its first request; abort() ends it. */
-  #gateWait: AbortController | undefined;
+  readonly #gate: PromptGate;
 
   /** @internal Use `SessionHost.createSession()`. */
   constructor(wiring: SessionWiring) {
@@ -233,6 +235,8 @@ export class AgentSession {
       controllerOptions.coordination = this.#coordination;
     }
     this.#retry = new RetryController<AssistantMessage>(controllerOptions);
+    this.#gate = new PromptGate(this.#coordination);
+    this.#writeAhead = wiring.recorder === undefined ? undefined : new PromptWriteAhead(wiring.recorder);
     const extensions = wiring.extensions;
     if (extensions !== undefined) {
       // An ordinary listener that only enqueues: handlers never delay delivery or the retry path.
@@ -386,8 +390,8 @@ export class AgentSession {
   async abort(): Promise<void> {
     this.abortRetry();
     if (this.#closed !== undefined) return;
-    if (this.#writingAhead !== undefined) this.#writingAhead.aborted = true;
-    this.#gateWait?.abort();
+    this.#writeAhead?.abort();
+    this.#gate.abort();
     // The worker drops queued steering and follow-up messages with the run.
     const dropQueued = this.#queued.length > 0;
     this.#queued.length = 0;
@@ -592,34 +596,22 @@ export class AgentSession {
     this.#prompt = pending;
     // Built here rather than in the worker so the same object can be stored first (write-ahead).
     const message: AgentMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
-    const recorder = this.#wiring.recorder;
-    if (recorder === undefined) {
+    const writeAhead = this.#writeAhead;
+    if (writeAhead === undefined) {
       this.#postPrompt(pending, message);
       return;
     }
     // B7 write-ahead: the run is posted only once the user message is stored.
-    const ahead = { pending, aborted: false };
-    this.#writingAhead = ahead;
-    recorder.prompt(message).then(
-      () => {
-        if (this.#writingAhead === ahead) this.#writingAhead = undefined;
-        if (this.#prompt !== pending || this.#closed !== undefined) return;
-        if (ahead.aborted) {
-          pending.abortedEarly = true;
-          pending.failure = "Aborted before the model request was sent.";
-          this.#maybeSettle();
-          return;
-        }
-        this.#postPrompt(pending, message);
+    writeAhead.write(message, {
+      live: () => this.#prompt === pending && this.#closed === undefined,
+      stored: () => this.#postPrompt(pending, message),
+      aborted: () => {
+        pending.abortedEarly = true;
+        pending.failure = "Aborted before the model request was sent.";
+        this.#maybeSettle();
       },
-      (error: unknown) => {
-        if (this.#writingAhead === ahead) this.#writingAhead = undefined;
-        if (this.#prompt !== pending || this.#closed !== undefined) return;
-        this.#rejectPrompt(
-          error instanceof LifelineError ? error : new LifelineError("ERR_SESSION_FILE", String(error)),
-        );
-      },
-    );
+      failed: (error) => this.#rejectPrompt(error),
+    });
   }
 
   /**
@@ -628,31 +620,15 @@ export class AgentSession {
    * the prompt then settles as aborted with no request sent).
    */
   #postPrompt(pending: PendingPrompt, message: AgentMessage): void {
-    const coordination = this.#coordination;
-    if (coordination === undefined || !coordination.gateClosed) {
-      coordination?.depositFirstAttempt();
-      void this.#startRun({ kind: "prompt", message });
-      return;
-    }
-    const wait = new AbortController();
-    this.#gateWait = wait;
-    const done = () => {
-      if (this.#gateWait === wait) this.#gateWait = undefined;
-      return this.#prompt === pending && this.#closed === undefined;
-    };
-    coordination.waitAtGate(wait.signal, "prompt").then(
-      () => {
-        if (!done()) return;
-        coordination.depositFirstAttempt();
-        void this.#startRun({ kind: "prompt", message });
-      },
-      () => {
-        if (!done()) return;
+    this.#gate.admit({
+      live: () => this.#prompt === pending && this.#closed === undefined,
+      start: () => void this.#startRun({ kind: "prompt", message }),
+      aborted: () => {
         pending.abortedEarly = true;
         pending.failure = "Aborted while waiting at the provider gate, before the model request was sent.";
         this.#maybeSettle();
       },
-    );
+    });
   }
 
   /** A message reached the history (R4: failed attempts included); persisted when the session is. */
@@ -887,8 +863,7 @@ export class AgentSession {
     if (pending === undefined || this.#closed !== undefined) return;
     if (this.#activeRunId !== undefined || this.#retry.isRetrying || this.#compaction.reason !== undefined) return;
     if (this.#supervisor.restoring !== undefined) return;
-    if (this.#writingAhead !== undefined) return;
-    if (this.#gateWait !== undefined) return;
+    if (this.#writeAhead?.writing === true || this.#gate.waiting) return;
     if (this.#compaction.thresholdDue(pending.lastAssistant, pending.compacted === true)) {
       pending.compacted = true;
       void this.#thresholdCompaction();
@@ -969,7 +944,7 @@ export class AgentSession {
   /** Marks the session closed and rejects the live and queued prompts with `error`. */
   #close(error: LifelineError): void {
     this.#closed = error;
-    this.#gateWait?.abort();
+    this.#gate.abort();
     this.#activeRunId = undefined;
     const pending = this.#prompt;
     this.#prompt = undefined;

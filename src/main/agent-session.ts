@@ -38,6 +38,7 @@ import {
   promptOptionsSchema,
   validate,
 } from "./option-schemas.js";
+import { QueuedMessages } from "./queued-messages.js";
 import { RetryController, type RetryDecision } from "./retry-controller.js";
 import { PromptWriteAhead } from "./sessions/prompt-write-ahead.js";
 import type { SessionRecorder } from "./sessions/session-recorder.js";
@@ -130,9 +131,7 @@ export class AgentSession {
   readonly id: string;
   #model: Model<Api>;
   /** Steering and follow-up messages sent to the worker and not yet seen in the transcript. */
-  readonly #queued: AgentMessage[] = [];
-  /** The queue each of {@link #queued} went to, to send them again after a restore (X7). */
-  readonly #queuedKinds = new Map<AgentMessage, "steer" | "followUp">();
+  readonly #queued = new QueuedMessages();
   #link: WorkerLink;
   /** X7: restores on a fresh worker after this session's worker dies; calls to the worker wait for one. */
   readonly #supervisor: SessionRestore<AfterRun>;
@@ -364,20 +363,18 @@ export class AgentSession {
     // B7: stored when main sends it, so a restart delivers it once (see SessionRecorder.queued).
     await this.#wiring.recorder?.queued(kind, message);
     if (this.#closed !== undefined) throw this.#closed;
-    this.#queued.push(message);
-    this.#queuedKinds.set(message, kind);
+    this.#queued.add(kind, message);
     try {
       await (await this.#worker()).call("queueMessage", this.id, kind, message);
     } catch (error) {
-      this.#queued.splice(this.#queued.indexOf(message), 1);
-      this.#queuedKinds.delete(message);
+      this.#queued.remove(message);
       throw error;
     }
   }
 
   /** Steering and follow-up messages not yet delivered to the model. */
   get pendingMessageCount(): number {
-    return this.#queued.length;
+    return this.#queued.count;
   }
 
   /**
@@ -393,9 +390,7 @@ export class AgentSession {
     this.#writeAhead?.abort();
     this.#gate.abort();
     // The worker drops queued steering and follow-up messages with the run.
-    const dropQueued = this.#queued.length > 0;
-    this.#queued.length = 0;
-    this.#queuedKinds.clear();
+    const dropQueued = this.#queued.clear();
     if (this.#run !== undefined) this.#run.aborted = true;
     this.#compaction.abort();
     if (dropQueued) this.#wiring.recorder?.queueCleared();
@@ -700,7 +695,7 @@ export class AgentSession {
       case "message_end": {
         this.#streaming = undefined;
         if (event.message.role === "user") {
-          if (this.#queued.length > 0) this.#delivered(event.message);
+          this.#queued.delivered(event.message);
           if (this.#run !== undefined) this.#run.userSeen = true;
         }
         this.#messages.push(event.message);
@@ -739,16 +734,6 @@ export class AgentSession {
     this.#events.emit({ type: "agent_end", messages, willRetry: decision.kind === "retry" });
     for (const retryEvent of held) this.#events.emit(retryEvent);
     return { decision, last };
-  }
-
-  /** A queued message reached the transcript: it is no longer pending. */
-  #delivered(message: AgentMessage): void {
-    const index = this.#queued.findIndex(
-      (queued) => queued.timestamp === message.timestamp && sameContent(queued, message),
-    );
-    if (index < 0) return;
-    const [queued] = this.#queued.splice(index, 1);
-    if (queued !== undefined) this.#queuedKinds.delete(queued);
   }
 
   #handleRunEnd(item: Extract<BatchItem, { type: "run_end" }>): void {
@@ -935,8 +920,7 @@ export class AgentSession {
     this.#link = link;
     link.attach(this.id, this.#linkClient());
     // Steering accepted before the crash and not yet delivered goes to the new worker, once.
-    for (const message of this.#queued) {
-      const kind = this.#queuedKinds.get(message) ?? "followUp";
+    for (const [message, kind] of this.#queued) {
       void link.call("queueMessage", this.id, kind, message).catch(() => {});
     }
   }
@@ -962,10 +946,6 @@ function canContinueFrom(message: AgentMessage | undefined): boolean {
 function isWorkerGone(error: unknown): boolean {
   if (error instanceof WorkerExitedError || error instanceof WorkerStartError) return true;
   return error instanceof LifelineError && error.code === "ERR_CALL_TIMEOUT";
-}
-
-function sameContent(a: AgentMessage, b: AgentMessage): boolean {
-  return "content" in a && "content" in b && JSON.stringify(a.content) === JSON.stringify(b.content);
 }
 
 /** `"provider/id"` → `{ provider, id }`. @throws ERR_INVALID_OPTIONS without a slash. */

@@ -11,13 +11,12 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { type Api, type AssistantMessage, isContextOverflow, type Model } from "@mariozechner/pi-ai";
-import { type ClassifiableMessage, isFailedStop, isRemovableFailure } from "../shared/classify.js";
+import { type ClassifiableMessage, isRemovableFailure } from "../shared/classify.js";
 import { LifelineError, SessionBusyError, WorkerExitedError, WorkerStartError } from "../shared/errors.js";
 import type { CompactionResult, PromptResult, RetryEvent, SessionEvent } from "../shared/events.js";
 import type { BatchItem, ModelChange, ModelRef, RunInput } from "../shared/protocol.js";
 import type { Settings } from "../shared/settings.js";
 import { fromWireUpdate, type StreamState, startStream } from "../shared/stream-wire.js";
-import type { AuthStorage } from "./auth/auth-storage.js";
 import { freshCredential, switchToFallback } from "./auth/session-credentials.js";
 import type {
   ContextOverflowAnswer,
@@ -25,11 +24,9 @@ import type {
   ContextOverflowInfo,
 } from "./compaction/context-overflow-hook.js";
 import { SessionCompaction, summaryEndOf } from "./compaction/session-compaction.js";
-import type { HostCoordination } from "./coordination/host-coordination.js";
 import { PromptGate } from "./coordination/prompt-gate.js";
 import { type CoordinationState, SessionCoordination } from "./coordination/session-coordination.js";
 import { EventStream, type SessionListener } from "./event-stream.js";
-import type { SessionExtensions } from "./extensions/session-extensions.js";
 import {
   assertListener,
   assertQueueKind,
@@ -38,10 +35,11 @@ import {
   promptOptionsSchema,
   validate,
 } from "./option-schemas.js";
+import { lastAssistant, type PendingPrompt, type QueuedPrompt, settledResult } from "./pending-prompt.js";
 import { QueuedMessages } from "./queued-messages.js";
 import { RetryController, type RetryDecision } from "./retry-controller.js";
+import type { SessionWiring } from "./session-wiring.js";
 import { PromptWriteAhead } from "./sessions/prompt-write-ahead.js";
-import type { SessionRecorder } from "./sessions/session-recorder.js";
 import { abortableSleep } from "./sleep.js";
 import { workerFate } from "./supervision/interrupted-run.js";
 import { type ActiveRun, endInterruptedRun, SessionRestore } from "./supervision/session-restore.js";
@@ -58,68 +56,10 @@ export interface PromptOptions {
   queue?: boolean;
 }
 
-/** Internal wiring from the host; not part of the public API. */
-export interface SessionWiring {
-  sessionId: string;
-  link: WorkerLink;
-  model: Model<Api>;
-  settings: Settings;
-  messages: AgentMessage[];
-  /** The history to start from when it differs from `messages` (a resumed session). */
-  history?: AgentMessage[];
-  /** Persistence (B7): stores every history message; undefined when the session is not persisted. */
-  recorder?: SessionRecorder | undefined;
-  authStorage: AuthStorage | undefined;
-  /** The auth storage's key for this session and `provider` now (R4: asked before each attempt). */
-  keyFor?: (provider: string) => string | undefined;
-  /** The provider whose key the session was given explicitly (`apiKey`): never asked of the storage. */
-  pinnedProvider?: string;
-  /** Whether every stored key of `provider` is blocked (a fallback model skips it). */
-  isProviderExhausted?: (provider: string) => boolean;
-  onContextOverflow: ContextOverflowHook | undefined;
-  /** The session's extension handlers (R14: they receive every event); undefined without extensions. */
-  extensions?: SessionExtensions | undefined;
-  onListenerError: (error: unknown, event: SessionEvent) => void;
-  onDisposed: (sessionId: string) => void;
-  /** Test seam for the controller's clock; production uses real timers. */
-  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
-  /** Resolves a model reference and its key as the host does for new sessions (models.json). */
-  resolveModel: (ref: ModelRef) => Promise<ModelChange>;
-  /** The model and key the session was opened with. */
-  modelChange: ModelChange;
-  /**
-   * SPEC X7: opens this session again on a fresh worker from `messages` (its own worker if
-   * `isolate`), with the session's current model; resolves with the new link.
-   */
-  reopen: (messages: AgentMessage[], model: ModelChange, isolate: boolean) => Promise<WorkerLink>;
-  /** B8: the host's retry budgets, provider gates and request permits. */
-  coordination?: HostCoordination;
-}
-
 /** The decision made at a run's agent_end, carried out at its run_end. */
 interface AfterRun {
   decision: RetryDecision<AssistantMessage>;
   last: AssistantMessage | undefined;
-}
-
-interface PendingPrompt {
-  resolve: (result: PromptResult) => void;
-  reject: (error: Error) => void;
-  retries: number;
-  lastAssistant: AssistantMessage | undefined;
-  failure: string | undefined;
-  /** abort() came while the prompt's user message was being stored: its run never starts. */
-  abortedEarly?: boolean;
-  /** A compaction ran for this prompt: the threshold is not checked again before it settles. */
-  compacted?: boolean;
-  /** The prompt went on after an overflow compaction: a second overflow does not continue it. */
-  overflowContinued?: boolean;
-}
-
-interface QueuedPrompt {
-  text: string;
-  resolve: (result: PromptResult) => void;
-  reject: (error: Error) => void;
 }
 
 /**
@@ -855,14 +795,7 @@ export class AgentSession {
       return;
     }
     this.#prompt = undefined;
-    const last = pending.lastAssistant;
-    const stopReason = last?.stopReason ?? (pending.abortedEarly === true ? "aborted" : "error");
-    const result: PromptResult = { stopReason, retries: pending.retries };
-    const errorMessage = last?.errorMessage ?? pending.failure;
-    if (errorMessage !== undefined && (last === undefined || isFailedStop(last.stopReason))) {
-      result.errorMessage = errorMessage;
-    }
-    if (last !== undefined) result.message = last;
+    const result = settledResult(pending);
     this.#events.emit({ type: "agent_settled", ...result });
     pending.resolve(result);
     const next = this.#queue.shift();
@@ -955,12 +888,4 @@ export function parseModelName(name: string): { provider: string; id: string } {
     throw new LifelineError("ERR_INVALID_OPTIONS", `Model "${name}" must be "provider/id", for example "demo/demo-1".`);
   }
   return { provider: name.slice(0, slash), id: name.slice(slash + 1) };
-}
-
-function lastAssistant(messages: readonly AgentMessage[]): AssistantMessage | undefined {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const message = messages[i];
-    if (message?.role === "assistant") return message;
-  }
-  return undefined;
 }

@@ -139,6 +139,11 @@ export class AgentSession {
       settings: () => this.#settings.compaction,
       contextWindow: () => this.#model.contextWindow,
       messages: () => this.#messages,
+      overflowHook: wiring.onContextOverflow,
+      isClosed: () => this.#closed !== undefined,
+      livePrompt: () => this.#prompt,
+      continueRun: () => void this.#startRun({ kind: "continue" }),
+      settle: () => this.#maybeSettle(),
       install: (messages) => this.#install(messages),
       removeFailed: () => this.#removeFailed(),
       restoreFailed: (message) => this.#restoreFailed(message),
@@ -721,7 +726,7 @@ export class AgentSession {
           (error: unknown) => this.#failPrompt(error),
         );
     } else if (afterRun.decision.failure === "overflow" && afterRun.last !== undefined) {
-      void this.#routeOverflow(afterRun.last);
+      void this.#compaction.afterOverflow(afterRun.last);
     }
     this.#maybeSettle();
   }
@@ -742,44 +747,10 @@ export class AgentSession {
     await this.#startRun({ kind: "continue" });
   }
 
-  /**
-   * R1: an overflow is never retried; it is compacted (by the host's hook, else by a summary from
-   * the session's model) and the prompt goes on once with the compacted transcript.
-   */
-  async #routeOverflow(message: AssistantMessage): Promise<void> {
-    const hook = this.#wiring.onContextOverflow;
-    if (hook === undefined && !this.#settings.compaction.enabled) return;
-    const pending = this.#prompt;
-    const outcome = await this.#compaction.overflow(message, hook);
-    if (this.#closed !== undefined) return;
-    const willRetry =
-      outcome.result !== null &&
-      pending !== undefined &&
-      this.#prompt === pending &&
-      pending.overflowContinued !== true &&
-      !this.#compaction.aborted &&
-      canContinueFrom(this.#messages[this.#messages.length - 1]);
-    if (pending !== undefined) pending.compacted = true;
-    this.#compaction.end("overflow", outcome, willRetry);
-    if (willRetry && pending !== undefined) {
-      pending.overflowContinued = true;
-      void this.#startRun({ kind: "continue" });
-      return;
-    }
-    this.#maybeSettle();
-  }
-
   /** Installs a compacted transcript in the mirror and the worker. */
   async #install(messages: AgentMessage[]): Promise<void> {
     this.#messages = messages;
     await this.#mirrorCall((link) => link.call("replaceMessages", this.id, messages));
-  }
-
-  async #thresholdCompaction(): Promise<void> {
-    const outcome = await this.#compaction.threshold();
-    if (this.#closed !== undefined) return;
-    this.#compaction.end("threshold", outcome, false);
-    this.#maybeSettle();
   }
 
   /** Settles the live prompt when nothing of it is left: no run, no chain, no overflow hook. */
@@ -789,11 +760,7 @@ export class AgentSession {
     if (this.#activeRunId !== undefined || this.#retry.isRetrying || this.#compaction.reason !== undefined) return;
     if (this.#supervisor.restoring !== undefined) return;
     if (this.#writeAhead?.writing === true || this.#gate.waiting) return;
-    if (this.#compaction.thresholdDue(pending.lastAssistant, pending.compacted === true)) {
-      pending.compacted = true;
-      void this.#thresholdCompaction();
-      return;
-    }
+    if (this.#compaction.startThresholdIfDue(pending)) return;
     this.#prompt = undefined;
     const result = settledResult(pending);
     this.#events.emit({ type: "agent_settled", ...result });
@@ -869,11 +836,6 @@ export class AgentSession {
     for (const queued of this.#queue.splice(0)) queued.reject(error);
     this.#compaction.endSummary({ error: error.message });
   }
-}
-
-/** pi-agent-core continues only from a user message or a tool result. */
-function canContinueFrom(message: AgentMessage | undefined): boolean {
-  return message?.role === "user" || message?.role === "toolResult";
 }
 
 function isWorkerGone(error: unknown): boolean {

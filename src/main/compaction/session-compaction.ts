@@ -14,6 +14,7 @@ import { contextTokens, estimateAll, overThreshold } from "../../shared/compacti
 import type { CompactionReason, CompactionResult, SessionEvent } from "../../shared/events.js";
 import type { BatchItem } from "../../shared/protocol.js";
 import type { CompactionSettings } from "../../shared/settings.js";
+import type { PendingPrompt } from "../pending-prompt.js";
 import type { SessionRecorder } from "../sessions/session-recorder.js";
 import { type ContextOverflowHook, hookTranscript } from "./context-overflow-hook.js";
 import { EntryIds } from "./entry-ids.js";
@@ -31,6 +32,15 @@ export type SummaryEnd = { summary: string } | { aborted: true } | { error: stri
 /** What a compaction needs of its session: callbacks and plain values, never the session itself. */
 export interface CompactionHost {
   readonly sessionId: string;
+  /** The host's `onContextOverflow`: replaces lifeline's summary on an overflow. */
+  readonly overflowHook: ContextOverflowHook | undefined;
+  isClosed(): boolean;
+  /** The session's live prompt, if any (compared by identity: a compaction outlives no prompt change). */
+  livePrompt(): PendingPrompt | undefined;
+  /** Posts a `continue` run of the live prompt (it goes on after an overflow compaction). */
+  continueRun(): void;
+  /** Settles the live prompt if nothing of it is left. */
+  settle(): void;
   readonly recorder: SessionRecorder | undefined;
   /** The session's history, the live array (never replaced). */
   readonly history: readonly AgentMessage[];
@@ -88,16 +98,60 @@ export class SessionCompaction {
     return this.#run("manual", () => this.#summarizeTranscript("manual", customInstructions));
   }
 
-  /** pi's threshold compaction, just before a prompt settles. Never rejects. */
-  threshold(): Promise<CompactionOutcome> {
-    return this.#run("threshold", () => this.#summarizeTranscript("threshold"));
+  /**
+   * pi's threshold compaction, just before `pending` settles: when its context leaves less than
+   * `reserveTokens` (see {@link thresholdDue}), starts one and returns true; the session settles
+   * the prompt once it is over (through `settle`).
+   */
+  startThresholdIfDue(pending: PendingPrompt): boolean {
+    if (!this.thresholdDue(pending.lastAssistant, pending.compacted === true)) return false;
+    pending.compacted = true;
+    void this.#threshold();
+    return true;
   }
 
   /**
-   * R1: the overflowed reply `message` is compacted away, by the host's hook if there is one,
-   * else by a summary. Never rejects (a hook that throws is a failed compaction).
+   * R1: an overflow is never retried; it is compacted (by the host's hook, else by a summary from
+   * the session's model) and the live prompt goes on once with the compacted transcript, else
+   * settles. Nothing happens without a hook when compaction is off. Never rejects.
    */
-  overflow(message: AssistantMessage, hook: ContextOverflowHook | undefined): Promise<CompactionOutcome> {
+  async afterOverflow(message: AssistantMessage): Promise<void> {
+    const host = this.#host;
+    const hook = host.overflowHook;
+    if (hook === undefined && !host.settings().enabled) return;
+    const pending = host.livePrompt();
+    const outcome = await this.#overflow(message, hook);
+    if (host.isClosed()) return;
+    const messages = host.messages();
+    const willRetry =
+      outcome.result !== null &&
+      pending !== undefined &&
+      host.livePrompt() === pending &&
+      pending.overflowContinued !== true &&
+      !this.#aborted &&
+      canContinueFrom(messages[messages.length - 1]);
+    if (pending !== undefined) pending.compacted = true;
+    this.end("overflow", outcome, willRetry);
+    if (willRetry && pending !== undefined) {
+      pending.overflowContinued = true;
+      host.continueRun();
+      return;
+    }
+    host.settle();
+  }
+
+  async #threshold(): Promise<void> {
+    const outcome = await this.#run("threshold", () => this.#summarizeTranscript("threshold"));
+    if (this.#host.isClosed()) return;
+    this.end("threshold", outcome, false);
+    this.#host.settle();
+  }
+
+  /**
+   * The overflowed reply `message` is compacted away, by the host's hook if there is one, else by
+   * a summary. Never rejects (a hook that throws is a failed compaction).
+   */
+  #overflow(message: AssistantMessage, hook: ContextOverflowHook | undefined): Promise<CompactionOutcome> {
     return this.#run("overflow", async () => {
       if (hook !== undefined) return this.#hookCompaction(hook, message);
       await this.#host.removeFailed();
@@ -226,6 +280,11 @@ export class SessionCompaction {
       this.#host.startSummaryRun(request);
     });
   }
+}
+
+/** pi-agent-core continues only from a user message or a tool result. */
+function canContinueFrom(message: AgentMessage | undefined): boolean {
+  return message?.role === "user" || message?.role === "toolResult";
 }
 
 /** How a `summarize` run's `run_end` reads as its end. */

@@ -11,8 +11,8 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { type Api, type AssistantMessage, isContextOverflow, type Model } from "@mariozechner/pi-ai";
-import { type ClassifiableMessage, isRemovableFailure } from "../shared/classify.js";
-import { LifelineError, SessionBusyError, WorkerExitedError, WorkerStartError } from "../shared/errors.js";
+import type { ClassifiableMessage } from "../shared/classify.js";
+import { LifelineError, SessionBusyError, type WorkerExitedError } from "../shared/errors.js";
 import type { CompactionResult, PromptResult, RetryEvent, SessionEvent } from "../shared/events.js";
 import type { BatchItem, ModelChange, ModelRef, RunInput } from "../shared/protocol.js";
 import type { Settings } from "../shared/settings.js";
@@ -43,6 +43,8 @@ import { PromptWriteAhead } from "./sessions/prompt-write-ahead.js";
 import { abortableSleep } from "./sleep.js";
 import { workerFate } from "./supervision/interrupted-run.js";
 import { type ActiveRun, endInterruptedRun, SessionRestore } from "./supervision/session-restore.js";
+import { isWorkerGone } from "./supervision/worker-exit.js";
+import { TranscriptMirror } from "./transcript-mirror.js";
 import type { LinkClient, WorkerLink } from "./worker-link.js";
 
 export type { ContextOverflowAnswer, ContextOverflowHook, ContextOverflowInfo };
@@ -81,8 +83,8 @@ export class AgentSession {
   readonly #events: EventStream;
   readonly #retry: RetryController<AssistantMessage>;
   readonly #wiring: SessionWiring;
-  #messages: AgentMessage[];
-  readonly #history: AgentMessage[];
+  /** The transcript and history on main (X7: a restore starts from them). */
+  readonly #mirror: TranscriptMirror;
   #runId = 0;
   #activeRunId: number | undefined;
   /** The decision made at the active run's agent_end, carried out at its run_end. */
@@ -116,7 +118,7 @@ export class AgentSession {
       supervision: () => this.#settings.supervision,
       isClosed: () => this.#closed !== undefined,
       interrupt: (error) => this.#interrupt(error),
-      reopen: (isolate) => wiring.reopen([...this.#messages], this.#modelChange, isolate),
+      reopen: (isolate) => wiring.reopen([...this.#mirror.messages], this.#modelChange, isolate),
       adopt: (link) => this.#adopt(link),
       resume: (afterRun) => {
         if (afterRun !== undefined) this.#carryOut(afterRun, undefined);
@@ -129,24 +131,27 @@ export class AgentSession {
         this.#wiring.onDisposed(this.id);
       },
     });
-    this.#messages = [...wiring.messages];
-    this.#history = [...(wiring.history ?? wiring.messages)];
+    this.#mirror = new TranscriptMirror(wiring.messages, wiring.history ?? wiring.messages, wiring.recorder, {
+      sessionId: this.id,
+      worker: () => this.#worker(),
+      isClosed: () => this.#closed !== undefined,
+    });
     this.#events = new EventStream(wiring.onListenerError);
     this.#compaction = new SessionCompaction({
       sessionId: this.id,
       recorder: wiring.recorder,
-      history: this.#history,
+      history: this.#mirror.history,
       settings: () => this.#settings.compaction,
       contextWindow: () => this.#model.contextWindow,
-      messages: () => this.#messages,
+      messages: () => this.#mirror.messages,
       overflowHook: wiring.onContextOverflow,
       isClosed: () => this.#closed !== undefined,
       livePrompt: () => this.#prompt,
       continueRun: () => void this.#startRun({ kind: "continue" }),
       settle: () => this.#maybeSettle(),
-      install: (messages) => this.#install(messages),
-      removeFailed: () => this.#removeFailed(),
-      restoreFailed: (message) => this.#restoreFailed(message),
+      install: (messages) => this.#mirror.install(messages),
+      removeFailed: () => this.#mirror.removeFailed(),
+      restoreFailed: (message) => this.#mirror.restoreFailed(message),
       startSummaryRun: (request) => void this.#startRun({ kind: "summarize", request }),
       emit: (event) => this.#events.emit(event),
     });
@@ -196,19 +201,6 @@ export class AgentSession {
       hasRunInFlight: () => this.#activeRunId !== undefined,
       handleWorkerExit: (error, suspect) => this.#supervisor.onWorkerExit(error, suspect),
     };
-  }
-
-  /**
-   * A transcript edit main has already made in its mirror, repeated in the worker. If the worker
-   * dies meanwhile, the restore rebuilds the new worker's transcript from the mirror, edit
-   * included, so the death is not this call's failure (SPEC X7).
-   */
-  async #mirrorCall(call: (link: WorkerLink) => Promise<unknown>): Promise<void> {
-    try {
-      await call(await this.#worker());
-    } catch (error) {
-      if (!isWorkerGone(error) || this.#closed !== undefined) throw error;
-    }
   }
 
   /** The link to the session's worker, once any restore in progress is over. */
@@ -484,12 +476,12 @@ export class AgentSession {
 
   /** The runtime transcript the model sees (failed attempts removed while retrying, R4). */
   get messages(): readonly AgentMessage[] {
-    return this.#messages;
+    return this.#mirror.messages;
   }
 
   /** Every message the session produced, failed attempts included (R4's persisted history). */
   get history(): readonly AgentMessage[] {
-    return this.#history;
+    return this.#mirror.history;
   }
 
   /** B7: the file this session is persisted to; undefined when persistence is off. */
@@ -571,12 +563,6 @@ export class AgentSession {
     });
   }
 
-  /** A message reached the history (R4: failed attempts included); persisted when the session is. */
-  #pushHistory(message: AgentMessage): void {
-    this.#history.push(message);
-    this.#wiring.recorder?.history(message);
-  }
-
   async #startRun(input: RunInput): Promise<void> {
     const runId = ++this.#runId;
     this.#activeRunId = runId;
@@ -643,8 +629,7 @@ export class AgentSession {
           this.#queued.delivered(event.message);
           if (this.#run !== undefined) this.#run.userSeen = true;
         }
-        this.#messages.push(event.message);
-        this.#pushHistory(event.message);
+        this.#mirror.append(event.message);
         this.#events.emit(event);
         if (event.message.role === "assistant") {
           if (this.#prompt !== undefined) this.#prompt.lastAssistant = event.message;
@@ -690,8 +675,7 @@ export class AgentSession {
       return;
     }
     for (const message of item.tail) {
-      this.#messages.push(message);
-      this.#pushHistory(message);
+      this.#mirror.append(message);
     }
     this.#activeRunId = undefined;
     this.#run = undefined;
@@ -709,8 +693,8 @@ export class AgentSession {
     } else if (afterRun.decision.kind === "retry") {
       void this.#retry
         .execute(afterRun.decision, {
-          removeFailedMessage: () => this.#removeFailed(),
-          restoreFailedMessage: (message) => this.#restoreFailed(message),
+          removeFailedMessage: () => this.#mirror.removeFailed(),
+          restoreFailedMessage: (message) => this.#mirror.restoreFailed(message),
           continueRun: () => this.#continueAfterRetry(),
           switchToFallback: () =>
             switchToFallback(
@@ -731,26 +715,9 @@ export class AgentSession {
     this.#maybeSettle();
   }
 
-  async #removeFailed(): Promise<void> {
-    if (isRemovableFailure(this.#messages[this.#messages.length - 1])) this.#messages.pop();
-    await this.#mirrorCall((link) => link.call("popFailedMessage", this.id));
-  }
-
-  async #restoreFailed(message: AssistantMessage): Promise<void> {
-    if (this.#closed !== undefined) return;
-    this.#messages.push(message);
-    await this.#mirrorCall((link) => link.call("appendMessage", this.id, message));
-  }
-
   async #continueAfterRetry(): Promise<void> {
     if (this.#closed !== undefined) return;
     await this.#startRun({ kind: "continue" });
-  }
-
-  /** Installs a compacted transcript in the mirror and the worker. */
-  async #install(messages: AgentMessage[]): Promise<void> {
-    this.#messages = messages;
-    await this.#mirrorCall((link) => link.call("replaceMessages", this.id, messages));
   }
 
   /** Settles the live prompt when nothing of it is left: no run, no chain, no overflow hook. */
@@ -801,13 +768,10 @@ export class AgentSession {
     const streaming = this.#streaming;
     this.#streaming = undefined;
     const { produced, reply } = endInterruptedRun(run, streaming?.message, {
-      messages: this.#messages,
+      messages: this.#mirror.messages,
       model: this.#model,
       cause: error.cause,
-      append: (message) => {
-        this.#messages.push(message);
-        this.#pushHistory(message);
-      },
+      append: (message) => this.#mirror.append(message),
       emit: (event) => this.#events.emit(event),
     });
     if (this.#prompt !== undefined) this.#prompt.lastAssistant = reply;
@@ -836,11 +800,6 @@ export class AgentSession {
     for (const queued of this.#queue.splice(0)) queued.reject(error);
     this.#compaction.endSummary({ error: error.message });
   }
-}
-
-function isWorkerGone(error: unknown): boolean {
-  if (error instanceof WorkerExitedError || error instanceof WorkerStartError) return true;
-  return error instanceof LifelineError && error.code === "ERR_CALL_TIMEOUT";
 }
 
 /** `"provider/id"` → `{ provider, id }`. @throws ERR_INVALID_OPTIONS without a slash. */

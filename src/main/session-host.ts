@@ -6,17 +6,14 @@
  * `threads`. A link whose worker dies is dropped; the next session starts a fresh one.
  */
 import { randomUUID } from "node:crypto";
-import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { isAbsolute, resolve as resolvePath } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import type { ResourceLimits } from "node:worker_threads";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { z } from "zod";
 import { LifelineError } from "../shared/errors.js";
 import type { SessionEvent } from "../shared/events.js";
-import type { ModelChange, ModelRef, SessionInit } from "../shared/protocol.js";
+import type { ModelRef } from "../shared/protocol.js";
 import { parseSettings, type Settings, type SettingsInput } from "../shared/settings.js";
 import { AgentSession, type ContextOverflowHook, parseModelName } from "./agent-session.js";
 import type { AuthStorage } from "./auth/auth-storage.js";
@@ -27,6 +24,7 @@ import { resolveExtensions } from "./extensions/resolve-extensions.js";
 import type { SessionExtensions } from "./extensions/session-extensions.js";
 import { HostConfig } from "./host-config.js";
 import { listConfiguredModels } from "./models-config.js";
+import { checkWorkerEntry, toModuleUrl } from "./module-url.js";
 import {
   authStorageSchema,
   fn,
@@ -39,6 +37,7 @@ import {
   timerMs,
   validate,
 } from "./option-schemas.js";
+import { sessionInit, withModel } from "./session-init.js";
 import { HostSessions, type SessionsOptions } from "./sessions/host-sessions.js";
 import { assertValidSessionId } from "./sessions/session-format.js";
 import type { SessionRecorder } from "./sessions/session-recorder.js";
@@ -49,6 +48,7 @@ import { abortableSleep } from "./sleep.js";
 import { WorkerLinks } from "./supervision/worker-links.js";
 import type { LinkEndpoint } from "./worker-link.js";
 
+export { toModuleUrl } from "./module-url.js";
 export type { SessionsOptions } from "./sessions/host-sessions.js";
 
 /** Options of {@link createSessionHost}. Every field is optional. */
@@ -386,18 +386,9 @@ export class SessionHost {
         `A session with id ${sessionId} is already open; pick another id.`,
       );
     }
-    const init: SessionInit = {
-      sessionId,
-      model: resolved.model,
-      systemPrompt: options.systemPrompt ?? "",
-      messages: restored === undefined ? (options.messages ?? []) : [...restored.messages, ...restored.undelivered],
-      provider: { ...settings.retry.provider },
-    };
-    if (settings.retry.maxConcurrentRequests !== undefined) init.requestPermits = true;
-    if (resolved.apiKey !== undefined) init.apiKey = resolved.apiKey;
-    if (resolved.authHeader === true) init.authHeader = true;
-    if (options.workerModule !== undefined) init.workerModule = toModuleUrl(options.workerModule, this.#config.cwd());
-    if (options.workerModuleOptions !== undefined) init.workerModuleOptions = options.workerModuleOptions;
+    const messages =
+      restored === undefined ? (options.messages ?? []) : [...restored.messages, ...restored.undelivered];
+    const init = sessionInit(sessionId, resolved, settings, messages, options, this.#config.cwd());
     // The main thread's copy of the extensions first: a factory that fails costs no worker call.
     const runner = this.#extensions;
     let extensions: SessionExtensions | undefined;
@@ -561,15 +552,6 @@ function refuseSettingsExtensions(settings: SettingsInput | undefined, call: str
   );
 }
 
-/** `init` with the session's current model and key (they may have changed) and transcript. */
-function withModel(init: SessionInit, change: ModelChange, messages: AgentMessage[]): SessionInit {
-  const { apiKey: _key, authHeader: _header, ...rest } = init;
-  const next: SessionInit = { ...rest, model: change.model, messages };
-  if (change.apiKey !== undefined) next.apiKey = change.apiKey;
-  if (change.authHeader === true) next.authHeader = true;
-  return next;
-}
-
 function providerOf(model: ModelRef): string {
   return model.provider;
 }
@@ -585,32 +567,6 @@ function safely<T>(hook: () => T): T | undefined {
 
 function toModelRef(model: string | ModelRef): ModelRef {
   return typeof model === "string" ? parseModelName(model) : model;
-}
-
-/**
- * A module location as the file URL a worker can import: a `URL` or `file:` string as given, a path
- * resolved against `base` (the host's `cwd`). Paths go through pathToFileURL, so `#`, `?`, spaces
- * and Windows drive letters (`C:\\x`, which `new URL` would read as a `c:` scheme) stay part of the path.
- */
-export function toModuleUrl(module: string | URL, base: string): string {
-  if (module instanceof URL) return module.href;
-  if (/^file:/i.test(module)) return new URL(module).href;
-  return pathToFileURL(isAbsolute(module) ? module : resolvePath(base, module)).href;
-}
-
-/**
- * A missing worker script would only show when the first worker starts, as an error from inside
- * the pool; say it at once, with the path it was looked for at.
- */
-function checkWorkerEntry(entry: string | URL, cwd: string): void {
-  const url = toModuleUrl(entry, cwd);
-  if (!url.startsWith("file:")) return;
-  const path = fileURLToPath(url);
-  if (existsSync(path)) return;
-  throw new LifelineError(
-    "ERR_INVALID_OPTIONS",
-    `Invalid createSessionHost options: workerEntry ${path} does not exist. Copy the package's worker bundle (lifeline/worker, dist/lifeline-worker.mjs) there, or fix the path (a relative one is taken from the host's cwd, ${cwd}).`,
-  );
 }
 
 function reportListenerError(error: unknown, event: SessionEvent): void {

@@ -11,27 +11,22 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { type Api, type AssistantMessage, isContextOverflow, type Model } from "@mariozechner/pi-ai";
-import { type ClassifiableMessage, isFailedStop, isRemovableFailure } from "../shared/classify.js";
-import { planCompaction } from "../shared/compaction/plan.js";
-import { isSummaryMessage, summaryMessage } from "../shared/compaction/summary-message.js";
-import { type SummaryRequest, transcriptText } from "../shared/compaction/summary-prompt.js";
-import { contextTokens, estimateAll, overThreshold } from "../shared/compaction/tokens.js";
-import {
-  LifelineError,
-  SessionBusyError,
-  SessionCrashedError,
-  WorkerExitedError,
-  WorkerStartError,
-} from "../shared/errors.js";
-import type { CompactionReason, CompactionResult, PromptResult, RetryEvent, SessionEvent } from "../shared/events.js";
+import type { ClassifiableMessage } from "../shared/classify.js";
+import { LifelineError, SessionBusyError, type WorkerExitedError } from "../shared/errors.js";
+import type { CompactionResult, PromptResult, RetryEvent, SessionEvent } from "../shared/events.js";
 import type { BatchItem, ModelChange, ModelRef, RunInput } from "../shared/protocol.js";
 import type { Settings } from "../shared/settings.js";
 import { fromWireUpdate, type StreamState, startStream } from "../shared/stream-wire.js";
-import type { AuthStorage } from "./auth/auth-storage.js";
-import type { HostCoordination } from "./coordination/host-coordination.js";
+import { freshCredential, switchToFallback } from "./auth/session-credentials.js";
+import type {
+  ContextOverflowAnswer,
+  ContextOverflowHook,
+  ContextOverflowInfo,
+} from "./compaction/context-overflow-hook.js";
+import { SessionCompaction, summaryEndOf } from "./compaction/session-compaction.js";
+import { PromptGate } from "./coordination/prompt-gate.js";
 import { type CoordinationState, SessionCoordination } from "./coordination/session-coordination.js";
 import { EventStream, type SessionListener } from "./event-stream.js";
-import type { SessionExtensions } from "./extensions/session-extensions.js";
 import {
   assertListener,
   assertQueueKind,
@@ -40,45 +35,19 @@ import {
   promptOptionsSchema,
   validate,
 } from "./option-schemas.js";
+import { lastAssistant, type PendingPrompt, type QueuedPrompt, settledResult } from "./pending-prompt.js";
+import { QueuedMessages } from "./queued-messages.js";
 import { RetryController, type RetryDecision } from "./retry-controller.js";
-import { newEntryId } from "./sessions/session-format.js";
-import type { SessionRecorder } from "./sessions/session-recorder.js";
+import type { SessionWiring } from "./session-wiring.js";
+import { PromptWriteAhead } from "./sessions/prompt-write-ahead.js";
 import { abortableSleep } from "./sleep.js";
-import { interruptedRun, workerFate } from "./supervision/interrupted-run.js";
-import { RestartBudget } from "./supervision/restart-budget.js";
+import { workerFate } from "./supervision/interrupted-run.js";
+import { type ActiveRun, endInterruptedRun, SessionRestore } from "./supervision/session-restore.js";
+import { isWorkerGone } from "./supervision/worker-exit.js";
+import { TranscriptMirror } from "./transcript-mirror.js";
 import type { LinkClient, WorkerLink } from "./worker-link.js";
 
-/** What a host's `onContextOverflow` hook receives. */
-export interface ContextOverflowInfo {
-  sessionId: string;
-  errorMessage: string;
-  /** The runtime transcript at the time of the overflow, its failed reply last. */
-  messages: readonly AgentMessage[];
-}
-
-/**
- * What a context overflow hook may answer: `{ messages }` installs that transcript (the prompt
- * then goes on with it, once); anything else (`false`, `true`, nothing) installs nothing and the
- * prompt settles with the overflow error.
- */
-export type ContextOverflowAnswer = { messages: AgentMessage[] } | boolean | undefined;
-
-/**
- * Replaces lifeline's own compaction on a context overflow (never retried, SPEC R1). Threshold
- * and manual compactions still use lifeline's summary. A hook that throws is reported as a
- * failed compaction (`compaction_end.errorMessage`).
- */
-export type ContextOverflowHook = (info: ContextOverflowInfo) => ContextOverflowAnswer | Promise<ContextOverflowAnswer>;
-
-/** How a compaction ended, for its `compaction_end`. */
-interface CompactionOutcome {
-  result: CompactionResult | null;
-  aborted: boolean;
-  errorMessage?: string;
-}
-
-/** How a `summarize` run ended. */
-type SummaryEnd = { summary: string } | { aborted: true } | { error: string };
+export type { ContextOverflowAnswer, ContextOverflowHook, ContextOverflowInfo };
 
 /** Options of {@link AgentSession.prompt}. */
 export interface PromptOptions {
@@ -89,79 +58,10 @@ export interface PromptOptions {
   queue?: boolean;
 }
 
-/** Internal wiring from the host; not part of the public API. */
-export interface SessionWiring {
-  sessionId: string;
-  link: WorkerLink;
-  model: Model<Api>;
-  settings: Settings;
-  messages: AgentMessage[];
-  /** The history to start from when it differs from `messages` (a resumed session). */
-  history?: AgentMessage[];
-  /** Persistence (B7): stores every history message; undefined when the session is not persisted. */
-  recorder?: SessionRecorder | undefined;
-  authStorage: AuthStorage | undefined;
-  /** The auth storage's key for this session and `provider` now (R4: asked before each attempt). */
-  keyFor?: (provider: string) => string | undefined;
-  /** The provider whose key the session was given explicitly (`apiKey`): never asked of the storage. */
-  pinnedProvider?: string;
-  /** Whether every stored key of `provider` is blocked (a fallback model skips it). */
-  isProviderExhausted?: (provider: string) => boolean;
-  onContextOverflow: ContextOverflowHook | undefined;
-  /** The session's extension handlers (R14: they receive every event); undefined without extensions. */
-  extensions?: SessionExtensions | undefined;
-  onListenerError: (error: unknown, event: SessionEvent) => void;
-  onDisposed: (sessionId: string) => void;
-  /** Test seam for the controller's clock; production uses real timers. */
-  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
-  /** Resolves a model reference and its key as the host does for new sessions (models.json). */
-  resolveModel: (ref: ModelRef) => Promise<ModelChange>;
-  /** The model and key the session was opened with. */
-  modelChange: ModelChange;
-  /**
-   * SPEC X7: opens this session again on a fresh worker from `messages` (its own worker if
-   * `isolate`), with the session's current model; resolves with the new link.
-   */
-  reopen: (messages: AgentMessage[], model: ModelChange, isolate: boolean) => Promise<WorkerLink>;
-  /** B8: the host's retry budgets, provider gates and request permits. */
-  coordination?: HostCoordination;
-}
-
 /** The decision made at a run's agent_end, carried out at its run_end. */
 interface AfterRun {
   decision: RetryDecision<AssistantMessage>;
   last: AssistantMessage | undefined;
-}
-
-/** What the main thread knows of the run in flight, for restoring it if its worker dies. */
-interface ActiveRun {
-  input: RunInput;
-  /** `agent_start` arrived. */
-  started: boolean;
-  /** The prompt's user message arrived (`message_end`, role user). */
-  userSeen: boolean;
-  /** `abort()` was asked for it: if its worker dies it ends as aborted, never retried. */
-  aborted: boolean;
-}
-
-interface PendingPrompt {
-  resolve: (result: PromptResult) => void;
-  reject: (error: Error) => void;
-  retries: number;
-  lastAssistant: AssistantMessage | undefined;
-  failure: string | undefined;
-  /** abort() came while the prompt's user message was being stored: its run never starts. */
-  abortedEarly?: boolean;
-  /** A compaction ran for this prompt: the threshold is not checked again before it settles. */
-  compacted?: boolean;
-  /** The prompt went on after an overflow compaction: a second overflow does not continue it. */
-  overflowContinued?: boolean;
-}
-
-interface QueuedPrompt {
-  text: string;
-  resolve: (result: PromptResult) => void;
-  reject: (error: Error) => void;
 }
 
 /**
@@ -173,39 +73,28 @@ export class AgentSession {
   readonly id: string;
   #model: Model<Api>;
   /** Steering and follow-up messages sent to the worker and not yet seen in the transcript. */
-  readonly #queued: AgentMessage[] = [];
-  /** The queue each of {@link #queued} went to, to send them again after a restore (X7). */
-  readonly #queuedKinds = new Map<AgentMessage, "steer" | "followUp">();
+  readonly #queued = new QueuedMessages();
   #link: WorkerLink;
-  /** Settles when a restore on a fresh worker is over (X7); calls to the worker wait for it. */
-  #restoring: Promise<void> | undefined;
-  readonly #budget: RestartBudget;
-  #restarts = 0;
+  /** X7: restores on a fresh worker after this session's worker dies; calls to the worker wait for one. */
+  readonly #supervisor: SessionRestore<AfterRun>;
   #modelChange: ModelChange;
   #run: ActiveRun | undefined;
   readonly #settings: Settings;
   readonly #events: EventStream;
   readonly #retry: RetryController<AssistantMessage>;
   readonly #wiring: SessionWiring;
-  #messages: AgentMessage[];
-  readonly #history: AgentMessage[];
+  /** The transcript and history on main (X7: a restore starts from them). */
+  readonly #mirror: TranscriptMirror;
   #runId = 0;
   #activeRunId: number | undefined;
   /** The decision made at the active run's agent_end, carried out at its run_end. */
   #afterRun: AfterRun | undefined;
   #prompt: PendingPrompt | undefined;
   readonly #queue: QueuedPrompt[] = [];
-  /** The compaction in progress, if any: the session is busy meanwhile. */
-  #compacting: CompactionReason | undefined;
-  /** abort() came during the compaction in progress: it does not go on to a continued prompt. */
-  #compactionAborted = false;
-  /** Waits for the `run_end` of the active `summarize` run. */
-  #summaryWaiter: ((end: SummaryEnd) => void) | undefined;
-  /** Entry ids of messages a session file does not name (an unpersisted session). */
-  readonly #localIds = new WeakMap<AgentMessage, string>();
-  readonly #localTaken = new Set<string>();
-  /** B7: the live prompt's user message is being stored; its run is posted once it is. */
-  #writingAhead: { pending: PendingPrompt; aborted: boolean } | undefined;
+  /** The session's compactions; the session is busy while one is in progress. */
+  readonly #compaction: SessionCompaction;
+  /** B7: stores each prompt's user message before its run is posted; undefined when not persisted. */
+  readonly #writeAhead: PromptWriteAhead | undefined;
   /** The assistant message being streamed, rebuilt from slimmed updates (see stream-wire.ts). */
   #streaming: StreamState | undefined;
   /** Collects controller events while an agent_end decision is being made (see #handleItem). */
@@ -214,7 +103,7 @@ export class AgentSession {
   /** B8: this session's view of the host's budget, gate and permits; undefined without a host's. */
   readonly #coordination: SessionCoordination | undefined;
   /** B8: the live prompt waits at its provider's closed gate before its first request; abort() ends it. */
-  #gateWait: AbortController | undefined;
+  readonly #gate: PromptGate;
 
   /** @internal Use `SessionHost.createSession()`. */
   constructor(wiring: SessionWiring) {
@@ -224,10 +113,48 @@ export class AgentSession {
     this.#link = wiring.link;
     this.#modelChange = wiring.modelChange;
     this.#settings = wiring.settings;
-    this.#budget = new RestartBudget(() => this.#settings.supervision);
-    this.#messages = [...wiring.messages];
-    this.#history = [...(wiring.history ?? wiring.messages)];
+    this.#supervisor = new SessionRestore<AfterRun>({
+      sessionId: this.id,
+      supervision: () => this.#settings.supervision,
+      isClosed: () => this.#closed !== undefined,
+      interrupt: (error) => this.#interrupt(error),
+      reopen: (isolate) => wiring.reopen([...this.#mirror.messages], this.#modelChange, isolate),
+      adopt: (link) => this.#adopt(link),
+      resume: (afterRun) => {
+        if (afterRun !== undefined) this.#carryOut(afterRun, undefined);
+        else this.#maybeSettle();
+      },
+      emit: (event) => this.#events.emit(event),
+      endChain: (message) => this.#retry.dispose(message, "non_retryable"),
+      close: (error) => {
+        this.#close(error);
+        this.#wiring.onDisposed(this.id);
+      },
+    });
+    this.#mirror = new TranscriptMirror(wiring.messages, wiring.history ?? wiring.messages, wiring.recorder, {
+      sessionId: this.id,
+      worker: () => this.#worker(),
+      isClosed: () => this.#closed !== undefined,
+    });
     this.#events = new EventStream(wiring.onListenerError);
+    this.#compaction = new SessionCompaction({
+      sessionId: this.id,
+      recorder: wiring.recorder,
+      history: this.#mirror.history,
+      settings: () => this.#settings.compaction,
+      contextWindow: () => this.#model.contextWindow,
+      messages: () => this.#mirror.messages,
+      overflowHook: wiring.onContextOverflow,
+      isClosed: () => this.#closed !== undefined,
+      livePrompt: () => this.#prompt,
+      continueRun: () => void this.#startRun({ kind: "continue" }),
+      settle: () => this.#maybeSettle(),
+      install: (messages) => this.#mirror.install(messages),
+      removeFailed: () => this.#mirror.removeFailed(),
+      restoreFailed: (message) => this.#mirror.restoreFailed(message),
+      startSummaryRun: (request) => void this.#startRun({ kind: "summarize", request }),
+      emit: (event) => this.#events.emit(event),
+    });
     const controllerOptions: ConstructorParameters<typeof RetryController>[0] = {
       sessionId: wiring.sessionId,
       settings: () => this.#settings.retry,
@@ -257,6 +184,8 @@ export class AgentSession {
       controllerOptions.coordination = this.#coordination;
     }
     this.#retry = new RetryController<AssistantMessage>(controllerOptions);
+    this.#gate = new PromptGate(this.#coordination);
+    this.#writeAhead = wiring.recorder === undefined ? undefined : new PromptWriteAhead(wiring.recorder);
     const extensions = wiring.extensions;
     if (extensions !== undefined) {
       // An ordinary listener that only enqueues: handlers never delay delivery or the retry path.
@@ -270,26 +199,14 @@ export class AgentSession {
     return {
       handleItem: (item) => this.#handleItem(item),
       hasRunInFlight: () => this.#activeRunId !== undefined,
-      handleWorkerExit: (error, suspect) => this.#handleWorkerExit(error, suspect),
+      handleWorkerExit: (error, suspect) => this.#supervisor.onWorkerExit(error, suspect),
     };
-  }
-
-  /**
-   * A transcript edit main has already made in its mirror, repeated in the worker. If the worker
-   * dies meanwhile, the restore rebuilds the new worker's transcript from the mirror, edit
-   * included, so the death is not this call's failure (SPEC X7).
-   */
-  async #mirrorCall(call: (link: WorkerLink) => Promise<unknown>): Promise<void> {
-    try {
-      await call(await this.#worker());
-    } catch (error) {
-      if (!isWorkerGone(error) || this.#closed !== undefined) throw error;
-    }
   }
 
   /** The link to the session's worker, once any restore in progress is over. */
   async #worker(): Promise<WorkerLink> {
-    if (this.#restoring !== undefined) await this.#restoring;
+    const restoring = this.#supervisor.restoring;
+    if (restoring !== undefined) await restoring;
     if (this.#closed !== undefined) throw this.#closed;
     return this.#link;
   }
@@ -311,7 +228,7 @@ export class AgentSession {
       );
     }
     return new Promise<PromptResult>((resolve, reject) => {
-      if (this.#prompt === undefined && this.#compacting === undefined) {
+      if (this.#prompt === undefined && this.#compaction.reason === undefined) {
         this.#begin(text, resolve, reject);
         return;
       }
@@ -321,7 +238,7 @@ export class AgentSession {
       }
       const state = this.#retry.isRetrying
         ? `in a retry chain (attempt ${this.#retry.attempt})`
-        : this.#compacting !== undefined
+        : this.#compaction.reason !== undefined
           ? "compacting"
           : "streaming";
       reject(
@@ -373,7 +290,7 @@ export class AgentSession {
         `${kind}() needs a non-empty string; pass the user's message text.`,
       );
     }
-    if (this.#prompt === undefined && this.#compacting !== undefined) {
+    if (this.#prompt === undefined && this.#compaction.reason !== undefined) {
       throw new SessionBusyError(`Session ${this.id} is compacting; wait for compaction_end, then prompt.`);
     }
     if (this.#prompt === undefined) {
@@ -383,20 +300,18 @@ export class AgentSession {
     // B7: stored when main sends it, so a restart delivers it once (see SessionRecorder.queued).
     await this.#wiring.recorder?.queued(kind, message);
     if (this.#closed !== undefined) throw this.#closed;
-    this.#queued.push(message);
-    this.#queuedKinds.set(message, kind);
+    this.#queued.add(kind, message);
     try {
       await (await this.#worker()).call("queueMessage", this.id, kind, message);
     } catch (error) {
-      this.#queued.splice(this.#queued.indexOf(message), 1);
-      this.#queuedKinds.delete(message);
+      this.#queued.remove(message);
       throw error;
     }
   }
 
   /** Steering and follow-up messages not yet delivered to the model. */
   get pendingMessageCount(): number {
-    return this.#queued.length;
+    return this.#queued.count;
   }
 
   /**
@@ -409,14 +324,12 @@ export class AgentSession {
   async abort(): Promise<void> {
     this.abortRetry();
     if (this.#closed !== undefined) return;
-    if (this.#writingAhead !== undefined) this.#writingAhead.aborted = true;
-    this.#gateWait?.abort();
+    this.#writeAhead?.abort();
+    this.#gate.abort();
     // The worker drops queued steering and follow-up messages with the run.
-    const dropQueued = this.#queued.length > 0;
-    this.#queued.length = 0;
-    this.#queuedKinds.clear();
+    const dropQueued = this.#queued.clear();
     if (this.#run !== undefined) this.#run.aborted = true;
-    if (this.#compacting !== undefined) this.#compactionAborted = true;
+    this.#compaction.abort();
     if (dropQueued) this.#wiring.recorder?.queueCleared();
     if (this.#activeRunId === undefined && !dropQueued) return;
     try {
@@ -481,7 +394,7 @@ export class AgentSession {
 
   /** True while a compaction (its summary request, then installing the result) is in progress. */
   get isCompacting(): boolean {
-    return this.#compacting !== undefined;
+    return this.#compaction.reason !== undefined;
   }
 
   /**
@@ -501,13 +414,13 @@ export class AgentSession {
         `compact() takes instructions as a string, got ${JSON.stringify(customInstructions)}.`,
       );
     }
-    if (this.#prompt !== undefined || this.#compacting !== undefined) {
+    if (this.#prompt !== undefined || this.#compaction.reason !== undefined) {
       throw new SessionBusyError(
-        `Session ${this.id} is ${this.#compacting !== undefined ? "compacting" : "busy with a prompt"}; wait for agent_settled, then compact.`,
+        `Session ${this.id} is ${this.#compaction.reason !== undefined ? "compacting" : "busy with a prompt"}; wait for agent_settled, then compact.`,
       );
     }
-    const outcome = await this.#compaction("manual", () => this.#summarizeTranscript("manual", customInstructions));
-    if (this.#closed === undefined) this.#endCompaction("manual", outcome, false);
+    const outcome = await this.#compaction.manual(customInstructions);
+    if (this.#closed === undefined) this.#compaction.end("manual", outcome, false);
     const next = this.#prompt === undefined ? this.#queue.shift() : undefined;
     if (next !== undefined) this.#begin(next.text, next.resolve, next.reject);
     if (outcome.result !== null) return outcome.result;
@@ -558,17 +471,17 @@ export class AgentSession {
 
   /** True from `prompt()` until its `agent_settled`, and while `compact()` runs. */
   get isBusy(): boolean {
-    return this.#prompt !== undefined || this.#compacting !== undefined;
+    return this.#prompt !== undefined || this.#compaction.reason !== undefined;
   }
 
   /** The runtime transcript the model sees (failed attempts removed while retrying, R4). */
   get messages(): readonly AgentMessage[] {
-    return this.#messages;
+    return this.#mirror.messages;
   }
 
   /** Every message the session produced, failed attempts included (R4's persisted history). */
   get history(): readonly AgentMessage[] {
-    return this.#history;
+    return this.#mirror.history;
   }
 
   /** B7: the file this session is persisted to; undefined when persistence is off. */
@@ -601,8 +514,8 @@ export class AgentSession {
     this.#close(error);
     this.#link.detach(this.id);
     this.#wiring.onDisposed(this.id);
-    // A restore in progress closes the session on its new worker itself (see #restore).
-    if (this.#restoring !== undefined) return;
+    // A restore in progress closes the session on its new worker itself (see SessionRestore).
+    if (this.#supervisor.restoring !== undefined) return;
     try {
       await this.#link.control("closeSession", this.id);
     } catch {
@@ -615,34 +528,22 @@ export class AgentSession {
     this.#prompt = pending;
     // Built here rather than in the worker so the same object can be stored first (write-ahead).
     const message: AgentMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
-    const recorder = this.#wiring.recorder;
-    if (recorder === undefined) {
+    const writeAhead = this.#writeAhead;
+    if (writeAhead === undefined) {
       this.#postPrompt(pending, message);
       return;
     }
     // B7 write-ahead: the run is posted only once the user message is stored.
-    const ahead = { pending, aborted: false };
-    this.#writingAhead = ahead;
-    recorder.prompt(message).then(
-      () => {
-        if (this.#writingAhead === ahead) this.#writingAhead = undefined;
-        if (this.#prompt !== pending || this.#closed !== undefined) return;
-        if (ahead.aborted) {
-          pending.abortedEarly = true;
-          pending.failure = "Aborted before the model request was sent.";
-          this.#maybeSettle();
-          return;
-        }
-        this.#postPrompt(pending, message);
+    writeAhead.write(message, {
+      live: () => this.#prompt === pending && this.#closed === undefined,
+      stored: () => this.#postPrompt(pending, message),
+      aborted: () => {
+        pending.abortedEarly = true;
+        pending.failure = "Aborted before the model request was sent.";
+        this.#maybeSettle();
       },
-      (error: unknown) => {
-        if (this.#writingAhead === ahead) this.#writingAhead = undefined;
-        if (this.#prompt !== pending || this.#closed !== undefined) return;
-        this.#rejectPrompt(
-          error instanceof LifelineError ? error : new LifelineError("ERR_SESSION_FILE", String(error)),
-        );
-      },
-    );
+      failed: (error) => this.#rejectPrompt(error),
+    });
   }
 
   /**
@@ -651,37 +552,15 @@ export class AgentSession {
    * the prompt then settles as aborted with no request sent).
    */
   #postPrompt(pending: PendingPrompt, message: AgentMessage): void {
-    const coordination = this.#coordination;
-    if (coordination === undefined || !coordination.gateClosed) {
-      coordination?.depositFirstAttempt();
-      void this.#startRun({ kind: "prompt", message });
-      return;
-    }
-    const wait = new AbortController();
-    this.#gateWait = wait;
-    const done = () => {
-      if (this.#gateWait === wait) this.#gateWait = undefined;
-      return this.#prompt === pending && this.#closed === undefined;
-    };
-    coordination.waitAtGate(wait.signal, "prompt").then(
-      () => {
-        if (!done()) return;
-        coordination.depositFirstAttempt();
-        void this.#startRun({ kind: "prompt", message });
-      },
-      () => {
-        if (!done()) return;
+    this.#gate.admit({
+      live: () => this.#prompt === pending && this.#closed === undefined,
+      start: () => void this.#startRun({ kind: "prompt", message }),
+      aborted: () => {
         pending.abortedEarly = true;
         pending.failure = "Aborted while waiting at the provider gate, before the model request was sent.";
         this.#maybeSettle();
       },
-    );
-  }
-
-  /** A message reached the history (R4: failed attempts included); persisted when the session is. */
-  #pushHistory(message: AgentMessage): void {
-    this.#history.push(message);
-    this.#wiring.recorder?.history(message);
+    });
   }
 
   async #startRun(input: RunInput): Promise<void> {
@@ -693,8 +572,11 @@ export class AgentSession {
       const link = await this.#worker();
       // R4: the key for this attempt (a rotation may have switched it). Posted on the same FIFO
       // port right before startRun, so the worker has it before the run's request goes out.
-      const change = this.#freshCredential();
-      if (change !== undefined) void link.call("setModel", this.id, change).catch(() => {});
+      const change = freshCredential(this.#modelChange, this.#model.provider, this.#wiring);
+      if (change !== undefined) {
+        this.#modelChange = change;
+        void link.call("setModel", this.id, change).catch(() => {});
+      }
       await link.call("startRun", this.id, runId, input);
     } catch (error) {
       if (this.#activeRunId !== runId || this.#closed !== undefined) return;
@@ -704,45 +586,12 @@ export class AgentSession {
       if (input.kind === "summarize") {
         this.#activeRunId = undefined;
         this.#run = undefined;
-        this.#endSummary({ error: error instanceof Error ? error.message : String(error) });
+        this.#compaction.endSummary({ error: error instanceof Error ? error.message : String(error) });
         return;
       }
       // The worker refused the run: the runtime cannot serve this prompt; say so with a code.
       this.#rejectPrompt(error instanceof LifelineError ? error : new LifelineError("ERR_PROTOCOL", String(error)));
     }
-  }
-
-  /** The session's model change with the storage's current key, when that key differs from the worker's. */
-  #freshCredential(): ModelChange | undefined {
-    const provider = this.#model.provider;
-    const keyFor = this.#wiring.keyFor;
-    if (keyFor === undefined || provider === this.#wiring.pinnedProvider) return undefined;
-    const key = keyFor(provider);
-    if (key === undefined || key === this.#modelChange.apiKey) return undefined;
-    this.#modelChange = { ...this.#modelChange, apiKey: key };
-    return this.#modelChange;
-  }
-
-  /**
-   * R4: every key of the provider is blocked: moves the session to the next model of
-   * `retry.fallbackModels` (after the current one, if listed) whose provider has a usable key.
-   * A real model switch: recorded as a `model_change`, and later prompts stay on it.
-   */
-  async #switchToFallback(): Promise<string | undefined> {
-    const list = this.#settings.retry.fallbackModels ?? [];
-    const current = `${this.#model.provider}/${this.#model.id}`;
-    for (const name of list.slice(list.indexOf(current) + 1)) {
-      if (name === current) continue;
-      const provider = name.slice(0, name.indexOf("/"));
-      if (this.#wiring.isProviderExhausted?.(provider) === true) continue;
-      try {
-        await this.setModel(name);
-        return name;
-      } catch {
-        // Unknown model or no key: try the next one.
-      }
-    }
-    return undefined;
   }
 
   /** Rejects the live prompt with a runtime error (no model outcome to report); queued prompts go on. */
@@ -777,11 +626,10 @@ export class AgentSession {
       case "message_end": {
         this.#streaming = undefined;
         if (event.message.role === "user") {
-          if (this.#queued.length > 0) this.#delivered(event.message);
+          this.#queued.delivered(event.message);
           if (this.#run !== undefined) this.#run.userSeen = true;
         }
-        this.#messages.push(event.message);
-        this.#pushHistory(event.message);
+        this.#mirror.append(event.message);
         this.#events.emit(event);
         if (event.message.role === "assistant") {
           if (this.#prompt !== undefined) this.#prompt.lastAssistant = event.message;
@@ -818,33 +666,16 @@ export class AgentSession {
     return { decision, last };
   }
 
-  /** A queued message reached the transcript: it is no longer pending. */
-  #delivered(message: AgentMessage): void {
-    const index = this.#queued.findIndex(
-      (queued) => queued.timestamp === message.timestamp && sameContent(queued, message),
-    );
-    if (index < 0) return;
-    const [queued] = this.#queued.splice(index, 1);
-    if (queued !== undefined) this.#queuedKinds.delete(queued);
-  }
-
   #handleRunEnd(item: Extract<BatchItem, { type: "run_end" }>): void {
     if (item.runId !== this.#activeRunId) return;
     if (this.#run?.input.kind === "summarize") {
       this.#activeRunId = undefined;
       this.#run = undefined;
-      this.#endSummary(
-        item.summary !== undefined
-          ? { summary: item.summary }
-          : item.aborted === true
-            ? { aborted: true }
-            : { error: item.error?.message ?? "The summary request ended without a summary." },
-      );
+      this.#compaction.endSummary(summaryEndOf(item));
       return;
     }
     for (const message of item.tail) {
-      this.#messages.push(message);
-      this.#pushHistory(message);
+      this.#mirror.append(message);
     }
     this.#activeRunId = undefined;
     this.#run = undefined;
@@ -862,10 +693,16 @@ export class AgentSession {
     } else if (afterRun.decision.kind === "retry") {
       void this.#retry
         .execute(afterRun.decision, {
-          removeFailedMessage: () => this.#removeFailed(),
-          restoreFailedMessage: (message) => this.#restoreFailed(message),
+          removeFailedMessage: () => this.#mirror.removeFailed(),
+          restoreFailedMessage: (message) => this.#mirror.restoreFailed(message),
           continueRun: () => this.#continueAfterRetry(),
-          switchToFallback: () => this.#switchToFallback(),
+          switchToFallback: () =>
+            switchToFallback(
+              this.#settings.retry.fallbackModels ?? [],
+              `${this.#model.provider}/${this.#model.id}`,
+              this.#wiring.isProviderExhausted,
+              (name) => this.setModel(name),
+            ),
         })
         // R4: the chain may end inside execute (every key blocked past retry.maxDelayMs).
         .then(
@@ -873,20 +710,9 @@ export class AgentSession {
           (error: unknown) => this.#failPrompt(error),
         );
     } else if (afterRun.decision.failure === "overflow" && afterRun.last !== undefined) {
-      void this.#routeOverflow(afterRun.last);
+      void this.#compaction.afterOverflow(afterRun.last);
     }
     this.#maybeSettle();
-  }
-
-  async #removeFailed(): Promise<void> {
-    if (isRemovableFailure(this.#messages[this.#messages.length - 1])) this.#messages.pop();
-    await this.#mirrorCall((link) => link.call("popFailedMessage", this.id));
-  }
-
-  async #restoreFailed(message: AssistantMessage): Promise<void> {
-    if (this.#closed !== undefined) return;
-    this.#messages.push(message);
-    await this.#mirrorCall((link) => link.call("appendMessage", this.id, message));
   }
 
   async #continueAfterRetry(): Promise<void> {
@@ -894,227 +720,16 @@ export class AgentSession {
     await this.#startRun({ kind: "continue" });
   }
 
-  /**
-   * R1: an overflow is never retried; it is compacted (by the host's hook, else by a summary from
-   * the session's model) and the prompt goes on once with the compacted transcript.
-   */
-  async #routeOverflow(message: AssistantMessage): Promise<void> {
-    const hook = this.#wiring.onContextOverflow;
-    if (hook === undefined && !this.#settings.compaction.enabled) return;
-    const pending = this.#prompt;
-    const outcome = await this.#compaction("overflow", async () => {
-      if (hook !== undefined) return this.#hookCompaction(hook, message);
-      await this.#removeFailed();
-      const compacted = await this.#summarizeTranscript("overflow");
-      // Nothing changed: the transcript keeps its record of the failure (as after a cancelled chain).
-      if (compacted.result === null) await this.#restoreFailed(message);
-      return compacted;
-    });
-    if (this.#closed !== undefined) return;
-    const willRetry =
-      outcome.result !== null &&
-      pending !== undefined &&
-      this.#prompt === pending &&
-      pending.overflowContinued !== true &&
-      !this.#compactionAborted &&
-      canContinueFrom(this.#messages[this.#messages.length - 1]);
-    if (pending !== undefined) pending.compacted = true;
-    this.#endCompaction("overflow", outcome, willRetry);
-    if (willRetry && pending !== undefined) {
-      pending.overflowContinued = true;
-      void this.#startRun({ kind: "continue" });
-      return;
-    }
-    this.#maybeSettle();
-  }
-
-  /** Marks the session compacting for `reason` (synchronously), emits `compaction_start`, runs `work`. */
-  async #compaction(reason: CompactionReason, work: () => Promise<CompactionOutcome>): Promise<CompactionOutcome> {
-    this.#compacting = reason;
-    this.#compactionAborted = false;
-    this.#events.emit({ type: "compaction_start", reason });
-    try {
-      return await work();
-    } catch (error) {
-      return { result: null, aborted: false, errorMessage: error instanceof Error ? error.message : String(error) };
-    } finally {
-      this.#compacting = undefined;
-    }
-  }
-
-  #endCompaction(reason: CompactionReason, outcome: CompactionOutcome, willRetry: boolean): void {
-    this.#events.emit({
-      type: "compaction_end",
-      reason,
-      result: outcome.result,
-      aborted: outcome.aborted,
-      willRetry,
-      ...(outcome.errorMessage === undefined ? {} : { errorMessage: outcome.errorMessage }),
-    });
-  }
-
-  /**
-   * lifeline's compaction: the session's model summarizes everything older than the newest
-   * `keepRecentTokens` (in the worker, as a `summarize` run), and the summary replaces it in the
-   * transcript, the worker's and the session file's. An overflow with too little to cut by that
-   * rule keeps only the newest turn.
-   */
-  async #summarizeTranscript(reason: CompactionReason, customInstructions?: string): Promise<CompactionOutcome> {
-    const settings = this.#settings.compaction;
-    const messages = this.#messages;
-    const tokensBefore = contextTokens(messages);
-    const plan =
-      planCompaction(messages, settings.keepRecentTokens) ??
-      (reason === "overflow" ? planCompaction(messages, 0) : undefined);
-    if (plan === undefined) {
-      return {
-        result: null,
-        aborted: false,
-        errorMessage: `Nothing to compact: the transcript (about ${tokensBefore} tokens) is within compaction.keepRecentTokens (${settings.keepRecentTokens}).`,
-      };
-    }
-    const request: SummaryRequest = { messages: plan.summarize };
-    if (plan.previousSummary !== undefined) request.previousSummary = plan.previousSummary;
-    if (customInstructions !== undefined) request.customInstructions = customInstructions;
-    const maxTokens = Math.floor(settings.reserveTokens * 0.8);
-    if (maxTokens > 0) request.maxTokens = maxTokens;
-    const end = await this.#summarize(request);
-    if ("aborted" in end) return { result: null, aborted: true };
-    if ("error" in end) return { result: null, aborted: false, errorMessage: end.error };
-    if (this.#compactionAborted) return { result: null, aborted: true };
-    const [firstKept] = plan.kept;
-    const firstKeptEntryId = firstKept === undefined ? this.#localId() : this.#entryId(firstKept);
-    const compacted = [summaryMessage(end.summary, tokensBefore, Date.now()), ...plan.kept];
-    await this.#install(compacted);
-    const result: CompactionResult = {
-      summary: end.summary,
-      firstKeptEntryId,
-      tokensBefore,
-      tokensAfter: estimateAll(compacted),
-    };
-    this.#wiring.recorder?.compaction({ ...result });
-    return { result, aborted: false };
-  }
-
-  /**
-   * A host's own compaction. An answer `{ messages }` is installed; it is stored as pi's
-   * compaction entry whose summary is the text of the messages the hook added, kept from the
-   * first message it kept from the old transcript.
-   */
-  async #hookCompaction(hook: ContextOverflowHook, message: AssistantMessage): Promise<CompactionOutcome> {
-    const before = this.#messages;
-    const tokensBefore = contextTokens(before);
-    const answer = await hook({
-      sessionId: this.id,
-      errorMessage: message.errorMessage ?? "context overflow",
-      messages: before,
-    });
-    if (answer === null || typeof answer !== "object") return { result: null, aborted: false };
-    if (!Array.isArray(answer.messages)) {
-      throw new LifelineError(
-        "ERR_INVALID_OPTIONS",
-        "onContextOverflow returned an object without a messages array; return { messages } or false.",
-      );
-    }
-    const messages = [...answer.messages];
-    // The overflowed reply cannot be continued from; the model never sees it anyway.
-    while (isRemovableFailure(messages[messages.length - 1])) messages.pop();
-    const old = new Set(before);
-    const firstKept = messages.find((m) => old.has(m) && !isSummaryMessage(m));
-    const added = messages.filter((m) => !old.has(m));
-    const summary = added.map((m) => (isSummaryMessage(m) ? m.summary : transcriptText([m]))).join("\n\n");
-    await this.#install(messages);
-    const firstKeptEntryId = firstKept === undefined ? this.#localId() : this.#entryId(firstKept);
-    const result: CompactionResult = { summary, firstKeptEntryId, tokensBefore, tokensAfter: estimateAll(messages) };
-    this.#wiring.recorder?.compaction({ ...result, fromHook: true });
-    return { result, aborted: false };
-  }
-
-  /** Installs a compacted transcript in the mirror and the worker. */
-  async #install(messages: AgentMessage[]): Promise<void> {
-    this.#messages = messages;
-    await this.#mirrorCall((link) => link.call("replaceMessages", this.id, messages));
-  }
-
-  /** Runs a `summarize` run in the worker and waits for its end. Never rejects. */
-  #summarize(request: SummaryRequest): Promise<SummaryEnd> {
-    // abort() came before the summary run could start: there is nothing to cancel in the worker.
-    if (this.#compactionAborted) return Promise.resolve({ aborted: true });
-    return new Promise<SummaryEnd>((resolve) => {
-      this.#summaryWaiter = resolve;
-      void this.#startRun({ kind: "summarize", request });
-    });
-  }
-
-  #endSummary(end: SummaryEnd): void {
-    const waiter = this.#summaryWaiter;
-    this.#summaryWaiter = undefined;
-    waiter?.(end);
-  }
-
-  /**
-   * A message's entry id: its id in the session file when persisted, else one this session gives
-   * it (stable for the message's life), so `firstKeptEntryId` always names something.
-   */
-  #entryId(message: AgentMessage): string {
-    const recorder = this.#wiring.recorder;
-    if (recorder !== undefined) {
-      const id = recorder.historyIds[this.#history.lastIndexOf(message)];
-      if (id !== undefined) return id;
-    }
-    let id = this.#localIds.get(message);
-    if (id === undefined) {
-      id = this.#localId();
-      this.#localIds.set(message, id);
-    }
-    return id;
-  }
-
-  #localId(): string {
-    const id = newEntryId(this.#localTaken);
-    this.#localTaken.add(id);
-    return id;
-  }
-
-  /** Threshold compaction (pi's): after a successful prompt whose context leaves less than `reserveTokens`. */
-  #thresholdDue(pending: PendingPrompt): boolean {
-    const settings = this.#settings.compaction;
-    const last = pending.lastAssistant;
-    if (!settings.enabled || pending.compacted === true || last === undefined || isFailedStop(last.stopReason)) {
-      return false;
-    }
-    return overThreshold(contextTokens(this.#messages), this.#model.contextWindow, settings.reserveTokens);
-  }
-
-  async #thresholdCompaction(): Promise<void> {
-    const outcome = await this.#compaction("threshold", () => this.#summarizeTranscript("threshold"));
-    if (this.#closed !== undefined) return;
-    this.#endCompaction("threshold", outcome, false);
-    this.#maybeSettle();
-  }
-
   /** Settles the live prompt when nothing of it is left: no run, no chain, no overflow hook. */
   #maybeSettle(): void {
     const pending = this.#prompt;
     if (pending === undefined || this.#closed !== undefined) return;
-    if (this.#activeRunId !== undefined || this.#retry.isRetrying || this.#compacting !== undefined) return;
-    if (this.#restoring !== undefined) return;
-    if (this.#writingAhead !== undefined) return;
-    if (this.#gateWait !== undefined) return;
-    if (this.#thresholdDue(pending)) {
-      pending.compacted = true;
-      void this.#thresholdCompaction();
-      return;
-    }
+    if (this.#activeRunId !== undefined || this.#retry.isRetrying || this.#compaction.reason !== undefined) return;
+    if (this.#supervisor.restoring !== undefined) return;
+    if (this.#writeAhead?.writing === true || this.#gate.waiting) return;
+    if (this.#compaction.startThresholdIfDue(pending)) return;
     this.#prompt = undefined;
-    const last = pending.lastAssistant;
-    const stopReason = last?.stopReason ?? (pending.abortedEarly === true ? "aborted" : "error");
-    const result: PromptResult = { stopReason, retries: pending.retries };
-    const errorMessage = last?.errorMessage ?? pending.failure;
-    if (errorMessage !== undefined && (last === undefined || isFailedStop(last.stopReason))) {
-      result.errorMessage = errorMessage;
-    }
-    if (last !== undefined) result.message = last;
+    const result = settledResult(pending);
     this.#events.emit({ type: "agent_settled", ...result });
     pending.resolve(result);
     const next = this.#queue.shift();
@@ -1129,44 +744,18 @@ export class AgentSession {
     this.#maybeSettle();
   }
 
-  /**
-   * SPEC X7: the worker died. A session blamed for it (`suspect`) is charged a restart and, over
-   * its budget, given up (ERR_SESSION_CRASHED). Otherwise a run in flight ends here as a failed
-   * reply and `agent_end` (tool calls it had running get an "interrupted" result), the session is
-   * opened again on a fresh worker (its own, if suspect) from the main-side transcript, emits
-   * `session_restored`, and the run's decision is carried out: a retry, like any transient failure.
-   */
-  #handleWorkerExit(error: WorkerExitedError, suspect: boolean): void {
-    if (this.#closed !== undefined) return;
-    this.#restarts++;
-    if (suspect && !this.#budget.charge()) {
-      const { maxRestarts, windowMs } = this.#settings.supervision;
-      this.#giveUp(
-        new SessionCrashedError(
-          `Session ${this.id} was given up: its worker ${workerFate(error.cause)} again, more than ${maxRestarts} restarts within ${windowMs} ms (supervision.maxRestarts, supervision.windowMs). Last: ${error.message}`,
-          error.cause,
-        ),
-      );
-      return;
-    }
-    let restored: () => void = () => {};
-    this.#restoring = new Promise<void>((resolve) => {
-      restored = resolve;
-    });
-    let afterRun: AfterRun | undefined;
+  /** X7: ends what ran on the dead worker (the restore's `interrupt`); returns the run's decision. */
+  #interrupt(error: WorkerExitedError): AfterRun | undefined {
     if (this.#run?.input.kind === "summarize") {
       // A summary request dies with its worker: the compaction fails (reported, not retried).
       this.#activeRunId = undefined;
       this.#run = undefined;
-      this.#endSummary({ error: `The summary request ended because the worker ${workerFate(error.cause)}.` });
-    } else if (this.#activeRunId !== undefined) {
-      afterRun = this.#interruptRun(error);
+      this.#compaction.endSummary({
+        error: `The summary request ended because the worker ${workerFate(error.cause)}.`,
+      });
+      return undefined;
     }
-    void this.#restore(error, suspect, afterRun).finally(restored);
-  }
-
-  /** Ends the run in flight at a worker's death (see {@link interruptedRun}); returns its decision. */
-  #interruptRun(error: WorkerExitedError): AfterRun | undefined {
+    if (this.#activeRunId === undefined) return undefined;
     const run = this.#run;
     this.#activeRunId = undefined;
     this.#run = undefined;
@@ -1176,105 +765,41 @@ export class AgentSession {
       this.#afterRun = undefined;
       return afterRun;
     }
-    const produced: AgentMessage[] = [];
-    const add = (message: AgentMessage, started: boolean) => {
-      if (!started) this.#events.emit({ type: "message_start", message });
-      this.#messages.push(message);
-      this.#pushHistory(message);
-      produced.push(message);
-      this.#events.emit({ type: "message_end", message });
-    };
-    if (run?.started !== true) this.#events.emit({ type: "agent_start" });
-    // The worker never reported the prompt's user message: add the one main sent, so the retried
-    // run continues from it (no turn is lost, no two user turns in a row; a stored session has it
-    // already, written ahead, and does not store it twice).
-    if (run?.input.kind === "prompt" && !run.userSeen) add(run.input.message, false);
     const streaming = this.#streaming;
     this.#streaming = undefined;
-    const { toolResults, reply } = interruptedRun({
-      messages: this.#messages,
-      partial: streaming?.message,
+    const { produced, reply } = endInterruptedRun(run, streaming?.message, {
+      messages: this.#mirror.messages,
       model: this.#model,
       cause: error.cause,
-      aborted: run?.aborted === true,
-      now: Date.now(),
+      append: (message) => this.#mirror.append(message),
+      emit: (event) => this.#events.emit(event),
     });
-    for (const result of toolResults) add(result, false);
-    add(reply, streaming !== undefined);
     if (this.#prompt !== undefined) this.#prompt.lastAssistant = reply;
     this.#retry.onMessageEnd(reply);
     return this.#decide(produced);
   }
 
-  async #restore(error: WorkerExitedError, suspect: boolean, afterRun: AfterRun | undefined): Promise<void> {
-    let link: WorkerLink;
-    try {
-      link = await this.#wiring.reopen([...this.#messages], this.#modelChange, suspect);
-    } catch (reopenError) {
-      if (this.#closed !== undefined) return;
-      const why = reopenError instanceof Error ? reopenError.message : String(reopenError);
-      this.#giveUp(
-        new SessionCrashedError(
-          `Session ${this.id} could not be restored after its worker ${workerFate(error.cause)}: ${why}`,
-          error.cause,
-        ),
-      );
-      return;
-    }
-    if (this.#closed !== undefined) {
-      void link.control("closeSession", this.id).catch(() => {});
-      return;
-    }
+  /** X7: `link`, a fresh worker the session was opened on again, becomes the session's. */
+  #adopt(link: WorkerLink): void {
     this.#link = link;
     link.attach(this.id, this.#linkClient());
     // Steering accepted before the crash and not yet delivered goes to the new worker, once.
-    for (const message of this.#queued) {
-      const kind = this.#queuedKinds.get(message) ?? "followUp";
+    for (const [message, kind] of this.#queued) {
       void link.call("queueMessage", this.id, kind, message).catch(() => {});
     }
-    this.#restoring = undefined;
-    this.#events.emit({ type: "session_restored", reason: error.cause, restarts: this.#restarts });
-    if (afterRun !== undefined) this.#carryOut(afterRun, undefined);
-    else this.#maybeSettle();
-  }
-
-  /** X7: the session is given up: any chain ends, `worker_exited`, and everything waiting rejects. */
-  #giveUp(error: SessionCrashedError): void {
-    this.#retry.dispose(error.message, "non_retryable");
-    this.#events.emit({
-      type: "worker_exited",
-      error: { code: error.code, message: error.message, cause: error.cause },
-    });
-    this.#restoring = undefined;
-    this.#close(error);
-    this.#wiring.onDisposed(this.id);
   }
 
   /** Marks the session closed and rejects the live and queued prompts with `error`. */
   #close(error: LifelineError): void {
     this.#closed = error;
-    this.#gateWait?.abort();
+    this.#gate.abort();
     this.#activeRunId = undefined;
     const pending = this.#prompt;
     this.#prompt = undefined;
     pending?.reject(error);
     for (const queued of this.#queue.splice(0)) queued.reject(error);
-    this.#endSummary({ error: error.message });
+    this.#compaction.endSummary({ error: error.message });
   }
-}
-
-/** pi-agent-core continues only from a user message or a tool result. */
-function canContinueFrom(message: AgentMessage | undefined): boolean {
-  return message?.role === "user" || message?.role === "toolResult";
-}
-
-function isWorkerGone(error: unknown): boolean {
-  if (error instanceof WorkerExitedError || error instanceof WorkerStartError) return true;
-  return error instanceof LifelineError && error.code === "ERR_CALL_TIMEOUT";
-}
-
-function sameContent(a: AgentMessage, b: AgentMessage): boolean {
-  return "content" in a && "content" in b && JSON.stringify(a.content) === JSON.stringify(b.content);
 }
 
 /** `"provider/id"` → `{ provider, id }`. @throws ERR_INVALID_OPTIONS without a slash. */
@@ -1284,12 +809,4 @@ export function parseModelName(name: string): { provider: string; id: string } {
     throw new LifelineError("ERR_INVALID_OPTIONS", `Model "${name}" must be "provider/id", for example "demo/demo-1".`);
   }
   return { provider: name.slice(0, slash), id: name.slice(slash + 1) };
-}
-
-function lastAssistant(messages: readonly AgentMessage[]): AssistantMessage | undefined {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const message = messages[i];
-    if (message?.role === "assistant") return message;
-  }
-  return undefined;
 }

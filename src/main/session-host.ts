@@ -6,18 +6,15 @@
  * `threads`. A link whose worker dies is dropped; the next session starts a fresh one.
  */
 import { randomUUID } from "node:crypto";
-import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { isAbsolute, resolve as resolvePath } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import type { ResourceLimits } from "node:worker_threads";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { z } from "zod";
 import { LifelineError } from "../shared/errors.js";
 import type { SessionEvent } from "../shared/events.js";
-import type { ModelChange, ModelRef, SessionInit } from "../shared/protocol.js";
-import { mergeSettings, parseSettings, type Settings, type SettingsInput } from "../shared/settings.js";
+import type { ModelRef } from "../shared/protocol.js";
+import { parseSettings, type Settings, type SettingsInput } from "../shared/settings.js";
 import { AgentSession, type ContextOverflowHook, parseModelName } from "./agent-session.js";
 import type { AuthStorage } from "./auth/auth-storage.js";
 import { FileAuthStorage } from "./auth/file-auth-storage.js";
@@ -25,13 +22,9 @@ import { HostCoordination } from "./coordination/host-coordination.js";
 import { ExtensionRunner } from "./extensions/extension-runner.js";
 import { resolveExtensions } from "./extensions/resolve-extensions.js";
 import type { SessionExtensions } from "./extensions/session-extensions.js";
-import {
-  listConfiguredModels,
-  loadModelsConfig,
-  type ModelsConfig,
-  modelsPath,
-  resolveModelRef,
-} from "./models-config.js";
+import { HostConfig } from "./host-config.js";
+import { listConfiguredModels } from "./models-config.js";
+import { checkWorkerEntry, toModuleUrl } from "./module-url.js";
 import {
   authStorageSchema,
   fn,
@@ -44,16 +37,18 @@ import {
   timerMs,
   validate,
 } from "./option-schemas.js";
+import { sessionInit, withModel } from "./session-init.js";
 import { HostSessions, type SessionsOptions } from "./sessions/host-sessions.js";
 import { assertValidSessionId } from "./sessions/session-format.js";
 import type { SessionRecorder } from "./sessions/session-recorder.js";
 import type { OpenedSession, SessionInfo, SessionStore } from "./sessions/session-store.js";
 import { restoreTranscript } from "./sessions/session-transcript.js";
-import { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";
+import { writeUserSettings } from "./settings-store.js";
 import { abortableSleep } from "./sleep.js";
 import { WorkerLinks } from "./supervision/worker-links.js";
 import type { LinkEndpoint } from "./worker-link.js";
 
+export { toModuleUrl } from "./module-url.js";
 export type { SessionsOptions } from "./sessions/host-sessions.js";
 
 /** Options of {@link createSessionHost}. Every field is optional. */
@@ -247,9 +242,8 @@ export class SessionHost {
    * Real time always: a gate's reopening is the server's clock, not a test's retry sleep.
    */
   readonly #coordination = new HostCoordination({ now: () => performance.now(), sleep: abortableSleep });
-  #fileSettings: Promise<SettingsInput> | undefined;
-  #modelsConfig: Promise<ModelsConfig> | undefined;
-  #defaultAuth: FileAuthStorage | undefined;
+  /** Settings files, models.json, the auth storage, model resolution (host-config.ts). */
+  readonly #config: HostConfig;
   #closed = false;
   /** The host's extensions (the `extensions` option); undefined without any. */
   readonly #extensions: ExtensionRunner | undefined;
@@ -257,11 +251,12 @@ export class SessionHost {
   /** @internal Use {@link createSessionHost}. */
   constructor(options: SessionHostOptions, extensions?: ExtensionRunner) {
     this.#options = options;
+    this.#config = new HostConfig(options);
     this.#extensions = extensions;
     this.#files = new HostSessions({
       sessions: options.sessions,
-      lifelineDir: () => this.#lifelineDir(),
-      cwd: () => this.#cwd(),
+      lifelineDir: () => this.#config.lifelineDir(),
+      cwd: () => this.#config.cwd(),
     });
     const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_TIMEOUTS.callTimeoutMs;
     this.#workers = new WorkerLinks({
@@ -345,7 +340,7 @@ export class SessionHost {
     }
     validate(resumeOptionsSchema, options, "resumeSession options");
     const store = this.#files.requireStore(options.sessions, "resumeSession()");
-    const opened = await store.open(ref, this.#cwd());
+    const opened = await store.open(ref, this.#config.cwd());
     try {
       for (const warning of opened.warnings) process.emitWarning(warning, { code: "LIFELINE_SESSION_FILE" });
       if (this.#sessions.has(opened.header.id)) {
@@ -367,7 +362,7 @@ export class SessionHost {
    */
   async listSessions(options: { cwd?: string } = {}): Promise<SessionInfo[]> {
     validate(listSessionsOptionsSchema, options, "listSessions options");
-    return this.#files.requireStore(undefined, "listSessions()").list(options.cwd ?? this.#cwd());
+    return this.#files.requireStore(undefined, "listSessions()").list(options.cwd ?? this.#config.cwd());
   }
 
   async #open(
@@ -377,9 +372,9 @@ export class SessionHost {
   ): Promise<AgentSession> {
     const restored = resumed === undefined ? undefined : restoreTranscript(resumed.entries);
     const fileModel = restored?.model === undefined ? undefined : `${restored.model.provider}/${restored.model.id}`;
-    const settings = await this.#sessionSettings(options.settings);
+    const settings = await this.#config.sessionSettings(options.settings);
     const sessionId = options.sessionId ?? randomUUID();
-    const resolved = await this.#resolveModel(
+    const resolved = await this.#config.resolveModel(
       toModelRef(options.model ?? fileModel ?? "demo/demo-1"),
       options.apiKey,
       sessionId,
@@ -391,18 +386,9 @@ export class SessionHost {
         `A session with id ${sessionId} is already open; pick another id.`,
       );
     }
-    const init: SessionInit = {
-      sessionId,
-      model: resolved.model,
-      systemPrompt: options.systemPrompt ?? "",
-      messages: restored === undefined ? (options.messages ?? []) : [...restored.messages, ...restored.undelivered],
-      provider: { ...settings.retry.provider },
-    };
-    if (settings.retry.maxConcurrentRequests !== undefined) init.requestPermits = true;
-    if (resolved.apiKey !== undefined) init.apiKey = resolved.apiKey;
-    if (resolved.authHeader === true) init.authHeader = true;
-    if (options.workerModule !== undefined) init.workerModule = toModuleUrl(options.workerModule, this.#cwd());
-    if (options.workerModuleOptions !== undefined) init.workerModuleOptions = options.workerModuleOptions;
+    const messages =
+      restored === undefined ? (options.messages ?? []) : [...restored.messages, ...restored.undelivered];
+    const init = sessionInit(sessionId, resolved, settings, messages, options, this.#config.cwd());
     // The main thread's copy of the extensions first: a factory that fails costs no worker call.
     const runner = this.#extensions;
     let extensions: SessionExtensions | undefined;
@@ -448,7 +434,7 @@ export class SessionHost {
       ...(restored === undefined ? {} : { history: [...restored.history, ...restored.undelivered] }),
       recorder,
       authStorage: this.authStorage,
-      keyFor: (provider) => this.#storedKey(provider, sessionId),
+      keyFor: (provider) => this.#config.storedKey(provider, sessionId),
       ...(options.apiKey === undefined ? {} : { pinnedProvider: providerOf(resolved.model) }),
       isProviderExhausted: (provider) => safely(() => this.authStorage?.isExhausted?.(provider)) === true,
       onContextOverflow: options.onContextOverflow,
@@ -461,7 +447,7 @@ export class SessionHost {
         this.#workers.releaseIsolated();
         if (recorder !== undefined) void this.#files.close(recorder);
       },
-      resolveModel: (ref) => this.#resolveModel(ref, undefined, sessionId),
+      resolveModel: (ref) => this.#config.resolveModel(ref, undefined, sessionId),
       modelChange: resolved,
       // SPEC X7: opened again on a fresh worker from the main-side transcript; a suspect on its own.
       reopen: async (messages, model, isolate) =>
@@ -481,7 +467,7 @@ export class SessionHost {
    */
   async availableModels(): Promise<Model<Api>[]> {
     this.#assertOpen();
-    const config = await this.#models();
+    const config = await this.#config.models();
     const { link, release } = await this.#workers.pick();
     let builtIn: Model<Api>[];
     try {
@@ -494,13 +480,12 @@ export class SessionHost {
 
   /** Settings as the next session would get them, before per-session overrides. */
   async settings(): Promise<Settings> {
-    return this.#sessionSettings(undefined);
+    return this.#config.sessionSettings(undefined);
   }
 
   /** Forgets the cached settings and models files; the next session reads them again. */
   reloadSettings(): void {
-    this.#fileSettings = undefined;
-    this.#modelsConfig = undefined;
+    this.#config.reload();
   }
 
   /**
@@ -508,7 +493,7 @@ export class SessionHost {
    * Open sessions keep their own settings; new sessions read the file again.
    */
   async writeUserSettings(patch: SettingsInput): Promise<void> {
-    const dir = this.#lifelineDir();
+    const dir = this.#config.lifelineDir();
     if (dir === false) {
       throw new LifelineError(
         "ERR_INVALID_OPTIONS",
@@ -545,73 +530,12 @@ export class SessionHost {
     if (this.#closed) throw new LifelineError("ERR_HOST_CLOSED", "This session host is closed; create a new host.");
   }
 
-  /** The user directory, or false when the host reads no user files. */
-  #lifelineDir(): string | false {
-    return this.#options.lifelineDir ?? resolveLifelineDir();
-  }
-
-  /** The one base for relative paths given to the host. */
-  #cwd(): string {
-    return this.#options.cwd ?? process.cwd();
-  }
-
   /**
    * The storage serving keys and told about limits: the host's `authStorage`, else the
    * `auth.json` of the lifeline directory (none with `lifelineDir: false`).
    */
   get authStorage(): AuthStorage | undefined {
-    if (this.#options.authStorage !== undefined) return this.#options.authStorage;
-    const dir = this.#lifelineDir();
-    if (dir === false) return undefined;
-    this.#defaultAuth ??= FileAuthStorage.inDir(dir);
-    return this.#defaultAuth;
-  }
-
-  /**
-   * A model reference, resolved with its key. Key precedence: `apiKey` (the session's option),
-   * then the auth storage (auth.json), then models.json, then the provider's environment variable.
-   */
-  async #resolveModel(ref: ModelRef, apiKey: string | undefined, sessionId: string): Promise<ModelChange> {
-    return resolveModelRef(ref, await this.#models(), apiKey ?? this.#storedKey(ref.provider, sessionId));
-  }
-
-  /** The auth storage's key for a session; a storage that throws has none (the next source is used). */
-  #storedKey(provider: string, sessionId: string): string | undefined {
-    try {
-      return this.authStorage?.apiKeyFor?.(provider, sessionId);
-    } catch (error) {
-      process.emitWarning(
-        `lifeline: the auth storage failed to give a key for ${provider}: ${error instanceof Error ? error.message : String(error)}`,
-        { code: "LIFELINE_AUTH_FILE" },
-      );
-      return undefined;
-    }
-  }
-
-  /** The user's models.json, read once and kept until {@link reloadSettings}; a failed read is retried. */
-  async #models(): Promise<ModelsConfig> {
-    const dir = this.#lifelineDir();
-    this.#modelsConfig ??= dir === false ? Promise.resolve(NO_MODELS_FILE) : loadModelsConfig(modelsPath(dir));
-    try {
-      return await this.#modelsConfig;
-    } catch (error) {
-      this.#modelsConfig = undefined;
-      throw error;
-    }
-  }
-
-  async #sessionSettings(overrides: SettingsInput | undefined): Promise<Settings> {
-    const dir = this.#lifelineDir();
-    this.#fileSettings ??= dir === false ? Promise.resolve({}) : loadSettingsFiles(dir, this.#cwd());
-    let files: SettingsInput;
-    try {
-      files = await this.#fileSettings;
-    } catch (error) {
-      this.#fileSettings = undefined;
-      throw error;
-    }
-    if (overrides !== undefined) parseSettings(overrides, "createSession({ settings })");
-    return parseSettings(mergeSettings(files, this.#options.settings, overrides), "the merged settings");
+    return this.#config.authStorage;
   }
 }
 
@@ -626,15 +550,6 @@ function refuseSettingsExtensions(settings: SettingsInput | undefined, call: str
     "ERR_INVALID_OPTIONS",
     `Invalid ${call} options: settings.extensions is read by the CLI only; pass the paths as the host option extensions (createSessionHost({ extensions: [...] })).`,
   );
-}
-
-/** `init` with the session's current model and key (they may have changed) and transcript. */
-function withModel(init: SessionInit, change: ModelChange, messages: AgentMessage[]): SessionInit {
-  const { apiKey: _key, authHeader: _header, ...rest } = init;
-  const next: SessionInit = { ...rest, model: change.model, messages };
-  if (change.apiKey !== undefined) next.apiKey = change.apiKey;
-  if (change.authHeader === true) next.authHeader = true;
-  return next;
 }
 
 function providerOf(model: ModelRef): string {
@@ -653,35 +568,6 @@ function safely<T>(hook: () => T): T | undefined {
 function toModelRef(model: string | ModelRef): ModelRef {
   return typeof model === "string" ? parseModelName(model) : model;
 }
-
-/**
- * A module location as the file URL a worker can import: a `URL` or `file:` string as given, a path
- * resolved against `base` (the host's `cwd`). Paths go through pathToFileURL, so `#`, `?`, spaces
- * and Windows drive letters (`C:\\x`, which `new URL` would read as a `c:` scheme) stay part of the path.
- */
-export function toModuleUrl(module: string | URL, base: string): string {
-  if (module instanceof URL) return module.href;
-  if (/^file:/i.test(module)) return new URL(module).href;
-  return pathToFileURL(isAbsolute(module) ? module : resolvePath(base, module)).href;
-}
-
-/**
- * A missing worker script would only show when the first worker starts, as an error from inside
- * the pool; say it at once, with the path it was looked for at.
- */
-function checkWorkerEntry(entry: string | URL, cwd: string): void {
-  const url = toModuleUrl(entry, cwd);
-  if (!url.startsWith("file:")) return;
-  const path = fileURLToPath(url);
-  if (existsSync(path)) return;
-  throw new LifelineError(
-    "ERR_INVALID_OPTIONS",
-    `Invalid createSessionHost options: workerEntry ${path} does not exist. Copy the package's worker bundle (lifeline/worker, dist/lifeline-worker.mjs) there, or fix the path (a relative one is taken from the host's cwd, ${cwd}).`,
-  );
-}
-
-/** What a host with `lifelineDir: false` uses instead of models.json: no custom models. */
-const NO_MODELS_FILE: ModelsConfig = { path: "models.json (not read: the host has lifelineDir: false)", providers: {} };
 
 function reportListenerError(error: unknown, event: SessionEvent): void {
   process.stderr.write(`lifeline: a session listener threw on ${event.type}: ${String(error)}\n`);

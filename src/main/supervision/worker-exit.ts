@@ -2,7 +2,7 @@
  * How a worker ended, in words and as a {@link WorkerExitCause}: what the pool reported, turned
  * into the cause and the message of the typed error a session's callers get (SPEC X5).
  */
-import type { WorkerExitCause } from "../../shared/errors.js";
+import { LifelineError, type WorkerExitCause, WorkerExitedError, WorkerStartError } from "../../shared/errors.js";
 
 /** Classifies what the pool reported when a worker's task failed. */
 export function exitCauseOf(error: unknown): WorkerExitCause {
@@ -52,4 +52,14 @@ export function describeError(error: unknown): string {
     return typeof code === "string" ? `${code}: ${error.message}` : error.message;
   }
   return String(error);
+}
+
+/**
+ * Whether a failed worker call means the worker is gone: it exited, never started, or a call
+ * timed out (which terminates it as hung). The session settles such failures through the
+ * worker's exit (SPEC X5, X7), not through the call.
+ */
+export function isWorkerGone(error: unknown): boolean {
+  if (error instanceof WorkerExitedError || error instanceof WorkerStartError) return true;
+  return error instanceof LifelineError && error.code === "ERR_CALL_TIMEOUT";
 }

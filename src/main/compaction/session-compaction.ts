@@ -1,0 +1,295 @@
+/**
+ * A session's compactions (R1 on an overflow, pi's threshold, `compact()`): the in-progress
+ * state, cutting the transcript, asking the worker for the summary (a `summarize` run),
+ * installing and recording the result, and the `compaction_start`/`compaction_end` events.
+ * The session decides when one runs and what follows it (a continued prompt, settling).
+ */
+import type { AgentMessage } from "@mariozechner/pi-agent-core";
+import type { AssistantMessage } from "@mariozechner/pi-ai";
+import { isFailedStop } from "../../shared/classify.js";
+import { planCompaction } from "../../shared/compaction/plan.js";
+import { summaryMessage } from "../../shared/compaction/summary-message.js";
+import type { SummaryRequest } from "../../shared/compaction/summary-prompt.js";
+import { contextTokens, estimateAll, overThreshold } from "../../shared/compaction/tokens.js";
+import type { CompactionReason, CompactionResult, SessionEvent } from "../../shared/events.js";
+import type { BatchItem } from "../../shared/protocol.js";
+import type { CompactionSettings } from "../../shared/settings.js";
+import type { PendingPrompt } from "../pending-prompt.js";
+import type { SessionRecorder } from "../sessions/session-recorder.js";
+import { type ContextOverflowHook, hookTranscript } from "./context-overflow-hook.js";
+import { EntryIds } from "./entry-ids.js";
+
+/** How a compaction ended, for its `compaction_end`. */
+export interface CompactionOutcome {
+  result: CompactionResult | null;
+  aborted: boolean;
+  errorMessage?: string;
+}
+
+/** How a `summarize` run ended. */
+export type SummaryEnd = { summary: string } | { aborted: true } | { error: string };
+
+/** What a compaction needs of its session: callbacks and plain values, never the session itself. */
+export interface CompactionHost {
+  readonly sessionId: string;
+  /** The host's `onContextOverflow`: replaces lifeline's summary on an overflow. */
+  readonly overflowHook: ContextOverflowHook | undefined;
+  isClosed(): boolean;
+  /** The session's live prompt, if any (compared by identity: a compaction outlives no prompt change). */
+  livePrompt(): PendingPrompt | undefined;
+  /** Posts a `continue` run of the live prompt (it goes on after an overflow compaction). */
+  continueRun(): void;
+  /** Settles the live prompt if nothing of it is left. */
+  settle(): void;
+  readonly recorder: SessionRecorder | undefined;
+  /** The session's history, the live array (never replaced). */
+  readonly history: readonly AgentMessage[];
+  /** The session's compaction settings now (`setAutoCompactionEnabled` changes them). */
+  settings(): CompactionSettings;
+  /** The session's model's context window now. */
+  contextWindow(): number;
+  /** The runtime transcript main mirrors, now (replaced by {@link install}). */
+  messages(): AgentMessage[];
+  /** Installs a transcript in the mirror and the worker; a worker death meanwhile is no failure (X7). */
+  install(messages: AgentMessage[]): Promise<void>;
+  /** Takes the overflowed reply off the transcript, the mirror's and the worker's. */
+  removeFailed(): Promise<void>;
+  /** Puts the overflowed reply back when nothing was compacted. */
+  restoreFailed(message: AssistantMessage): Promise<void>;
+  /** Posts a `summarize` run; the session reports its end through {@link SessionCompaction.endSummary}. */
+  startSummaryRun(request: SummaryRequest): void;
+  emit(event: SessionEvent): void;
+}
+
+/** One session's compactions; at most one is in progress (the session is busy meanwhile). */
+export class SessionCompaction {
+  readonly #host: CompactionHost;
+  readonly #ids: EntryIds;
+  #reason: CompactionReason | undefined;
+  #aborted = false;
+  /** Waits for the `run_end` of the active `summarize` run. */
+  #summaryWaiter: ((end: SummaryEnd) => void) | undefined;
+
+  constructor(host: CompactionHost) {
+    this.#host = host;
+    this.#ids = new EntryIds(host.recorder, host.history);
+  }
+
+  /** The reason of the compaction in progress; undefined when none is. */
+  get reason(): CompactionReason | undefined {
+    return this.#reason;
+  }
+
+  /**
+   * abort() came during the last compaction: it does not go on to a continued prompt. Reset when
+   * the next one starts.
+   */
+  get aborted(): boolean {
+    return this.#aborted;
+  }
+
+  /** The session's abort(): a compaction in progress ends as aborted (its summary run is aborted by the session). */
+  abort(): void {
+    if (this.#reason !== undefined) this.#aborted = true;
+  }
+
+  /** `compact()`: a summary now, with the caller's instructions. Never rejects. */
+  manual(customInstructions: string | undefined): Promise<CompactionOutcome> {
+    return this.#run("manual", () => this.#summarizeTranscript("manual", customInstructions));
+  }
+
+  /**
+   * pi's threshold compaction, just before `pending` settles: when its context leaves less than
+   * `reserveTokens` (see {@link thresholdDue}), starts one and returns true; the session settles
+   * the prompt once it is over (through `settle`).
+   */
+  startThresholdIfDue(pending: PendingPrompt): boolean {
+    if (!this.thresholdDue(pending.lastAssistant, pending.compacted === true)) return false;
+    pending.compacted = true;
+    void this.#threshold();
+    return true;
+  }
+
+  /**
+   * R1: an overflow is never retried; it is compacted (by the host's hook, else by a summary from
+   * the session's model) and the live prompt goes on once with the compacted transcript, else
+   * settles. Nothing happens without a hook when compaction is off. Never rejects.
+   */
+  async afterOverflow(message: AssistantMessage): Promise<void> {
+    const host = this.#host;
+    const hook = host.overflowHook;
+    if (hook === undefined && !host.settings().enabled) return;
+    const pending = host.livePrompt();
+    const outcome = await this.#overflow(message, hook);
+    if (host.isClosed()) return;
+    const messages = host.messages();
+    const willRetry =
+      outcome.result !== null &&
+      pending !== undefined &&
+      host.livePrompt() === pending &&
+      pending.overflowContinued !== true &&
+      !this.#aborted &&
+      canContinueFrom(messages[messages.length - 1]);
+    if (pending !== undefined) pending.compacted = true;
+    this.end("overflow", outcome, willRetry);
+    if (willRetry && pending !== undefined) {
+      pending.overflowContinued = true;
+      host.continueRun();
+      return;
+    }
+    host.settle();
+  }
+
+  async #threshold(): Promise<void> {
+    const outcome = await this.#run("threshold", () => this.#summarizeTranscript("threshold"));
+    if (this.#host.isClosed()) return;
+    this.end("threshold", outcome, false);
+    this.#host.settle();
+  }
+
+  /**
+   * The overflowed reply `message` is compacted away, by the host's hook if there is one, else by
+   * a summary. Never rejects (a hook that throws is a failed compaction).
+   */
+  #overflow(message: AssistantMessage, hook: ContextOverflowHook | undefined): Promise<CompactionOutcome> {
+    return this.#run("overflow", async () => {
+      if (hook !== undefined) return this.#hookCompaction(hook, message);
+      await this.#host.removeFailed();
+      const compacted = await this.#summarizeTranscript("overflow");
+      // Nothing changed: the transcript keeps its record of the failure (as after a cancelled chain).
+      if (compacted.result === null) await this.#host.restoreFailed(message);
+      return compacted;
+    });
+  }
+
+  /** Emits the `compaction_end` of a compaction that ended with `outcome`. */
+  end(reason: CompactionReason, outcome: CompactionOutcome, willRetry: boolean): void {
+    this.#host.emit({
+      type: "compaction_end",
+      reason,
+      result: outcome.result,
+      aborted: outcome.aborted,
+      willRetry,
+      ...(outcome.errorMessage === undefined ? {} : { errorMessage: outcome.errorMessage }),
+    });
+  }
+
+  /** The active `summarize` run ended (its run_end, a refused start, the worker's death, close). */
+  endSummary(end: SummaryEnd): void {
+    const waiter = this.#summaryWaiter;
+    this.#summaryWaiter = undefined;
+    waiter?.(end);
+  }
+
+  /**
+   * Threshold compaction (pi's): due after a successful prompt (last reply `last`) whose context
+   * leaves less than `reserveTokens`, unless the prompt was compacted already.
+   */
+  thresholdDue(last: AssistantMessage | undefined, compacted: boolean): boolean {
+    const settings = this.#host.settings();
+    if (!settings.enabled || compacted || last === undefined || isFailedStop(last.stopReason)) return false;
+    return overThreshold(contextTokens(this.#host.messages()), this.#host.contextWindow(), settings.reserveTokens);
+  }
+
+  /** Marks a compaction in progress for `reason` (synchronously), emits `compaction_start`, runs `work`. */
+  async #run(reason: CompactionReason, work: () => Promise<CompactionOutcome>): Promise<CompactionOutcome> {
+    this.#reason = reason;
+    this.#aborted = false;
+    this.#host.emit({ type: "compaction_start", reason });
+    try {
+      return await work();
+    } catch (error) {
+      return { result: null, aborted: false, errorMessage: error instanceof Error ? error.message : String(error) };
+    } finally {
+      this.#reason = undefined;
+    }
+  }
+
+  /**
+   * lifeline's compaction: the session's model summarizes everything older than the newest
+   * `keepRecentTokens` (in the worker, as a `summarize` run), and the summary replaces it in the
+   * transcript, the worker's and the session file's. An overflow with too little to cut by that
+   * rule keeps only the newest turn.
+   */
+  async #summarizeTranscript(reason: CompactionReason, customInstructions?: string): Promise<CompactionOutcome> {
+    const settings = this.#host.settings();
+    const messages = this.#host.messages();
+    const tokensBefore = contextTokens(messages);
+    const plan =
+      planCompaction(messages, settings.keepRecentTokens) ??
+      (reason === "overflow" ? planCompaction(messages, 0) : undefined);
+    if (plan === undefined) {
+      return {
+        result: null,
+        aborted: false,
+        errorMessage: `Nothing to compact: the transcript (about ${tokensBefore} tokens) is within compaction.keepRecentTokens (${settings.keepRecentTokens}).`,
+      };
+    }
+    const request: SummaryRequest = { messages: plan.summarize };
+    if (plan.previousSummary !== undefined) request.previousSummary = plan.previousSummary;
+    if (customInstructions !== undefined) request.customInstructions = customInstructions;
+    const maxTokens = Math.floor(settings.reserveTokens * 0.8);
+    if (maxTokens > 0) request.maxTokens = maxTokens;
+    const end = await this.#summarize(request);
+    if ("aborted" in end) return { result: null, aborted: true };
+    if ("error" in end) return { result: null, aborted: false, errorMessage: end.error };
+    if (this.#aborted) return { result: null, aborted: true };
+    const [firstKept] = plan.kept;
+    const firstKeptEntryId = firstKept === undefined ? this.#ids.fresh() : this.#ids.of(firstKept);
+    const compacted = [summaryMessage(end.summary, tokensBefore, Date.now()), ...plan.kept];
+    await this.#host.install(compacted);
+    const result: CompactionResult = {
+      summary: end.summary,
+      firstKeptEntryId,
+      tokensBefore,
+      tokensAfter: estimateAll(compacted),
+    };
+    this.#host.recorder?.compaction({ ...result });
+    return { result, aborted: false };
+  }
+
+  /**
+   * A host's own compaction. An answer `{ messages }` is installed; it is stored as pi's
+   * compaction entry whose summary is the text of the messages the hook added, kept from the
+   * first message it kept from the old transcript.
+   */
+  async #hookCompaction(hook: ContextOverflowHook, message: AssistantMessage): Promise<CompactionOutcome> {
+    const before = this.#host.messages();
+    const tokensBefore = contextTokens(before);
+    const answer = await hook({
+      sessionId: this.#host.sessionId,
+      errorMessage: message.errorMessage ?? "context overflow",
+      messages: before,
+    });
+    const hooked = hookTranscript(answer, before);
+    if (hooked === undefined) return { result: null, aborted: false };
+    const { messages, firstKept, summary } = hooked;
+    await this.#host.install(messages);
+    const firstKeptEntryId = firstKept === undefined ? this.#ids.fresh() : this.#ids.of(firstKept);
+    const result: CompactionResult = { summary, firstKeptEntryId, tokensBefore, tokensAfter: estimateAll(messages) };
+    this.#host.recorder?.compaction({ ...result, fromHook: true });
+    return { result, aborted: false };
+  }
+
+  /** Runs a `summarize` run in the worker and waits for its end. Never rejects. */
+  #summarize(request: SummaryRequest): Promise<SummaryEnd> {
+    // abort() came before the summary run could start: there is nothing to cancel in the worker.
+    if (this.#aborted) return Promise.resolve({ aborted: true });
+    return new Promise<SummaryEnd>((resolve) => {
+      this.#summaryWaiter = resolve;
+      this.#host.startSummaryRun(request);
+    });
+  }
+}
+
+/** pi-agent-core continues only from a user message or a tool result. */
+function canContinueFrom(message: AgentMessage | undefined): boolean {
+  return message?.role === "user" || message?.role === "toolResult";
+}
+
+/** How a `summarize` run's `run_end` reads as its end. */
+export function summaryEndOf(item: Extract<BatchItem, { type: "run_end" }>): SummaryEnd {
+  if (item.summary !== undefined) return { summary: item.summary };
+  if (item.aborted === true) return { aborted: true };
+  return { error: item.error?.message ?? "The summary request ended without a summary." };
+}

@@ -119,6 +119,21 @@ describe("persisted sessions (B7)", () => {
     expect(messagesIn(session.sessionFile ?? "")).toEqual(session.history);
   });
 
+  it("B7: once dispose() resolves, the session's file is unlocked: the same host resumes it at once", async () => {
+    const env = freshHost();
+    const scripted = script([{ text: "one" }, { text: "two" }]);
+    const session = await env.host.createSession({ model: scripted.model });
+    await within(session.prompt("hi"), 5000, "the prompt");
+    await session.dispose();
+    const resumed = await within(
+      env.host.resumeSession(session.id, { model: scripted.model }),
+      5000,
+      "resuming the disposed session",
+    );
+    expect(resumed.history.map((m) => m.role)).toEqual(["user", "assistant"]);
+    await within(resumed.prompt("again"), 5000, "the resumed prompt");
+  });
+
   it("B7: a resumed session has the history and runtime transcript it had, and goes on in the same file", async () => {
     const first = freshHost();
     const scripted = script([{ error: "503 Service Unavailable" }, { text: "one" }, { text: "two" }]);

@@ -128,7 +128,7 @@ export class AgentSession {
       endChain: (message) => this.#retry.dispose(message, "non_retryable"),
       close: (error) => {
         this.#close(error);
-        this.#wiring.onDisposed(this.id);
+        this.#wiring.onDisposed(this.id)?.catch(() => {});
       },
     });
     this.#mirror = new TranscriptMirror(wiring.messages, wiring.history ?? wiring.messages, wiring.recorder, {
@@ -513,14 +513,17 @@ export class AgentSession {
     this.#retry.dispose(error.message);
     this.#close(error);
     this.#link.detach(this.id);
-    this.#wiring.onDisposed(this.id);
+    // Its file's close errors were reported as they happened (ERR_SESSION_FILE); none is left to give.
+    const released = this.#wiring.onDisposed(this.id)?.catch(() => {});
     // A restore in progress closes the session on its new worker itself (see SessionRestore).
-    if (this.#supervisor.restoring !== undefined) return;
-    try {
-      await this.#link.control("closeSession", this.id);
-    } catch {
-      // The worker is gone already; nothing is left to close there.
+    if (this.#supervisor.restoring === undefined) {
+      try {
+        await this.#link.control("closeSession", this.id);
+      } catch {
+        // The worker is gone already; nothing is left to close there.
+      }
     }
+    await released;
   }
 
   #begin(text: string, resolve: PendingPrompt["resolve"], reject: PendingPrompt["reject"]): void {

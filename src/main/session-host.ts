@@ -445,7 +445,7 @@ export class SessionHost {
         this.#sessions.delete(id);
         safely(() => this.authStorage?.releaseSession?.(id));
         this.#workers.releaseIsolated();
-        if (recorder !== undefined) void this.#files.close(recorder);
+        return recorder === undefined ? undefined : this.#files.close(recorder);
       },
       resolveModel: (ref) => this.#config.resolveModel(ref, undefined, sessionId),
       modelChange: resolved,

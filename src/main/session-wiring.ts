@@ -36,7 +36,11 @@ export interface SessionWiring {
   /** The session's extension handlers (R14: they receive every event); undefined without extensions. */
   extensions?: SessionExtensions | undefined;
   onListenerError: (error: unknown, event: SessionEvent) => void;
-  onDisposed: (sessionId: string) => void;
+  /**
+   * The session is closed: the host forgets it. Resolves once its session file, if any, is closed
+   * and unlocked, so a `resumeSession()` after `dispose()` finds the file free.
+   */
+  onDisposed: (sessionId: string) => Promise<void> | undefined;
   /** Test seam for the controller's clock; production uses real timers. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** Resolves a model reference and its key as the host does for new sessions (models.json). */

@@ -2,7 +2,7 @@
  * The retry controller as a pure unit: injected sleep, clock and randomness; no worker.
  */
 import { describe, expect, it } from "vitest";
-import type { AuthStorage } from "../src/main/auth-storage.js";
+import type { AuthStorage } from "../src/main/auth/auth-storage.js";
 import { type RetryActions, RetryController, type RetryMessage } from "../src/main/retry-controller.js";
 import type { RetryEvent } from "../src/shared/events.js";
 import { DEFAULT_SETTINGS, type RetrySettings } from "../src/shared/settings.js";

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { MessageChannel } from "node:worker_threads";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { afterEach, describe, expect, it } from "vitest";
-import { type AuthStorage, InMemoryAuthStorage } from "../src/main/auth-storage.js";
+import { type AuthStorage, InMemoryAuthStorage } from "../src/main/auth/auth-storage.js";
 import { createSessionHost, type SessionHostOptions } from "../src/main/session-host.js";
 import { serveWorker } from "../src/worker/serve-worker.js";
 import { nextEvent } from "./fixtures/events.js";

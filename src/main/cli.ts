@@ -33,7 +33,7 @@ import { LifelineError } from "../shared/errors.js";
 import type { PromptResult, SessionEvent } from "../shared/events.js";
 import { addAuthCommand } from "./auth/auth-cli.js";
 import { type CliSessionFlags, cliSessionsOption, openCliSession, resumeUsageError } from "./cli-sessions.js";
-import { compactionNotice } from "./compaction-notice.js";
+import { compactionNotice } from "./compaction/compaction-notice.js";
 import { cliExtensionPaths } from "./extensions/cli-extensions.js";
 import { resolveExtensions } from "./extensions/resolve-extensions.js";
 import { addLoadCommand } from "./load/load-command.js";

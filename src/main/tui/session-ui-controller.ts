@@ -14,7 +14,7 @@
 
 import { isFailedStop } from "../../shared/classify.js";
 import type { SessionEvent } from "../../shared/events.js";
-import { compactionNotice } from "../compaction-notice.js";
+import { compactionNotice } from "../compaction/compaction-notice.js";
 import { workerFate } from "../supervision/interrupted-run.js";
 import { abortedText, msUntilNextSecond, retryFailedText, retryLoaderText } from "./retry-loader.js";
 

@@ -1,7 +1,7 @@
 /**
  * The one line the CLI (stderr progress) and the TUI (a notice) show for a compaction event.
  */
-import type { CompactionEndEvent, CompactionStartEvent } from "../shared/events.js";
+import type { CompactionEndEvent, CompactionStartEvent } from "../../shared/events.js";
 
 const STARTS: Record<CompactionStartEvent["reason"], string> = {
   overflow: "Context overflow (not retried): compacting the conversation…",

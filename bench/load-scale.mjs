@@ -48,6 +48,8 @@ async function variant(n) {
     failureRate: r.totals.failureRate,
     mockReceived: r.mock?.received ?? null,
     requestsSent: r.totals.requests.sent,
+    // Requests of prompts cut by the window's end; some never reached the mock.
+    requestsAborted: r.totals.requests.failuresByKind.aborted ?? 0,
   };
 }
 

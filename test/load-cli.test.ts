@@ -195,6 +195,10 @@ describe("lifeline load against the built-in mock", () => {
     const report = readReport(join(run.cwd, "out"));
     expect(report.status).toBe("interrupted");
     expect(report.totals.requests.sent).toBeGreaterThan(0);
+    // Requests cut by Ctrl+C are sent and aborted; those aborted before reaching the mock are not received.
+    const aborted = report.totals.requests.failuresByKind.aborted ?? 0;
+    expect(report.mock?.received).toBeLessThanOrEqual(report.totals.requests.sent);
+    expect(report.mock?.received).toBeGreaterThanOrEqual(report.totals.requests.sent - aborted);
     expect(report.totals.prompts.sent).toBe(
       report.totals.prompts.succeeded + report.totals.prompts.failed + report.totals.prompts.cancelled,
     );

@@ -16,7 +16,16 @@ export function formatSummary(report: LoadReport, dir?: string): string {
   lines.push(
     `prompts   ${t.prompts.sent} sent, ${t.prompts.succeeded} succeeded, ${t.prompts.failed} failed, ${t.prompts.cancelled} cancelled; failure rate ${percent(t.failureRate)}`,
   );
-  const received = report.mock === null ? "" : ` (mock received ${report.mock.received})`;
+  // Prompts cut by the run's end (a duration, Ctrl+C) abort their requests; a request aborted
+  // before it reached the server counts as sent here and was never received there.
+  const aborted = t.requests.failuresByKind.aborted ?? 0;
+  const unseen = report.mock === null ? 0 : t.requests.sent - report.mock.received;
+  const received =
+    report.mock === null
+      ? ""
+      : unseen > 0 && unseen <= aborted
+        ? ` (mock received ${report.mock.received}; ${unseen} aborted before they reached it)`
+        : ` (mock received ${report.mock.received})`;
   lines.push(
     `requests  ${t.requests.sent} sent${received}, ${t.requests.failed} failed${kinds(t.requests.failuresByKind)}; amplification ${num(t.amplification, 3)}`,
   );

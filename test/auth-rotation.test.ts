@@ -8,41 +8,30 @@
  */
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import {
   type AgentSession,
   createSessionHost,
-  type MockServer,
   type MockStep,
   type SessionEvent,
   type SessionHost,
   type SettingsInput,
-  startMockServer,
 } from "../dist/main/index.js";
 import { tempDir, within } from "./fixtures/bounded.js";
+import { mockServerSuite } from "./fixtures/mock-server-suite.js";
 import { spawnRpc } from "./fixtures/rpc-child.js";
 
 const KEY_A = "sk-lifeline-key-a-5d41402abc4b2a76";
 const KEY_B = "sk-lifeline-key-b-7d793037a0760186";
 const KEY_C = "sk-lifeline-key-c-9e107d9d372bb682";
 
-let server: MockServer;
-const cleanups: (() => Promise<void> | void)[] = [];
-
-beforeAll(async () => {
-  server = await startMockServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const suite = mockServerSuite();
+const { cleanups } = suite;
 
 function modelsJson(): string {
   const compat = { supportsDeveloperRole: false, supportsReasoningEffort: false };
   const provider = (id: string) => ({
-    baseUrl: `${server.url}/v1`,
+    baseUrl: `${suite.server.url}/v1`,
     api: "openai-completions",
     compat,
     models: [{ id }],
@@ -77,11 +66,11 @@ function hostWith(settings: SettingsInput = {}): { host: SessionHost; dir: strin
 
 let conversationCounter = 0;
 const scripts: { match: string; steps: unknown[] }[] = [];
-/** A prompt text unique to this run, scripted with `steps` on the mock server. */
+/** A prompt text unique to this run, scripted with `steps` on the mock suite.server. */
 function scripted(name: string, steps: readonly (MockStep | number | string)[]): string {
   const text = `auth case ${++conversationCounter} ${name}`;
   scripts.push({ match: text, steps: [...steps] });
-  server.setScript({ reply: "The mock answers.", conversations: scripts });
+  suite.server.setScript({ reply: "The mock answers.", conversations: scripts });
   return text;
 }
 
@@ -93,7 +82,7 @@ function collect(session: AgentSession): SessionEvent[] {
 
 /** What the mock server saw for the conversation of `text`: model and key per request. */
 function requestsOf(text: string) {
-  return server.log
+  return suite.server.log
     .filter((record) => text.includes(record.conversation) && record.conversation !== "")
     .map((record) => ({ model: record.model, key: record.apiKey }));
 }
@@ -114,9 +103,9 @@ describe("credentials from auth.json, rotated on limits", () => {
     expect(start).toMatchObject({ type: "auto_retry_start", attempt: 1, delayMs: 0 });
     expect(start).not.toHaveProperty("model");
     // Sticky: the session's next prompt (same conversation, its steps used up) stays on B.
-    const seen = server.log.length;
+    const seen = suite.server.log.length;
     await within(session.prompt("and again"), 15_000, "the next prompt");
-    expect(server.log.slice(seen).map((record) => record.apiKey)).toEqual([KEY_B]);
+    expect(suite.server.log.slice(seen).map((record) => record.apiKey)).toEqual([KEY_B]);
   });
 
   it("R4: a plain 429 rate limit rotates to the sibling key as well", async () => {

@@ -8,18 +8,17 @@
  * compaction the first user message changes, and the steps must still apply in order.
  */
 import { readFileSync, writeFileSync } from "node:fs";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   type AgentSession,
   type CompactionEndEvent,
   createSessionHost,
-  type MockServer,
   type MockStep,
   type SessionEvent,
   type SessionHostOptions,
-  startMockServer,
 } from "../dist/main/index.js";
 import { tempDir, within } from "./fixtures/bounded.js";
+import { mockServerSuite } from "./fixtures/mock-server-suite.js";
 import { spawnRpc } from "./fixtures/rpc-child.js";
 
 /** The model's window, in the mock server's prompt tokens (4 characters of the messages JSON). */
@@ -28,25 +27,15 @@ const WINDOW = 3000;
 const PAD = "lorem ipsum dolor sit amet ".repeat(150);
 const SUMMARY = "SUMMARY: the user sent padded prompts one and two.";
 
-let server: MockServer;
-const cleanups: (() => Promise<void> | void)[] = [];
-
-beforeAll(async () => {
-  server = await startMockServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const suite = mockServerSuite();
+const { cleanups } = suite;
 
 let counter = 0;
 
 /** A conversation key for this test, its steps on the mock, and a LIFELINE_DIR whose model uses it. */
 function setup(steps: readonly (MockStep | string | number)[], window: number | undefined = WINDOW) {
   const key = `compaction ${++counter} ${Date.now()}`;
-  server.setScript({
+  suite.server.setScript({
     reply: "The mock answers.",
     ...(window === undefined ? {} : { contextWindow: window }),
     conversations: [{ match: key, steps: [...steps] }],
@@ -55,7 +44,7 @@ function setup(steps: readonly (MockStep | string | number)[], window: number | 
   const models = JSON.stringify({
     providers: {
       mock: {
-        baseUrl: `${server.url}/v1`,
+        baseUrl: `${suite.server.url}/v1`,
         api: "openai-completions",
         apiKey: "dummy",
         headers: { "x-mock-conversation": key },
@@ -92,7 +81,7 @@ function compactionEvents(events: readonly SessionEvent[]) {
 
 /** The mock's records of this test's requests, oldest first. */
 function requestsOf(key: string) {
-  return server.log.filter((record) => record.conversation === key);
+  return suite.server.log.filter((record) => record.conversation === key);
 }
 
 /** Two prompts that fit, leaving a transcript that the third prompt overflows. */
@@ -184,16 +173,16 @@ describe("compaction (R1) through the mock model server", () => {
     const session = await hostIn(dir).createSession({ model: "mock/mock-1" });
     await fillTranscript(session);
     const events = collect(session);
-    const since = server.log.at(-1)?.seq ?? 0;
+    const since = suite.server.log.at(-1)?.seq ?? 0;
     const summaryStarted = new Promise<void>((resolve) => {
-      const off = server.on("request_start", (record) => {
+      const off = suite.server.on("request_start", (record) => {
         if (record.conversation === key && record.step === "stall") {
           off();
           resolve();
         }
       });
     });
-    const closed = server.waitForRequestEnd((r) => r.conversation === key && r.step === "stall", 20_000, since);
+    const closed = suite.server.waitForRequestEnd((r) => r.conversation === key && r.step === "stall", 20_000, since);
 
     const done = session.prompt(`prompt three ${PAD}`);
     await within(summaryStarted, 20_000, "the summary request");

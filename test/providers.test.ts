@@ -13,55 +13,49 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { isContextOverflow } from "@mariozechner/pi-ai";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   type AgentSession,
   createSessionHost,
   explainMessage,
   InMemoryAuthStorage,
   LifelineError,
-  type MockServer,
   type MockStep,
   type PromptResult,
   requestFailureOf,
   type SessionEvent,
   type SessionHost,
   type SessionHostOptions,
-  startMockServer,
 } from "../dist/main/index.js";
 import { tempDir, within } from "./fixtures/bounded.js";
 import { nextEvent } from "./fixtures/events.js";
+import { mockServerSuite } from "./fixtures/mock-server-suite.js";
 
 const ERRORS_DOC = new URL("../docs/errors.md", import.meta.url);
 const SECRET = "sk-lifeline-test-6f1d2c9a8b7e";
 const APIS = ["openai-completions", "anthropic-messages"] as const;
 type TestApi = (typeof APIS)[number];
 
-let server: MockServer;
-const cleanups: (() => Promise<void> | void)[] = [];
-
-beforeAll(async () => {
-  server = await startMockServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const suite = mockServerSuite();
+const { cleanups } = suite;
 
 function modelsJson(extra: Record<string, unknown> = {}): string {
   const compat = { supportsDeveloperRole: false, supportsReasoningEffort: false };
   return JSON.stringify({
     providers: {
       "mock-openai": {
-        baseUrl: `${server.url}/v1`,
+        baseUrl: `${suite.server.url}/v1`,
         api: "openai-completions",
         apiKey: SECRET,
         compat,
         models: [{ id: "mock-1" }],
       },
-      "mock-anthropic": { baseUrl: server.url, api: "anthropic-messages", apiKey: SECRET, models: [{ id: "mock-1" }] },
+      "mock-anthropic": {
+        baseUrl: suite.server.url,
+        api: "anthropic-messages",
+        apiKey: SECRET,
+        models: [{ id: "mock-1" }],
+      },
       ...extra,
     },
   });
@@ -87,11 +81,11 @@ function providerOf(api: TestApi): string {
 }
 
 let conversationCounter = 0;
-/** A prompt text unique to this test run, scripted with `steps` on the mock server. */
+/** A prompt text unique to this test run, scripted with `steps` on the mock suite.server. */
 function scripted(name: string, steps: readonly (MockStep | number | string)[]): string {
   const text = `case ${++conversationCounter} ${name}`;
   scripts.push({ match: text, steps: [...steps] });
-  server.setScript({ reply: "The mock answers.", conversations: scripts });
+  suite.server.setScript({ reply: "The mock answers.", conversations: scripts });
   return text;
 }
 const scripts: { match: string; steps: unknown[] }[] = [];
@@ -193,11 +187,11 @@ describe("real providers against the mock model server", () => {
             expect(result.stopReason).toBe("stop");
             expect(answerOf(result)).toBe("The mock answers.");
             expect(result.retries).toBe(1);
-            expect(server.requests(text)).toBe(2);
+            expect(suite.server.requests(text)).toBe(2);
           } else {
             expect(retryEvents(events)).toEqual([]);
             expect(result.stopReason).toBe("error");
-            expect(server.requests(text)).toBe(1);
+            expect(suite.server.requests(text)).toBe(1);
           }
           expect(classification.failureClass).toBe(failureClass ?? (retried ? "retryable" : "fatal"));
           if (failureClass === "overflow") expect(events.some((event) => event.type === "compaction_start")).toBe(true);
@@ -227,7 +221,7 @@ describe("real providers against the mock model server", () => {
         const text = scripted(`${api} exhausted`, [503, 503, 503, 503, 503, 503]);
         const result = await within(session.prompt(text), 20_000, "the exhausted chain");
         expect(result.stopReason).toBe("error");
-        expect(server.requests(text)).toBe(4);
+        expect(suite.server.requests(text)).toBe(4);
         expect(retryEvents(events).at(-1)).toEqual({
           type: "auto_retry_end",
           success: false,
@@ -244,15 +238,15 @@ describe("real providers against the mock model server", () => {
         const text = scripted(`${api} sdk retries`, Array(6).fill({ type: "error", status: 503, retryAfterMs: 1 }));
         const result = await within(session.prompt(text), 20_000, "the chain with SDK retries");
         expect(result.stopReason).toBe("error");
-        expect(server.requests(text)).toBe(4);
+        expect(suite.server.requests(text)).toBe(4);
       });
 
       it("X3: abort() during a streaming answer closes the HTTP connection", async () => {
         const host = hostWith();
         const session = await host.createSession({ model: providerOf(api) });
         const text = scripted(`${api} stall`, [{ type: "stall", afterTokens: 2 }]);
-        const since = server.log.at(-1)?.seq ?? 0;
-        const closed = server.waitForRequestEnd((record) => record.conversation === text, 10_000, since);
+        const since = suite.server.log.at(-1)?.seq ?? 0;
+        const closed = suite.server.waitForRequestEnd((record) => record.conversation === text, 10_000, since);
         const delta = nextEvent(session, "message_update");
         const prompt = session.prompt(text);
         await within(delta, 10_000, "the first streamed delta");
@@ -260,7 +254,7 @@ describe("real providers against the mock model server", () => {
         expect((await closed).outcome).toBe("client_closed");
         const result = await within(prompt, 10_000, "the aborted prompt");
         expect(result.stopReason).toBe("aborted");
-        expect(server.requests(text)).toBe(1);
+        expect(suite.server.requests(text)).toBe(1);
       });
     });
   }
@@ -284,7 +278,7 @@ describe("real providers against the mock model server", () => {
         const result = await within(session.prompt(text), 20_000, "the refused prompt");
         expect(result.stopReason).toBe("error");
         expect(retryEvents(events)).toEqual([]);
-        expect(server.requests(text)).toBe(1);
+        expect(suite.server.requests(text)).toBe(1);
         const failed = firstFailure(events);
         expect(failed === undefined ? undefined : requestFailureOf(failed)).toEqual({
           status: 200,
@@ -306,7 +300,7 @@ describe("real providers against the mock model server", () => {
       ]);
       const result = await within(session.prompt(text), 20_000, "the overloaded prompt");
       expect(answerOf(result)).toBe("The mock answers.");
-      expect(server.requests(text)).toBe(2);
+      expect(suite.server.requests(text)).toBe(2);
       const failed = firstFailure(events);
       expect(failed === undefined ? undefined : explainMessage(failed, () => false)).toEqual({
         failureClass: "retryable",
@@ -358,7 +352,7 @@ describe("real providers against the mock model server", () => {
       const result = await within(session.prompt(text), 10_000, "the capped chain");
       expect(delays).toEqual([]);
       expect(result.stopReason).toBe("error");
-      expect(server.requests(text)).toBe(1);
+      expect(suite.server.requests(text)).toBe(1);
       const end = retryEvents(events).at(-1);
       expect(end).toMatchObject({ type: "auto_retry_end", success: false, attempt: 0 });
       expect(end?.type === "auto_retry_end" ? end.finalError : "").toMatch(
@@ -375,7 +369,7 @@ describe("real providers against the mock model server", () => {
       const text = scripted("slow headers", [{ type: "ok", delayMs: 30_000 }, "ok"]);
       const result = await within(session.prompt(text), 10_000, "the timed-out prompt");
       expect(result.stopReason).toBe("stop");
-      expect(server.requests(text)).toBe(2);
+      expect(suite.server.requests(text)).toBe(2);
       expect(retryEvents(events)[0]).toMatchObject({ type: "auto_retry_start", errorMessage: "Request timed out." });
     });
 
@@ -475,12 +469,15 @@ describe("real providers against the mock model server", () => {
     });
 
     it("a built-in provider's baseUrl can be pointed at the mock through models.json", async () => {
-      const host = hostWith({}, JSON.stringify({ providers: { anthropic: { baseUrl: server.url, apiKey: SECRET } } }));
+      const host = hostWith(
+        {},
+        JSON.stringify({ providers: { anthropic: { baseUrl: suite.server.url, apiKey: SECRET } } }),
+      );
       const session = await host.createSession({ model: "anthropic/claude-3-5-haiku-latest" });
       const text = scripted("built-in override", ["ok"]);
       const result = await within(session.prompt(text), 10_000, "the overridden provider");
       expect(answerOf(result)).toBe("The mock answers.");
-      expect(session.model.baseUrl).toBe(server.url);
+      expect(session.model.baseUrl).toBe(suite.server.url);
     });
 
     it("a missing key is ERR_MISSING_API_KEY naming the provider, and the host keeps working", async () => {
@@ -494,7 +491,7 @@ describe("real providers against the mock model server", () => {
       });
       const host = hostWith(
         {},
-        modelsJson({ nokey: { baseUrl: server.url, api: "anthropic-messages", models: [{ id: "m" }] } }),
+        modelsJson({ nokey: { baseUrl: suite.server.url, api: "anthropic-messages", models: [{ id: "m" }] } }),
       );
       for (const model of ["nokey/m", "anthropic/claude-3-5-haiku-latest"]) {
         const error = await host.createSession({ model }).catch((reason: unknown) => reason);

@@ -7,36 +7,20 @@
  * {@link within}. Timings in scripts (a rate-limit window, token pacing) shape the traffic; no
  * assertion is about how long anything took.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import {
-  type AgentSession,
-  createSessionHost,
-  type MockServer,
-  type SessionHost,
-  type SessionHostOptions,
-  startMockServer,
-} from "../dist/main/index.js";
+import { describe, expect, it, vi } from "vitest";
+import { type AgentSession, createSessionHost, type SessionHost, type SessionHostOptions } from "../dist/main/index.js";
 import { requestFailureOf } from "../dist/shared/request-failure.js";
 import { tempDir, within } from "./fixtures/bounded.js";
 import { nextEvent } from "./fixtures/events.js";
+import { mockServerSuite } from "./fixtures/mock-server-suite.js";
 import { mockModel, workerApiModel } from "./fixtures/models.mjs";
 
 const CRASH_MODULE = new URL("./fixtures/crash-provider.mjs", import.meta.url);
 const STALL_MODEL = workerApiModel("lifeline-test-stall", "stall-1");
 const CRASH_MODEL = workerApiModel("lifeline-test-crash", "crash-1");
 
-let server: MockServer;
-const cleanups: (() => Promise<void> | void)[] = [];
-
-beforeAll(async () => {
-  server = await startMockServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const suite = mockServerSuite();
+const { cleanups } = suite;
 
 /** A host on the real pool, isolated from any user or project settings file. */
 function realHost(options: SessionHostOptions = {}): SessionHost {
@@ -56,11 +40,11 @@ function collect(session: AgentSession) {
 async function peakConcurrency(run: () => Promise<unknown>): Promise<number> {
   let open = 0;
   let peak = 0;
-  const offStart = server.on("request_start", () => {
+  const offStart = suite.server.on("request_start", () => {
     open++;
     peak = Math.max(peak, open);
   });
-  const offEnd = server.on("request_end", () => {
+  const offEnd = suite.server.on("request_end", () => {
     open--;
   });
   try {
@@ -74,17 +58,17 @@ async function peakConcurrency(run: () => Promise<unknown>): Promise<number> {
 
 describe("the stream-idle timeout (retry.provider.idleTimeoutMs)", () => {
   it("B2: a stream that stalls after its headers is cut and retried as a transient failure", async () => {
-    server.setScript({ conversations: [{ match: "idle stall", steps: [{ type: "stall", afterTokens: 2 }] }] });
+    suite.server.setScript({ conversations: [{ match: "idle stall", steps: [{ type: "stall", afterTokens: 2 }] }] });
     const host = realHost({ settings: { retry: { baseDelayMs: 1, provider: { idleTimeoutMs: 300 } } } });
-    const session = await host.createSession({ model: mockModel(server.port), apiKey: "mock-key" });
+    const session = await host.createSession({ model: mockModel(suite.server.port), apiKey: "mock-key" });
     const events = collect(session);
-    const since = server.log.at(-1)?.seq ?? 0;
-    const hungUp = server.waitForRequestEnd((r) => r.conversation.includes("idle stall"), 20_000, since);
+    const since = suite.server.log.at(-1)?.seq ?? 0;
+    const hungUp = suite.server.waitForRequestEnd((r) => r.conversation.includes("idle stall"), 20_000, since);
     const result = await within(session.prompt("idle stall"), 20_000, "the stalled prompt to be retried");
     expect((await hungUp).outcome).toBe("client_closed");
     expect(result.stopReason).toBe("stop");
     expect(result.retries).toBe(1);
-    expect(server.requests("idle stall")).toBe(2);
+    expect(suite.server.requests("idle stall")).toBe(2);
     const start = events.find((event) => event.type === "auto_retry_start");
     expect(start?.errorMessage).toMatch(/idle/i);
     const failed = session.history.find((m) => m.role === "assistant" && m.stopReason === "error");
@@ -98,15 +82,15 @@ describe("the stream-idle timeout (retry.provider.idleTimeoutMs)", () => {
 
 describe("the retry budget (retry.budget)", () => {
   it("B8 R4: when the host's budget is spent the chain ends with reason budget_exhausted, after fewer requests", async () => {
-    server.setScript({ conversations: [{ match: "budget chain", steps: [503, 503, 503, "ok"] }] });
+    suite.server.setScript({ conversations: [{ match: "budget chain", steps: [503, 503, 503, "ok"] }] });
     // No ratio and a floor of one retry per 10 s: one retry, then the budget is spent.
     const budget = { ratio: 0, minPerSecond: 0.1, windowMs: 10_000 };
     const host = realHost({ settings: { retry: { baseDelayMs: 1, maxRetries: 5, budget } } });
-    const session = await host.createSession({ model: mockModel(server.port), apiKey: "mock-key" });
+    const session = await host.createSession({ model: mockModel(suite.server.port), apiKey: "mock-key" });
     const events = collect(session);
     const result = await within(session.prompt("budget chain"), 20_000, "the budget-limited prompt");
     expect(result.stopReason).toBe("error");
-    expect(server.requests("budget chain")).toBe(2);
+    expect(suite.server.requests("budget chain")).toBe(2);
     const end = events.find((event) => event.type === "auto_retry_end");
     expect(end).toMatchObject({ success: false, attempt: 1, reason: "budget_exhausted" });
     expect(end?.finalError).toMatch(/retry budget exhausted/i);
@@ -118,13 +102,13 @@ describe("the provider gate (retry.coordinate)", () => {
   /** N sessions against a provider that lets 2 requests through per second; the server's count. */
   async function storm(coordinate: boolean): Promise<{ requests: number; gateWaits: number }> {
     const tag = coordinate ? "gated" : "ungated";
-    server.setScript({ rateLimit: { requests: 2, windowMs: 1000 } });
+    suite.server.setScript({ rateLimit: { requests: 2, windowMs: 1000 } });
     const host = realHost({
       threads: 2,
       settings: { retry: { baseDelayMs: 20, maxDelayMs: 300, maxRetries: 30, coordinate } },
     });
     const sessions = await Promise.all(
-      Array.from({ length: 5 }, () => host.createSession({ model: mockModel(server.port), apiKey: "mock-key" })),
+      Array.from({ length: 5 }, () => host.createSession({ model: mockModel(suite.server.port), apiKey: "mock-key" })),
     );
     let gateWaits = 0;
     for (const session of sessions) {
@@ -132,14 +116,14 @@ describe("the provider gate (retry.coordinate)", () => {
         if (event.type === "provider_gate_wait") gateWaits++;
       });
     }
-    const before = server.requests(tag);
+    const before = suite.server.requests(tag);
     const results = await within(
       Promise.all(sessions.map((session, i) => session.prompt(`storm ${tag} ${i}`))),
       60_000,
       `the ${tag} storm`,
     );
     for (const result of results) expect(result.stopReason).toBe("stop");
-    return { requests: server.requests(tag) - before, gateWaits };
+    return { requests: suite.server.requests(tag) - before, gateWaits };
   }
 
   it("B8: with coordinate on, sessions hitting a 429 with retry-after send fewer requests than without", async () => {
@@ -153,12 +137,12 @@ describe("the provider gate (retry.coordinate)", () => {
 
 describe("new prompts at a closed gate", () => {
   it("B8 R9: a new prompt waits at its provider's closed gate, and abort() ends the wait with no request sent", async () => {
-    server.setScript({
+    suite.server.setScript({
       conversations: [{ match: "gate closer", steps: [{ type: "error", status: 429, retryAfterMs: 60_000 }] }],
     });
     const host = realHost({ settings: { retry: { enabled: false, coordinate: true } } });
-    const closer = await host.createSession({ model: mockModel(server.port), apiKey: "mock-key" });
-    const waiter = await host.createSession({ model: mockModel(server.port), apiKey: "mock-key" });
+    const closer = await host.createSession({ model: mockModel(suite.server.port), apiKey: "mock-key" });
+    const waiter = await host.createSession({ model: mockModel(suite.server.port), apiKey: "mock-key" });
     const closed = await within(closer.prompt("gate closer"), 20_000, "the rate-limited prompt");
     expect(closed.stopReason).toBe("error");
     expect(waiter.coordinationState.providerGate?.closed).toBe(true);
@@ -173,27 +157,27 @@ describe("new prompts at a closed gate", () => {
     await waiter.abort();
     const result = await within(prompt, 5000, "the aborted prompt");
     expect(result.stopReason).toBe("aborted");
-    expect(server.requests("gate waiter")).toBe(0);
+    expect(suite.server.requests("gate waiter")).toBe(0);
   });
 });
 
 describe("request permits (retry.maxConcurrentRequests)", () => {
   it("B8: with maxConcurrentRequests 2, the mock server never has more than 2 requests open across workers", async () => {
-    server.setScript({
+    suite.server.setScript({
       conversations: [{ match: "permits", steps: [] }],
       tokenDelayMs: 20,
       reply: "one two three four five six seven eight",
     });
     const host = realHost({ threads: 2, settings: { retry: { baseDelayMs: 1, maxConcurrentRequests: 2 } } });
     const sessions = await Promise.all(
-      Array.from({ length: 6 }, () => host.createSession({ model: mockModel(server.port), apiKey: "mock-key" })),
+      Array.from({ length: 6 }, () => host.createSession({ model: mockModel(suite.server.port), apiKey: "mock-key" })),
     );
     expect(host.workerCount).toBe(2);
-    const before = server.requests("permits");
+    const before = suite.server.requests("permits");
     const peak = await peakConcurrency(() =>
       within(Promise.all(sessions.map((s, i) => s.prompt(`permits ${i}`))), 30_000, "six prompts under two permits"),
     );
-    expect(server.requests("permits") - before).toBe(6);
+    expect(suite.server.requests("permits") - before).toBe(6);
     // Six sessions start at once; without permits the server sees them all together.
     expect(peak).toBeGreaterThan(0);
     expect(peak).toBeLessThanOrEqual(2);

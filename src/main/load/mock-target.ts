@@ -5,21 +5,17 @@
  */
 import { Worker } from "node:worker_threads";
 import type { Api, Model } from "@mariozechner/pi-ai";
+import type { MockStats } from "../../mock-server/index.js";
 import { LifelineError } from "../../shared/errors.js";
 import type { LoadFault } from "./load-options.js";
 
-/** The mock's own counters (report.json `mock`). */
-export interface MockTargetStats {
-  /** Well-formed model requests the server received. */
-  total: number;
-  /** Malformed requests it refused. */
-  invalid: number;
-  /** Ended requests by outcome: completed, fault, client_closed, invalid. */
-  outcomes: Record<string, number>;
-  /** Ended requests by the step served: `ok`, `reset`, `stall`, … and error steps by status (`503`). */
+/**
+ * The mock's own counters (report.json `mock`): the server's {@link MockStats} without the
+ * per-conversation counts (one per prompt in a load run), plus ended requests by the step served:
+ * `ok`, `reset`, `stall`, … and error steps by status (`503`).
+ */
+export interface MockTargetStats extends Omit<MockStats, "conversations"> {
   steps: Record<string, number>;
-  /** The most requests the server had open at once. */
-  maxInFlight: number;
 }
 
 /** What the mock is told to do. */

@@ -6,87 +6,24 @@
  * report). Each child has its own LIFELINE_DIR (fast retries) and working directory, and is
  * killed if it has not exited within its bound.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { type LoadReport, startMockServer } from "../dist/main/index.js";
-import { tempDir, within } from "./fixtures/bounded.js";
-
-const CLI = fileURLToPath(new URL("../dist/main/cli.js", import.meta.url));
-/** Retries 5 ms apart, so faulty runs end quickly. */
-const FAST_RETRIES = '{"retry":{"baseDelayMs":5}}';
+import { within } from "./fixtures/bounded.js";
+import { type LoadRun, runLoadChild, type StartedLoad, startLoadChild } from "./fixtures/load-child.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-interface LoadRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  /** The child's working directory. */
-  cwd: string;
-}
-
-interface Started {
-  child: ChildProcess;
-  cwd: string;
-  /** Resolves once stderr has matched `pattern`. */
-  stderrMatches(pattern: RegExp): Promise<void>;
-  done: Promise<LoadRun>;
-}
-
-/** Starts `lifeline load …` with its own LIFELINE_DIR (fast retries, optional models.json) and cwd. */
-function startLoad(args: readonly string[], options: { models?: string; timeoutMs?: number } = {}): Started {
-  const lifelineDir = tempDir(cleanups, "lifeline-load-dir-");
-  const cwd = tempDir(cleanups, "lifeline-load-cwd-");
-  writeFileSync(join(lifelineDir, "settings.json"), FAST_RETRIES);
-  if (options.models !== undefined) writeFileSync(join(lifelineDir, "models.json"), options.models);
-  const child = spawn(process.execPath, [CLI, "load", ...args], {
-    cwd,
-    env: { ...process.env, LIFELINE_DIR: lifelineDir, NO_COLOR: "1" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  const watchers: { pattern: RegExp; resolve: () => void }[] = [];
-  child.stdout?.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString();
-    for (const watcher of [...watchers]) {
-      if (watcher.pattern.test(stderr)) {
-        watchers.splice(watchers.indexOf(watcher), 1);
-        watcher.resolve();
-      }
-    }
-  });
-  const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 30_000);
-  const done = new Promise<LoadRun>((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr, cwd });
-    });
-  });
-  cleanups.push(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  });
-  return {
-    child,
-    cwd,
-    done,
-    stderrMatches: (pattern) =>
-      pattern.test(stderr) ? Promise.resolve() : new Promise<void>((resolve) => watchers.push({ pattern, resolve })),
-  };
+function startLoad(args: readonly string[], options: { models?: string } = {}): StartedLoad {
+  return startLoadChild(cleanups, args, options);
 }
 
 function runLoad(args: readonly string[], options: { models?: string } = {}): Promise<LoadRun> {
-  return within(startLoad(args, options).done, 40_000, `lifeline load ${args.join(" ")}`);
+  return runLoadChild(cleanups, args, options);
 }
 
 /** Command-line words of `lines` (no quoting needed by these tests). */

@@ -5,25 +5,18 @@
  * own thread. Each flag's effect is read from report.json and from the mock's own counters.
  * Each child has its own LIFELINE_DIR and working directory and is killed past its bound.
  */
-import { spawn } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import type { LoadReport, RequestRecord } from "../dist/main/index.js";
-import { tempDir, within } from "./fixtures/bounded.js";
-
-const CLI = fileURLToPath(new URL("../dist/main/cli.js", import.meta.url));
+import { type LoadRun, runLoadChild } from "./fixtures/load-child.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
+interface Run extends LoadRun {
   /** The report folder (`--out out` in the child's working directory). */
   out: string;
 }
@@ -33,34 +26,8 @@ interface Run {
  * apart unless said otherwise), bounded by `timeoutMs`.
  */
 async function load(args: string, settings: object = { retry: { baseDelayMs: 5 } }, timeoutMs = 40_000): Promise<Run> {
-  const lifelineDir = tempDir(cleanups, "lifeline-loadc-dir-");
-  const cwd = tempDir(cleanups, "lifeline-loadc-cwd-");
-  writeFileSync(join(lifelineDir, "settings.json"), JSON.stringify(settings));
-  const child = spawn(process.execPath, [CLI, "load", ...args.split(" "), "--out", "out"], {
-    cwd,
-    env: { ...process.env, LIFELINE_DIR: lifelineDir, NO_COLOR: "1" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  cleanups.push(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const code = await within(
-    new Promise<number | null>((resolve, reject) => {
-      child.on("error", reject);
-      child.on("close", resolve);
-    }),
-    timeoutMs,
-    `lifeline load ${args}`,
-  );
-  return { code, stdout, stderr, out: join(cwd, "out") };
+  const run = await runLoadChild(cleanups, [...args.split(" "), "--out", "out"], { settings, timeoutMs });
+  return { ...run, out: join(run.cwd, "out") };
 }
 
 function reportOf(run: Run): LoadReport {

@@ -216,18 +216,16 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   return issue.message;
 }
 
+/** The strict groups, by the key they sit under; any other strict object is `retry`. */
+const STRICT_GROUPS: Readonly<Record<string, { shape: object }>> = {
+  provider: providerSchema,
+  budget: budgetSchema,
+  compaction: compactionSchema,
+  supervision: supervisionSchema,
+};
+
 function allowedKeys(path: readonly PropertyKey[]): string {
-  const last = path[path.length - 1];
-  const group =
-    last === "provider"
-      ? providerSchema
-      : last === "budget"
-        ? budgetSchema
-        : last === "compaction"
-          ? compactionSchema
-          : last === "supervision"
-            ? supervisionSchema
-            : retrySchema;
+  const group = STRICT_GROUPS[String(path[path.length - 1])] ?? retrySchema;
   return Object.keys(group.shape).join(", ");
 }
 

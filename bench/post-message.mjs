@@ -35,7 +35,7 @@ async function rawBaseline() {
   const worker = new Worker(new URL("./echo-worker.mjs", import.meta.url));
   await new Promise((resolve) => worker.once("online", resolve));
 
-  // Round trips: { type, id, args: { sessionId, n, text } }, about 60 bytes like runtime-notes C1.
+  // Round trips: { type, id, args: { sessionId, n, text } }, about 60 bytes, as in fact F7 of docs/architecture.md.
   let pending;
   worker.on("message", (message) => pending?.(message));
   const roundTrip = (n) =>

@@ -1,6 +1,8 @@
 /**
- * STYLE 1: three zones with one-way imports. shared imports neither side; worker imports only
- * shared; main imports only shared (it names the worker entry by URL, never by import). The mock
+ * STYLE 1 and 4: three zones with one-way imports, and inside src/main layers whose imports run
+ * down only.
+ *
+ * Zones: shared imports neither side; worker imports only shared; main imports only shared (it names the worker entry by URL, never by import). The mock
  * model server is a tool of its own: it imports nothing of the runtime, and main (the CLI and the
  * package index) may import it.
  */
@@ -28,9 +30,56 @@ const allowed: Record<string, string[]> = {
   shared: ["shared"],
   worker: ["worker", "shared"],
   main: ["main", "shared", "mock-server"],
-  "mock-server": ["mock-server"],
+  "mock-server": ["mock-server", "shared"],
   types: ["types"],
 };
+
+/**
+ * The layers of src/main, bottom first. A file may import its own folder and any folder of a lower
+ * layer, never one of its own layer or above: peers stay independent and nothing climbs. Only the
+ * entry points (index.ts, cli.ts) stay loose at the top; every other file lives in a folder listed
+ * here (docs/architecture.md explains each).
+ */
+const LAYERS: readonly (readonly string[])[] = [
+  ["config"], // settings files, models.json, option schemas, module URLs
+  ["workers"], // one link per worker, the roster of links, the piscina pool, watchdog, keep-alive
+  ["session-files"], // pi's session files, the store interface, locks and the write queue
+  ["auth"], // auth.json, key selection and rotation
+  ["retry"], // the retry controller and its sleep
+  ["coordination"], // the host-wide retry budget, provider gate and request permits
+  ["supervision"], // restart budget, interrupted runs, restoring a session on a fresh worker
+  ["compaction"], // summaries on overflow, at the threshold and on request
+  ["extensions"], // pi extensions and their handlers
+  ["session"], // AgentSession and what only it owns
+  ["host"], // SessionHost: options, opening and resuming sessions
+  ["load", "rpc", "tui"], // the CLI's modes
+  ["(entry)"], // index.ts, cli.ts
+];
+const ENTRY_POINTS = ["index.ts", "cli.ts"];
+const mainRoot = join(root, "main");
+
+function layerOf(folder: string): number {
+  return LAYERS.findIndex((layer) => layer.includes(folder));
+}
+
+/** The src/main folder of a path inside src/main ("(entry)" for the loose entry points). */
+function folderOf(path: string): string {
+  const parts = relative(mainRoot, path).split("/");
+  return parts.length > 1 ? (parts[0] ?? "") : "(entry)";
+}
+
+/** Every import of a src/main file that climbs the layers or crosses to a peer of its layer. */
+function climbingImports(file: string, text = readFileSync(file, "utf8")): string[] {
+  const from = folderOf(file);
+  const specifiers = [...text.matchAll(/(?:from|import)\s*\(?\s*["'](\.[^"']+)["']/g)].map((m) => m[1] ?? "");
+  return specifiers.flatMap((specifier) => {
+    const target = resolve(file, "..", specifier);
+    if (relative(mainRoot, target).startsWith("..")) return [];
+    const to = folderOf(target);
+    if (to === from || layerOf(to) < layerOf(from)) return [];
+    return [`${relative(root, file)} (${from}) imports ${relative(root, target)} (${to})`];
+  });
+}
 
 describe("zone boundaries", () => {
   for (const zone of Object.keys(allowed)) {
@@ -53,5 +102,37 @@ describe("zone boundaries", () => {
       'import type { X } from "./events.js";',
     ].join("\n");
     expect(importedZones(file, text)).toEqual(["main", "worker", "main", "shared"]);
+  });
+});
+
+describe("layers of src/main", () => {
+  it("only the entry points are loose; every folder has a layer", () => {
+    const entries = readdirSync(mainRoot, { withFileTypes: true });
+    const loose = entries.filter((e) => e.isFile() && !ENTRY_POINTS.includes(e.name)).map((e) => e.name);
+    const unplaced = entries.filter((e) => e.isDirectory() && layerOf(e.name) < 0).map((e) => e.name);
+    expect({ loose, unplaced }).toEqual({ loose: [], unplaced: [] });
+  });
+
+  it("imports run down the layers, never up or across to a peer", () => {
+    const climbs = files(mainRoot).flatMap((file) => climbingImports(file));
+    expect(climbs).toEqual([]);
+  });
+
+  it("the layer scan catches an injected climbing import and a peer import", () => {
+    const file = join(mainRoot, "retry", "probe.ts");
+    const text = [
+      'import { AgentSession } from "../session/agent-session.js";',
+      'import type { X } from "./retry-controller.js";',
+      'import { AuthStorage } from "../auth/auth-storage.js";',
+      'import { ProviderGate } from "../coordination/provider-gate.js";',
+    ].join("\n");
+    expect(climbingImports(file, text)).toEqual([
+      "main/retry/probe.ts (retry) imports main/session/agent-session.js (session)",
+      "main/retry/probe.ts (retry) imports main/coordination/provider-gate.js (coordination)",
+    ]);
+    const rpc = join(mainRoot, "rpc", "probe.ts");
+    expect(climbingImports(rpc, 'import { x } from "../tui/theme.js";')).toEqual([
+      "main/rpc/probe.ts (rpc) imports main/tui/theme.js (tui)",
+    ]);
   });
 });

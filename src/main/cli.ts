@@ -29,17 +29,18 @@ import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { Command, CommanderError, Option } from "commander";
 import { loadMockScript, type MockScript, startMockServer } from "../mock-server/index.js";
 import { isFailedStop } from "../shared/classify.js";
+import { errorText } from "../shared/error-text.js";
 import { LifelineError } from "../shared/errors.js";
 import type { PromptResult, SessionEvent } from "../shared/events.js";
 import { addAuthCommand } from "./auth/auth-cli.js";
-import { type CliSessionFlags, cliSessionsOption, openCliSession, resumeUsageError } from "./cli-sessions.js";
 import { compactionNotice } from "./compaction/compaction-notice.js";
-import { cliExtensionPaths } from "./extensions/cli-extensions.js";
+import { resolveLifelineDir } from "./config/settings-store.js";
+import { cliExtensionPaths } from "./extensions/extensions-cli.js";
 import { resolveExtensions } from "./extensions/resolve-extensions.js";
-import { addLoadCommand } from "./load/load-command.js";
+import { createSessionHost, type SessionHostOptions, type SessionsOptions } from "./host/session-host.js";
+import { type CliSessionFlags, cliSessionsOption, openCliSession, resumeUsageError } from "./host/sessions-cli.js";
+import { addLoadCommand } from "./load/load-cli.js";
 import { runRpcMode } from "./rpc/rpc-mode.js";
-import { createSessionHost, type SessionHostOptions, type SessionsOptions } from "./session-host.js";
-import { resolveLifelineDir } from "./settings-store.js";
 import { workerFate } from "./supervision/interrupted-run.js";
 
 const DEMO_PROMPT = "Say hello to lifeline.";
@@ -154,7 +155,7 @@ async function run(options: RunOptions): Promise<number> {
 
 /** Writes the error's message to stderr; returns its exit code (2 for what the user must fix). */
 function reportError(error: unknown): number {
-  process.stderr.write(`Error: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`Error: ${errorText(error)}\n`);
   return error instanceof LifelineError && USAGE_ERRORS.has(error.code) ? 2 : 1;
 }
 
@@ -168,16 +169,14 @@ async function mockServer(opts: { port: string; host: string; script?: string })
   try {
     if (opts.script !== undefined) script = await loadMockScript(opts.script);
   } catch (error) {
-    process.stderr.write(`Error: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(`Error: ${errorText(error)}\n`);
     return 2;
   }
   let server: Awaited<ReturnType<typeof startMockServer>>;
   try {
     server = await startMockServer({ port, host: opts.host, ...(script === undefined ? {} : { script }) });
   } catch (error) {
-    process.stderr.write(
-      `Error: cannot start the mock server: ${error instanceof Error ? error.message : String(error)}\n`,
-    );
+    process.stderr.write(`Error: cannot start the mock server: ${errorText(error)}\n`);
     return 1;
   }
   process.stdout.write(
@@ -330,7 +329,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       try {
         sessions = await cliSessionsOption(flags);
       } catch (error) {
-        process.stderr.write(`Error: ${error instanceof Error ? error.message : String(error)}\n`);
+        process.stderr.write(`Error: ${errorText(error)}\n`);
         exitCode = 2;
         return;
       }

@@ -53,13 +53,6 @@ export { REQUEST_FAILURE_DIAGNOSTIC, requestFailureOf } from "../shared/request-
 export type { CompactionSettings, RetrySettings, Settings, SettingsInput } from "../shared/settings.js";
 export { DEFAULT_SETTINGS, parseSettings } from "../shared/settings.js";
 export type { WorkerModuleContext, WorkerModuleSetup, WorkerModuleSetupFn } from "../shared/worker-module.js";
-export type {
-  ContextOverflowAnswer,
-  ContextOverflowHook,
-  ContextOverflowInfo,
-  PromptOptions,
-} from "./agent-session.js";
-export { AgentSession } from "./agent-session.js";
 export { authPath } from "./auth/auth-file.js";
 export type {
   AuthStorage,
@@ -71,16 +64,18 @@ export type {
 export { InMemoryAuthStorage } from "./auth/auth-storage.js";
 export { type AuthEntry, FileAuthStorage, type FileAuthStorageOptions } from "./auth/file-auth-storage.js";
 export { DEFAULT_BLOCK_MS } from "./auth/key-pool.js";
-export type { SessionListener } from "./event-stream.js";
+export type { ModelsConfig } from "./config/models-config.js";
+export { loadModelsConfig, modelsPath, parseModelsConfig } from "./config/models-config.js";
+export { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./config/settings-store.js";
+export type { ResumeOptions, SessionHostOptions, SessionOptions, SessionsOptions } from "./host/session-host.js";
+export { createSessionHost, SessionHost } from "./host/session-host.js";
 export type { LoadProgress, PromptRecord, RequestRecord } from "./load/load-metrics.js";
 export type { FaultKind, LoadFault, LoadOptions } from "./load/load-options.js";
 export { type LoadReport, REPORT_SCHEMA as LOAD_REPORT_SCHEMA } from "./load/load-report.js";
 export { type LoadResult, runLoad } from "./load/run-load.js";
 export { THRESHOLD_METRICS, type ThresholdMetric, type ThresholdResult } from "./load/thresholds.js";
-export type { ModelsConfig } from "./models-config.js";
-export { loadModelsConfig, modelsPath, parseModelsConfig } from "./models-config.js";
-export type { RetryActions, RetryControllerOptions, RetryDecision, RetryMessage } from "./retry-controller.js";
-export { RETRY_CANCELLED, RetryController } from "./retry-controller.js";
+export type { RetryActions, RetryControllerOptions, RetryDecision, RetryMessage } from "./retry/retry-controller.js";
+export { RETRY_CANCELLED, RetryController } from "./retry/retry-controller.js";
 export {
   attachJsonlReader,
   type JsonlReaderHandlers,
@@ -99,10 +94,16 @@ export type {
   RpcResponseData,
   RpcSessionState,
 } from "./rpc/rpc-protocol.js";
-export type { ResumeOptions, SessionHostOptions, SessionOptions, SessionsOptions } from "./session-host.js";
-export { createSessionHost, SessionHost } from "./session-host.js";
-export { FileSessionStore, type FileSessionStoreOptions } from "./sessions/file-session-store.js";
-export type { FsyncPolicy } from "./sessions/persistence-queue.js";
+export type {
+  ContextOverflowAnswer,
+  ContextOverflowHook,
+  ContextOverflowInfo,
+  PromptOptions,
+} from "./session/agent-session.js";
+export { AgentSession } from "./session/agent-session.js";
+export type { SessionListener } from "./session/session-listeners.js";
+export { FileSessionStore, type FileSessionStoreOptions } from "./session-files/file-session-store.js";
+export type { FsyncPolicy } from "./session-files/persistence-queue.js";
 export type {
   CompactionEntry,
   CustomEntry,
@@ -112,6 +113,5 @@ export type {
   OtherEntry,
   SessionEntry,
   SessionHeader,
-} from "./sessions/session-format.js";
-export type { OpenedSession, SessionInfo, SessionStore, SessionWriter } from "./sessions/session-store.js";
-export { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./settings-store.js";
+} from "./session-files/session-format.js";
+export type { OpenedSession, SessionInfo, SessionStore, SessionWriter } from "./session-files/session-store.js";

@@ -9,6 +9,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { z } from "zod";
+import { errorText } from "../shared/error-text.js";
 import { anthropicWire } from "./anthropic-wire.js";
 import { MockServerError } from "./errors.js";
 import { isProblem, parseModelRequest } from "./model-request.js";
@@ -328,7 +329,7 @@ class MockModelServer implements MockServer {
       this.#picker = new StepPicker(parseMockScript(parseJsonc(body.text, source), source));
       writeJson(res, 200, { ok: true });
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = errorText(error);
       writeJson(res, 400, { error: { message, code: error instanceof MockServerError ? error.code : null } });
     }
   }

@@ -3,6 +3,7 @@
  * the word tokens an answer is streamed in.
  */
 import type { IncomingHttpHeaders } from "node:http";
+import { errorText } from "../shared/error-text.js";
 
 /** The header that names a request's conversation, overriding the first user message. */
 export const CONVERSATION_HEADER = "x-mock-conversation";
@@ -32,7 +33,7 @@ export function parseModelRequest(body: string, headers: IncomingHttpHeaders): M
   try {
     value = JSON.parse(body);
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = errorText(error);
     return { problem: `The request body is not valid JSON (${reason}). Send a JSON object.`, param: null };
   }
   if (!isRecord(value)) return { problem: "The request body must be a JSON object.", param: null };

@@ -5,6 +5,7 @@
 import { readFile } from "node:fs/promises";
 import { type ParseError, parse, printParseErrorCode } from "jsonc-parser";
 import { z } from "zod";
+import { errorText } from "../shared/error-text.js";
 import { MockServerError } from "./errors.js";
 
 /** The answer text of a script that sets no `reply`. */
@@ -205,7 +206,7 @@ export async function loadMockScript(path: string): Promise<MockScript> {
   try {
     text = await readFile(path, "utf8");
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = errorText(error);
     throw new MockServerError("ERR_MOCK_SCRIPT", `Cannot read mock script ${path}: ${reason}. Check the path.`, {
       cause: error,
     });

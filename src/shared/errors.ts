@@ -2,7 +2,7 @@
  * Typed errors with stable codes, and their plain-data form for crossing a thread.
  *
  * Structured clone drops own fields of Error subclasses and comlink keeps only
- * `{name, message, stack}` (runtime-notes §0.4), so errors never cross as Error objects:
+ * `{name, message, stack}` (fact F4 in docs/architecture.md), so errors never cross as Error objects:
  * they cross as {@link WireError} and are rebuilt with {@link fromWireError}.
  */
 
@@ -45,8 +45,8 @@ export interface WireError {
   status?: number;
   /** Server's retry hint in milliseconds, when it gave one. */
   retryAfterMs?: number;
-  /** How a worker ended, for ERR_WORKER_EXITED (see {@link WorkerExitCause}). */
-  cause?: WorkerExitCause;
+  /** How a worker ended, for ERR_WORKER_EXITED and ERR_SESSION_CRASHED (see {@link WorkerExitCause}). */
+  exitCause?: WorkerExitCause;
   stack?: string;
 }
 
@@ -97,48 +97,43 @@ export class SessionBusyError extends LifelineError {
 
 /**
  * The worker serving a session exited, crashed, ran out of memory or was terminated as hung
- * (SPEC X5, X8). `cause` says which; `workerError` is what the thread reported, when it reported
- * anything.
+ * (SPEC X5, X8). `exitCause` says which; `cause` is what the thread reported (its uncaught error,
+ * Node's out-of-memory error), when it reported anything.
  */
 export class WorkerExitedError extends LifelineError {
-  override readonly cause: WorkerExitCause;
-  readonly workerError: unknown;
+  readonly exitCause: WorkerExitCause;
 
-  constructor(message: string, cause: WorkerExitCause, workerError?: unknown) {
-    super("ERR_WORKER_EXITED", message);
+  constructor(message: string, exitCause: WorkerExitCause, workerError?: unknown) {
+    super("ERR_WORKER_EXITED", message, workerError === undefined ? {} : { cause: workerError });
     this.name = "WorkerExitedError";
-    this.cause = cause;
-    this.workerError = workerError;
+    this.exitCause = exitCause;
   }
 }
 
 /**
  * SPEC X7: the session kept killing its worker (more than `supervision.maxRestarts` restarts within
- * `supervision.windowMs`, or it could not be restored), so it was given up and closed. `cause` is
- * how its last worker ended.
+ * `supervision.windowMs`, or it could not be restored), so it was given up and closed.
+ * `exitCause` is how its last worker ended; `cause` is that worker's {@link WorkerExitedError}.
  */
 export class SessionCrashedError extends LifelineError {
-  override readonly cause: WorkerExitCause;
+  readonly exitCause: WorkerExitCause;
 
-  constructor(message: string, cause: WorkerExitCause) {
-    super("ERR_SESSION_CRASHED", message);
+  constructor(message: string, exitCause: WorkerExitCause, options: { cause?: unknown } = {}) {
+    super("ERR_SESSION_CRASHED", message, options);
     this.name = "SessionCrashedError";
-    this.cause = cause;
+    this.exitCause = exitCause;
   }
 }
 
 /**
  * A worker thread could not start at all: its entry failed to load, or it ran out of memory (or
- * stopped answering) before serving anything. The message names the cause; `workerError` is the
+ * stopped answering) before serving anything. The message names the cause; `cause` is the
  * thread's own error when there was one.
  */
 export class WorkerStartError extends LifelineError {
-  readonly workerError: unknown;
-
   constructor(message: string, workerError?: unknown) {
-    super("ERR_WORKER_START", message);
+    super("ERR_WORKER_START", message, workerError === undefined ? {} : { cause: workerError });
     this.name = "WorkerStartError";
-    this.workerError = workerError;
   }
 }
 
@@ -178,7 +173,7 @@ export function toWireError(error: unknown, fallback: ErrorCode = "ERR_RUN_FAILE
     const wire: WireError = { code: error.code, message: error.message };
     if (error.status !== undefined) wire.status = error.status;
     if (error.retryAfterMs !== undefined) wire.retryAfterMs = error.retryAfterMs;
-    if (error instanceof WorkerExitedError || error instanceof SessionCrashedError) wire.cause = error.cause;
+    if (error instanceof WorkerExitedError || error instanceof SessionCrashedError) wire.exitCause = error.exitCause;
     if (error.stack !== undefined) wire.stack = error.stack;
     return wire;
   }
@@ -201,13 +196,13 @@ export function fromWireError(wire: WireError): LifelineError {
       error = new SessionBusyError(wire.message);
       break;
     case "ERR_WORKER_EXITED":
-      error = new WorkerExitedError(wire.message, wire.cause ?? "exit");
+      error = new WorkerExitedError(wire.message, wire.exitCause ?? "exit");
       break;
     case "ERR_WORKER_START":
       error = new WorkerStartError(wire.message);
       break;
     case "ERR_SESSION_CRASHED":
-      error = new SessionCrashedError(wire.message, wire.cause ?? "crash");
+      error = new SessionCrashedError(wire.message, wire.exitCause ?? "crash");
       break;
     default: {
       const options: { status?: number; retryAfterMs?: number } = {};

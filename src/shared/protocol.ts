@@ -2,8 +2,8 @@
  * The wire protocol between the main thread and a worker, written once (STYLE 2).
  *
  * One MessagePort per worker carries everything, in both directions, so that one FIFO queue
- * orders a session's events, its run boundaries and the answers to its calls (runtime-notes
- * §0.2: messages on separate ports have no relative order).
+ * orders a session's events, its run boundaries and the answers to its calls (messages on
+ * separate ports have no relative order: fact F2 in docs/architecture.md).
  *
  * - main → worker: comlink calls on the {@link WorkerApi} (short request/response: accepted or
  *   refused, never "wait until the run is done").

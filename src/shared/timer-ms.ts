@@ -1,7 +1,7 @@
 /**
  * The longest delay a Node timer takes. Above it Node warns (TimeoutOverflowWarning) and fires
  * after 1 ms, so a setting or option that feeds a timer is refused above it, and a computed delay
- * that can exceed it (exponential backoff) is slept in parts (see main/sleep.ts).
+ * that can exceed it (exponential backoff) is slept in parts (see main/retry/sleep.ts).
  */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 

@@ -1,7 +1,7 @@
 /**
  * The worker entry piscina loads. A thin shim: it binds the port handed over in the task to
  * {@link serveWorker}. The task stays pending for the worker's life, so piscina counts the
- * worker busy and never parks it in Atomics.wait while sessions are open (runtime-notes §0.5).
+ * worker busy and never parks it in Atomics.wait while sessions are open (fact F5 in docs/architecture.md).
  */
 import type { MessagePort } from "node:worker_threads";
 import { type ServeOptions, serveWorker } from "./serve-worker.js";

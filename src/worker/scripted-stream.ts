@@ -25,6 +25,7 @@ import {
   type ToolCall,
   type Usage,
 } from "@mariozechner/pi-ai";
+import { errorText } from "../shared/error-text.js";
 import { emptyUsage } from "../shared/usage.js";
 
 /** Chunks streamed between two macrotask yields when no pace is set. */
@@ -83,7 +84,7 @@ async function run(
       model: model.id,
       usage: emptyUsage(),
       stopReason: "error",
-      errorMessage: error instanceof Error ? error.message : String(error),
+      errorMessage: errorText(error),
       timestamp: Date.now(),
     };
     stream.push({ type: "error", reason: "error", error: message });

@@ -6,6 +6,7 @@ import { Agent, type AgentMessage, type AgentTool, type StreamFn } from "@marioz
 import { type Api, type AssistantMessage, getEnvApiKey, type Model, streamSimple } from "@mariozechner/pi-ai";
 import { isRemovableFailure } from "../shared/classify.js";
 import { SUMMARY_SYSTEM_PROMPT, type SummaryRequest, summaryPrompt } from "../shared/compaction/summary-prompt.js";
+import { errorText } from "../shared/error-text.js";
 import { LifelineError, toWireError } from "../shared/errors.js";
 import type { ModelChange, RunInput, SessionInit, SessionOpened } from "../shared/protocol.js";
 import { attachRequestFailure, type RequestFailure } from "../shared/request-failure.js";
@@ -395,7 +396,7 @@ async function loadTools(init: SessionInit): Promise<AgentTool[]> {
     const candidate = mod.setup ?? mod.default;
     if (typeof candidate === "function") setup = candidate as WorkerModuleSetupFn;
   } catch (error) {
-    throw moduleError(url, `failed to load: ${describe(error)}`, error);
+    throw moduleError(url, `failed to load: ${errorText(error)}`, error);
   }
   if (setup === undefined) {
     throw moduleError(url, "exports no setup function; export `setup(context)` or a default function");
@@ -404,7 +405,7 @@ async function loadTools(init: SessionInit): Promise<AgentTool[]> {
   try {
     result = await setup({ sessionId: init.sessionId, options: init.workerModuleOptions });
   } catch (error) {
-    throw moduleError(url, `setup threw: ${describe(error)}`, error);
+    throw moduleError(url, `setup threw: ${errorText(error)}`, error);
   }
   if (result === undefined) return [];
   return Array.isArray(result) ? result : (result.tools ?? []);
@@ -418,8 +419,4 @@ function moduleError(url: string, problem: string, cause?: unknown): LifelineErr
       cause,
     },
   );
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -7,7 +7,7 @@
  */
 import type { Command } from "commander";
 import { LifelineError } from "../../shared/errors.js";
-import { resolveLifelineDir } from "../settings-store.js";
+import { resolveLifelineDir } from "../config/settings-store.js";
 import { FileAuthStorage, maskKey } from "./file-auth-storage.js";
 
 /**

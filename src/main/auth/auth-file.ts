@@ -17,6 +17,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import lockfile from "proper-lockfile";
+import { errorText } from "../../shared/error-text.js";
 import { LifelineError } from "../../shared/errors.js";
 
 /** One stored credential as the file holds it. */
@@ -58,7 +59,7 @@ export function readAuthFile(path: string): AuthFileContents {
     text = readFileSync(path, "utf8");
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return { keys: new Map(), oauth: [] };
-    throw new LifelineError("ERR_AUTH_FILE", `Cannot read ${path}: ${reason(error)}. Check its permissions.`);
+    throw new LifelineError("ERR_AUTH_FILE", `Cannot read ${path}: ${errorText(error)}. Check its permissions.`);
   }
   checkMode(path);
   const contents = parseAuthData(parseJson(text, path), path);
@@ -119,7 +120,7 @@ export async function updateAuthFile<T>(path: string, mutate: (data: Record<stri
   } catch (error) {
     throw new LifelineError(
       "ERR_AUTH_FILE",
-      `Cannot lock ${path}: ${reason(error)}. Another lifeline process may be writing it; try again.`,
+      `Cannot lock ${path}: ${errorText(error)}. Another lifeline process may be writing it; try again.`,
     );
   }
   try {
@@ -180,10 +181,6 @@ function parseJson(text: string, path: string): Record<string, unknown> {
 function fileError(path: string, error: unknown): LifelineError {
   return new LifelineError(
     "ERR_AUTH_FILE",
-    `Cannot write ${path}: ${reason(error)}. Check the directory's permissions.`,
+    `Cannot write ${path}: ${errorText(error)}. Check the directory's permissions.`,
   );
-}
-
-function reason(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

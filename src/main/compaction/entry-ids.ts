@@ -2,8 +2,8 @@
  * The entry id a compaction names its first kept message by (`firstKeptEntryId`).
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
-import { newEntryId } from "../sessions/session-format.js";
-import type { SessionRecorder } from "../sessions/session-recorder.js";
+import { newEntryId } from "../session-files/session-format.js";
+import type { SessionRecorder } from "../session-files/session-recorder.js";
 
 /**
  * A message's id in the session file when the session is persisted, else one given here, stable

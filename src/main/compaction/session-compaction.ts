@@ -11,11 +11,11 @@ import { planCompaction } from "../../shared/compaction/plan.js";
 import { summaryMessage } from "../../shared/compaction/summary-message.js";
 import type { SummaryRequest } from "../../shared/compaction/summary-prompt.js";
 import { contextTokens, estimateAll, overThreshold } from "../../shared/compaction/tokens.js";
+import { errorText } from "../../shared/error-text.js";
 import type { CompactionReason, CompactionResult, SessionEvent } from "../../shared/events.js";
 import type { BatchItem } from "../../shared/protocol.js";
 import type { CompactionSettings } from "../../shared/settings.js";
-import type { PendingPrompt } from "../pending-prompt.js";
-import type { SessionRecorder } from "../sessions/session-recorder.js";
+import type { SessionRecorder } from "../session-files/session-recorder.js";
 import { type ContextOverflowHook, hookTranscript } from "./context-overflow-hook.js";
 import { EntryIds } from "./entry-ids.js";
 
@@ -29,6 +29,19 @@ export interface CompactionOutcome {
 /** How a `summarize` run ended. */
 export type SummaryEnd = { summary: string } | { aborted: true } | { error: string };
 
+/**
+ * The part of a session's live prompt a compaction reads and marks. The session's prompt record
+ * carries these fields; compaction owns their meaning.
+ */
+export interface CompactingPrompt {
+  /** The prompt's latest reply. */
+  readonly lastAssistant: AssistantMessage | undefined;
+  /** A compaction ran for this prompt: the threshold is not checked again before it settles. */
+  compacted?: boolean;
+  /** The prompt went on after an overflow compaction: a second overflow does not continue it. */
+  overflowContinued?: boolean;
+}
+
 /** What a compaction needs of its session: callbacks and plain values, never the session itself. */
 export interface CompactionHost {
   readonly sessionId: string;
@@ -36,7 +49,7 @@ export interface CompactionHost {
   readonly overflowHook: ContextOverflowHook | undefined;
   isClosed(): boolean;
   /** The session's live prompt, if any (compared by identity: a compaction outlives no prompt change). */
-  livePrompt(): PendingPrompt | undefined;
+  livePrompt(): CompactingPrompt | undefined;
   /** Posts a `continue` run of the live prompt (it goes on after an overflow compaction). */
   continueRun(): void;
   /** Settles the live prompt if nothing of it is left. */
@@ -103,7 +116,7 @@ export class SessionCompaction {
    * `reserveTokens` (see {@link thresholdDue}), starts one and returns true; the session settles
    * the prompt once it is over (through `settle`).
    */
-  startThresholdIfDue(pending: PendingPrompt): boolean {
+  startThresholdIfDue(pending: CompactingPrompt): boolean {
     if (!this.thresholdDue(pending.lastAssistant, pending.compacted === true)) return false;
     pending.compacted = true;
     void this.#threshold();
@@ -199,7 +212,7 @@ export class SessionCompaction {
     try {
       return await work();
     } catch (error) {
-      return { result: null, aborted: false, errorMessage: error instanceof Error ? error.message : String(error) };
+      return { result: null, aborted: false, errorMessage: errorText(error) };
     } finally {
       this.#reason = undefined;
     }

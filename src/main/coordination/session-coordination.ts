@@ -6,7 +6,7 @@
  */
 import type { ProviderGateWaitEvent } from "../../shared/events.js";
 import type { RetrySettings } from "../../shared/settings.js";
-import type { RetryCoordination } from "../retry-controller.js";
+import type { RetryCoordination } from "../retry/retry-controller.js";
 import { gateKey, type HostCoordination } from "./host-coordination.js";
 import { describeBudget, type RetryBudgetState } from "./retry-budget.js";
 

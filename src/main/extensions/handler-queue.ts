@@ -9,6 +9,7 @@
  * (reported, then the queue moves on); a handler stuck in synchronous code blocks the whole main
  * thread, and nothing in JavaScript can interrupt it.
  */
+import { errorText } from "../../shared/error-text.js";
 
 /** A handler call failed: it threw, rejected, or did not settle in time. */
 export interface HandlerFailure {
@@ -142,7 +143,7 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 
 function describe(error: unknown): string {
   try {
-    return error instanceof Error ? error.message : String(error);
+    return errorText(error);
   } catch {
     return "(an unprintable value)";
   }

@@ -126,7 +126,7 @@ export class SessionExtensions {
     try {
       this.#report?.(event);
     } catch {
-      // The session's listeners are guarded by its EventStream; nothing else can throw here.
+      // The session's listeners are guarded by its SessionListeners; nothing else can throw here.
     }
   }
 }

@@ -7,6 +7,7 @@ import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { LifelineError } from "../../shared/errors.js";
 import type { SettingsInput } from "../../shared/settings.js";
+import { MAX_TIMER_MS } from "../../shared/timer-ms.js";
 import { FAULT_KINDS, type FaultKind, type LoadFault, type LoadOptions } from "./load-options.js";
 import { parseThreshold } from "./thresholds.js";
 
@@ -198,7 +199,7 @@ export function parseDuration(flag: string, text: string, minMs: number): number
     usage(`${flag} "${text}" is not a duration; use a number and a unit: ms, s, m or h (for example 500ms, 60s, 2m).`);
   }
   if (ms < minMs) usage(`${flag} "${text}" is too short; it must be at least ${minMs} ms.`);
-  if (ms > 2_147_483_647) usage(`${flag} "${text}" is too long; at most about 24 days.`);
+  if (ms > MAX_TIMER_MS) usage(`${flag} "${text}" is too long; at most about 24 days.`);
   return ms;
 }
 

@@ -9,6 +9,7 @@
  */
 import { type AssistantMessage, isContextOverflow } from "@mariozechner/pi-ai";
 import { explainMessage, type FailureClass, isFailedStop } from "../../shared/classify.js";
+import { errorText } from "../../shared/error-text.js";
 import type { PromptResult, SessionEvent } from "../../shared/events.js";
 import { requestFailureOf, workerExitOf } from "../../shared/request-failure.js";
 
@@ -229,7 +230,7 @@ export class LoadMetrics {
     };
     if ("error" in outcome) {
       record.outcome = "failed";
-      record.error = outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
+      record.error = errorText(outcome.error);
     } else if (outcome.result.stopReason === "aborted") {
       record.outcome = "cancelled";
     } else if (isFailedStop(outcome.result.stopReason)) {

@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import type { SettingsInput } from "../../shared/settings.js";
-import { fn, settingsObject, timerMs, validate } from "../option-schemas.js";
+import { fn, settingsObject, timerMs, validate } from "../config/option-schemas.js";
 import type { LoadProgress } from "./load-metrics.js";
 import { parseThreshold, type Threshold } from "./thresholds.js";
 

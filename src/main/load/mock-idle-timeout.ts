@@ -7,7 +7,8 @@
  * The user's own value wins: `--idle-timeout`, `settings`, or the settings files.
  */
 import { mergeSettings, type SettingsInput } from "../../shared/settings.js";
-import { loadSettingsFiles } from "../settings-store.js";
+import { MAX_TIMER_MS } from "../../shared/timer-ms.js";
+import { loadSettingsFiles } from "../config/settings-store.js";
 
 /** The floor of {@link mockIdleTimeoutMs}: 5 s. */
 export const MOCK_IDLE_TIMEOUT_FLOOR_MS = 5000;
@@ -16,7 +17,7 @@ export const MOCK_IDLE_TIMEOUT_TOKEN_DELAYS = 50;
 
 /** `max(5 s, 50 × tokenDelayMs)`, at most the longest timer Node accepts. */
 export function mockIdleTimeoutMs(tokenDelayMs: number): number {
-  return Math.min(2_147_483_647, Math.max(MOCK_IDLE_TIMEOUT_FLOOR_MS, MOCK_IDLE_TIMEOUT_TOKEN_DELAYS * tokenDelayMs));
+  return Math.min(MAX_TIMER_MS, Math.max(MOCK_IDLE_TIMEOUT_FLOOR_MS, MOCK_IDLE_TIMEOUT_TOKEN_DELAYS * tokenDelayMs));
 }
 
 /** True when `settings` sets `retry.provider.idleTimeoutMs`. */

@@ -6,6 +6,7 @@
 import { Worker } from "node:worker_threads";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import type { MockStats } from "../../mock-server/index.js";
+import { errorText } from "../../shared/error-text.js";
 import { LifelineError } from "../../shared/errors.js";
 import type { LoadFault } from "./load-options.js";
 
@@ -85,11 +86,9 @@ export async function startMockTarget(config: MockTargetConfig): Promise<MockTar
     });
   }).catch((error: unknown) => {
     void worker.terminate();
-    throw new LifelineError(
-      "ERR_LOAD_FAILED",
-      `The built-in mock server could not start: ${error instanceof Error ? error.message : String(error)}.`,
-      { cause: error },
-    );
+    throw new LifelineError("ERR_LOAD_FAILED", `The built-in mock server could not start: ${errorText(error)}.`, {
+      cause: error,
+    });
   });
   worker.removeAllListeners("error");
   worker.removeAllListeners("exit");

@@ -9,6 +9,7 @@
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { type MockServer, startMockServer } from "../../mock-server/index.js";
+import { errorText } from "../../shared/error-text.js";
 import type { MockTargetStats } from "./mock-target.js";
 
 const port = parentPort;
@@ -26,7 +27,7 @@ let server: MockServer;
 try {
   server = await startMockServer({ script: (workerData as { script: unknown }).script });
 } catch (error) {
-  port.postMessage({ type: "failed", message: error instanceof Error ? error.message : String(error) });
+  port.postMessage({ type: "failed", message: errorText(error) });
   port.close();
   process.exit(0);
 }

@@ -10,6 +10,7 @@ import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { LifelineError } from "../../shared/errors.js";
 import type { AgentSettledEvent, CompactionResult } from "../../shared/events.js";
+import { MAX_TIMER_MS } from "../../shared/timer-ms.js";
 import { EventListeners } from "./event-listeners.js";
 import { CONTINUE, EventWatches, type Watch } from "./event-watches.js";
 import { PendingRequests } from "./pending-requests.js";
@@ -67,9 +68,6 @@ const DEFAULTS = {
    */
   maxResponseBytes: 256 * 1024 * 1024,
 } as const;
-
-/** Node's largest timer delay; a longer one would fire at once. */
-const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * A client for one `lifeline --mode rpc` child process: one session, driven by pi's commands.

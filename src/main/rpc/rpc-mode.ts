@@ -9,11 +9,12 @@
  * time, in order. EOF on stdin, SIGTERM or SIGHUP shut the session down and end the process.
  */
 import { resolve } from "node:path";
+import { errorText } from "../../shared/error-text.js";
 import { LifelineError } from "../../shared/errors.js";
-import type { AgentSession } from "../agent-session.js";
 import { FileAuthStorage } from "../auth/file-auth-storage.js";
-import { type CliSessionFlags, openCliSession } from "../cli-sessions.js";
-import { createSessionHost, type SessionHost, type SessionHostOptions } from "../session-host.js";
+import { createSessionHost, type SessionHost, type SessionHostOptions } from "../host/session-host.js";
+import { type CliSessionFlags, openCliSession } from "../host/sessions-cli.js";
+import type { AgentSession } from "../session/agent-session.js";
 import { attachJsonlReader, serializeJsonLine } from "./jsonl.js";
 import {
   type RpcCommandOf,
@@ -53,7 +54,7 @@ export async function runRpcMode(options: RpcModeOptions = {}): Promise<number> 
   try {
     await server.open(options.model ?? "demo/demo-1");
   } catch (error) {
-    errors(`Error: ${describe(error)}\n`);
+    errors(`Error: ${errorText(error)}\n`);
     await host.close();
     return 2;
   }
@@ -162,7 +163,7 @@ class RpcServer {
     try {
       value = JSON.parse(text);
     } catch (error) {
-      this.refuse(text, `Failed to parse command: ${describe(error)}. Send one JSON object per line.`);
+      this.refuse(text, `Failed to parse command: ${errorText(error)}. Send one JSON object per line.`);
       return;
     }
     if (value === null || typeof value !== "object" || Array.isArray(value)) {
@@ -218,7 +219,7 @@ class RpcServer {
       const data = await this.#handle(type, command);
       this.#respond({ id, command: type, data });
     } catch (error) {
-      this.#respond({ id, command: type, error: describe(error) });
+      this.#respond({ id, command: type, error: errorText(error) });
     }
   }
 
@@ -331,12 +332,12 @@ class RpcServer {
     try {
       done = this.#live().compact(command.customInstructions);
     } catch (error) {
-      this.#respond({ id, command: "compact", error: describe(error) });
+      this.#respond({ id, command: "compact", error: errorText(error) });
       return;
     }
     done.then(
       (data) => this.#respond({ id, command: "compact", data }),
-      (error: unknown) => this.#respond({ id, command: "compact", error: describe(error) }),
+      (error: unknown) => this.#respond({ id, command: "compact", error: errorText(error) }),
     );
   }
 
@@ -349,7 +350,7 @@ class RpcServer {
       if (this.#closing) return;
       // The runtime could not serve it (session given up or disposed): listeners already saw
       // worker_exited; say it on stderr too, since no response can follow an accepted prompt.
-      this.#errors(`lifeline rpc: prompt ended without settling: ${describe(error)}\n`);
+      this.#errors(`lifeline rpc: prompt ended without settling: ${errorText(error)}\n`);
     });
     await session.flushSession();
     return undefined;
@@ -449,8 +450,4 @@ function takeOverStdout(): (line: string) => void {
   return (line) => {
     write(line);
   };
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

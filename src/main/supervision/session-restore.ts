@@ -6,11 +6,12 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, AssistantMessage, Model } from "@mariozechner/pi-ai";
+import { errorText } from "../../shared/error-text.js";
 import { SessionCrashedError, type WorkerExitCause, type WorkerExitedError } from "../../shared/errors.js";
 import type { SessionEvent } from "../../shared/events.js";
 import type { RunInput } from "../../shared/protocol.js";
 import type { SupervisionSettings } from "../../shared/settings.js";
-import type { WorkerLink } from "../worker-link.js";
+import type { WorkerLink } from "../workers/worker-link.js";
 import { interruptedRun, workerFate } from "./interrupted-run.js";
 import { RestartBudget } from "./restart-budget.js";
 
@@ -86,8 +87,9 @@ export class SessionRestore<D> {
       const { maxRestarts, windowMs } = host.supervision();
       this.#giveUp(
         new SessionCrashedError(
-          `Session ${host.sessionId} was given up: its worker ${workerFate(error.cause)} again, more than ${maxRestarts} restarts within ${windowMs} ms (supervision.maxRestarts, supervision.windowMs). Last: ${error.message}`,
-          error.cause,
+          `Session ${host.sessionId} was given up: its worker ${workerFate(error.exitCause)} again, more than ${maxRestarts} restarts within ${windowMs} ms (supervision.maxRestarts, supervision.windowMs). Last: ${error.message}`,
+          error.exitCause,
+          { cause: error },
         ),
       );
       return;
@@ -107,11 +109,12 @@ export class SessionRestore<D> {
       link = await host.reopen(suspect);
     } catch (reopenError) {
       if (host.isClosed()) return;
-      const why = reopenError instanceof Error ? reopenError.message : String(reopenError);
+      const why = errorText(reopenError);
       this.#giveUp(
         new SessionCrashedError(
-          `Session ${host.sessionId} could not be restored after its worker ${workerFate(error.cause)}: ${why}`,
-          error.cause,
+          `Session ${host.sessionId} could not be restored after its worker ${workerFate(error.exitCause)}: ${why}`,
+          error.exitCause,
+          { cause: reopenError },
         ),
       );
       return;
@@ -123,7 +126,7 @@ export class SessionRestore<D> {
     }
     host.adopt(link);
     this.#restoring = undefined;
-    host.emit({ type: "session_restored", reason: error.cause, restarts: this.#restarts });
+    host.emit({ type: "session_restored", reason: error.exitCause, restarts: this.#restarts });
     host.resume(decision);
   }
 
@@ -132,7 +135,7 @@ export class SessionRestore<D> {
     this.#host.endChain(error.message);
     this.#host.emit({
       type: "worker_exited",
-      error: { code: error.code, message: error.message, cause: error.cause },
+      error: { code: error.code, message: error.message, exitCause: error.exitCause },
     });
     this.#restoring = undefined;
     this.#host.close(error);

@@ -23,11 +23,17 @@ import {
   TUI,
   truncateToWidth,
 } from "@mariozechner/pi-tui";
+import { errorText } from "../../shared/error-text.js";
 import type { ModelRef } from "../../shared/protocol.js";
-import type { AgentSession } from "../agent-session.js";
-import { type CliSessionFlags, openCliSession } from "../cli-sessions.js";
-import { createSessionHost, type SessionHost, type SessionHostOptions, type SessionOptions } from "../session-host.js";
-import type { SessionInfo } from "../sessions/session-store.js";
+import {
+  createSessionHost,
+  type SessionHost,
+  type SessionHostOptions,
+  type SessionOptions,
+} from "../host/session-host.js";
+import { type CliSessionFlags, openCliSession } from "../host/sessions-cli.js";
+import type { AgentSession } from "../session/agent-session.js";
+import type { SessionInfo } from "../session-files/session-store.js";
 import { SessionPicker } from "./session-picker.js";
 import { type LoaderView, SessionUiController } from "./session-ui-controller.js";
 import { style } from "./theme.js";
@@ -80,13 +86,13 @@ export async function runInteractive(options: InteractiveOptions): Promise<numbe
   }
   // Listener errors go to the transcript once the UI is up; before that, to stderr.
   let reportListenerError = (error: unknown): void => {
-    process.stderr.write(`Error in a session listener: ${describe(error)}\n`);
+    process.stderr.write(`Error in a session listener: ${errorText(error)}\n`);
   };
   let host: SessionHost;
   try {
     host = createSessionHost({ threads: 1, onListenerError: (error) => reportListenerError(error), ...options.host });
   } catch (error) {
-    process.stderr.write(`Error: ${describe(error)}\n`);
+    process.stderr.write(`Error: ${errorText(error)}\n`);
     return 2;
   }
   const flags = options.sessionFlags ?? {};
@@ -104,7 +110,7 @@ export async function runInteractive(options: InteractiveOptions): Promise<numbe
       try {
         sessions = await host.listSessions();
       } catch (error) {
-        process.stderr.write(`Error: ${describe(error)}\n`);
+        process.stderr.write(`Error: ${errorText(error)}\n`);
         return 2;
       }
       if (sessions.length === 0) {
@@ -122,7 +128,7 @@ export async function runInteractive(options: InteractiveOptions): Promise<numbe
     try {
       session = await openCliSession(host, flags, openOptions);
     } catch (error) {
-      process.stderr.write(`Error: ${describe(error)}\n`);
+      process.stderr.write(`Error: ${errorText(error)}\n`);
       return 2;
     }
     return await runSessionUi(session, setSink);
@@ -194,7 +200,7 @@ function runSessionUi(
             show(session);
             tui.requestRender(true);
           },
-          (error: unknown) => void finish(2).then(() => process.stderr.write(`Error: ${describe(error)}\n`)),
+          (error: unknown) => void finish(2).then(() => process.stderr.write(`Error: ${errorText(error)}\n`)),
         );
       });
       tui.addChild(picker);
@@ -203,7 +209,7 @@ function runSessionUi(
     try {
       tui.start();
     } catch (error) {
-      void finish(1).then(() => process.stderr.write(`Error: cannot start the terminal UI: ${describe(error)}\n`));
+      void finish(1).then(() => process.stderr.write(`Error: cannot start the terminal UI: ${errorText(error)}\n`));
     }
   });
 }
@@ -243,7 +249,7 @@ function mountSession(
   // A listener error here is a bug in this UI; showing it beats writing over the screen on stderr.
   setListenerErrorSink((error) => {
     if (isClosed()) return;
-    transcript.addNotice({ level: "error", text: `Internal error: ${describe(error)}` });
+    transcript.addNotice({ level: "error", text: `Internal error: ${errorText(error)}` });
     tui.requestRender();
   });
 
@@ -286,7 +292,7 @@ function mountSession(
     input.setValue("");
     transcript.addUser(text);
     controller.promptStarted();
-    session.prompt(text).catch((error: unknown) => controller.promptFailed(describe(error)));
+    session.prompt(text).catch((error: unknown) => controller.promptFailed(errorText(error)));
   };
 
   const unsubscribe = session.subscribe((event) => {
@@ -350,8 +356,4 @@ class StatusLine implements Component {
     return [truncateToWidth(style.gray(` ${this.#text()}`), width)];
   }
   invalidate(): void {}
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -4,7 +4,7 @@
  * many messages it holds. Up/Down move, Enter picks, Esc or Ctrl+C cancels (SelectList's keys).
  */
 import { Container, type SelectItem, SelectList, Text } from "@mariozechner/pi-tui";
-import type { SessionInfo } from "../sessions/session-store.js";
+import type { SessionInfo } from "../session-files/session-store.js";
 import { style } from "./theme.js";
 
 /** How many sessions show at once; SelectList scrolls the rest and shows "(n/total)". */

@@ -13,6 +13,7 @@
  */
 
 import { isFailedStop } from "../../shared/classify.js";
+import { errorText } from "../../shared/error-text.js";
 import type { SessionEvent } from "../../shared/events.js";
 import { compactionNotice } from "../compaction/compaction-notice.js";
 import { workerFate } from "../supervision/interrupted-run.js";
@@ -287,7 +288,7 @@ export class SessionUiController {
   }
 
   #abortFailed(error: unknown): void {
-    this.#onNotice({ level: "error", text: `Abort failed: ${error instanceof Error ? error.message : String(error)}` });
+    this.#onNotice({ level: "error", text: `Abort failed: ${errorText(error)}` });
   }
 
   #settle(outcome: "idle" | "aborted" | "failed"): void {

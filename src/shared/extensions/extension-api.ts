@@ -12,6 +12,7 @@
  */
 import type { AgentToolResult, AgentToolUpdateCallback } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
+import { errorText } from "../error-text.js";
 import { ExtensionLoadError, ExtensionUnsupportedError } from "../errors.js";
 import type { SessionEvent } from "../events.js";
 
@@ -275,7 +276,7 @@ export async function runExtensionFactory(
     const unsupported = error instanceof ExtensionUnsupportedError ? " (an API member lifeline does not support)" : "";
     throw new ExtensionLoadError(
       shownPath,
-      `Extension ${shownPath} failed in its factory on the ${thread} thread${unsupported}: ${error instanceof Error ? error.message : String(error)}`,
+      `Extension ${shownPath} failed in its factory on the ${thread} thread${unsupported}: ${errorText(error)}`,
       { cause: error },
     );
   } finally {

@@ -12,6 +12,7 @@
  * extension written for pi needs no node_modules for them. Any other import resolves from the
  * extension's own directory upwards, as in Node.
  */
+import { errorText } from "../error-text.js";
 import { ExtensionLoadError } from "../errors.js";
 import type { ExtensionFactory } from "./extension-api.js";
 
@@ -54,7 +55,7 @@ export async function importExtension(file: string, shownPath: string): Promise<
   } catch (error) {
     throw new ExtensionLoadError(
       shownPath,
-      `Extension ${shownPath} failed to load: ${describe(error)}. Fix the module, or leave it out (--no-extensions ignores the settings' extensions).`,
+      `Extension ${shownPath} failed to load: ${errorText(error)}. Fix the module, or leave it out (--no-extensions ignores the settings' extensions).`,
       { cause: error },
     );
   }
@@ -65,8 +66,4 @@ export async function importExtension(file: string, shownPath: string): Promise<
     );
   }
   return loaded as ExtensionFactory;
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

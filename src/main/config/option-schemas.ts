@@ -1,0 +1,212 @@
+/**
+ * Schemas for the public API's options and arguments, and the one function that turns a failed
+ * check into ERR_INVALID_OPTIONS naming each field (STYLE 8). Used by `createSessionHost`,
+ * `createSession` and the session's methods, so a bad value is refused at the call that took it
+ * instead of failing later somewhere else.
+ */
+import { z } from "zod";
+import { LifelineError } from "../../shared/errors.js";
+import { MAX_TIMER_MESSAGE, MAX_TIMER_MS } from "../../shared/timer-ms.js";
+
+/** A function (zod 4 has no function schema that is also a value check). */
+export const fn = z.custom<(...args: never[]) => unknown>((value) => typeof value === "function", {
+  message: "must be a function",
+});
+
+/** Milliseconds that feed a Node timer: an integer from `min` to {@link MAX_TIMER_MS}. */
+export function timerMs(min: number) {
+  return z.number().int().min(min).max(MAX_TIMER_MS, MAX_TIMER_MESSAGE);
+}
+
+/** A settings object; its content is checked by parseSettings (ERR_INVALID_SETTINGS). */
+export const settingsObject = z.custom<Record<string, unknown>>(
+  (value) => value !== null && typeof value === "object" && !Array.isArray(value),
+  { message: "must be a settings object, for example { retry: { maxRetries: 5 } }" },
+);
+
+/** Node's `ResourceLimits`: the four fields it knows, each a positive number. */
+export const resourceLimitsSchema = z.strictObject(
+  {
+    maxOldGenerationSizeMb: z.number().positive().optional(),
+    maxYoungGenerationSizeMb: z.number().positive().optional(),
+    codeRangeSizeMb: z.number().positive().optional(),
+    stackSizeMb: z.number().positive().optional(),
+  },
+  {
+    error: (issue) =>
+      issue.code === "invalid_type"
+        ? "must be an object of maxOldGenerationSizeMb, maxYoungGenerationSizeMb, codeRangeSizeMb, stackSizeMb (positive numbers)"
+        : undefined,
+  },
+);
+
+/** What the retry controller calls on a usage-limit error (SPEC R4). */
+export const authStorageSchema = z.custom<object>(
+  (value) =>
+    value !== null &&
+    typeof value === "object" &&
+    typeof (value as { markUsageLimitReached?: unknown }).markUsageLimitReached === "function",
+  { message: "must be an object with a markUsageLimitReached(provider, sessionId, info) function" },
+);
+
+/** `"provider/id"`, `{ provider, id }` (with models.json overrides) or a pi-ai `Model` object. */
+export const modelRefSchema = z.union(
+  [
+    z.string().regex(/^[^/\s]+\/\S+$/, 'use "provider/id", for example "demo/demo-1"'),
+    z.looseObject({ provider: z.string().min(1), id: z.string().min(1), api: z.string().min(1).optional() }),
+  ],
+  { error: 'must be "provider/id" (for example "demo/demo-1"), { provider, id } or a pi-ai Model object' },
+);
+
+const textBlock = z.looseObject({ type: z.literal("text"), text: z.string() });
+const imageBlock = z.looseObject({ type: z.literal("image"), data: z.string(), mimeType: z.string() });
+const thinkingBlock = z.looseObject({ type: z.literal("thinking"), thinking: z.string() });
+const toolCallBlock = z.looseObject({
+  type: z.literal("toolCall"),
+  id: z.string(),
+  name: z.string(),
+  arguments: z.record(z.string(), z.unknown()),
+});
+const blocksOf = (blocks: [z.ZodType, ...z.ZodType[]], what: string) =>
+  z.array(z.discriminatedUnion("type", blocks as never, { error: `each block must be ${what}` }), {
+    error: `must be an array of ${what} blocks`,
+  });
+const userContent = blocksOf([textBlock, imageBlock], "text or image");
+const timestamp = z.number().optional();
+
+/**
+ * A transcript message, per pi-ai's `Message`: user (content a string or text/image blocks),
+ * assistant (content blocks, stopReason) or toolResult; or a compaction summary (pi's
+ * `compactionSummary`, the one custom role lifeline declares and shows to the model). Other roles
+ * are refused: lifeline's model context would drop them silently.
+ */
+export const messageSchema = z.discriminatedUnion(
+  "role",
+  [
+    z.looseObject({
+      role: z.literal("user"),
+      content: z.union([z.string(), userContent], {
+        error: "must be a string or an array of text or image blocks",
+      }),
+      timestamp,
+    }),
+    z.looseObject({
+      role: z.literal("assistant"),
+      content: blocksOf([textBlock, thinkingBlock, toolCallBlock], "text, thinking or toolCall"),
+      stopReason: z.enum(["stop", "length", "toolUse", "error", "aborted"]),
+      api: z.string().optional(),
+      provider: z.string().optional(),
+      model: z.string().optional(),
+      errorMessage: z.string().optional(),
+      timestamp,
+    }),
+    z.looseObject({
+      role: z.literal("toolResult"),
+      toolCallId: z.string(),
+      toolName: z.string(),
+      content: userContent,
+      isError: z.boolean(),
+      timestamp,
+    }),
+    z.looseObject({
+      role: z.literal("compactionSummary"),
+      summary: z.string(),
+      tokensBefore: z.number(),
+      timestamp,
+    }),
+  ],
+  {
+    error: 'must be a message with role "user", "assistant" or "toolResult" (pi-ai\'s Message), or "compactionSummary"',
+  },
+);
+
+/** Options of `AgentSession.prompt`. */
+export const promptOptionsSchema = z.strictObject(
+  { queue: z.boolean().optional() },
+  { error: (issue) => (issue.code === "invalid_type" ? "must be an object such as { queue: true }" : undefined) },
+);
+
+/**
+ * Checks `value` against `schema`.
+ * @param root the name of the value itself, for a problem with the value as a whole.
+ * @throws ERR_INVALID_OPTIONS naming every bad field of `what` and why.
+ */
+export function validate(schema: z.ZodType, value: unknown, what: string, root = "(root)"): void {
+  const error = invalidOptions(schema, value, what, root);
+  if (error !== undefined) throw error;
+}
+
+/** {@link validate} for callers that return a rejected promise: the error, or undefined when valid. */
+export function invalidOptions(
+  schema: z.ZodType,
+  value: unknown,
+  what: string,
+  root = "(root)",
+): LifelineError | undefined {
+  const result = schema.safeParse(value);
+  if (result.success) return undefined;
+  const problems = result.error.issues.map((issue) => {
+    const field = [root, ...issue.path.map(String)].filter((part) => part !== "(root)").join(".") || root;
+    const detail = issue.code === "unrecognized_keys" ? `unknown option(s) ${issue.keys.join(", ")}` : issue.message;
+    return `${field}: ${detail}`;
+  });
+  return new LifelineError("ERR_INVALID_OPTIONS", `Invalid ${what}: ${problems.join("; ")}.`);
+}
+
+/** @throws ERR_INVALID_OPTIONS unless `listener` is a function (`subscribe`). */
+export function assertListener(listener: unknown): void {
+  if (typeof listener === "function") return;
+  throw new LifelineError(
+    "ERR_INVALID_OPTIONS",
+    `subscribe() takes a listener function (event) => void, got ${describeValue(listener)}.`,
+  );
+}
+
+/** @throws ERR_INVALID_OPTIONS unless `kind` is "steer" or "followUp" (`queueMessage`). */
+export function assertQueueKind(kind: unknown): void {
+  if (kind === "steer" || kind === "followUp") return;
+  throw new LifelineError(
+    "ERR_INVALID_OPTIONS",
+    `queueMessage() kind must be "steer" or "followUp", got ${describeValue(kind)}.`,
+  );
+}
+
+/** A short, never-throwing description of a bad argument for an error message. */
+function describeValue(value: unknown): string {
+  if (typeof value === "function") return "a function";
+  if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (value === null || typeof value !== "object") return String(value);
+  return Array.isArray(value) ? "an array" : "an object";
+}
+
+/**
+ * `sessions` of `createSessionHost` and `createSession` (B7): `false` turns persistence off, an
+ * object turns it on (every field optional).
+ */
+export const sessionsOptionsSchema = z.union(
+  [
+    z.literal(false),
+    z.strictObject({
+      dir: z.string().min(1).optional(),
+      fsync: z.enum(["never", "batch", "always"]).optional(),
+      store: z
+        .custom<object>(
+          (value) =>
+            value !== null &&
+            typeof value === "object" &&
+            ["create", "open", "list"].every((name) => typeof (value as Record<string, unknown>)[name] === "function"),
+          { message: "must be a SessionStore: an object with create, open and list functions" },
+        )
+        .optional(),
+    }),
+  ],
+  { error: 'must be false or an object such as { dir: "/path/to/sessions", fsync: "batch" }' },
+);
+
+/** Options of `SessionHost.listSessions`. */
+export const listSessionsOptionsSchema = z.strictObject(
+  { cwd: z.string().min(1).optional() },
+  {
+    error: (issue) => (issue.code === "invalid_type" ? "must be an object such as { cwd: process.cwd() }" : undefined),
+  },
+);

@@ -1,0 +1,167 @@
+/**
+ * `lifeline load`: the subcommand's flags (commander) and its run: flags → options, live
+ * progress on stderr, the summary on stdout, the report folder, and the exit code:
+ * 0 the run completed (whatever the prompts' outcomes), 99 a threshold failed, 2 bad usage,
+ * 1 the run could not complete, 130 interrupted by Ctrl+C (143 by SIGTERM); a partial report is
+ * still written then.
+ */
+import { type Command, Option } from "commander";
+import { errorText } from "../../shared/error-text.js";
+import { LifelineError } from "../../shared/errors.js";
+import { type LoadFlags, loadOptionsFromFlags } from "./load-flags.js";
+import type { LoadOptions } from "./load-options.js";
+import { createProgressView } from "./progress.js";
+import { defaultOutDir, runLoad } from "./run-load.js";
+import { formatSummary } from "./summary-table.js";
+
+/** Exit code of a run whose thresholds did not all hold (k6's). */
+export const EXIT_THRESHOLD_FAILED = 99;
+/** Exit codes after Ctrl+C and SIGTERM, as the rest of the CLI. */
+export const EXIT_INTERRUPTED = 130;
+export const EXIT_TERMINATED = 143;
+
+/** Errors that mean "fix your command or configuration": exit 2. */
+const USAGE_ERRORS = new Set([
+  "ERR_INVALID_OPTIONS",
+  "ERR_INVALID_SETTINGS",
+  "ERR_INVALID_MODELS",
+  "ERR_UNKNOWN_MODEL",
+  "ERR_MISSING_API_KEY",
+]);
+
+/**
+ * Adds `load` to `program`; the action reports its exit code through `setExitCode`.
+ * `program`'s own `--model`, `--api-key` and `--worker-entry` are recognised after the
+ * subcommand too (commander's default), so they reach `load` through `program.opts()`.
+ */
+export function addLoadCommand(program: Command, setExitCode: (code: number) => void): void {
+  program
+    .command("load")
+    .description("load-test: N concurrent sessions × M prompts against the built-in mock server or a real model")
+    .addOption(new Option("--sessions <n>", "concurrent sessions (required)"))
+    .addOption(new Option("--prompts <n>", "prompts each session sends"))
+    .addOption(new Option("--duration <time>", "run for this long, e.g. 60s; with --prompts, whichever ends first"))
+    .addOption(
+      new Option(
+        "--model <provider/id>",
+        "a real model, resolved through models.json and env keys (default: the built-in mock)",
+      ),
+    )
+    .addOption(new Option("--api-key <key>", "API key for --model's provider").env("LIFELINE_API_KEY"))
+    .addOption(
+      new Option("--faults <list>", "mock faults with probabilities, e.g. 503:0.1,429:0.05,reset:0.02,stall:0.01"),
+    )
+    .addOption(new Option("--seed <n>", "seed of the mock's fault PRNG (default 0)"))
+    .addOption(
+      new Option(
+        "--threshold <expr>",
+        'fail (exit 99) unless it holds, e.g. "p99_latency_ms<8000"; repeatable',
+      ).argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]),
+    )
+    .addOption(new Option("--out <dir>", "report folder (default ./lifeline-load-<timestamp>)"))
+    .addOption(new Option("--ramp-up <time>", "start the sessions spread evenly over this time (default 0s)"))
+    .addOption(new Option("--concurrency <n>", "most prompts in flight at once (default: --sessions)"))
+    .addOption(new Option("--prompts-file <file>", 'JSONL, one {"prompt": "…"} per line, used round-robin'))
+    .addOption(new Option("--think-time <time>", "pause of a session between its prompts (default 0s)"))
+    .addOption(new Option("--threads <n>", "worker threads of the host"))
+    .addOption(
+      new Option("--retry-budget <spec>", "retry.budget: off, on, or ratio[,minPerSecond[,window]] e.g. 0.2,10,10s"),
+    )
+    .addOption(new Option("--coordinate", "retry.coordinate: one provider gate for all sessions"))
+    .addOption(new Option("--no-coordinate", "retry.coordinate off"))
+    .addOption(new Option("--max-concurrent <n>", "retry.maxConcurrentRequests per provider"))
+    .addOption(
+      new Option(
+        "--idle-timeout <time>",
+        "retry.provider.idleTimeoutMs: a stream silent this long fails and is retried (mock default: max(5s, 50 × token delay))",
+      ),
+    )
+    .addOption(new Option("--mock-tokens <n>", "word tokens of each mock answer (default 32)"))
+    .addOption(new Option("--mock-token-delay <time>", "pause between the mock's tokens (default 5ms)"))
+    .addOption(
+      new Option(
+        "--mock-rate-limit <n/time>",
+        "the mock answers at most n requests per window (e.g. 50/1s), the others a 429 with the time left",
+      ),
+    )
+    .action(async (flags: LoadFlags) => {
+      const global = program.opts<{ model?: string; apiKey?: string; workerEntry?: string }>();
+      const merged: LoadFlags = { ...flags };
+      if (merged.model === undefined && global.model !== undefined) merged.model = global.model;
+      if (merged.apiKey === undefined && global.apiKey !== undefined) merged.apiKey = global.apiKey;
+      setExitCode(await runLoadCommand(merged, global.workerEntry));
+    });
+}
+
+/** Runs `lifeline load` with parsed flags; resolves to the exit code. Never throws. */
+export async function runLoadCommand(flags: LoadFlags, workerEntry: string | undefined): Promise<number> {
+  const cwd = process.cwd();
+  let options: LoadOptions;
+  try {
+    options = await loadOptionsFromFlags(flags, cwd);
+  } catch (error) {
+    return fail(error);
+  }
+  options.outDir ??= defaultOutDir(cwd, new Date());
+  if (workerEntry !== undefined && workerEntry !== "") options.workerEntry = workerEntry;
+  const stop = new AbortController();
+  options.signal = stop.signal;
+  const tty = process.stderr.isTTY === true;
+  const view = createProgressView(process.stderr, tty);
+  // The first Ctrl+C (or SIGTERM) ends the run and writes a partial report; a second one leaves at once.
+  let interruptCode = EXIT_INTERRUPTED;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stop.signal.aborted) {
+      view.stop(); // gives the terminal its cursor back
+      process.exit(interruptCode);
+    }
+    interruptCode = signal === "SIGTERM" ? EXIT_TERMINATED : EXIT_INTERRUPTED;
+    // The bar ends its line first: text written under a live bar breaks its redraw.
+    view.stop();
+    process.stderr.write(
+      "Stopping: aborting the prompts in flight, then writing a partial report (Ctrl+C again to quit now)…\n",
+    );
+    stop.abort();
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  options.onProgress = (progress) => view.update(progress);
+  options.progressIntervalMs = tty ? 250 : 2000;
+  process.stderr.write(`${banner(options)}\n`);
+  try {
+    const result = await runLoad(options);
+    view.stop();
+    process.stdout.write(formatSummary(result.report, result.files?.dir));
+    if (result.report.status === "interrupted") return interruptCode;
+    return result.thresholdsPassed ? 0 : EXIT_THRESHOLD_FAILED;
+  } catch (error) {
+    view.stop();
+    return fail(error);
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+}
+
+function banner(options: LoadOptions): string {
+  const bound = [
+    options.prompts === undefined ? undefined : `${options.prompts} prompts each`,
+    options.durationMs === undefined ? undefined : `for ${options.durationMs / 1000} s`,
+  ]
+    .filter((part) => part !== undefined)
+    .join(", or ");
+  const faults = (options.faults ?? [])
+    .map((f) => `${f.step}${f.retryAfterMs === undefined ? "" : `@${f.retryAfterMs}ms`}:${f.probability}`)
+    .join(",");
+  const target =
+    options.model === undefined
+      ? `the built-in mock${faults === "" ? "" : ` with faults ${faults} (seed ${options.seed ?? 0})`}`
+      : options.model;
+  return `lifeline load: ${options.sessions} sessions, ${bound}, against ${target}; report in ${options.outDir}`;
+}
+
+/** Writes the error to stderr; 2 for what the user must fix, else 1. */
+function fail(error: unknown): number {
+  process.stderr.write(`Error: ${errorText(error)}\n`);
+  return error instanceof LifelineError && USAGE_ERRORS.has(error.code) ? 2 : 1;
+}

@@ -1,0 +1,405 @@
+/**
+ * The auto-retry controller (SPEC R1–R9, R11, R12, R15, B3, B6). One per session, on the main
+ * thread (X2). A pure unit: its clock, sleep and randomness are injected, and it does no I/O;
+ * what it needs done to the transcript and the worker it asks of {@link RetryActions}.
+ *
+ * Lifecycle of a chain:
+ *   agent_end(retryable) → {@link RetryController.onAgentEnd} decides (sync, so `agent_end` can
+ *   carry `willRetry`) → {@link RetryController.execute}: usage-limit report, `auto_retry_start`,
+ *   remove the failed message, sleep, `continueRun()` → the retried run's first successful
+ *   assistant `message_end` ends the chain with success; another failure loops; exhaustion,
+ *   cancellation or a non-retryable failure ends it with `success: false`.
+ */
+import {
+  type ClassifiableMessage,
+  classifyMessage,
+  type FailureClass,
+  isFailedStop,
+  isRateLimit,
+  retryHintsOf,
+} from "../../shared/classify.js";
+import type { AutoRetryEndReason, AutoRetryStartEvent, RetryEvent } from "../../shared/events.js";
+import { requestFailureOf } from "../../shared/request-failure.js";
+import type { RetrySettings } from "../../shared/settings.js";
+import { type AuthStorage, type LimitKind, normalizeOutcome, type UsageLimitOutcome } from "../auth/auth-storage.js";
+
+/** `finalError` of a chain ended by `abortRetry()` or `abort()` (R8). */
+export const RETRY_CANCELLED = "Retry cancelled";
+
+/** The assistant message fields the controller reads. */
+export interface RetryMessage extends ClassifiableMessage {
+  role: "assistant";
+  provider: string;
+}
+
+/** What the controller asks the session to do. */
+export interface RetryActions<M extends RetryMessage = RetryMessage> {
+  /** R4: drop the failed assistant message from the end of the runtime transcript. */
+  removeFailedMessage(message: M): Promise<void>;
+  /** B3: put it back when the chain is cancelled before the retried run started. */
+  restoreFailedMessage(message: M): Promise<void>;
+  /** R4: post `continue` to the worker. */
+  continueRun(): Promise<void>;
+  /**
+   * R4: every key of the failing provider is blocked: move the session to the next usable model
+   * of `retry.fallbackModels`. Resolves with its `"provider/id"`, or undefined when none is usable.
+   */
+  switchToFallback?(): Promise<string | undefined>;
+}
+
+/**
+ * B8: the host-wide coordination a session's chains obey, bound to the session's provider, key
+ * and settings (`SessionCoordination`). Each method is a no-op when its setting is off.
+ */
+export interface RetryCoordination {
+  /** Takes one retry from the provider's budget; undefined when allowed, else why not (for `finalError`). */
+  withdrawRetry(): string | undefined;
+  /** A 429/529 with a retry hint of `ms`: closes the provider's gate for every session of the host. */
+  closeGate(ms: number): void;
+  /** Resolves once the provider's gate is open (at once if it is); rejects when `signal` aborts. */
+  waitAtGate(signal: AbortSignal): Promise<void>;
+}
+
+/** Statuses whose retry hint closes the provider gate (B8): rate limited, overloaded. */
+const GATE_STATUSES = new Set([429, 529]);
+
+/** Dependencies of the controller; everything time- or I/O-related is injected. */
+export interface RetryControllerOptions {
+  sessionId: string;
+  /** Read at every decision, so toggles apply to the next failure (R4, R12). */
+  settings: () => RetrySettings;
+  /** Sleeps `ms`, rejecting when `signal` aborts. */
+  sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Epoch ms, for HTTP-date retry hints. */
+  now: () => number;
+  /** Uniform in [0, 1), for jitter. */
+  random: () => number;
+  isOverflow: (message: ClassifiableMessage) => boolean;
+  emit: (event: RetryEvent) => void;
+  authStorage?: AuthStorage;
+  /** Base URL of the session's current model, passed to the auth storage. */
+  baseUrl?: () => string | undefined;
+  /** B8: the host's budget and gate; absent, chains are the session's own business (pi). */
+  coordination?: RetryCoordination;
+}
+
+/** The decision for one `agent_end`. */
+export type RetryDecision<M extends RetryMessage = RetryMessage> =
+  | {
+      kind: "none";
+      failure: FailureClass | "disabled" | "exhausted" | "over_cap" | "budget_exhausted" | "cancelled" | "no_message";
+    }
+  | {
+      kind: "retry";
+      chainId: number;
+      attempt: number;
+      maxAttempts: number;
+      delayMs: number;
+      message: M;
+      usageLimit: boolean;
+      /** A burst rate limit (429): told to a storage that serves keys, so it can rotate. */
+      rateLimit?: boolean;
+      retryAfterMs?: number;
+    };
+
+type Phase = "idle" | "scheduling" | "sleeping" | "in_flight";
+
+/**
+ * One session's retry state and policy. `AgentSession` calls `onMessageEnd`/`onAgentEnd` as events
+ * arrive and `execute` at the run's end; hosts may also drive it directly (it needs no worker).
+ * Nothing here throws on cancellation; `execute` rejects only if an action rejects.
+ */
+export class RetryController<M extends RetryMessage = RetryMessage> {
+  readonly #options: RetryControllerOptions;
+  #attempt = 0;
+  #chainId = 0;
+  #chain: { promise: Promise<void>; resolve: () => void } | undefined;
+  #sleepAbort: AbortController | undefined;
+  #phase: Phase = "idle";
+  /** The failed message removed for the pending retry, until the retried run starts. */
+  #removed: { message: M; actions: RetryActions<M> } | undefined;
+  /** abortRetry() ended the chain while a retried run was in flight: that run's end is final. */
+  #suppressNext = false;
+  /**
+   * The `auto_retry_start` promised by an `agent_end {willRetry: true}` and not yet emitted
+   * (between the decision and {@link execute}). A chain that ends in that window emits it first,
+   * so `willRetry: true` is always followed by its start (issue: an end without a start).
+   */
+  #promisedStart: AutoRetryStartEvent | undefined;
+
+  constructor(options: RetryControllerOptions) {
+    this.#options = options;
+  }
+
+  /** R3: 0 when idle, else the 1-based attempt of the live chain. */
+  get attempt(): number {
+    return this.#attempt;
+  }
+
+  /** R12: true while a chain is live (sleeping, or a retried run in flight). */
+  get isRetrying(): boolean {
+    return this.#chain !== undefined;
+  }
+
+  /** R11: resolves when the live chain ends (at once if none). */
+  waitForChain(): Promise<void> {
+    return this.#chain?.promise ?? Promise.resolve();
+  }
+
+  /** R5: the first successful assistant message after retries began ends the chain. */
+  onMessageEnd(message: M): void {
+    if (this.#chain === undefined || this.#phase !== "in_flight") return;
+    if (isFailedStop(message.stopReason)) return;
+    this.#endChain(true, this.#attempt, "success");
+  }
+
+  /**
+   * R1/R4: decides what follows a finished run. Synchronous; emits only chain-ending events.
+   * @param message the run's last assistant message, or undefined when the run failed without one.
+   */
+  onAgentEnd(message: M | undefined): RetryDecision<M> {
+    const suppressed = this.#suppressNext;
+    this.#suppressNext = false;
+    if (this.#phase === "in_flight") this.#phase = "idle";
+    if (suppressed) return { kind: "none", failure: "cancelled" };
+    if (message === undefined) {
+      this.#failChain("Run failed without a reply", "non_retryable");
+      return { kind: "none", failure: "no_message" };
+    }
+    const failure = classifyMessage(message, this.#options.isOverflow);
+    if (failure === "success") {
+      if (this.#chain !== undefined) this.#endChain(true, this.#attempt, "success");
+      return { kind: "none", failure };
+    }
+    if (failure !== "retryable" && failure !== "usage_limit") {
+      this.#failChain(message.errorMessage ?? "Request was aborted", "non_retryable");
+      return { kind: "none", failure };
+    }
+    const errorMessage = message.errorMessage ?? "";
+    const settings = this.#options.settings();
+    const hints = retryHintsOf(message, this.#options.now());
+    // B8: the provider said when to come back; every session of the host waits for it, even when
+    // this one does not retry.
+    const status = requestFailureOf(message)?.status;
+    if (hints.retryAfterMs !== undefined && status !== undefined && GATE_STATUSES.has(status)) {
+      this.#options.coordination?.closeGate(hints.retryAfterMs);
+    }
+    if (!settings.enabled) {
+      this.#failChain(errorMessage, "cancelled");
+      return { kind: "none", failure: "disabled" };
+    }
+    this.#attempt++;
+    if (this.#chain === undefined) this.#startChain();
+    if (this.#attempt > settings.maxRetries) {
+      this.#endChain(false, this.#attempt - 1, "exhausted", errorMessage);
+      return { kind: "none", failure: "exhausted" };
+    }
+    const delayMs = this.#delay(settings, this.#attempt, hints.retryAfterMs);
+    if (delayMs === undefined) {
+      const cap = settings.maxDelayMs ?? 0;
+      this.#endChain(
+        false,
+        this.#attempt - 1,
+        "over_cap",
+        `Server asked to retry after ${formatMs(hints.retryAfterMs ?? 0)}, above retry.maxDelayMs (${formatMs(cap)}): ${errorMessage}`,
+      );
+      return { kind: "none", failure: "over_cap" };
+    }
+    // B8: checked last, so that only a retry that would really be sent takes from the budget.
+    const refused = this.#options.coordination?.withdrawRetry();
+    if (refused !== undefined) {
+      this.#endChain(false, this.#attempt - 1, "budget_exhausted", `${refused}; not retrying: ${errorMessage}`);
+      return { kind: "none", failure: "budget_exhausted" };
+    }
+    this.#phase = "scheduling";
+    const decision: RetryDecision<M> = {
+      kind: "retry",
+      chainId: this.#chainId,
+      attempt: this.#attempt,
+      maxAttempts: settings.maxRetries,
+      delayMs,
+      message,
+      usageLimit: failure === "usage_limit",
+    };
+    if (failure === "retryable" && isRateLimit(message)) decision.rateLimit = true;
+    if (hints.retryAfterMs !== undefined) decision.retryAfterMs = hints.retryAfterMs;
+    this.#promisedStart = {
+      type: "auto_retry_start",
+      attempt: this.#attempt,
+      maxAttempts: settings.maxRetries,
+      delayMs,
+      errorMessage,
+    };
+    return decision;
+  }
+
+  /**
+   * R4 after the decision: usage-limit report, `auto_retry_start`, transcript surgery, the
+   * cancellable sleep, then `continueRun()`. Returns when the retried run has been posted or the
+   * chain was cancelled. Never rejects on cancellation.
+   */
+  async execute(decision: Extract<RetryDecision<M>, { kind: "retry" }>, actions: RetryActions<M>): Promise<void> {
+    const live = () => this.#chainId === decision.chainId && this.#chain !== undefined;
+    if (!live()) return;
+    let delayMs = decision.delayMs;
+    let model: string | undefined;
+    const limit = this.#limitKind(decision);
+    if (limit !== undefined) {
+      const outcome = await this.#reportLimit(decision, limit);
+      if (!live()) return;
+      if (outcome.switched) delayMs = 0;
+      else {
+        model = await actions.switchToFallback?.().catch(() => undefined);
+        if (!live()) return;
+        if (model !== undefined) delayMs = 0;
+        else if (outcome.retryAfterMs !== undefined) {
+          // No free key: wait for the first to free, even with respectRetryAfter off (R4).
+          const cap = this.#options.settings().maxDelayMs;
+          if (cap !== undefined && outcome.retryAfterMs > cap) {
+            const frees = new Date(this.#options.now() + outcome.retryAfterMs).toISOString();
+            this.#endChain(
+              false,
+              decision.attempt - 1,
+              "over_cap",
+              `Every key of provider "${decision.message.provider}" is blocked; the first frees at ${frees} (in ${formatMs(outcome.retryAfterMs)}), above retry.maxDelayMs (${formatMs(cap)}): ${decision.message.errorMessage ?? ""}`,
+            );
+            return;
+          }
+          delayMs = Math.max(delayMs, outcome.retryAfterMs);
+        }
+      }
+    }
+    this.#promisedStart = undefined;
+    this.#options.emit({
+      type: "auto_retry_start",
+      attempt: decision.attempt,
+      maxAttempts: decision.maxAttempts,
+      delayMs,
+      errorMessage: decision.message.errorMessage ?? "",
+      ...(model === undefined ? {} : { model }),
+    });
+    if (!live()) return;
+    this.#removed = { message: decision.message, actions };
+    await actions.removeFailedMessage(decision.message);
+    if (!live()) return;
+    const abort = new AbortController();
+    this.#sleepAbort = abort;
+    this.#phase = "sleeping";
+    try {
+      await this.#options.sleep(delayMs, abort.signal);
+      // B8: a gate closed by any session of the host holds this retry too (cancellable alike).
+      if (live() && this.#options.coordination !== undefined) await this.#options.coordination.waitAtGate(abort.signal);
+    } catch (error) {
+      if (abort.signal.aborted) return;
+      throw error;
+    } finally {
+      if (this.#sleepAbort === abort) this.#sleepAbort = undefined;
+    }
+    if (!live()) return;
+    this.#phase = "in_flight";
+    this.#removed = undefined;
+    await actions.continueRun();
+  }
+
+  /**
+   * R8/B3: ends the live chain now, whether it is sleeping or a retried run is in flight, with
+   * `auto_retry_end {success: false, finalError: "Retry cancelled"}`. A run in flight goes on;
+   * its outcome is final and is not retried. No-op when idle.
+   */
+  abortRetry(): void {
+    if (this.#chain === undefined) return;
+    if (this.#phase === "in_flight") this.#suppressNext = true;
+    this.#sleepAbort?.abort();
+    const removed = this.#removed;
+    this.#endChain(false, this.#attempt, "cancelled", RETRY_CANCELLED);
+    if (removed !== undefined) void removed.actions.restoreFailedMessage(removed.message).catch(() => {});
+  }
+
+  /**
+   * Ends any live chain with `finalError` and clears all timers; used when the session is disposed
+   * (`reason` "cancelled", the default) or cannot go on ("non_retryable": its worker is gone).
+   */
+  dispose(finalError: string, reason: AutoRetryEndReason = "cancelled"): void {
+    if (this.#chain === undefined) return;
+    this.#sleepAbort?.abort();
+    this.#endChain(false, this.#attempt, reason, finalError);
+  }
+
+  /**
+   * Which limit the R4 step handles: usage limits always; 429 rate limits only with a storage that
+   * serves keys (another key may be free; without one a 429 is a plain transient failure).
+   */
+  #limitKind(decision: Extract<RetryDecision<M>, { kind: "retry" }>): LimitKind | undefined {
+    if (decision.usageLimit) return "usage_limit";
+    if (decision.rateLimit === true && typeof this.#options.authStorage?.apiKeyFor === "function") return "rate_limit";
+    return undefined;
+  }
+
+  /** R4: tells the storage; a throw, a rejection or an odd answer counts as "did not switch". */
+  async #reportLimit(
+    decision: Extract<RetryDecision<M>, { kind: "retry" }>,
+    kind: LimitKind,
+  ): Promise<UsageLimitOutcome> {
+    const storage = this.#options.authStorage;
+    if (storage === undefined) return { switched: false };
+    const info: { retryAfterMs?: number; baseUrl?: string; kind?: LimitKind } = {};
+    if (decision.retryAfterMs !== undefined) info.retryAfterMs = decision.retryAfterMs;
+    const baseUrl = this.#options.baseUrl?.();
+    if (baseUrl !== undefined) info.baseUrl = baseUrl;
+    if (kind === "rate_limit") info.kind = kind;
+    return Promise.resolve()
+      .then(() => storage.markUsageLimitReached(decision.message.provider, this.#options.sessionId, info))
+      .then(normalizeOutcome, () => ({ switched: false }));
+  }
+
+  #delay(settings: RetrySettings, attempt: number, retryAfterMs: number | undefined): number | undefined {
+    // Capped so the delay stays a finite number (2^(n−1) is Infinity past n = 1024, and 0 · Infinity
+    // is NaN): auto_retry_start.delayMs is always a real number; the sleep splits long delays.
+    const backoff =
+      settings.baseDelayMs === 0 ? 0 : Math.min(settings.baseDelayMs * 2 ** (attempt - 1), Number.MAX_SAFE_INTEGER);
+    let delay = backoff;
+    if (settings.jitter === "full") delay = this.#options.random() * backoff;
+    else if (settings.jitter === "equal") delay = backoff / 2 + (this.#options.random() * backoff) / 2;
+    if (settings.respectRetryAfter && retryAfterMs !== undefined) {
+      if (settings.maxDelayMs !== undefined && retryAfterMs > settings.maxDelayMs) return undefined;
+      delay = Math.max(delay, retryAfterMs);
+    }
+    if (settings.maxDelayMs !== undefined) delay = Math.min(delay, settings.maxDelayMs);
+    return Math.min(Math.round(delay), Number.MAX_SAFE_INTEGER);
+  }
+
+  #startChain(): void {
+    let resolve: () => void = () => {};
+    const promise = new Promise<void>((r) => {
+      resolve = r;
+    });
+    this.#chainId++;
+    this.#chain = { promise, resolve };
+  }
+
+  /** Ends a live chain with failure; a no-op when none is live. */
+  #failChain(finalError: string, reason: AutoRetryEndReason): void {
+    if (this.#chain !== undefined) this.#endChain(false, this.#attempt, reason, finalError);
+  }
+
+  #endChain(success: boolean, attempt: number, reason: AutoRetryEndReason, finalError?: string): void {
+    const chain = this.#chain;
+    const promised = this.#promisedStart;
+    this.#chain = undefined;
+    this.#attempt = 0;
+    this.#phase = "idle";
+    this.#removed = undefined;
+    this.#sleepAbort = undefined;
+    this.#promisedStart = undefined;
+    // Ended between agent_end {willRetry: true} and execute(): keep the promise first (R8 order).
+    if (promised !== undefined) this.#options.emit(promised);
+    const event: RetryEvent = { type: "auto_retry_end", success, attempt, reason };
+    if (finalError !== undefined) event.finalError = finalError;
+    this.#options.emit(event);
+    chain?.resolve();
+  }
+}
+
+function formatMs(ms: number): string {
+  return ms >= 1000 ? `${Math.round(ms / 100) / 10}s` : `${ms}ms`;
+}

@@ -1,0 +1,52 @@
+/**
+ * A prompt's state on the main thread from `prompt()` to its `agent_settled`, and the result it
+ * settles with (R11).
+ */
+import type { AgentMessage } from "@mariozechner/pi-agent-core";
+import type { AssistantMessage } from "@mariozechner/pi-ai";
+import { isFailedStop } from "../../shared/classify.js";
+import type { PromptResult } from "../../shared/events.js";
+import type { CompactingPrompt } from "../compaction/session-compaction.js";
+
+/** The session's live prompt. */
+export interface PendingPrompt extends CompactingPrompt {
+  resolve: (result: PromptResult) => void;
+  reject: (error: Error) => void;
+  /** `auto_retry_start`s seen for it. */
+  retries: number;
+  /** Its latest reply (what it settles with). */
+  lastAssistant: AssistantMessage | undefined;
+  /** Why it failed when no reply says so (a run that ended without one, an aborted wait). */
+  failure: string | undefined;
+  /** abort() came before its run was posted (write-ahead, provider gate): its run never starts. */
+  abortedEarly?: boolean;
+}
+
+/** A prompt sent with `{ queue: true }` while the session was busy; it begins when the session is free. */
+export interface QueuedPrompt {
+  text: string;
+  resolve: (result: PromptResult) => void;
+  reject: (error: Error) => void;
+}
+
+/** What `pending` settles with: its last reply's outcome, else how it failed. Pure. */
+export function settledResult(pending: PendingPrompt): PromptResult {
+  const last = pending.lastAssistant;
+  const stopReason = last?.stopReason ?? (pending.abortedEarly === true ? "aborted" : "error");
+  const result: PromptResult = { stopReason, retries: pending.retries };
+  const errorMessage = last?.errorMessage ?? pending.failure;
+  if (errorMessage !== undefined && (last === undefined || isFailedStop(last.stopReason))) {
+    result.errorMessage = errorMessage;
+  }
+  if (last !== undefined) result.message = last;
+  return result;
+}
+
+/** The last assistant message of `messages`, if any. */
+export function lastAssistant(messages: readonly AgentMessage[]): AssistantMessage | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i];
+    if (message?.role === "assistant") return message;
+  }
+  return undefined;
+}

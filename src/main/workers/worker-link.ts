@@ -1,0 +1,469 @@
+/**
+ * The main thread's end of one worker: the port, the comlink proxy for {@link WorkerApi} calls,
+ * and the dispatch of batch items to the sessions the worker serves.
+ *
+ * comlink never rejects a pending call when the worker dies (fact F3 in docs/architecture.md), so every call
+ * goes through {@link WorkerLink.call}, which settles on the reply, on the worker's death, or on a
+ * timeout, whichever comes first: no call can hang. The link holds its proxy strongly: a
+ * garbage-collected comlink proxy would close the worker's port.
+ *
+ * Life of a link: starting (until the worker's `hello`) → serving → dead. It dies once: the worker
+ * exits, crashes, runs out of memory, is terminated as hung, or the host closes it. Its death is
+ * typed: {@link WorkerStartError} if the worker never served, else {@link WorkerExitedError}
+ * with the cause (SPEC X5).
+ */
+import type { MessagePort } from "node:worker_threads";
+import { type Remote, wrap } from "comlink";
+import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
+import {
+  fromWireError,
+  LifelineError,
+  type WorkerExitCause,
+  WorkerExitedError,
+  WorkerStartError,
+} from "../../shared/errors.js";
+import {
+  type BatchItem,
+  decodeWorkerMessage,
+  type Result,
+  type SessionInit,
+  type SessionOpened,
+  type WorkerApi,
+} from "../../shared/protocol.js";
+import { KeepAlive } from "./keep-alive.js";
+import { describeError, exitCauseOf, exitMessage, startMessage } from "./worker-exit.js";
+
+/** A worker's port plus a promise that settles when its serve loop ends (rejects on a crash). */
+export interface LinkEndpoint {
+  port: MessagePort;
+  done: Promise<unknown>;
+  /**
+   * Terminates the worker thread (which then settles `done`). Absent for in-process endpoints:
+   * a link that must stop one is abandoned instead.
+   */
+  terminate?: () => void;
+  /** Refs or unrefs what else of the worker holds the process (the pool's own port for it). */
+  setReferenced?: (referenced: boolean) => void;
+}
+
+/** What a session registers with its link. */
+export interface LinkClient {
+  handleItem(item: BatchItem): void;
+  /** True while the session has a run in the worker (it is then suspected of a crash). */
+  hasRunInFlight(): boolean;
+  /**
+   * The worker died. `suspect` says whether the session is blamed for it (SPEC X7): it had a run
+   * in flight, or no session of the worker had one (a module's timer, say), so all are suspects.
+   */
+  handleWorkerExit(error: WorkerExitedError, suspect: boolean): void;
+}
+
+/**
+ * B8: where a worker's permit messages go (the host's coordination). Each is called on the main
+ * thread as the message arrives; none may throw.
+ */
+export interface PermitHandler {
+  /** A session of `link`'s worker asks for a permit for one model request; answer with `grantPermit`. */
+  request(link: WorkerLink, sessionId: string, requestId: number): void;
+  /** That request ended or was cancelled: its permit, or its place in the queue, is given back. */
+  release(link: WorkerLink, requestId: number): void;
+  /** The worker is gone: every permit it held or waited for is released. */
+  releaseAll(link: WorkerLink): void;
+}
+
+/** Timeouts of a link, resolved by the host from its options. */
+export interface LinkTimeouts {
+  /** Longest wait for an ordinary call; past it the worker is taken to be hung. */
+  callTimeoutMs: number;
+  /** Longest wait for `openSession` once the worker has started (its module's `setup()`). */
+  setupTimeoutMs: number;
+  /** Longest wait for `abort`, `closeSession` and `shutdown`: the bound on `abort()` and `close()`. */
+  controlTimeoutMs: number;
+}
+
+type ApiResult<K extends keyof WorkerApi> = Awaited<ReturnType<WorkerApi[K]>>;
+type Unwrapped<R> = R extends { ok: false } ? never : R extends { ok: true; value: infer T } ? T : R;
+
+/** How long a closed port waits for the pool to say why the worker ended. */
+const EXIT_REASON_WAIT_MS = 1000;
+
+/**
+ * The main side of one worker, created by `SessionHost`. Dies (once) when the worker exits, its port
+ * closes, the host closes it, or it is terminated; every call pending then rejects.
+ */
+export class WorkerLink {
+  readonly #port: MessagePort;
+  readonly #remote: Remote<WorkerApi>;
+  readonly #timeouts: LinkTimeouts;
+  readonly #clients = new Map<string, LinkClient>();
+  readonly #pending = new Set<(error: LifelineError) => void>();
+  /** Settles (never rejects) once the worker's serve loop is over and the pool has let go of it. */
+  readonly #done: Promise<void>;
+  readonly #terminate: (() => void) | undefined;
+  readonly #onProtocolError: (reason: string) => void;
+  readonly #permits: PermitHandler | undefined;
+  #dead: LifelineError | undefined;
+  #reserved = 0;
+  /** `openSession` calls in flight: the watchdog allows their `setup()` more time. */
+  #opening = 0;
+  #started = false;
+  readonly #startWaiters: (() => void)[] = [];
+  /** Why lifeline itself terminated the worker, when it did. */
+  #hung: string | undefined;
+  #closing = false;
+  #lastSeenAt = performance.now();
+  /** Only in-flight work keeps the process alive (keep-alive.ts): pending calls and open runs. */
+  readonly #keepAlive: KeepAlive;
+  /** Runs started and not yet ended (`sessionId#runId`), each counted once in #keepAlive. */
+  readonly #openRuns = new Set<string>();
+  /**
+   * SPEC X7: this worker serves only sessions suspected of crashing their previous worker, so that
+   * a poison session stops taking its neighbours down. New sessions never go to it.
+   */
+  readonly isolated: boolean;
+
+  constructor(
+    endpoint: LinkEndpoint,
+    options: LinkTimeouts & {
+      onProtocolError: (reason: string) => void;
+      isolated?: boolean;
+      permits?: PermitHandler | undefined;
+    },
+  ) {
+    this.#permits = options.permits;
+    this.isolated = options.isolated ?? false;
+    this.#port = endpoint.port;
+    this.#timeouts = options;
+    this.#terminate = endpoint.terminate;
+    this.#onProtocolError = options.onProtocolError;
+    this.#keepAlive = new KeepAlive((referenced) => {
+      if (referenced) this.#port.ref();
+      else this.#port.unref();
+      endpoint.setReferenced?.(referenced);
+    });
+    this.#remote = wrap<WorkerApi>(nodeEndpoint(endpoint.port));
+    this.#port.on("message", (data: unknown) => this.#onMessage(data));
+    this.#port.on("close", () => this.#onPortClose());
+    this.#done = endpoint.done.then(
+      () => this.#die("exit", "its serve loop ended"),
+      (error: unknown) => this.#die(exitCauseOf(error), describeError(error), error),
+    );
+  }
+
+  /** Sessions served by this worker, counting those still opening (see {@link reserve}). */
+  get clientCount(): number {
+    return this.#clients.size + this.#reserved;
+  }
+
+  /**
+   * Counts a session that is being opened on this worker, so that concurrent createSession calls
+   * see the load they are adding. Returns the function that drops the reservation.
+   */
+  reserve(): () => void {
+    this.#reserved++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#reserved--;
+    };
+  }
+
+  /** True once the worker has exited or the link was closed. */
+  get isDead(): boolean {
+    return this.#dead !== undefined;
+  }
+
+  /** True once the worker said `hello`: its serve loop runs. */
+  get isStarted(): boolean {
+    return this.#started;
+  }
+
+  /** For the watchdog: `performance.now()` of the worker's last message (or the link's creation). */
+  get lastSeenAt(): number {
+    return this.#lastSeenAt;
+  }
+
+  /** For the watchdog: a worker module's `setup()` may keep the loop busy up to `setupTimeoutMs`. */
+  get allowanceMs(): number {
+    return this.#opening > 0 ? this.#timeouts.setupTimeoutMs : 0;
+  }
+
+  /**
+   * Resolves when the pool has finished with this link's worker. A dead worker's port can close
+   * before piscina handles its exit; a new task submitted in between is queued behind the dead
+   * worker and may never start, so the host waits for this before starting a replacement.
+   */
+  get released(): Promise<void> {
+    return this.#done;
+  }
+
+  /**
+   * SPEC X8: the worker stopped answering. Terminates its thread (the exit path then settles
+   * everything with cause `hung`); an in-process endpoint, which cannot be terminated, is
+   * abandoned. A worker that never started fails with ERR_WORKER_START instead.
+   */
+  terminateHung(reason: string): void {
+    if (this.#dead !== undefined || this.#hung !== undefined) return;
+    this.#hung = reason;
+    if (!this.#started || this.#terminate === undefined) {
+      this.#die("hung", reason);
+      return;
+    }
+    this.#terminate();
+    // piscina settles the task when the thread is gone; if that never comes, give up on it anyway.
+    setTimeout(() => this.#die("hung", reason), EXIT_REASON_WAIT_MS).unref();
+  }
+
+  /** The pool reported that a worker failed before serving: fails this link if it never started. */
+  failStart(error: unknown): void {
+    if (this.#started || this.#dead !== undefined) return;
+    this.#terminate?.();
+    this.#die("crash", describeError(error), error);
+  }
+
+  attach(sessionId: string, client: LinkClient): void {
+    this.#clients.set(sessionId, client);
+  }
+
+  detach(sessionId: string): void {
+    this.#clients.delete(sessionId);
+    for (const run of this.#openRuns) if (run.startsWith(`${sessionId}#`)) this.#endRun(run);
+  }
+
+  /** Pending calls plus runs between their start and their `run_end`: what keeps the process alive. */
+  get inFlight(): number {
+    return this.#keepAlive.inFlight;
+  }
+
+  /**
+   * Calls the worker and unwraps its {@link Result}.
+   * @throws the worker's typed error; WorkerExitedError/WorkerStartError if the worker is or becomes
+   *   gone; ERR_CALL_TIMEOUT if no reply comes within `callTimeoutMs` (the worker is then taken to
+   *   be hung and terminated).
+   */
+  call<K extends keyof WorkerApi>(method: K, ...args: Parameters<WorkerApi[K]>): Promise<Unwrapped<ApiResult<K>>> {
+    return this.#invoke(method, args, this.#timeouts.callTimeoutMs, () => {
+      const error = new LifelineError(
+        "ERR_CALL_TIMEOUT",
+        `The worker did not answer ${method} within ${this.#timeouts.callTimeoutMs} ms; it is taken to be blocked in synchronous code and is terminated. Raise callTimeoutMs or check the worker module's tools.`,
+      );
+      this.terminateHung(`it did not answer ${method} within ${this.#timeouts.callTimeoutMs} ms`);
+      return error;
+    });
+  }
+
+  /**
+   * A call on the shutdown and cancellation paths (`abort`, `closeSession`, `shutdown`), bounded by
+   * `controlTimeoutMs` so that `abort()` and `close()` never wait long. A healthy worker answers
+   * these in milliseconds, whatever its load; an `abort` it does not answer in time means its loop
+   * is stuck in synchronous code, which only terminating the thread can stop, so it is terminated
+   * as hung (the user asked for the run to stop). `closeSession` and `shutdown` leave that to the
+   * watchdog and the pool.
+   * @throws as {@link call}; ERR_CALL_TIMEOUT after `controlTimeoutMs`.
+   */
+  control<K extends "abort" | "closeSession" | "shutdown">(
+    method: K,
+    ...args: Parameters<WorkerApi[K]>
+  ): Promise<Unwrapped<ApiResult<K>>> {
+    const limit = this.#timeouts.controlTimeoutMs;
+    return this.#invoke(method, args, limit, () => {
+      if (method === "abort") this.terminateHung(`it did not answer abort within ${limit} ms`);
+      return new LifelineError("ERR_CALL_TIMEOUT", `The worker did not answer ${method} within ${limit} ms.`);
+    });
+  }
+
+  /**
+   * Opens a session. The timeout is `setupTimeoutMs`, counted from the worker's start (a worker
+   * still booting is the watchdog's business): a slow worker module `setup()` rejects this open
+   * with ERR_WORKER_MODULE and cancels it in the worker, which keeps serving its other sessions.
+   * @throws the worker's typed error (ERR_WORKER_MODULE, ERR_UNKNOWN_MODEL, …), or as {@link call}.
+   */
+  async openSession(init: SessionInit): Promise<SessionOpened> {
+    this.#opening++;
+    try {
+      const limit = this.#timeouts.setupTimeoutMs;
+      return await this.#invoke("openSession", [init], limit, () => {
+        void this.control("closeSession", init.sessionId).catch(() => {});
+        const what =
+          init.workerModule === undefined
+            ? "The worker did not open the session"
+            : `Worker module ${init.workerModule} setup() did not finish`;
+        return new LifelineError(
+          "ERR_WORKER_MODULE",
+          `${what} within ${limit} ms (setupTimeoutMs); the session was not created and the worker keeps serving. Raise setupTimeoutMs or make setup() faster.`,
+        );
+      });
+    } finally {
+      this.#opening--;
+    }
+  }
+
+  /** Asks the worker to stop serving, waits a bounded time for it, then closes the port. */
+  async close(): Promise<void> {
+    if (this.#dead !== undefined) return;
+    this.#closing = true;
+    // Closing is work in flight: the wait for the pool to finish the task must hold the process.
+    this.#keepAlive.begin();
+    try {
+      await this.control("shutdown");
+      await Promise.race([this.#done, delay(this.#timeouts.controlTimeoutMs)]);
+    } catch {
+      // The worker is already gone or stuck; the pool's destroy() terminates it.
+    }
+    this.#die("exit", "the host closed");
+  }
+
+  #invoke<K extends keyof WorkerApi>(
+    method: K,
+    args: unknown[],
+    timeoutMs: number,
+    onTimeout: () => LifelineError,
+  ): Promise<Unwrapped<ApiResult<K>>> {
+    if (this.#dead !== undefined) return Promise.reject(this.#dead);
+    const run = method === "startRun" ? `${String(args[0])}#${String(args[1])}` : undefined;
+    if (run !== undefined && !this.#openRuns.has(run)) {
+      this.#openRuns.add(run);
+      this.#keepAlive.begin();
+    }
+    this.#keepAlive.begin();
+    const call = new Promise<Unwrapped<ApiResult<K>>>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const fail = (error: LifelineError) => {
+        clearTimeout(timer);
+        this.#pending.delete(fail);
+        reject(error);
+      };
+      const arm = () => {
+        if (!this.#pending.has(fail)) return;
+        timer = setTimeout(() => {
+          if (this.#pending.has(fail)) fail(onTimeout());
+        }, timeoutMs);
+        timer.unref();
+      };
+      this.#pending.add(fail);
+      // A worker still booting has not had the chance to answer: the clock starts at its hello.
+      if (this.#started) arm();
+      else this.#startWaiters.push(arm);
+      const invoke = this.#remote[method] as unknown as (...a: unknown[]) => Promise<ApiResult<K>>;
+      invoke(...args).then(
+        (result) => {
+          if (!this.#pending.has(fail)) return;
+          clearTimeout(timer);
+          this.#pending.delete(fail);
+          if (isResult(result)) {
+            if (result.ok) resolve(result.value as Unwrapped<ApiResult<K>>);
+            else reject(fromWireError(result.error));
+          } else {
+            resolve(result as Unwrapped<ApiResult<K>>);
+          }
+        },
+        (error: unknown) => fail(new LifelineError("ERR_PROTOCOL", `Worker call ${method} failed: ${String(error)}`)),
+      );
+    });
+    call.then(
+      () => this.#keepAlive.end(),
+      () => {
+        this.#keepAlive.end();
+        // A refused start opens no run, so no run_end will come for it.
+        if (run !== undefined) this.#endRun(run);
+      },
+    );
+    return call;
+  }
+
+  #onMessage(data: unknown): void {
+    this.#lastSeenAt = performance.now();
+    const decoded = decodeWorkerMessage(data);
+    switch (decoded.kind) {
+      case "comlink":
+        return;
+      case "invalid":
+        this.#onProtocolError(decoded.reason);
+        return;
+      case "message":
+        this.#onWorkerMessage(decoded.message);
+        return;
+      default: {
+        const unreachable: never = decoded;
+        throw new LifelineError("ERR_PROTOCOL", `Unhandled decoded message ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+
+  #onWorkerMessage(message: Extract<ReturnType<typeof decodeWorkerMessage>, { kind: "message" }>["message"]): void {
+    switch (message.type) {
+      case "hello":
+        this.#started = true;
+        for (const arm of this.#startWaiters.splice(0)) arm();
+        return;
+      case "heartbeat":
+        return;
+      case "permit_request":
+        if (this.#permits === undefined) void this.call("grantPermit", message.requestId, true).catch(() => {});
+        else this.#permits.request(this, message.sessionId, message.requestId);
+        return;
+      case "permit_release":
+        this.#permits?.release(this, message.requestId);
+        return;
+      case "batch":
+        for (const item of message.items) {
+          if (item.type === "run_end") this.#endRun(`${item.sessionId}#${item.runId}`);
+          this.#clients.get(item.sessionId)?.handleItem(item);
+        }
+        return;
+      default: {
+        const unreachable: never = message;
+        throw new LifelineError("ERR_PROTOCOL", `Unhandled worker message ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+
+  #endRun(run: string): void {
+    if (this.#openRuns.delete(run)) this.#keepAlive.end();
+  }
+
+  /**
+   * A closed port means the worker is gone (or closed it in shutdown), but the pool says why only
+   * when it handles the thread's exit, which can come later: wait a moment for that reason.
+   */
+  #onPortClose(): void {
+    if (this.#dead !== undefined) return;
+    setTimeout(() => this.#die("exit", "its message port closed"), EXIT_REASON_WAIT_MS);
+  }
+
+  #die(cause: WorkerExitCause, detail: string, workerError?: unknown): void {
+    if (this.#dead !== undefined) return;
+    // Once lifeline has terminated a worker as hung, that is its cause, whatever the pool reports.
+    const finalCause = this.#hung === undefined ? cause : "hung";
+    const finalDetail = this.#hung ?? detail;
+    const error = this.#closing
+      ? new WorkerExitedError("The session host was closed.", "exit")
+      : this.#started
+        ? new WorkerExitedError(exitMessage(finalCause, finalDetail), finalCause, workerError)
+        : new WorkerStartError(startMessage(finalDetail, workerError), workerError);
+    this.#dead = error;
+    // B8: permits die with their worker, so the requests of other workers never wait for them.
+    this.#permits?.releaseAll(this);
+    this.#keepAlive.stop();
+    this.#startWaiters.length = 0;
+    for (const fail of [...this.#pending]) fail(error);
+    this.#port.close();
+    const clients = [...this.#clients.values()];
+    this.#clients.clear();
+    if (!this.#closing && error instanceof WorkerExitedError) {
+      const running = clients.filter((client) => client.hasRunInFlight());
+      for (const client of clients) client.handleWorkerExit(error, running.length === 0 || running.includes(client));
+    }
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+function isResult(value: unknown): value is Result<unknown> {
+  return (
+    value !== null && typeof value === "object" && "ok" in value && typeof (value as { ok: unknown }).ok === "boolean"
+  );
+}

@@ -1,0 +1,354 @@
+/**
+ * lifeline embedded in other apps, as a new user would meet it: the package as `npm pack` makes it,
+ * installed from that tarball into a fresh project in a temporary directory (once for the file,
+ * `--prefer-offline`), then real child processes of that project. Electron itself is not run (it
+ * downloads a binary at install): a packaged Electron app is simulated by what matters to lifeline,
+ * an app bundle that keeps node_modules external, the worker bundle copied to an "unpacked" folder
+ * with no node_modules above it, and lifeline's own `dist/worker` gone.
+ *
+ * Also here: an idle host does not keep the process alive, and `lifelineDir: false` reads no user
+ * file. Run `npm run build` first (`npm test` does).
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { promisify } from "node:util";
+import { build } from "esbuild";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSessionHost, DEFAULT_SETTINGS } from "../dist/main/index.js";
+import { toModuleUrl } from "../src/main/host/session-host.js";
+import { tempDir, within } from "./fixtures/bounded.js";
+
+const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
+const TSC = join(REPO_ROOT, "node_modules", "typescript", "bin", "tsc");
+const run = promisify(execFile);
+
+const fileCleanups: (() => void)[] = [];
+afterAll(() => {
+  for (const cleanup of fileCleanups.splice(0).reverse()) cleanup();
+});
+
+interface ChildRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `node <args>` and resolves when it exits by itself. A child still running after `ms` is
+ * killed and the wait rejects: that is how a process kept alive by an idle host shows.
+ */
+async function runNode(
+  args: string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv; ms?: number },
+): Promise<ChildRun> {
+  const child: ChildProcess = spawn(process.execPath, args, {
+    cwd: options.cwd,
+    env: { ...process.env, ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.setEncoding("utf8").on("data", (text: string) => {
+    stdout += text;
+  });
+  child.stderr?.setEncoding("utf8").on("data", (text: string) => {
+    stderr += text;
+  });
+  const exited = new Promise<ChildRun>((resolve) => {
+    child.once("close", (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+  try {
+    return await within(exited, options.ms ?? 60_000, `node ${args.join(" ")} to exit by itself`);
+  } catch (error) {
+    child.kill("SIGKILL");
+    await exited;
+    throw new Error(`${(error as Error).message}\nstdout: ${stdout}\nstderr: ${stderr}`);
+  }
+}
+
+/** The last stdout line as JSON: what the child reports. */
+function report(result: ChildRun): Record<string, unknown> {
+  const lines = result.stdout.trim().split("\n");
+  try {
+    return JSON.parse(lines.at(-1) ?? "") as Record<string, unknown>;
+  } catch {
+    throw new Error(`no JSON report (exit ${result.code})\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
+  }
+}
+
+describe("lifeline installed from its tarball", () => {
+  let root = "";
+  let app = "";
+
+  beforeAll(async () => {
+    root = tempDir(fileCleanups, "lifeline-embed-");
+    const packed = await run("npm", ["pack", "--ignore-scripts", "--silent", "--pack-destination", root], {
+      cwd: REPO_ROOT,
+    });
+    const tarball = join(root, packed.stdout.trim().split("\n").at(-1) ?? "");
+    app = join(root, "app");
+    mkdirSync(join(app, "src"), { recursive: true });
+    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "embedding-app", private: true, type: "module" }));
+    await run(
+      "npm",
+      ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", "--no-package-lock", tarball],
+      { cwd: app, maxBuffer: 16 * 1024 * 1024 },
+    );
+  }, 240_000);
+
+  it("require('lifeline') works from a .cjs file: a demo prompt is answered and the process exits by itself", async () => {
+    writeFileSync(
+      join(app, "src", "require.cjs"),
+      `const lifeline = require("lifeline");
+const { existsSync } = require("node:fs");
+(async () => {
+  const host = lifeline.createSessionHost({ threads: 1, lifelineDir: false });
+  const session = await host.createSession({ settings: { retry: { baseDelayMs: 1 } } });
+  const result = await session.prompt("from CommonJS");
+  console.log(JSON.stringify({
+    stopReason: result.stopReason,
+    text: result.message.content[0].text,
+    tui: "runInteractive" in lifeline,
+    workerBundle: existsSync(require.resolve("lifeline/worker")),
+  }));
+})();
+`,
+    );
+    const result = await runNode([join(app, "src", "require.cjs")], { cwd: app });
+    expect(result.code, result.stderr).toBe(0);
+    expect(report(result)).toEqual({
+      stopReason: "stop",
+      text: expect.stringContaining("from CommonJS"),
+      tui: false,
+      workerBundle: true,
+    });
+  }, 60_000);
+
+  it("a packaged app (its code bundled with node_modules external, the worker bundle unpacked outside node_modules, the package's dist/worker gone) answers a demo prompt from another cwd and exits by itself", async () => {
+    // The unpacked folder's name has a space and a `#`: paths become file URLs with pathToFileURL.
+    const resources = join(root, "resources");
+    const unpacked = join(resources, "app unpacked#1");
+    mkdirSync(unpacked, { recursive: true });
+    cpSync(join(app, "node_modules", "lifeline", "dist", "lifeline-worker.mjs"), join(unpacked, "lifeline-worker.mjs"));
+    writeFileSync(
+      join(app, "src", "main.js"),
+      `import { createSessionHost } from "lifeline";
+// As an Electron main process would name its unpacked folder (process.resourcesPath there); the
+// relative workerEntry is taken from the host's cwd option, not from the process's cwd.
+const host = createSessionHost({
+  threads: 1,
+  lifelineDir: false,
+  cwd: process.env.APP_RESOURCES,
+  workerEntry: "app unpacked#1/lifeline-worker.mjs",
+});
+const session = await host.createSession({ settings: { retry: { baseDelayMs: 1 } } });
+const result = await session.prompt("from a packaged app");
+console.log(JSON.stringify({ stopReason: result.stopReason, text: result.message.content[0].text }));
+`,
+    );
+    await build({
+      entryPoints: [join(app, "src", "main.js")],
+      outfile: join(app, "out", "main.mjs"),
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      packages: "external",
+      logLevel: "error",
+    });
+    const ownWorker = join(app, "node_modules", "lifeline", "dist", "worker");
+    renameSync(ownWorker, `${ownWorker}.removed`);
+    const elsewhere = tempDir(fileCleanups, "lifeline-embed-cwd-");
+    try {
+      const result = await runNode([join(app, "out", "main.mjs")], {
+        cwd: elsewhere,
+        env: { APP_RESOURCES: resources },
+      });
+      expect(result.code, result.stderr).toBe(0);
+      expect(report(result)).toEqual({ stopReason: "stop", text: expect.stringContaining("from a packaged app") });
+      expect(existsSync(ownWorker)).toBe(false);
+    } finally {
+      renameSync(`${ownWorker}.removed`, ownWorker);
+    }
+  }, 60_000);
+
+  it("a fully inlined CommonJS bundle runs with piscina's worker script beside it and the worker bundle elsewhere", async () => {
+    const out = join(root, "inlined");
+    const unpacked = join(root, "inlined-unpacked");
+    mkdirSync(unpacked, { recursive: true });
+    cpSync(join(app, "node_modules", "lifeline", "dist", "lifeline-worker.mjs"), join(unpacked, "lifeline-worker.mjs"));
+    writeFileSync(
+      join(app, "src", "inlined.cjs"),
+      `const { createSessionHost } = require("lifeline");
+const { pathToFileURL } = require("node:url");
+(async () => {
+  const workerEntry = pathToFileURL(process.env.APP_WORKER);
+  const host = createSessionHost({ threads: 1, lifelineDir: false, workerEntry });
+  const session = await host.createSession({ settings: { retry: { baseDelayMs: 1 } } });
+  const result = await session.prompt("fully inlined");
+  console.log(JSON.stringify({ stopReason: result.stopReason, text: result.message.content[0].text }));
+})();
+`,
+    );
+    const bundled = await build({
+      entryPoints: [join(app, "src", "inlined.cjs")],
+      outfile: join(out, "app.cjs"),
+      bundle: true,
+      platform: "node",
+      format: "cjs",
+      mainFields: ["module", "main"],
+      external: ["@opentelemetry/api"],
+      metafile: true,
+      logLevel: "error",
+    });
+    // piscina starts each thread with the `worker.js` next to its own code: here, the bundle.
+    cpSync(join(app, "node_modules", "lifeline", "dist", "piscina-worker.cjs"), join(out, "worker.js"));
+    const inputs = Object.keys(bundled.metafile.inputs);
+    expect(inputs.some((input) => input.includes("node_modules/lifeline/dist/main/session-host.js"))).toBe(true);
+    expect(inputs.filter((input) => input.includes("pi-tui"))).toEqual([]);
+    const result = await runNode([join(out, "app.cjs")], {
+      cwd: tempDir(fileCleanups, "lifeline-embed-cwd-"),
+      env: { APP_WORKER: join(unpacked, "lifeline-worker.mjs") },
+    });
+    expect(result.code, result.stderr).toBe(0);
+    expect(report(result)).toEqual({ stopReason: "stop", text: expect.stringContaining("fully inlined") });
+  }, 60_000);
+
+  it("TypeScript consumers type-check against lifeline's declarations: nodenext from ESM and CommonJS, node16 from ESM", async () => {
+    const ts = join(app, "ts");
+    mkdirSync(ts, { recursive: true });
+    writeFileSync(
+      join(ts, "esm.mts"),
+      `import { createSessionHost, LifelineError, type SessionHostOptions } from "lifeline";
+import { type InteractiveOptions, runInteractive } from "lifeline/tui";
+const options: SessionHostOptions = { lifelineDir: false, workerEntry: new URL("file:///app/lifeline-worker.mjs") };
+export const closed: Promise<void> = createSessionHost(options).close();
+export const isLifelineError = (error: unknown): boolean => error instanceof LifelineError;
+export const tui: (options: InteractiveOptions) => Promise<number> = runInteractive;
+`,
+    );
+    writeFileSync(
+      join(ts, "cjs.cts"),
+      `import { createSessionHost, RpcClient, type SessionHostOptions } from "lifeline";
+const options: SessionHostOptions = { lifelineDir: false, workerEntry: "resources/lifeline-worker.mjs" };
+export const host = createSessionHost(options);
+export const client = new RpcClient({ execPath: process.execPath, env: { ELECTRON_RUN_AS_NODE: "1" } });
+`,
+    );
+    const typeRoots = [join(REPO_ROOT, "node_modules", "@types")];
+    const configs = {
+      nodenext: ["ts/esm.mts", "ts/cjs.cts"],
+      node16: ["ts/esm.mts"],
+    };
+    const checks = Object.entries(configs).map(async ([module, files]) => {
+      const config = join(app, `tsconfig.${module}.json`);
+      writeFileSync(
+        config,
+        JSON.stringify({
+          compilerOptions: {
+            module,
+            moduleResolution: module,
+            target: "ES2022",
+            strict: true,
+            noEmit: true,
+            skipLibCheck: false,
+            types: ["node"],
+            typeRoots,
+          },
+          files,
+        }),
+      );
+      const output = await run(process.execPath, [TSC, "-p", config], { cwd: app, maxBuffer: 16 * 1024 * 1024 }).then(
+        (done) => done.stdout,
+        (failed: { stdout?: string }) => failed.stdout ?? String(failed),
+      );
+      // Errors inside other packages' declarations (an SDK's optional peer) are theirs, not ours.
+      const ours = output
+        .split("\n")
+        .filter((line) => /error TS/.test(line))
+        .filter((line) => !line.startsWith("node_modules/") || line.startsWith("node_modules/lifeline/"));
+      return { module, errors: ours };
+    });
+    expect(await Promise.all(checks)).toEqual([
+      { module: "nodenext", errors: [] },
+      { module: "node16", errors: [] },
+    ]);
+  }, 240_000);
+});
+
+describe("only in-flight work keeps the process alive", () => {
+  it("a process with an idle host (open session, worker started) exits by itself after its prompt, retry sleeps included", async () => {
+    const dir = tempDir(fileCleanups, "lifeline-idle-");
+    const script = join(dir, "idle.mjs");
+    writeFileSync(
+      script,
+      `import { createSessionHost } from ${JSON.stringify(pathToFileURL(join(REPO_ROOT, "dist", "main", "index.js")).href)};
+const listing = createSessionHost({ threads: 1, lifelineDir: false });
+const models = await listing.availableModels();
+const host = createSessionHost({ threads: 1, lifelineDir: false });
+const session = await host.createSession({ settings: { retry: { baseDelayMs: 100 } } });
+const retries = [];
+session.subscribe((event) => { if (event.type === "auto_retry_start") retries.push(event.attempt); });
+const result = await session.prompt("then idle");
+console.log(JSON.stringify({ models: models.length > 0, stopReason: result.stopReason, retries, open: host.sessionCount }));
+`,
+    );
+    const result = await runNode([script], { cwd: dir, ms: 30_000 });
+    expect(result.code, result.stderr).toBe(0);
+    // The demo model fails twice: both retry sleeps kept the process alive, then nothing did.
+    expect(report(result)).toEqual({ models: true, stopReason: "stop", retries: [1, 2], open: 1 });
+  }, 40_000);
+});
+
+describe("lifelineDir: false", () => {
+  it("reads no user file: invalid settings and models files in $LIFELINE_DIR and the project are never opened", async () => {
+    const userDir = tempDir(fileCleanups, "lifeline-userdir-");
+    const project = tempDir(fileCleanups, "lifeline-project-");
+    writeFileSync(join(userDir, "settings.json"), "{ not json");
+    writeFileSync(join(userDir, "models.json"), "{ not json either");
+    mkdirSync(join(project, ".lifeline"));
+    writeFileSync(join(project, ".lifeline", "settings.json"), '{"retry": {"maxRetries": "many"}}');
+    const saved = process.env.LIFELINE_DIR;
+    process.env.LIFELINE_DIR = userDir;
+    const host = createSessionHost({ threads: 1, lifelineDir: false, cwd: project });
+    try {
+      expect(await host.settings()).toEqual(DEFAULT_SETTINGS);
+      const models = await host.availableModels();
+      expect(models.map((model) => `${model.provider}/${model.id}`)).toContain("demo/demo-1");
+      await expect(host.writeUserSettings({ retry: { enabled: false } })).rejects.toMatchObject({
+        code: "ERR_INVALID_OPTIONS",
+      });
+    } finally {
+      if (saved === undefined) delete process.env.LIFELINE_DIR;
+      else process.env.LIFELINE_DIR = saved;
+      await host.close();
+    }
+    // The same files break a host that reads them: the test sees the files a default host would.
+    const reading = createSessionHost({ threads: 1, lifelineDir: userDir, cwd: project });
+    await expect(reading.settings()).rejects.toMatchObject({ code: "ERR_INVALID_SETTINGS" });
+    await reading.close();
+  }, 30_000);
+});
+
+describe("toModuleUrl: one base for relative worker paths", () => {
+  it("resolves a relative path against the host's cwd, not the process's", () => {
+    expect(toModuleUrl("tools/mod.mjs", "/srv/app")).toBe("file:///srv/app/tools/mod.mjs");
+  });
+
+  it("keeps a # and spaces in a path as part of the file name", () => {
+    expect(toModuleUrl("/opt/my app/#1/worker.mjs", "/elsewhere")).toBe("file:///opt/my%20app/%231/worker.mjs");
+    expect(toModuleUrl("dir#2/w.mjs", "/base dir")).toBe("file:///base%20dir/dir%232/w.mjs");
+  });
+
+  it("takes a file: URL string or a URL as given", () => {
+    expect(toModuleUrl("file:///a/b%23c.mjs", "/x")).toBe("file:///a/b%23c.mjs");
+    expect(toModuleUrl(new URL("file:///a/b.mjs"), "/x")).toBe("file:///a/b.mjs");
+  });
+
+  it("turns an absolute path into a file URL with pathToFileURL (a Windows drive letter on Windows)", () => {
+    const absolute = join(REPO_ROOT, "x.mjs");
+    expect(toModuleUrl(absolute, "/elsewhere")).toBe(pathToFileURL(absolute).href);
+  });
+});

@@ -1,0 +1,335 @@
+/**
+ * The `lifeline` command as users run it: real child processes of the built `dist/main/cli.js`
+ * (run `npm run build` first), each with its own LIFELINE_DIR and working directory, so no user
+ * or project settings leak in. Every child is killed if it has not exited within its bound.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { startMockServer } from "../../dist/main/index.js";
+
+const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const CLI = fileURLToPath(new URL("../../dist/main/cli.js", import.meta.url));
+const FAST_RETRIES = '{"retry":{"baseDelayMs":5}}';
+
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  for (const cleanup of cleanups.splice(0)) cleanup();
+});
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "lifeline-cli-"));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+interface CliRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+}
+
+interface CliOptions {
+  /** Contents of `$LIFELINE_DIR/settings.json`; undefined writes no file. @default fast retries */
+  userSettings?: string | undefined;
+  /** Contents of `<cwd>/.lifeline/settings.json`; undefined writes no file. */
+  projectSettings?: string;
+  /** Contents of `$LIFELINE_DIR/models.json`; undefined writes no file. */
+  models?: string;
+  /** Extra environment variables for the child. */
+  env?: Record<string, string>;
+  /** "ignore", or "pipe" to leave an open stdin pipe that is never written to or closed. @default "ignore" */
+  stdin?: "ignore" | "pipe";
+  timeoutMs?: number;
+  /** The command to run instead of `node dist/main/cli.js`, and its working directory. */
+  command?: { file: string; args: string[]; cwd: string };
+}
+
+/** Runs the CLI in a child process and collects its exit code and output. */
+function runCli(args: readonly string[], options: CliOptions = {}): Promise<CliRun> {
+  const lifelineDir = tempDir();
+  const cwd = tempDir();
+  const userSettings = "userSettings" in options ? options.userSettings : FAST_RETRIES;
+  if (userSettings !== undefined) writeFileSync(join(lifelineDir, "settings.json"), userSettings);
+  if (options.models !== undefined) writeFileSync(join(lifelineDir, "models.json"), options.models);
+  if (options.projectSettings !== undefined) {
+    mkdirSync(join(cwd, ".lifeline"));
+    writeFileSync(join(cwd, ".lifeline", "settings.json"), options.projectSettings);
+  }
+  const command = options.command ?? { file: process.execPath, args: [CLI, ...args], cwd };
+  return new Promise((resolve, reject) => {
+    const child: ChildProcess = spawn(command.file, command.args, {
+      cwd: command.cwd,
+      env: { ...process.env, LIFELINE_DIR: lifelineDir, NO_COLOR: "1", ...options.env },
+      stdio: [options.stdin ?? "ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    let timedOut = false;
+    child.stdout?.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr?.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill("SIGKILL");
+    }, options.timeoutMs ?? 15_000);
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    // "close" comes after the exit and after stdout and stderr have ended (it does not wait for stdin).
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      // An open stdin pipe stays open on our side until the child has exited by itself.
+      child.stdin?.destroy();
+      resolve({ code, signal, stdout, stderr, timedOut });
+    });
+  });
+}
+
+describe("the lifeline command", () => {
+  it.each(["ignore", "pipe"] as const)(
+    "R10: demo answers on stdout, reports each retry and the recovery on stderr, and exits 0 without reading stdin (stdin %s)",
+    async (stdin) => {
+      const run = await runCli(["demo"], { stdin });
+      expect(run.timedOut, `stderr: ${run.stderr}`).toBe(false);
+      expect(run.code, `stderr: ${run.stderr}`).toBe(0);
+      expect(run.stdout).toContain('Demo answer: you said "Say hello to lifeline."');
+      expect(run.stdout).not.toMatch(/Retrying|Recovered/);
+      const first = run.stderr.indexOf("Retrying (1/3)");
+      const second = run.stderr.indexOf("Retrying (2/3)");
+      const recovered = run.stderr.indexOf("Recovered after 2 retries.");
+      expect(first, run.stderr).toBeGreaterThanOrEqual(0);
+      expect(second, run.stderr).toBeGreaterThan(first);
+      expect(recovered, run.stderr).toBeGreaterThan(second);
+      expect(run.stderr).not.toContain("Retrying (3/3)");
+    },
+  );
+
+  it("R10: -p with a prompt that keeps failing exits 1 with the final retry error on stderr and nothing on stdout", async () => {
+    const run = await runCli(["-p", "x [fail=9]"]);
+    expect(run.timedOut, `stderr: ${run.stderr}`).toBe(false);
+    expect(run.code, `stderr: ${run.stderr}`).toBe(1);
+    expect(run.stdout).toBe("");
+    for (const attempt of [1, 2, 3]) expect(run.stderr).toContain(`Retrying (${attempt}/3)`);
+    expect(run.stderr).not.toContain("Retrying (4/3)");
+    // The demo alternates 503 and 429; the fourth request (after the third retry) fails with 429.
+    expect(run.stderr).toContain(
+      "Retry failed after 3 attempts: 429 Too Many Requests: rate limit reached (simulated)",
+    );
+  });
+
+  it.each([[["-p", "hi", "--provider", "demo", "--model", "demo-fast"]], [["-p", "hi", "--model", "demo/demo-fast"]]])(
+    "R10: -p on a model that does not fail prints the answer and exits 0 with no retry (%j)",
+    async (args) => {
+      const run = await runCli(args);
+      expect(run.timedOut, `stderr: ${run.stderr}`).toBe(false);
+      expect(run.code, `stderr: ${run.stderr}`).toBe(0);
+      expect(run.stdout).toContain('you said "hi"');
+      expect(run.stderr).not.toContain("Retrying");
+    },
+  );
+
+  it("X6: an unknown model exits 2 and lists the available models", async () => {
+    const run = await runCli(["-p", "hi", "--provider", "demo", "--model", "nope"]);
+    expect(run.timedOut, `stderr: ${run.stderr}`).toBe(false);
+    expect(run.code, `stderr: ${run.stderr}`).toBe(2);
+    expect(run.stdout).toBe("");
+    for (const id of ["nope", "demo-1", "demo-stream", "demo-fast"]) expect(run.stderr).toContain(id);
+  });
+
+  it("X6: an unknown provider exits 2 and lists the known providers", async () => {
+    const run = await runCli(["-p", "hi", "--provider", "no-such-provider", "--model", "x"]);
+    expect(run.timedOut, `stderr: ${run.stderr}`).toBe(false);
+    expect(run.code, `stderr: ${run.stderr}`).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toContain("no-such-provider");
+    expect(run.stderr).toMatch(/\bdemo\b/);
+    expect(run.stderr).toMatch(/\bopenai\b/);
+  });
+
+  it("R12: an out-of-range retry setting in the user settings.json exits 2 naming the file and the key", async () => {
+    const run = await runCli(["-p", "hi"], { userSettings: '{"retry":{"maxRetries":-1}}' });
+    expect(run.timedOut, `stderr: ${run.stderr}`).toBe(false);
+    expect(run.code, `stderr: ${run.stderr}`).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toMatch(/lifeline-cli-[^/\s]+\/settings\.json/);
+    expect(run.stderr).toContain("retry.maxRetries");
+  });
+
+  it("R12: a malformed user settings.json exits 2 naming the file", async () => {
+    const run = await runCli(["demo"], { userSettings: '{"retry": {"baseDelayMs": 5' });
+    expect(run.timedOut, `stderr: ${run.stderr}`).toBe(false);
+    expect(run.code, `stderr: ${run.stderr}`).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toMatch(/lifeline-cli-[^/\s]+\/settings\.json/);
+    expect(run.stderr).toMatch(/JSON/);
+  });
+
+  it("R12: a wrongly typed key in the project .lifeline/settings.json exits 2 naming that file and the key", async () => {
+    const run = await runCli(["-p", "hi"], { projectSettings: '{"retry":{"baseDelayMs":"soon"}}' });
+    expect(run.timedOut, `stderr: ${run.stderr}`).toBe(false);
+    expect(run.code, `stderr: ${run.stderr}`).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toMatch(/\.lifeline\/settings\.json/);
+    expect(run.stderr).toContain("retry.baseDelayMs");
+  });
+
+  it("R10: --help exits 0 and documents -p", async () => {
+    const run = await runCli(["--help"]);
+    expect(run.timedOut, `stderr: ${run.stderr}`).toBe(false);
+    expect(run.code, `stderr: ${run.stderr}`).toBe(0);
+    expect(run.stdout).toMatch(/Usage: lifeline/);
+    expect(run.stdout).toMatch(/-p, --print <text>/);
+    expect(run.stdout).toMatch(/\bdemo\b/);
+  });
+
+  it("R10: npx lifeline --help from the repository root runs the package's own bin", async () => {
+    // The first npx run from a new checkout links the package into npx's cache and installs its
+    // dependencies there from the registry (about 15 s on an idle machine; several times that on a
+    // fresh CI machine while the suite runs in parallel).
+    const run = await runCli([], {
+      command: { file: "npx", args: ["--no-install", "lifeline", "--help"], cwd: REPO_ROOT },
+      timeoutMs: 150_000,
+    });
+    expect(run.timedOut, `stderr: ${run.stderr}`).toBe(false);
+    expect(run.code, `stderr: ${run.stderr}`).toBe(0);
+    expect(run.stdout).toMatch(/Usage: lifeline/);
+    expect(run.stdout).toMatch(/-p, --print <text>/);
+  }, 160_000);
+
+  describe("real providers (issue 3)", () => {
+    const KEY = "sk-cli-secret-5a4b3c2d1e";
+    const models = (url: string, apiKey?: string) =>
+      JSON.stringify({
+        providers: {
+          // A comment and a trailing comma: models.json is JSONC.
+          mock: {
+            baseUrl: `${url}/v1`,
+            api: "openai-completions",
+            ...(apiKey === undefined ? {} : { apiKey }),
+            models: [{ id: "mock-1" }, { id: "mock-2" }],
+          },
+        },
+      }).replace('"providers":{', '"providers":{ /* local mock */');
+
+    it("--provider/--model reach a models.json provider; the mock's answer is printed", async () => {
+      const server = await startMockServer({ script: { reply: "Mock says hi." } });
+      cleanups.push(() => void server.close());
+      const run = await runCli(["-p", "hello", "--provider", "mock", "--model", "mock-1"], {
+        models: models(server.url, "MOCK_CLI_KEY"),
+        env: { MOCK_CLI_KEY: KEY },
+      });
+      expect(run.code, `stderr: ${run.stderr}`).toBe(0);
+      expect(run.stdout).toBe("Mock says hi.\n");
+      expect(server.requests("hello")).toBe(1);
+    });
+
+    it("--api-key is used, and a key the server echoes appears nowhere in the output", async () => {
+      const server = await startMockServer({
+        script: {
+          conversations: [{ match: "leak", steps: [{ type: "error", status: 401, message: `bad key ${KEY}` }] }],
+        },
+      });
+      cleanups.push(() => void server.close());
+      const run = await runCli(["-p", "leak", "--model", "mock/mock-1", "--api-key", KEY], {
+        models: models(server.url),
+      });
+      expect(run.code, `stderr: ${run.stderr}`).toBe(1);
+      expect(run.stdout + run.stderr).not.toContain(KEY);
+      expect(run.stderr).toContain("Error: 401 bad key [redacted]");
+    });
+
+    it("LIFELINE_API_KEY gives the key without putting it on the command line (models.json has none)", async () => {
+      const server = await startMockServer({ script: { reply: "Keyed." } });
+      cleanups.push(() => void server.close());
+      const run = await runCli(["-p", "key via env", "--model", "mock/mock-1"], {
+        models: models(server.url),
+        env: { LIFELINE_API_KEY: KEY },
+      });
+      expect(run.code, `stderr: ${run.stderr}`).toBe(0);
+      expect(run.stdout).toBe("Keyed.\n");
+    });
+
+    it("an unknown model of a models.json provider exits 2 and lists the provider's models", async () => {
+      const run = await runCli(["-p", "x", "--model", "mock/nope"], { models: models("http://127.0.0.1:9", "k") });
+      expect(run.code, `stderr: ${run.stderr}`).toBe(2);
+      expect(run.stderr).toContain('Unknown model "nope" for provider "mock"');
+      expect(run.stderr).toContain("Available: mock-1, mock-2.");
+    });
+
+    it("a malformed models.json exits 2 naming the file and the line", async () => {
+      const run = await runCli(["-p", "x"], { models: '{ "providers": { "mock": ' });
+      expect(run.code, `stderr: ${run.stderr}`).toBe(2);
+      expect(run.stderr).toMatch(/Models file .*models\.json is not valid JSON at line 1, column \d+/);
+    });
+
+    it("a provider without a key exits 2 with ERR_MISSING_API_KEY's advice", async () => {
+      const run = await runCli(["-p", "x", "--model", "mock/mock-1"], { models: models("http://127.0.0.1:9") });
+      expect(run.code, `stderr: ${run.stderr}`).toBe(2);
+      expect(run.stderr).toContain('No API key for provider "mock"');
+      expect(run.stderr).toContain("--api-key");
+    });
+
+    it("--no-session is accepted, as in pi", async () => {
+      const run = await runCli(["-p", "hi", "--model", "demo/demo-fast", "--no-session"]);
+      expect(run.code, `stderr: ${run.stderr}`).toBe(0);
+    });
+
+    it("mock-server serves models and counters until SIGTERM, then exits 0", async () => {
+      const dir = tempDir();
+      writeFileSync(join(dir, "faults.jsonc"), '{ "reply": "From the CLI server.", /* JSONC */ }');
+      const child = spawn(process.execPath, [CLI, "mock-server", "--script", join(dir, "faults.jsonc")], {
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+      cleanups.push(() => {
+        clearTimeout(timer);
+        child.kill("SIGKILL");
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stderr.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.on("data", (chunk: Buffer) => {
+          stdout += chunk.toString();
+          const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout);
+          if (match?.[1] !== undefined) resolve(match[1]);
+        });
+        child.on("exit", () => reject(new Error(`mock-server exited early: ${stderr}`)));
+      });
+      const answer = await fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
+      });
+      expect(
+        ((await answer.json()) as { choices: { message: { content: string } }[] }).choices[0]?.message.content,
+      ).toBe("From the CLI server.");
+      const stats = (await (await fetch(`${url}/_mock/stats`)).json()) as { total: number };
+      expect(stats.total).toBe(1);
+      const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+      expect(stderr).toContain("stopped after 1 model requests");
+    });
+
+    it("mock-server with an invalid script exits 2 naming the file", async () => {
+      const dir = tempDir();
+      writeFileSync(join(dir, "bad.json"), '{ "faults": [{ "probability": 2, "step": 503 }] }');
+      const run = await runCli(["mock-server", "--script", join(dir, "bad.json")]);
+      expect(run.code, `stderr: ${run.stderr}`).toBe(2);
+      expect(run.stderr).toContain(join(dir, "bad.json"));
+    });
+  });
+});

@@ -1,0 +1,113 @@
+/**
+ * report.html in a real browser: Debian's `chromium`, headless, driven by playwright-core (which
+ * downloads no browser). A real `runLoad()` (the built dist/, real workers, the built-in mock with
+ * faults) writes the report; the page opens from file:// with no console error and no page error,
+ * and a screenshot shows every chart: each chart's box holds coloured (data) pixels, not only
+ * the white background and grey axes.
+ *
+ * This test does not skip: without Chromium it fails and says how to install it (.ci/run does).
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { type Browser, chromium } from "playwright-core";
+import { PNG } from "pngjs";
+import { afterEach, describe, expect, it } from "vitest";
+import { runLoad } from "../../../dist/main/index.js";
+import { CHART_IDS } from "../../../src/main/load/report-html.js";
+import { tempDir } from "../../fixtures/bounded.js";
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** Chromium's path: $LIFELINE_CHROMIUM, else `chromium` on the PATH. Throws with the fix when neither. */
+function chromiumPath(): string {
+  const given = process.env.LIFELINE_CHROMIUM;
+  if (given !== undefined && given !== "") return given;
+  try {
+    const found = execFileSync("sh", ["-c", "command -v chromium"], { encoding: "utf8" }).trim();
+    if (found !== "" && existsSync(found)) return found;
+  } catch {
+    // Not found: the error below says what to do.
+  }
+  throw new Error(
+    "This test needs Chromium and found none: install Debian's package (apt-get install -y chromium; .ci/run does this), or set LIFELINE_CHROMIUM to a Chromium binary.",
+  );
+}
+
+/** Pixels inside `box` whose colour is clearly not grey or white (Chart.js axes and text are grey). */
+function colouredPixels(png: PNG, box: { x: number; y: number; width: number; height: number }): number {
+  let count = 0;
+  const x0 = Math.max(0, Math.floor(box.x));
+  const y0 = Math.max(0, Math.floor(box.y));
+  const x1 = Math.min(png.width, Math.ceil(box.x + box.width));
+  const y1 = Math.min(png.height, Math.ceil(box.y + box.height));
+  for (let y = y0; y < y1; y++) {
+    for (let x = x0; x < x1; x++) {
+      const i = (y * png.width + x) * 4;
+      const r = png.data[i] ?? 0;
+      const g = png.data[i + 1] ?? 0;
+      const b = png.data[i + 2] ?? 0;
+      if (Math.max(r, g, b) - Math.min(r, g, b) > 60) count++;
+    }
+  }
+  return count;
+}
+
+describe("report.html in headless Chromium", () => {
+  it("opens from file:// without console or page errors, and a screenshot shows data in every chart", async () => {
+    const executablePath = chromiumPath();
+    const dir = tempDir(cleanups, "lifeline-load-html-");
+    const result = await runLoad({
+      sessions: 3,
+      prompts: 4,
+      faults: [
+        { step: 503, probability: 0.3 },
+        { step: "reset", probability: 0.1 },
+      ],
+      seed: 5,
+      mock: { tokens: 8, tokenDelayMs: 2 },
+      lifelineDir: false,
+      settings: { retry: { baseDelayMs: 5 } },
+      sampleIntervalMs: 50,
+      outDir: dir,
+    });
+    expect(result.report.totals.requests.failed, "the run needs failures to draw every chart").toBeGreaterThan(0);
+    const html = result.files?.html as string;
+
+    const browser: Browser = await chromium.launch({ executablePath, headless: true, args: ["--no-sandbox"] });
+    cleanups.push(() => browser.close());
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const problems: string[] = [];
+    page.on("console", (message) => {
+      if (message.type() === "error") problems.push(`console: ${message.text()}`);
+    });
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    page.on("request", (request) => {
+      if (!request.url().startsWith("file:"))
+        problems.push(`fetched ${request.url()} (the report must be self-contained)`);
+    });
+    await page.goto(pathToFileURL(html).href);
+    await page.waitForFunction('document.body.dataset.rendered === "true"', undefined, { timeout: 10_000 });
+
+    const screenshot = await page.screenshot({ fullPage: true, path: join(dir, "screenshot.png") });
+    const png = PNG.sync.read(screenshot);
+    // Page code as text: the tests are type-checked without the DOM library.
+    const charts = await page.evaluate<{ id: string; box: { x: number; y: number; width: number; height: number } }[]>(`
+      [...document.querySelectorAll("figure.chart")].map((figure) => {
+        const rect = figure.querySelector(".box").getBoundingClientRect();
+        return {
+          id: figure.dataset.chart,
+          box: { x: rect.x + window.scrollX, y: rect.y + window.scrollY, width: rect.width, height: rect.height },
+        };
+      })
+    `);
+    expect(charts.map((chart) => chart.id)).toEqual([...CHART_IDS]);
+    const empty = charts.filter((chart) => colouredPixels(png, chart.box) < 50).map((chart) => chart.id);
+    expect(empty, `charts without data pixels (see ${join(dir, "screenshot.png")})`).toEqual([]);
+    expect(problems).toEqual([]);
+  }, 60_000);
+});

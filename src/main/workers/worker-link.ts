@@ -1,11 +1,7 @@
 /**
- * The main thread's end of one worker: the port, the comlink proxy for {@link WorkerApi} calls,
- * and the dispatch of batch items to the sessions the worker serves.
- *
- * comlink never rejects a pending call when the worker dies (fact F3 in docs/architecture.md), so every call
- * goes through {@link WorkerLink.call}, which settles on the reply, on the worker's death, or on a
- * timeout, whichever comes first: no call can hang. The link holds its proxy strongly: a
- * garbage-collected comlink proxy would close the worker's port.
+ * The main thread's end of one worker: the port, the bounded calls of {@link WorkerApi}
+ * (bounded-calls.ts: no call can hang), what keeps the process alive for it, and the dispatch of
+ * the worker's messages (batch items to the sessions it serves, permit requests to the host).
  *
  * Life of a link: starting (until the worker's `hello`) → serving → dead. It dies once: the worker
  * exits, crashes, runs out of memory, is terminated as hung, or the host closes it. Its death is
@@ -13,23 +9,17 @@
  * with the cause (SPEC X5).
  */
 import type { MessagePort } from "node:worker_threads";
-import { type Remote, wrap } from "comlink";
+import { wrap } from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
-import {
-  fromWireError,
-  LifelineError,
-  type WorkerExitCause,
-  WorkerExitedError,
-  WorkerStartError,
-} from "../../shared/errors.js";
+import { LifelineError, type WorkerExitCause, WorkerExitedError, WorkerStartError } from "../../shared/errors.js";
 import {
   type BatchItem,
   decodeWorkerMessage,
-  type Result,
   type SessionInit,
   type SessionOpened,
   type WorkerApi,
 } from "../../shared/protocol.js";
+import { type ApiResult, BoundedCalls, type Unwrapped } from "./bounded-calls.js";
 import { KeepAlive } from "./keep-alive.js";
 import { describeError, exitCauseOf, exitMessage, startMessage } from "./worker-exit.js";
 
@@ -81,9 +71,6 @@ export interface LinkTimeouts {
   controlTimeoutMs: number;
 }
 
-type ApiResult<K extends keyof WorkerApi> = Awaited<ReturnType<WorkerApi[K]>>;
-type Unwrapped<R> = R extends { ok: false } ? never : R extends { ok: true; value: infer T } ? T : R;
-
 /** How long a closed port waits for the pool to say why the worker ended. */
 const EXIT_REASON_WAIT_MS = 1000;
 
@@ -93,10 +80,9 @@ const EXIT_REASON_WAIT_MS = 1000;
  */
 export class WorkerLink {
   readonly #port: MessagePort;
-  readonly #remote: Remote<WorkerApi>;
+  readonly #calls: BoundedCalls;
   readonly #timeouts: LinkTimeouts;
   readonly #clients = new Map<string, LinkClient>();
-  readonly #pending = new Set<(error: LifelineError) => void>();
   /** Settles (never rejects) once the worker's serve loop is over and the pool has let go of it. */
   readonly #done: Promise<void>;
   readonly #terminate: (() => void) | undefined;
@@ -106,8 +92,6 @@ export class WorkerLink {
   #reserved = 0;
   /** `openSession` calls in flight: the watchdog allows their `setup()` more time. */
   #opening = 0;
-  #started = false;
-  readonly #startWaiters: (() => void)[] = [];
   /** Why lifeline itself terminated the worker, when it did. */
   #hung: string | undefined;
   #closing = false;
@@ -141,7 +125,7 @@ export class WorkerLink {
       else this.#port.unref();
       endpoint.setReferenced?.(referenced);
     });
-    this.#remote = wrap<WorkerApi>(nodeEndpoint(endpoint.port));
+    this.#calls = new BoundedCalls(wrap<WorkerApi>(nodeEndpoint(endpoint.port)));
     this.#port.on("message", (data: unknown) => this.#onMessage(data));
     this.#port.on("close", () => this.#onPortClose());
     this.#done = endpoint.done.then(
@@ -176,7 +160,7 @@ export class WorkerLink {
 
   /** True once the worker said `hello`: its serve loop runs. */
   get isStarted(): boolean {
-    return this.#started;
+    return this.#calls.started;
   }
 
   /** For the watchdog: `performance.now()` of the worker's last message (or the link's creation). */
@@ -206,7 +190,7 @@ export class WorkerLink {
   terminateHung(reason: string): void {
     if (this.#dead !== undefined || this.#hung !== undefined) return;
     this.#hung = reason;
-    if (!this.#started || this.#terminate === undefined) {
+    if (!this.#calls.started || this.#terminate === undefined) {
       this.#die("hung", reason);
       return;
     }
@@ -217,7 +201,7 @@ export class WorkerLink {
 
   /** The pool reported that a worker failed before serving: fails this link if it never started. */
   failStart(error: unknown): void {
-    if (this.#started || this.#dead !== undefined) return;
+    if (this.#calls.started || this.#dead !== undefined) return;
     this.#terminate?.();
     this.#die("crash", describeError(error), error);
   }
@@ -314,6 +298,7 @@ export class WorkerLink {
     this.#die("exit", "the host closed");
   }
 
+  /** A bounded call that holds the process while it is pending; a `startRun` also holds it until its run_end. */
   #invoke<K extends keyof WorkerApi>(
     method: K,
     args: unknown[],
@@ -327,40 +312,7 @@ export class WorkerLink {
       this.#keepAlive.begin();
     }
     this.#keepAlive.begin();
-    const call = new Promise<Unwrapped<ApiResult<K>>>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      const fail = (error: LifelineError) => {
-        clearTimeout(timer);
-        this.#pending.delete(fail);
-        reject(error);
-      };
-      const arm = () => {
-        if (!this.#pending.has(fail)) return;
-        timer = setTimeout(() => {
-          if (this.#pending.has(fail)) fail(onTimeout());
-        }, timeoutMs);
-        timer.unref();
-      };
-      this.#pending.add(fail);
-      // A worker still booting has not had the chance to answer: the clock starts at its hello.
-      if (this.#started) arm();
-      else this.#startWaiters.push(arm);
-      const invoke = this.#remote[method] as unknown as (...a: unknown[]) => Promise<ApiResult<K>>;
-      invoke(...args).then(
-        (result) => {
-          if (!this.#pending.has(fail)) return;
-          clearTimeout(timer);
-          this.#pending.delete(fail);
-          if (isResult(result)) {
-            if (result.ok) resolve(result.value as Unwrapped<ApiResult<K>>);
-            else reject(fromWireError(result.error));
-          } else {
-            resolve(result as Unwrapped<ApiResult<K>>);
-          }
-        },
-        (error: unknown) => fail(new LifelineError("ERR_PROTOCOL", `Worker call ${method} failed: ${String(error)}`)),
-      );
-    });
+    const call = this.#calls.invoke(method, args, timeoutMs, onTimeout);
     call.then(
       () => this.#keepAlive.end(),
       () => {
@@ -394,8 +346,7 @@ export class WorkerLink {
   #onWorkerMessage(message: Extract<ReturnType<typeof decodeWorkerMessage>, { kind: "message" }>["message"]): void {
     switch (message.type) {
       case "hello":
-        this.#started = true;
-        for (const arm of this.#startWaiters.splice(0)) arm();
+        this.#calls.start();
         return;
       case "heartbeat":
         return;
@@ -439,15 +390,14 @@ export class WorkerLink {
     const finalDetail = this.#hung ?? detail;
     const error = this.#closing
       ? new WorkerExitedError("The session host was closed.", "exit")
-      : this.#started
+      : this.#calls.started
         ? new WorkerExitedError(exitMessage(finalCause, finalDetail), finalCause, workerError)
         : new WorkerStartError(startMessage(finalDetail, workerError), workerError);
     this.#dead = error;
     // B8: permits die with their worker, so the requests of other workers never wait for them.
     this.#permits?.releaseAll(this);
     this.#keepAlive.stop();
-    this.#startWaiters.length = 0;
-    for (const fail of [...this.#pending]) fail(error);
+    this.#calls.failAll(error);
     this.#port.close();
     const clients = [...this.#clients.values()];
     this.#clients.clear();
@@ -460,10 +410,4 @@ export class WorkerLink {
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
-
-function isResult(value: unknown): value is Result<unknown> {
-  return (
-    value !== null && typeof value === "object" && "ok" in value && typeof (value as { ok: unknown }).ok === "boolean"
-  );
 }

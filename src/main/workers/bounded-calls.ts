@@ -1,0 +1,99 @@
+/**
+ * The calls of one worker link: comlink calls whose every promise settles. comlink never rejects a
+ * pending call when the worker dies (fact F3 in docs/architecture.md), so each call here settles
+ * on the reply, on {@link BoundedCalls.failAll} (the worker's death), or on its timeout, whichever
+ * comes first. A worker still booting has not had the chance to answer: timeouts start at its
+ * `hello` ({@link BoundedCalls.start}).
+ *
+ * Owned by {@link WorkerLink}, which adds what a call means for the link (keep-alive, open runs).
+ */
+import type { Remote } from "comlink";
+import { fromWireError, LifelineError } from "../../shared/errors.js";
+import type { Result, WorkerApi } from "../../shared/protocol.js";
+
+/** What a {@link WorkerApi} method resolves with. */
+export type ApiResult<K extends keyof WorkerApi> = Awaited<ReturnType<WorkerApi[K]>>;
+/** A method's value once its {@link Result} is unwrapped (an error result rejects instead). */
+export type Unwrapped<R> = R extends { ok: false } ? never : R extends { ok: true; value: infer T } ? T : R;
+
+/** One link's pending calls; see the file comment. */
+export class BoundedCalls {
+  /** Held strongly: a garbage-collected comlink proxy would close the worker's port (F3). */
+  readonly #remote: Remote<WorkerApi>;
+  readonly #pending = new Set<(error: LifelineError) => void>();
+  readonly #startWaiters: (() => void)[] = [];
+  #started = false;
+
+  constructor(remote: Remote<WorkerApi>) {
+    this.#remote = remote;
+  }
+
+  /** True once {@link start} was called: the worker's serve loop runs. */
+  get started(): boolean {
+    return this.#started;
+  }
+
+  /** The worker said `hello`: the timeouts of the calls made meanwhile start now. */
+  start(): void {
+    this.#started = true;
+    for (const arm of this.#startWaiters.splice(0)) arm();
+  }
+
+  /**
+   * Calls `method` and unwraps its {@link Result}. Rejects with the worker's typed error, with
+   * `onTimeout()` after `timeoutMs` (counted from the worker's start), with ERR_PROTOCOL when
+   * comlink itself fails, or with the error given to {@link failAll}.
+   */
+  invoke<K extends keyof WorkerApi>(
+    method: K,
+    args: unknown[],
+    timeoutMs: number,
+    onTimeout: () => LifelineError,
+  ): Promise<Unwrapped<ApiResult<K>>> {
+    return new Promise<Unwrapped<ApiResult<K>>>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const fail = (error: LifelineError) => {
+        clearTimeout(timer);
+        this.#pending.delete(fail);
+        reject(error);
+      };
+      const arm = () => {
+        if (!this.#pending.has(fail)) return;
+        timer = setTimeout(() => {
+          if (this.#pending.has(fail)) fail(onTimeout());
+        }, timeoutMs);
+        timer.unref();
+      };
+      this.#pending.add(fail);
+      if (this.#started) arm();
+      else this.#startWaiters.push(arm);
+      const invoke = this.#remote[method] as unknown as (...a: unknown[]) => Promise<ApiResult<K>>;
+      invoke(...args).then(
+        (result) => {
+          if (!this.#pending.has(fail)) return;
+          clearTimeout(timer);
+          this.#pending.delete(fail);
+          if (isResult(result)) {
+            if (result.ok) resolve(result.value as Unwrapped<ApiResult<K>>);
+            else reject(fromWireError(result.error));
+          } else {
+            resolve(result as Unwrapped<ApiResult<K>>);
+          }
+        },
+        (error: unknown) => fail(new LifelineError("ERR_PROTOCOL", `Worker call ${method} failed: ${String(error)}`)),
+      );
+    });
+  }
+
+  /** The worker is gone: every pending call rejects with `error`, and nothing waits for a start. */
+  failAll(error: LifelineError): void {
+    this.#startWaiters.length = 0;
+    for (const fail of [...this.#pending]) fail(error);
+  }
+}
+
+function isResult(value: unknown): value is Result<unknown> {
+  return (
+    value !== null && typeof value === "object" && "ok" in value && typeof (value as { ok: unknown }).ok === "boolean"
+  );
+}

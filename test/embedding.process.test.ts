@@ -25,9 +25,10 @@ const TSC = join(REPO_ROOT, "node_modules", "typescript", "bin", "tsc");
 const run = promisify(execFile);
 
 const fileCleanups: (() => void)[] = [];
+// Removing the scratch apps' node_modules trees takes seconds, more on a loaded machine.
 afterAll(() => {
   for (const cleanup of fileCleanups.splice(0).reverse()) cleanup();
-});
+}, 120_000);
 
 interface ChildRun {
   code: number | null;

@@ -1,6 +1,6 @@
 /**
  * Section (f): how many sessions one machine drives with `lifeline load` before the host's event
- * loop, not the mock or the workers, becomes the limit (issue: `lifeline load`).
+ * loop, not the mock or the workers, becomes the limit.
  *
  * Each size N runs in a fresh process: `runLoad()` with N sessions prompting for WINDOW_S seconds
  * against the built-in mock server (in its own thread, 32 tokens per answer, 5 ms apart), no

@@ -1,6 +1,6 @@
 /**
- * Section (e): what session persistence costs the host's event loop (issue: "persistence must not
- * move the host's event-loop p99 by more than 20 %").
+ * Section (e): what session persistence costs the host's event loop (the target: persistence
+ * must not move the host's event-loop p99 by more than 20 %).
  *
  * Variants, each in a fresh process, interleaved, REPS times each:
  *   off  N — N lifeline sessions on demo/demo-stream, no session files (the baseline)

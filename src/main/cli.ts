@@ -9,13 +9,13 @@
  *   lifeline --mode rpc [--provider P] [--model M]   pi's RPC protocol on stdin/stdout (rpc/rpc-mode.ts)
  *   lifeline mock-server [--port N] [--script F]     the fault-injecting model server, until Ctrl+C
  *   lifeline auth add|list|remove                    keys in $LIFELINE_DIR/auth.json (auth/auth-cli.ts)
- *   lifeline load --sessions N --prompts M [...]     a load test with reports (load/load-command.ts)
+ *   lifeline load --sessions N --prompts M [...]     a load test with reports (load/load-cli.ts)
  *
  * Sessions (-p, rpc, interactive) are saved as pi's session files unless --no-session (see
- * cli-sessions.ts); `demo` and `mock-server` never write one.
+ * host/sessions-cli.ts); `demo` and `mock-server` never write one.
  *
  * `--extension/-e F` (repeatable) loads an extension, as do the settings' `extensions` unless
- * `--no-extensions` (see extensions/cli-extensions.ts and docs/extensions.md).
+ * `--no-extensions` (see extensions/extensions-cli.ts and docs/extensions.md).
  *
  * `--worker-entry F` (or LIFELINE_WORKER_ENTRY) runs the workers from F, such as the worker bundle
  * an Electron app unpacked next to its app.asar (see docs/embedding.md).

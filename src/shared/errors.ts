@@ -113,7 +113,8 @@ export class WorkerExitedError extends LifelineError {
 /**
  * SPEC X7: the session kept killing its worker (more than `supervision.maxRestarts` restarts within
  * `supervision.windowMs`, or it could not be restored), so it was given up and closed.
- * `exitCause` is how its last worker ended; `cause` is that worker's {@link WorkerExitedError}.
+ * `exitCause` is how its last worker ended; `cause` is that worker's {@link WorkerExitedError}, or,
+ * when the session could not be opened again, the error that stopped the restore.
  */
 export class SessionCrashedError extends LifelineError {
   readonly exitCause: WorkerExitCause;

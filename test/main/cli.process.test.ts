@@ -206,7 +206,7 @@ describe("the lifeline command", () => {
     expect(run.stdout).toMatch(/-p, --print <text>/);
   }, 160_000);
 
-  describe("real providers (issue 3)", () => {
+  describe("real providers", () => {
     const KEY = "sk-cli-secret-5a4b3c2d1e";
     const models = (url: string, apiKey?: string) =>
       JSON.stringify({

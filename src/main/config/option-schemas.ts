@@ -1,6 +1,6 @@
 /**
  * Schemas for the public API's options and arguments, and the one function that turns a failed
- * check into ERR_INVALID_OPTIONS naming each field (STYLE 8). Used by `createSessionHost`,
+ * check into ERR_INVALID_OPTIONS naming each field (STYLE 9). Used by `createSessionHost`,
  * `createSession` and the session's methods, so a bad value is refused at the call that took it
  * instead of failing later somewhere else.
  */

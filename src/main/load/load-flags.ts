@@ -116,8 +116,8 @@ export function retrySettingsOverrides(
   if (flags.idleTimeout !== undefined) {
     retry.provider = { idleTimeoutMs: parseDuration("--idle-timeout", flags.idleTimeout, 1) };
   }
-  // These keys belong to the retry budget and provider gate (issue 11, part 1); the settings schema
-  // validates them when the host merges the settings.
+  // These keys belong to the retry budget and provider gate (B8); the settings schema validates
+  // them when the host merges the settings.
   return Object.keys(retry).length === 0 ? undefined : ({ retry } as SettingsInput);
 }
 

@@ -1,5 +1,5 @@
 /**
- * The options of {@link runLoad}: one type, one defaults object, one schema (STYLE 8). The CLI's
+ * The options of {@link runLoad}: one type, one defaults object, one schema (STYLE 9). The CLI's
  * flags are turned into these by load-flags.ts; a program passes them directly.
  */
 import { z } from "zod";

@@ -123,7 +123,7 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
   /**
    * The `auto_retry_start` promised by an `agent_end {willRetry: true}` and not yet emitted
    * (between the decision and {@link execute}). A chain that ends in that window emits it first,
-   * so `willRetry: true` is always followed by its start (issue: an end without a start).
+   * so `willRetry: true` is always followed by its start (never an end without a start).
    */
   #promisedStart: AutoRetryStartEvent | undefined;
 

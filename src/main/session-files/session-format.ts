@@ -1,7 +1,8 @@
 /**
  * pi's session file format, version 3, as lifeline reads and writes it: one JSON object per line,
  * a `session` header first, then entries that form a tree through `id`/`parentId` (the last entry
- * is the current leaf). Written from pi's documentation (docs/session-format.md), not its code.
+ * is the current leaf). Written from pi's documentation of the format (its session-format.md), not
+ * its code.
  */
 import { randomUUID } from "node:crypto";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";

@@ -51,7 +51,7 @@ export interface InteractiveOptions {
   session?: Omit<SessionOptions, "model" | "apiKey">;
   /**
    * The CLI's -c / --session: resume a stored session instead of creating one (see
-   * cli-sessions.ts); with `resume: true`, pick one of the cwd's sessions first (session-picker.ts).
+   * host/sessions-cli.ts); with `resume: true`, pick one of the cwd's sessions first (session-picker.ts).
    */
   sessionFlags?: CliSessionFlags;
 }

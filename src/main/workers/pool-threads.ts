@@ -8,7 +8,7 @@
  *
  * piscina is pinned to an exact version; if a later one changes these records the lookup finds
  * nothing and an idle host keeps the process alive again, as it did before (and
- * test/embedding.test.ts fails).
+ * test/embedding.process.test.ts fails).
  */
 import type { MessagePort } from "node:worker_threads";
 import type { Piscina } from "piscina";

@@ -184,7 +184,7 @@ export class WorkerLink {
 
   /**
    * SPEC X8: the worker stopped answering. Terminates its thread (the exit path then settles
-   * everything with cause `hung`); an in-process endpoint, which cannot be terminated, is
+   * everything with `exitCause` `hung`); an in-process endpoint, which cannot be terminated, is
    * abandoned. A worker that never started fails with ERR_WORKER_START instead.
    */
   terminateHung(reason: string): void {

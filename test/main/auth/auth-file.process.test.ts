@@ -1,5 +1,5 @@
 /**
- * `auth.json` on disk (issue 10 §1): pi's shape and oh-my-pi's arrays, file mode 0600, the warning
+ * `auth.json` on disk (docs/auth.md): pi's shape and oh-my-pi's arrays, file mode 0600, the warning
  * for a readable file, the read-modify-write under proper-lockfile with two real child processes,
  * and `lifeline auth add/list/remove` as real child processes. Loads the built package.
  */

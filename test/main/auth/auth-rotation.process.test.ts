@@ -1,5 +1,5 @@
 /**
- * Credentials on the real stack (issue 10 §1): the built package, real piscina workers, pi-ai's
+ * Credentials on the real stack (R4, docs/auth.md): the built package, real piscina workers, pi-ai's
  * OpenAI provider, and the mock model server on 127.0.0.1, which records the key each request
  * carried. Keys come from `auth.json` in a temporary LIFELINE_DIR; the providers are models.json
  * providers without an `apiKey` of their own.

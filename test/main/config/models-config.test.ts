@@ -1,5 +1,5 @@
 /**
- * models.json (issue 3): pi's format read as JSONC, validated with errors that name the file and
+ * models.json: pi's format read as JSONC, validated with errors that name the file and
  * the field, and turned into what a worker needs without the key ever leaving the main thread
  * except towards that worker.
  */

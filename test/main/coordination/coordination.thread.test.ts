@@ -1,5 +1,5 @@
 /**
- * SPEC B8 and the stream-idle timeout on the real stack (STYLE 16, tier two): the built package,
+ * SPEC B8 and the stream-idle timeout on the real stack (STYLE 17, tier two): the built package,
  * a real piscina pool and worker threads, and the mock model server over HTTP on 127.0.0.1.
  * Every count is the mock server's own. Run `npm run build` first.
  *

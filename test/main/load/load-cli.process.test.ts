@@ -48,7 +48,7 @@ describe("lifeline load against the built-in mock", () => {
     const { totals, mock } = report;
     expect(report.status).toBe("completed");
     expect(mock).not.toBeNull();
-    // The real-level check: what the host sent is what the server's own counter received.
+    // The end-to-end check: what the host sent is what the server's own counter received.
     expect(totals.requests.sent).toBe(mock?.received);
     expect(totals.prompts).toEqual({
       sent: 12,

@@ -45,7 +45,7 @@ function thrown(run: () => unknown): { code?: string; message: string } {
 }
 
 describe("flags → options", () => {
-  it("the issue's command line becomes the options runLoad takes", async () => {
+  it("the command line of docs/load.md becomes the options runLoad takes", async () => {
     const options = await loadOptionsFromFlags(
       {
         sessions: "100",
@@ -216,7 +216,7 @@ describe("--prompts-file contents", () => {
   });
 });
 
-describe("retry flags → settings overrides (issue 11: the flags over the settings files)", () => {
+describe("retry flags → settings overrides (the flags over the settings files)", () => {
   it("no retry flag sets nothing", () => {
     expect(retrySettingsOverrides({})).toBeUndefined();
   });

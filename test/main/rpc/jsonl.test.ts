@@ -1,5 +1,5 @@
 /**
- * Strict JSONL framing (pi-rpc-protocol §2.1): LF is the only separator, one trailing CR is
+ * Strict JSONL framing, as pi's RPC mode frames records (docs/rpc.md): LF is the only separator, one trailing CR is
  * tolerated, U+2028/U+2029 and lone CR are data, records may be cut anywhere between chunks, and
  * an oversize record is skipped and reported without stopping the records after it.
  */

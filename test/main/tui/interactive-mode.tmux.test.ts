@@ -1,5 +1,5 @@
 /**
- * The interactive terminal UI (issue 5, SPEC R10) in a real terminal: tmux runs the built UI
+ * The interactive terminal UI (docs/tui.md, SPEC R10) in a real terminal: tmux runs the built UI
  * (test/fixtures/tui-launch.mjs) against the mock model server on 127.0.0.1 or the demo models,
  * keys go in with `send-keys`, and the screen is read with `capture-pane`. Every wait polls the
  * screen for a condition, up to a bound. Run `npm run build` first.

@@ -1,7 +1,7 @@
 /**
  * The `-r/--resume` picker's rows, without a terminal: what each stored session shows, and the
  * name `listSessions` reads from pi's `session_info` entries. The picker on a real terminal is in
- * test/tui.test.ts.
+ * test/main/tui/interactive-mode.tmux.test.ts.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -1,7 +1,7 @@
 /**
  * Which worker handles hold the process: a WorkerLink over an in-process worker (a MessageChannel),
  * with the pool's side of the worker replaced by a recorder and the pool's task by a promise the
- * test settles. The whole story with real threads and processes is in test/embedding.test.ts.
+ * test settles. The whole story with real threads and processes is in test/embedding.process.test.ts.
  */
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { MessageChannel } from "node:worker_threads";

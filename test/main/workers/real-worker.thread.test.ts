@@ -1,5 +1,5 @@
 /**
- * Real parts (STYLE 16, tier two): sessions through the built package, a real piscina pool and
+ * Real parts (STYLE 17, tier two): sessions through the built package, a real piscina pool and
  * real worker threads, worker modules loaded in those threads, and a real HTTP server on
  * 127.0.0.1. Run `npm run build` first; the host loads dist/worker/entry.js itself.
  *

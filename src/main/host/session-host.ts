@@ -34,6 +34,7 @@ import {
 } from "../config/option-schemas.js";
 import { writeUserSettings } from "../config/settings-store.js";
 import { HostCoordination } from "../coordination/host-coordination.js";
+import { permitBridge } from "../coordination/permit-bridge.js";
 import { ExtensionRunner } from "../extensions/extension-runner.js";
 import { resolveExtensions } from "../extensions/resolve-extensions.js";
 import type { SessionExtensions } from "../extensions/session-extensions.js";
@@ -274,23 +275,7 @@ export class SessionHost {
       batchIntervalMs: options.batchIntervalMs,
       connect: options.connect,
       isClosed: () => this.#closed,
-      permits: {
-        request: (link, sessionId, requestId) => {
-          const target = this.#sessions.get(sessionId)?.permitTarget;
-          if (target === undefined) {
-            void link.call("grantPermit", requestId, false).catch(() => {});
-            return;
-          }
-          const semaphore = this.#coordination.semaphore(target.provider, target.limit);
-          void this.#coordination.requestPermit(link, requestId, semaphore, target.gateKey).then((granted) => {
-            // Not granted: cancelled by the worker, or the worker died; nobody waits for an answer.
-            if (!granted) return;
-            link.call("grantPermit", requestId, true).catch(() => this.#coordination.releasePermit(link, requestId));
-          });
-        },
-        release: (link, requestId) => this.#coordination.releasePermit(link, requestId),
-        releaseAll: (link) => this.#coordination.releaseOwner(link),
-      },
+      permits: permitBridge(this.#coordination, (sessionId) => this.#sessions.get(sessionId)?.permitTarget),
     });
   }
 

@@ -1,17 +1,14 @@
 /**
- * The session host: owns the worker pool and the links to its workers, and creates sessions.
- *
- * Each worker runs one long-lived piscina task that serves many sessions over one port (see
- * protocol.ts). Sessions go to the link with the fewest sessions; links are started lazily, up to
- * `threads`. A link whose worker dies is dropped; the next session starts a fresh one.
+ * The session host, where an embedding program starts: `createSessionHost` checks the options and
+ * loads the host's extensions; `SessionHost` owns the host's parts (worker roster, session files,
+ * configuration sources, B8 coordination; workers start only when first needed), opens and resumes
+ * sessions through its {@link SessionAssembly}, keeps the open ones by id, and closes it all in
+ * order. Placing sessions on workers, and a worker's death, are the roster's (workers/worker-roster.ts).
  */
-import { randomUUID } from "node:crypto";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { LifelineError } from "../../shared/errors.js";
-import type { ModelRef } from "../../shared/protocol.js";
 import type { Settings, SettingsInput } from "../../shared/settings.js";
 import type { AuthStorage } from "../auth/auth-storage.js";
-import { toModelRef } from "../config/model-ref.js";
 import { listConfiguredModels } from "../config/models-config.js";
 import { toModuleUrl } from "../config/module-url.js";
 import { listSessionsOptionsSchema, validate } from "../config/option-schemas.js";
@@ -20,14 +17,11 @@ import { HostCoordination } from "../coordination/host-coordination.js";
 import { permitBridge } from "../coordination/permit-bridge.js";
 import { ExtensionRunner } from "../extensions/extension-runner.js";
 import { resolveExtensions } from "../extensions/resolve-extensions.js";
-import type { SessionExtensions } from "../extensions/session-extensions.js";
 import { abortableSleep } from "../retry/sleep.js";
-import { AgentSession } from "../session/agent-session.js";
+import type { AgentSession } from "../session/agent-session.js";
 import { assertValidSessionId } from "../session-files/session-format.js";
 import { SessionPersistence } from "../session-files/session-persistence.js";
-import type { SessionRecorder } from "../session-files/session-recorder.js";
-import type { OpenedSession, SessionInfo, SessionStore } from "../session-files/session-store.js";
-import { restoreTranscript } from "../session-files/session-transcript.js";
+import type { SessionInfo } from "../session-files/session-store.js";
 import { WorkerRoster } from "../workers/worker-roster.js";
 import { HostConfig } from "./host-config.js";
 import {
@@ -37,11 +31,10 @@ import {
   checkSessionOptions,
   HOST_DEFAULTS,
   type ResumeOptions,
-  SESSION_DEFAULTS,
   type SessionHostOptions,
   type SessionOptions,
 } from "./host-options.js";
-import { sessionInit, withModel } from "./session-init.js";
+import { SessionAssembly } from "./session-assembly.js";
 
 /** The option types of this module's functions, for callers that import the host alone. */
 export type { ResumeOptions, SessionHostOptions, SessionOptions } from "./host-options.js";
@@ -63,7 +56,6 @@ export function createSessionHost(options: SessionHostOptions = {}): SessionHost
 
 /** Owns a worker pool and the sessions on it. Create with {@link createSessionHost}. */
 export class SessionHost {
-  readonly #options: SessionHostOptions;
   readonly #sessions = new Map<string, AgentSession>();
   /** The workers: pool, watchdog, where sessions go (workers/worker-roster.ts). */
   readonly #workers: WorkerRoster;
@@ -76,13 +68,14 @@ export class SessionHost {
   readonly #coordination = new HostCoordination({ now: () => performance.now(), sleep: abortableSleep });
   /** Settings files, models.json, the auth storage, model resolution (host-config.ts). */
   readonly #config: HostConfig;
+  /** Builds each new or resumed session from the parts above (session-assembly.ts). */
+  readonly #assembly: SessionAssembly;
   #closed = false;
   /** The host's extensions (the `extensions` option); undefined without any. */
   readonly #extensions: ExtensionRunner | undefined;
 
   /** @internal Use {@link createSessionHost}. */
   constructor(options: SessionHostOptions, extensions?: ExtensionRunner) {
-    this.#options = options;
     this.#config = new HostConfig(options);
     this.#extensions = extensions;
     this.#files = new SessionPersistence({
@@ -106,6 +99,16 @@ export class SessionHost {
       connect: options.connect,
       isClosed: () => this.#closed,
       permits: permitBridge(this.#coordination, (sessionId) => this.#sessions.get(sessionId)?.permitTarget),
+    });
+    this.#assembly = new SessionAssembly({
+      options,
+      config: this.#config,
+      workers: this.#workers,
+      files: this.#files,
+      coordination: this.#coordination,
+      extensions,
+      sessions: this.#sessions,
+      assertOpen: () => this.#assertOpen(),
     });
   }
 
@@ -135,7 +138,7 @@ export class SessionHost {
     checkSessionOptions(options);
     const store = this.#files.storeFor(options.sessions);
     if (store !== undefined && options.sessionId !== undefined) assertValidSessionId(options.sessionId);
-    return this.#open(options, store, undefined);
+    return this.#assembly.create(options, store);
   }
 
   /**
@@ -152,20 +155,7 @@ export class SessionHost {
     this.#assertOpen();
     checkResumeOptions(ref, options);
     const store = this.#files.requireStore(options.sessions, "resumeSession()");
-    const opened = await store.open(ref, this.#config.cwd());
-    try {
-      for (const warning of opened.warnings) process.emitWarning(warning, { code: "LIFELINE_SESSION_FILE" });
-      if (this.#sessions.has(opened.header.id)) {
-        throw new LifelineError(
-          "ERR_SESSION_LOCKED",
-          `Session ${opened.header.id} is already open in this host; use that session object.`,
-        );
-      }
-      return await this.#open({ ...options, sessionId: opened.header.id }, store, opened);
-    } catch (error) {
-      await opened.writer.close();
-      throw error;
-    }
+    return this.#assembly.resume(store, ref, options);
   }
 
   /**
@@ -175,100 +165,6 @@ export class SessionHost {
   async listSessions(options: { cwd?: string } = {}): Promise<SessionInfo[]> {
     validate(listSessionsOptionsSchema, options, "listSessions options");
     return this.#files.requireStore(undefined, "listSessions()").list(options.cwd ?? this.#config.cwd());
-  }
-
-  async #open(
-    options: SessionOptions,
-    store: SessionStore | undefined,
-    resumed: OpenedSession | undefined,
-  ): Promise<AgentSession> {
-    const restored = resumed === undefined ? undefined : restoreTranscript(resumed.entries);
-    const fileModel = restored?.model === undefined ? undefined : `${restored.model.provider}/${restored.model.id}`;
-    const settings = await this.#config.sessionSettings(options.settings);
-    const sessionId = options.sessionId ?? randomUUID();
-    const resolved = await this.#config.resolveModel(
-      toModelRef(options.model ?? fileModel ?? SESSION_DEFAULTS.model),
-      options.apiKey,
-      sessionId,
-    );
-    this.#assertOpen();
-    if (this.#sessions.has(sessionId)) {
-      throw new LifelineError(
-        "ERR_INVALID_OPTIONS",
-        `A session with id ${sessionId} is already open; pick another id.`,
-      );
-    }
-    const messages =
-      restored === undefined ? (options.messages ?? []) : [...restored.messages, ...restored.undelivered];
-    const init = sessionInit(sessionId, resolved, settings, messages, options, this.#config.cwd());
-    // The main thread's copy of the extensions first: a factory that fails costs no worker call.
-    const runner = this.#extensions;
-    let extensions: SessionExtensions | undefined;
-    if (runner !== undefined) {
-      extensions = await runner.open({
-        reason: resumed === undefined ? "startup" : "resume",
-        timeoutMs: () => settings.extensionHandlerTimeoutMs,
-        setupTimeoutMs: this.#options.setupTimeoutMs ?? HOST_DEFAULTS.setupTimeoutMs,
-      });
-      init.extensions = runner.forWorker;
-    }
-    let opening: Awaited<ReturnType<WorkerRoster["open"]>>;
-    try {
-      this.#assertOpen();
-      opening = await this.#workers.open(init);
-    } catch (error) {
-      if (extensions !== undefined) runner?.close(extensions);
-      throw error;
-    }
-    const { link, opened } = opening;
-    let recorder: SessionRecorder | undefined;
-    try {
-      recorder =
-        store === undefined
-          ? undefined
-          : await this.#files.record(
-              store,
-              sessionId,
-              opened.model,
-              resumed === undefined || restored === undefined ? { messages: init.messages } : { resumed, restored },
-            );
-    } catch (error) {
-      void link.control("closeSession", sessionId).catch(() => {});
-      if (extensions !== undefined) runner?.close(extensions);
-      throw error;
-    }
-    const session = new AgentSession({
-      sessionId,
-      link,
-      model: opened.model,
-      settings,
-      messages: init.messages,
-      ...(restored === undefined ? {} : { history: [...restored.history, ...restored.undelivered] }),
-      recorder,
-      authStorage: this.authStorage,
-      keyFor: (provider) => this.#config.storedKey(provider, sessionId),
-      ...(options.apiKey === undefined ? {} : { pinnedProvider: providerOf(resolved.model) }),
-      isProviderExhausted: (provider) => safely(() => this.authStorage?.isExhausted?.(provider)) === true,
-      onContextOverflow: options.onContextOverflow,
-      onListenerError: this.#options.onListenerError ?? HOST_DEFAULTS.onListenerError,
-      extensions,
-      onDisposed: (id) => {
-        if (extensions !== undefined) runner?.close(extensions);
-        this.#sessions.delete(id);
-        safely(() => this.authStorage?.releaseSession?.(id));
-        this.#workers.releaseIsolated();
-        return recorder === undefined ? undefined : this.#files.close(recorder);
-      },
-      resolveModel: (ref) => this.#config.resolveModel(ref, undefined, sessionId),
-      modelChange: resolved,
-      // SPEC X7: opened again on a fresh worker from the main-side transcript; a suspect on its own.
-      reopen: async (messages, model, isolate) =>
-        (await this.#workers.open(withModel(init, model, messages), isolate)).link,
-      coordination: this.#coordination,
-      ...(this.#options.sleep === undefined ? {} : { sleep: this.#options.sleep }),
-    });
-    this.#sessions.set(sessionId, session);
-    return session;
   }
 
   /**
@@ -348,18 +244,5 @@ export class SessionHost {
    */
   get authStorage(): AuthStorage | undefined {
     return this.#config.authStorage;
-  }
-}
-
-function providerOf(model: ModelRef): string {
-  return model.provider;
-}
-
-/** Runs a storage hook; a throw is ignored (a storage never breaks a session). */
-function safely<T>(hook: () => T): T | undefined {
-  try {
-    return hook();
-  } catch {
-    return undefined;
   }
 }

@@ -206,7 +206,7 @@ const { pathToFileURL } = require("node:url");
     // piscina starts each thread with the `worker.js` next to its own code: here, the bundle.
     cpSync(join(app, "node_modules", "lifeline", "dist", "piscina-worker.cjs"), join(out, "worker.js"));
     const inputs = Object.keys(bundled.metafile.inputs);
-    expect(inputs.some((input) => input.includes("node_modules/lifeline/dist/main/session-host.js"))).toBe(true);
+    expect(inputs.some((input) => input.includes("node_modules/lifeline/dist/main/host/session-host.js"))).toBe(true);
     expect(inputs.filter((input) => input.includes("pi-tui"))).toEqual([]);
     const result = await runNode([join(out, "app.cjs")], {
       cwd: tempDir(fileCleanups, "lifeline-embed-cwd-"),

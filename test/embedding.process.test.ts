@@ -17,7 +17,7 @@ import { promisify } from "node:util";
 import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSessionHost, DEFAULT_SETTINGS } from "../dist/main/index.js";
-import { toModuleUrl } from "../src/main/host/session-host.js";
+import { toModuleUrl } from "../src/main/config/module-url.js";
 import { tempDir, within } from "./fixtures/bounded.js";
 
 const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));

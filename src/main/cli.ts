@@ -37,10 +37,12 @@ import { compactionNotice } from "./compaction/compaction-notice.js";
 import { resolveLifelineDir } from "./config/settings-store.js";
 import { cliExtensionPaths } from "./extensions/extensions-cli.js";
 import { resolveExtensions } from "./extensions/resolve-extensions.js";
-import { createSessionHost, type SessionHostOptions, type SessionsOptions } from "./host/session-host.js";
+import type { SessionHostOptions } from "./host/host-options.js";
+import { createSessionHost } from "./host/session-host.js";
 import { type CliSessionFlags, cliSessionsOption, openCliSession, resumeUsageError } from "./host/sessions-cli.js";
 import { addLoadCommand } from "./load/load-cli.js";
 import { runRpcMode } from "./rpc/rpc-mode.js";
+import type { SessionsOptions } from "./session-files/session-persistence.js";
 import { workerFate } from "./supervision/interrupted-run.js";
 
 const DEMO_PROMPT = "Say hello to lifeline.";

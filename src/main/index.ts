@@ -67,7 +67,7 @@ export { DEFAULT_BLOCK_MS } from "./auth/key-pool.js";
 export type { ModelsConfig } from "./config/models-config.js";
 export { loadModelsConfig, modelsPath, parseModelsConfig } from "./config/models-config.js";
 export { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "./config/settings-store.js";
-export type { ResumeOptions, SessionHostOptions, SessionOptions, SessionsOptions } from "./host/session-host.js";
+export type { ResumeOptions, SessionHostOptions, SessionOptions } from "./host/host-options.js";
 export { createSessionHost, SessionHost } from "./host/session-host.js";
 export type { LoadProgress, PromptRecord, RequestRecord } from "./load/load-metrics.js";
 export type { FaultKind, LoadFault, LoadOptions } from "./load/load-options.js";
@@ -114,4 +114,5 @@ export type {
   SessionEntry,
   SessionHeader,
 } from "./session-files/session-format.js";
+export type { SessionsOptions } from "./session-files/session-persistence.js";
 export type { OpenedSession, SessionInfo, SessionStore, SessionWriter } from "./session-files/session-store.js";

@@ -1,8 +1,12 @@
 /**
- * Schemas for the public API's options and arguments, and the one function that turns a failed
- * check into ERR_INVALID_OPTIONS naming each field (STYLE 9). Used by `createSessionHost`,
- * `createSession` and the session's methods, so a bad value is refused at the call that took it
- * instead of failing later somewhere else.
+ * The pieces the public calls check their arguments with, so that a bad value is refused at the
+ * call that took it instead of failing later somewhere else: zod schemas of values several options
+ * take (a function, timer milliseconds, a settings object, `resourceLimits`, an auth storage, a
+ * model reference, a transcript message, `sessions`), the schemas of `AgentSession.prompt`'s and
+ * `SessionHost.listSessions`'s options, the argument checks of `subscribe` and `queueMessage`, and
+ * `validate` / `invalidOptions`, which turn a failed check into one ERR_INVALID_OPTIONS naming every
+ * bad field (STYLE 9). The schema of each call's whole options object lives with its options type
+ * (host/host-options.ts, load/load-options.ts).
  */
 import { z } from "zod";
 import { LifelineError } from "../../shared/errors.js";

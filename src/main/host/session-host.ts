@@ -1,227 +1,51 @@
 /**
- * The session host: owns the worker pool and the links to its workers, and creates sessions.
- *
- * Each worker runs one long-lived piscina task that serves many sessions over one port (see
- * protocol.ts). Sessions go to the link with the fewest sessions; links are started lazily, up to
- * `threads`. A link whose worker dies is dropped; the next session starts a fresh one.
+ * The session host, where an embedding program starts: `createSessionHost` checks the options and
+ * loads the host's extensions; `SessionHost` owns the host's parts (worker roster, session files,
+ * configuration sources, B8 coordination; workers start only when first needed), opens and resumes
+ * sessions through its {@link SessionAssembly}, keeps the open ones by id, and closes it all in
+ * order. Placing sessions on workers, and a worker's death, are the roster's (workers/worker-roster.ts).
  */
-import { randomUUID } from "node:crypto";
-import { availableParallelism } from "node:os";
-import type { ResourceLimits } from "node:worker_threads";
-import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
-import { z } from "zod";
 import { LifelineError } from "../../shared/errors.js";
-import type { SessionEvent } from "../../shared/events.js";
-import type { ModelRef } from "../../shared/protocol.js";
-import { parseSettings, type Settings, type SettingsInput } from "../../shared/settings.js";
+import type { Settings, SettingsInput } from "../../shared/settings.js";
 import type { AuthStorage } from "../auth/auth-storage.js";
-import { FileAuthStorage } from "../auth/file-auth-storage.js";
-import { toModelRef } from "../config/model-ref.js";
 import { listConfiguredModels } from "../config/models-config.js";
-import { checkWorkerEntry, toModuleUrl } from "../config/module-url.js";
-import {
-  authStorageSchema,
-  fn,
-  listSessionsOptionsSchema,
-  messageSchema,
-  modelRefSchema,
-  resourceLimitsSchema,
-  sessionsOptionsSchema,
-  settingsObject,
-  timerMs,
-  validate,
-} from "../config/option-schemas.js";
+import { toModuleUrl } from "../config/module-url.js";
+import { listSessionsOptionsSchema, validate } from "../config/option-schemas.js";
 import { writeUserSettings } from "../config/settings-store.js";
 import { HostCoordination } from "../coordination/host-coordination.js";
+import { permitBridge } from "../coordination/permit-bridge.js";
 import { ExtensionRunner } from "../extensions/extension-runner.js";
 import { resolveExtensions } from "../extensions/resolve-extensions.js";
-import type { SessionExtensions } from "../extensions/session-extensions.js";
 import { abortableSleep } from "../retry/sleep.js";
-import { AgentSession, type ContextOverflowHook } from "../session/agent-session.js";
+import type { AgentSession } from "../session/agent-session.js";
 import { assertValidSessionId } from "../session-files/session-format.js";
-import { SessionPersistence, type SessionsOptions } from "../session-files/session-persistence.js";
-import type { SessionRecorder } from "../session-files/session-recorder.js";
-import type { OpenedSession, SessionInfo, SessionStore } from "../session-files/session-store.js";
-import { restoreTranscript } from "../session-files/session-transcript.js";
-import type { LinkEndpoint } from "../workers/worker-link.js";
+import { SessionPersistence } from "../session-files/session-persistence.js";
+import type { SessionInfo } from "../session-files/session-store.js";
 import { WorkerRoster } from "../workers/worker-roster.js";
 import { HostConfig } from "./host-config.js";
-import { sessionInit, withModel } from "./session-init.js";
+import {
+  CONTROL_TIMEOUT_MS,
+  checkHostOptions,
+  checkResumeOptions,
+  checkSessionOptions,
+  HOST_DEFAULTS,
+  type ResumeOptions,
+  type SessionHostOptions,
+  type SessionOptions,
+} from "./host-options.js";
+import { SessionAssembly } from "./session-assembly.js";
 
-export { toModuleUrl } from "../config/module-url.js";
-export type { SessionsOptions } from "../session-files/session-persistence.js";
+/** The option types of this module's functions, for callers that import the host alone. */
+export type { ResumeOptions, SessionHostOptions, SessionOptions } from "./host-options.js";
 
-/** Options of {@link createSessionHost}. Every field is optional. */
-export interface SessionHostOptions {
-  /** Worker threads in the pool. @default one less than the cores, at least 1 and at most 4 */
-  threads?: number;
-  /**
-   * Directory of the project settings file `.lifeline/settings.json`, and the one base for relative
-   * paths given to the host (`workerEntry`, a session's `workerModule`). @default process.cwd()
-   */
-  cwd?: string;
-  /**
-   * User directory holding `settings.json` and `models.json` (whose keys may be `"!command"`s that
-   * lifeline runs). `false` reads no user file at all: neither settings file nor models.json; keys
-   * then come from `apiKey` or the provider's environment variable. @default $LIFELINE_DIR, else ~/.lifeline
-   */
-  lifelineDir?: string | false;
-  /**
-   * The worker script the pool runs: an absolute path, a path relative to `cwd`, a `file:` URL
-   * string or a `URL`. Point it at the self-contained bundle (`lifeline/worker`, the file
-   * `dist/lifeline-worker.mjs`) copied where worker threads can load it, such as an Electron app's
-   * `app.asar.unpacked`. The CLI takes it from `--worker-entry` or `$LIFELINE_WORKER_ENTRY`.
-   * @default the package's own `dist/worker/entry.js`
-   */
-  workerEntry?: string | URL;
-  /** Settings applied over both files for every session of this host. */
-  settings?: SettingsInput;
-  /**
-   * Serves sessions their provider keys and is told about usage and rate limits (SPEC R4).
-   * @default a {@link FileAuthStorage} of `lifelineDir`'s `auth.json` (none with `lifelineDir: false`)
-   */
-  authStorage?: AuthStorage;
-  /**
-   * Longest wait for a worker call before it rejects with ERR_CALL_TIMEOUT (the worker is then taken
-   * to be stuck and is terminated). `abort()`, `dispose()` and `close()` wait at most 2 s (or this,
-   * if smaller). @default 30000
-   */
-  callTimeoutMs?: number;
-  /**
-   * SPEC X8, the watchdog: a worker that sends nothing for this long (it heartbeats every second)
-   * has an event loop stuck in synchronous code; it is terminated and its sessions get
-   * ERR_WORKER_EXITED with `cause: "hung"`. A worker still starting after this long fails with
-   * ERR_WORKER_START. @default 15000
-   */
-  hangTimeoutMs?: number;
-  /**
-   * Longest wait for a worker module's `setup()` (and the rest of opening a session) once the
-   * worker has started. Past it `createSession` rejects with ERR_WORKER_MODULE; the worker is not
-   * killed, and the watchdog allows it this long while a `setup()` runs. @default 60000
-   */
-  setupTimeoutMs?: number;
-  /** Minimum spacing of event batches from a busy worker, in ms. @default 8 */
-  batchIntervalMs?: number;
-  /** V8 heap limits for each worker; a worker over them exits and its sessions get ERR_WORKER_EXITED. */
-  resourceLimits?: ResourceLimits;
-  /** Receives errors thrown by `subscribe()` listeners. @default prints to stderr */
-  onListenerError?: (error: unknown, event: SessionEvent) => void;
-  /**
-   * Replaces the piscina pool as the source of worker endpoints. For tests that serve the worker
-   * API in-process over a MessageChannel; production code leaves it unset.
-   */
-  connect?: () => LinkEndpoint;
-  /** Replaces the retry sleep (tests with an injected clock). @default a main-thread timer */
-  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
-  /**
-   * Persist every session of this host (B7); a session's own `sessions` option overrides it.
-   * @default off (an embedded host chooses where its files go)
-   */
-  sessions?: SessionsOptions | false;
-  /**
-   * Extensions for every session of this host, in load order: paths of `.ts`/`.js` modules or of
-   * directories (as pi resolves them; relative to `cwd`), loaded through jiti. Each session's
-   * events reach their `on()` handlers on the main thread; their `registerTool()` tools run in
-   * the session's worker (see docs/extensions.md). The only way the library loads extensions:
-   * the `extensions` key of settings files is read by the CLI alone.
-   * @default none
-   */
-  extensions?: string[];
-}
-
-/** Options of {@link SessionHost.createSession}. */
-export interface SessionOptions {
-  /**
-   * The model: `"provider/id"`, `{ provider, id }`, or a pi-ai `Model` object.
-   * @default "demo/demo-1" (the built-in demo model: no key, no network)
-   */
-  model?: string | ModelRef;
-  /** @default "" */
-  systemPrompt?: string;
-  /** Per-session settings, over the files and the host's settings. */
-  settings?: SettingsInput;
-  /**
-   * API key for the model's provider; sent only to the worker serving this session.
-   * @default the provider's `apiKey` in models.json, else its environment variable
-   */
-  apiKey?: string;
-  /**
-   * A module loaded in the worker whose `setup` returns tools: an absolute path, a path relative to
-   * the host's `cwd`, a `file:` URL string or a `URL`.
-   */
-  workerModule?: string | URL;
-  /** Plain data passed to the worker module's `setup`. */
-  workerModuleOptions?: unknown;
-  /** @default a random UUID */
-  sessionId?: string;
-  /** Transcript to start from. @default [] */
-  messages?: AgentMessage[];
-  /**
-   * Replaces lifeline's own compaction on a context overflow (never retried); may return
-   * `{ messages }` to install a compacted transcript, and the prompt then goes on once.
-   * @default summarize with the session's model (see `compaction` settings)
-   */
-  onContextOverflow?: ContextOverflowHook;
-  /** Persist this session (B7), over the host's `sessions`; `false` turns it off. @default the host's */
-  sessions?: SessionsOptions | false;
-}
-
-/** Options of {@link SessionHost.resumeSession}: a session's options, without its id and transcript. */
-export type ResumeOptions = Omit<SessionOptions, "sessionId" | "messages">;
-
-/** Defaults of the host's timing options (see {@link SessionHostOptions}). */
-const DEFAULT_TIMEOUTS = { callTimeoutMs: 30_000, hangTimeoutMs: 15_000, setupTimeoutMs: 60_000 };
-/** The bound on `abort()`, `dispose()` and each step of `close()` when a worker does not answer. */
-const CONTROL_TIMEOUT_MS = 2000;
-
-// Unknown keys are refused: a misspelt option would otherwise be ignored silently.
-const hostOptionsSchema = z.strictObject({
-  threads: z.number().int().min(1).max(64).optional(),
-  cwd: z.string().min(1).optional(),
-  lifelineDir: z.union([z.string().min(1), z.literal(false)]).optional(),
-  workerEntry: z.union([z.string().min(1), z.instanceof(URL)]).optional(),
-  settings: settingsObject.optional(),
-  authStorage: authStorageSchema.optional(),
-  callTimeoutMs: timerMs(1).optional(),
-  hangTimeoutMs: timerMs(10).optional(),
-  setupTimeoutMs: timerMs(1).optional(),
-  batchIntervalMs: z.number().min(0).max(1000).optional(),
-  resourceLimits: resourceLimitsSchema.optional(),
-  onListenerError: fn.optional(),
-  connect: fn.optional(),
-  sleep: fn.optional(),
-  sessions: sessionsOptionsSchema.optional(),
-  extensions: z.array(z.string().min(1)).optional(),
-});
-
-const sessionOptionsSchema = z.strictObject({
-  model: modelRefSchema.optional(),
-  systemPrompt: z.string().optional(),
-  settings: settingsObject.optional(),
-  apiKey: z.string().min(1).optional(),
-  workerModule: z
-    .union([z.string().min(1), z.instanceof(URL)], { error: "must be a path or a file URL (string or URL)" })
-    .optional(),
-  workerModuleOptions: z.unknown().optional(),
-  sessionId: z.string().min(1).max(200).optional(),
-  messages: z.array(messageSchema).optional(),
-  onContextOverflow: fn.optional(),
-  sessions: sessionsOptionsSchema.optional(),
-});
-
-const resumeOptionsSchema = sessionOptionsSchema.omit({ sessionId: true, messages: true });
-
-/** Creates a host. Cheap: the pool and its workers start with the first session. */
 /**
+ * Creates a host. Cheap: the pool and its workers start with the first session.
  * @throws ERR_INVALID_OPTIONS for a malformed option, ERR_INVALID_SETTINGS for invalid `settings`,
  *   ERR_EXTENSION_LOAD for an extension path that does not exist or holds no extension.
  */
 export function createSessionHost(options: SessionHostOptions = {}): SessionHost {
-  validate(hostOptionsSchema, options, "createSessionHost options");
-  if (options.settings !== undefined) parseSettings(options.settings, "createSessionHost({ settings })");
-  refuseSettingsExtensions(options.settings, "createSessionHost");
-  if (options.workerEntry !== undefined) checkWorkerEntry(options.workerEntry, options.cwd ?? process.cwd());
+  checkHostOptions(options);
   const cwd = options.cwd ?? process.cwd();
   const extensions =
     options.extensions === undefined || options.extensions.length === 0
@@ -232,9 +56,8 @@ export function createSessionHost(options: SessionHostOptions = {}): SessionHost
 
 /** Owns a worker pool and the sessions on it. Create with {@link createSessionHost}. */
 export class SessionHost {
-  readonly #options: SessionHostOptions;
   readonly #sessions = new Map<string, AgentSession>();
-  /** The workers: pool, watchdog, where sessions go (supervision/worker-links.ts). */
+  /** The workers: pool, watchdog, where sessions go (workers/worker-roster.ts). */
   readonly #workers: WorkerRoster;
   /** Session files (B7): stores, recorders, and closing them before `close()` resolves. */
   readonly #files: SessionPersistence;
@@ -245,13 +68,14 @@ export class SessionHost {
   readonly #coordination = new HostCoordination({ now: () => performance.now(), sleep: abortableSleep });
   /** Settings files, models.json, the auth storage, model resolution (host-config.ts). */
   readonly #config: HostConfig;
+  /** Builds each new or resumed session from the parts above (session-assembly.ts). */
+  readonly #assembly: SessionAssembly;
   #closed = false;
   /** The host's extensions (the `extensions` option); undefined without any. */
   readonly #extensions: ExtensionRunner | undefined;
 
   /** @internal Use {@link createSessionHost}. */
   constructor(options: SessionHostOptions, extensions?: ExtensionRunner) {
-    this.#options = options;
     this.#config = new HostConfig(options);
     this.#extensions = extensions;
     this.#files = new SessionPersistence({
@@ -259,13 +83,13 @@ export class SessionHost {
       lifelineDir: () => this.#config.lifelineDir(),
       cwd: () => this.#config.cwd(),
     });
-    const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_TIMEOUTS.callTimeoutMs;
+    const callTimeoutMs = options.callTimeoutMs ?? HOST_DEFAULTS.callTimeoutMs;
     this.#workers = new WorkerRoster({
-      threads: options.threads ?? Math.max(1, Math.min(4, availableParallelism() - 1)),
+      threads: options.threads ?? HOST_DEFAULTS.threads(),
       callTimeoutMs,
-      setupTimeoutMs: options.setupTimeoutMs ?? DEFAULT_TIMEOUTS.setupTimeoutMs,
+      setupTimeoutMs: options.setupTimeoutMs ?? HOST_DEFAULTS.setupTimeoutMs,
       controlTimeoutMs: Math.min(callTimeoutMs, CONTROL_TIMEOUT_MS),
-      hangTimeoutMs: options.hangTimeoutMs ?? DEFAULT_TIMEOUTS.hangTimeoutMs,
+      hangTimeoutMs: options.hangTimeoutMs ?? HOST_DEFAULTS.hangTimeoutMs,
       workerEntry:
         options.workerEntry === undefined
           ? new URL("../../worker/entry.js", import.meta.url).href
@@ -274,23 +98,17 @@ export class SessionHost {
       batchIntervalMs: options.batchIntervalMs,
       connect: options.connect,
       isClosed: () => this.#closed,
-      permits: {
-        request: (link, sessionId, requestId) => {
-          const target = this.#sessions.get(sessionId)?.permitTarget;
-          if (target === undefined) {
-            void link.call("grantPermit", requestId, false).catch(() => {});
-            return;
-          }
-          const semaphore = this.#coordination.semaphore(target.provider, target.limit);
-          void this.#coordination.requestPermit(link, requestId, semaphore, target.gateKey).then((granted) => {
-            // Not granted: cancelled by the worker, or the worker died; nobody waits for an answer.
-            if (!granted) return;
-            link.call("grantPermit", requestId, true).catch(() => this.#coordination.releasePermit(link, requestId));
-          });
-        },
-        release: (link, requestId) => this.#coordination.releasePermit(link, requestId),
-        releaseAll: (link) => this.#coordination.releaseOwner(link),
-      },
+      permits: permitBridge(this.#coordination, (sessionId) => this.#sessions.get(sessionId)?.permitTarget),
+    });
+    this.#assembly = new SessionAssembly({
+      options,
+      config: this.#config,
+      workers: this.#workers,
+      files: this.#files,
+      coordination: this.#coordination,
+      extensions,
+      sessions: this.#sessions,
+      assertOpen: () => this.#assertOpen(),
     });
   }
 
@@ -317,11 +135,10 @@ export class SessionHost {
    */
   async createSession(options: SessionOptions = {}): Promise<AgentSession> {
     this.#assertOpen();
-    validate(sessionOptionsSchema, options, "createSession options");
-    refuseSettingsExtensions(options.settings, "createSession");
+    checkSessionOptions(options);
     const store = this.#files.storeFor(options.sessions);
     if (store !== undefined && options.sessionId !== undefined) assertValidSessionId(options.sessionId);
-    return this.#open(options, store, undefined);
+    return this.#assembly.create(options, store);
   }
 
   /**
@@ -336,25 +153,9 @@ export class SessionHost {
    */
   async resumeSession(ref: string, options: ResumeOptions = {}): Promise<AgentSession> {
     this.#assertOpen();
-    if (typeof ref !== "string" || ref === "") {
-      throw new LifelineError("ERR_INVALID_OPTIONS", "resumeSession() needs a session file path or id.");
-    }
-    validate(resumeOptionsSchema, options, "resumeSession options");
+    checkResumeOptions(ref, options);
     const store = this.#files.requireStore(options.sessions, "resumeSession()");
-    const opened = await store.open(ref, this.#config.cwd());
-    try {
-      for (const warning of opened.warnings) process.emitWarning(warning, { code: "LIFELINE_SESSION_FILE" });
-      if (this.#sessions.has(opened.header.id)) {
-        throw new LifelineError(
-          "ERR_SESSION_LOCKED",
-          `Session ${opened.header.id} is already open in this host; use that session object.`,
-        );
-      }
-      return await this.#open({ ...options, sessionId: opened.header.id }, store, opened);
-    } catch (error) {
-      await opened.writer.close();
-      throw error;
-    }
+    return this.#assembly.resume(store, ref, options);
   }
 
   /**
@@ -364,100 +165,6 @@ export class SessionHost {
   async listSessions(options: { cwd?: string } = {}): Promise<SessionInfo[]> {
     validate(listSessionsOptionsSchema, options, "listSessions options");
     return this.#files.requireStore(undefined, "listSessions()").list(options.cwd ?? this.#config.cwd());
-  }
-
-  async #open(
-    options: SessionOptions,
-    store: SessionStore | undefined,
-    resumed: OpenedSession | undefined,
-  ): Promise<AgentSession> {
-    const restored = resumed === undefined ? undefined : restoreTranscript(resumed.entries);
-    const fileModel = restored?.model === undefined ? undefined : `${restored.model.provider}/${restored.model.id}`;
-    const settings = await this.#config.sessionSettings(options.settings);
-    const sessionId = options.sessionId ?? randomUUID();
-    const resolved = await this.#config.resolveModel(
-      toModelRef(options.model ?? fileModel ?? "demo/demo-1"),
-      options.apiKey,
-      sessionId,
-    );
-    this.#assertOpen();
-    if (this.#sessions.has(sessionId)) {
-      throw new LifelineError(
-        "ERR_INVALID_OPTIONS",
-        `A session with id ${sessionId} is already open; pick another id.`,
-      );
-    }
-    const messages =
-      restored === undefined ? (options.messages ?? []) : [...restored.messages, ...restored.undelivered];
-    const init = sessionInit(sessionId, resolved, settings, messages, options, this.#config.cwd());
-    // The main thread's copy of the extensions first: a factory that fails costs no worker call.
-    const runner = this.#extensions;
-    let extensions: SessionExtensions | undefined;
-    if (runner !== undefined) {
-      extensions = await runner.open({
-        reason: resumed === undefined ? "startup" : "resume",
-        timeoutMs: () => settings.extensionHandlerTimeoutMs,
-        setupTimeoutMs: this.#options.setupTimeoutMs ?? DEFAULT_TIMEOUTS.setupTimeoutMs,
-      });
-      init.extensions = runner.forWorker;
-    }
-    let opening: Awaited<ReturnType<WorkerRoster["open"]>>;
-    try {
-      this.#assertOpen();
-      opening = await this.#workers.open(init);
-    } catch (error) {
-      if (extensions !== undefined) runner?.close(extensions);
-      throw error;
-    }
-    const { link, opened } = opening;
-    let recorder: SessionRecorder | undefined;
-    try {
-      recorder =
-        store === undefined
-          ? undefined
-          : await this.#files.record(
-              store,
-              sessionId,
-              opened.model,
-              resumed === undefined || restored === undefined ? { messages: init.messages } : { resumed, restored },
-            );
-    } catch (error) {
-      void link.control("closeSession", sessionId).catch(() => {});
-      if (extensions !== undefined) runner?.close(extensions);
-      throw error;
-    }
-    const session = new AgentSession({
-      sessionId,
-      link,
-      model: opened.model,
-      settings,
-      messages: init.messages,
-      ...(restored === undefined ? {} : { history: [...restored.history, ...restored.undelivered] }),
-      recorder,
-      authStorage: this.authStorage,
-      keyFor: (provider) => this.#config.storedKey(provider, sessionId),
-      ...(options.apiKey === undefined ? {} : { pinnedProvider: providerOf(resolved.model) }),
-      isProviderExhausted: (provider) => safely(() => this.authStorage?.isExhausted?.(provider)) === true,
-      onContextOverflow: options.onContextOverflow,
-      onListenerError: this.#options.onListenerError ?? reportListenerError,
-      extensions,
-      onDisposed: (id) => {
-        if (extensions !== undefined) runner?.close(extensions);
-        this.#sessions.delete(id);
-        safely(() => this.authStorage?.releaseSession?.(id));
-        this.#workers.releaseIsolated();
-        return recorder === undefined ? undefined : this.#files.close(recorder);
-      },
-      resolveModel: (ref) => this.#config.resolveModel(ref, undefined, sessionId),
-      modelChange: resolved,
-      // SPEC X7: opened again on a fresh worker from the main-side transcript; a suspect on its own.
-      reopen: async (messages, model, isolate) =>
-        (await this.#workers.open(withModel(init, model, messages), isolate)).link,
-      coordination: this.#coordination,
-      ...(this.#options.sleep === undefined ? {} : { sleep: this.#options.sleep }),
-    });
-    this.#sessions.set(sessionId, session);
-    return session;
   }
 
   /**
@@ -538,34 +245,4 @@ export class SessionHost {
   get authStorage(): AuthStorage | undefined {
     return this.#config.authStorage;
   }
-}
-
-/**
- * The `extensions` key of a settings object is pi's, and the CLI's: the library loads extensions
- * only from the host's `extensions` option, so a settings override that names some would be
- * ignored; say so instead.
- */
-function refuseSettingsExtensions(settings: SettingsInput | undefined, call: string): void {
-  if (settings?.extensions === undefined) return;
-  throw new LifelineError(
-    "ERR_INVALID_OPTIONS",
-    `Invalid ${call} options: settings.extensions is read by the CLI only; pass the paths as the host option extensions (createSessionHost({ extensions: [...] })).`,
-  );
-}
-
-function providerOf(model: ModelRef): string {
-  return model.provider;
-}
-
-/** Runs a storage hook; a throw is ignored (a storage never breaks a session). */
-function safely<T>(hook: () => T): T | undefined {
-  try {
-    return hook();
-  } catch {
-    return undefined;
-  }
-}
-
-function reportListenerError(error: unknown, event: SessionEvent): void {
-  process.stderr.write(`lifeline: a session listener threw on ${event.type}: ${String(error)}\n`);
 }

@@ -6,6 +6,7 @@ import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { ModelChange, SessionInit } from "../../shared/protocol.js";
 import type { Settings } from "../../shared/settings.js";
 import { toModuleUrl } from "../config/module-url.js";
+import { SESSION_DEFAULTS } from "./host-options.js";
 
 /** The session options the init carries (see `SessionOptions` for each). */
 export interface SessionInitOptions {
@@ -29,7 +30,7 @@ export function sessionInit(
   const init: SessionInit = {
     sessionId,
     model: resolved.model,
-    systemPrompt: options.systemPrompt ?? "",
+    systemPrompt: options.systemPrompt ?? SESSION_DEFAULTS.systemPrompt,
     messages,
     provider: { ...settings.retry.provider },
   };

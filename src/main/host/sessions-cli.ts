@@ -9,7 +9,9 @@ import { LifelineError } from "../../shared/errors.js";
 import { parseSettings } from "../../shared/settings.js";
 import { loadSettingsFiles, resolveLifelineDir } from "../config/settings-store.js";
 import type { AgentSession } from "../session/agent-session.js";
-import type { ResumeOptions, SessionHost, SessionsOptions } from "./session-host.js";
+import type { SessionsOptions } from "../session-files/session-persistence.js";
+import type { ResumeOptions } from "./host-options.js";
+import type { SessionHost } from "./session-host.js";
 
 /** The CLI's session flags. `session` is commander's: a ref, `false` for --no-session, else undefined. */
 export interface CliSessionFlags {

@@ -25,12 +25,8 @@ import {
 } from "@mariozechner/pi-tui";
 import { errorText } from "../../shared/error-text.js";
 import type { ModelRef } from "../../shared/protocol.js";
-import {
-  createSessionHost,
-  type SessionHost,
-  type SessionHostOptions,
-  type SessionOptions,
-} from "../host/session-host.js";
+import type { SessionHostOptions, SessionOptions } from "../host/host-options.js";
+import { createSessionHost, type SessionHost } from "../host/session-host.js";
 import { type CliSessionFlags, openCliSession } from "../host/sessions-cli.js";
 import type { AgentSession } from "../session/agent-session.js";
 import type { SessionInfo } from "../session-files/session-store.js";

@@ -1,0 +1,205 @@
+/**
+ * How `SessionHost` builds a session, new (`createSession`) or read back from its file
+ * (`resumeSession`): the transcript restored from the file, the merged settings, the model and its
+ * key, the init the worker opens the session from, the main thread's copy of the extensions, the
+ * session opened on a worker, its recorder (B7), and the {@link SessionWiring} handed to the new
+ * `AgentSession`, which then joins the host's open sessions. A failure while opening on the worker
+ * or creating the recorder closes what was opened before it (the extensions, the worker's session);
+ * any failure of a resume closes its file again.
+ */
+import { randomUUID } from "node:crypto";
+import { LifelineError } from "../../shared/errors.js";
+import type { ModelRef } from "../../shared/protocol.js";
+import { toModelRef } from "../config/model-ref.js";
+import type { HostCoordination } from "../coordination/host-coordination.js";
+import type { ExtensionRunner } from "../extensions/extension-runner.js";
+import type { SessionExtensions } from "../extensions/session-extensions.js";
+import { AgentSession } from "../session/agent-session.js";
+import type { SessionWiring } from "../session/session-wiring.js";
+import type { SessionPersistence } from "../session-files/session-persistence.js";
+import type { SessionRecorder } from "../session-files/session-recorder.js";
+import type { OpenedSession, SessionStore } from "../session-files/session-store.js";
+import { restoreTranscript } from "../session-files/session-transcript.js";
+import type { WorkerRoster } from "../workers/worker-roster.js";
+import type { HostConfig } from "./host-config.js";
+import {
+  HOST_DEFAULTS,
+  type ResumeOptions,
+  SESSION_DEFAULTS,
+  type SessionHostOptions,
+  type SessionOptions,
+} from "./host-options.js";
+import { sessionInit, withModel } from "./session-init.js";
+
+/** The host's parts a session is assembled from; each is the host's and outlives its sessions. */
+export interface SessionAssemblyParts {
+  /** The host's options, read at each open (`setupTimeoutMs`, `onListenerError`, `sleep`). */
+  options: SessionHostOptions;
+  config: HostConfig;
+  workers: WorkerRoster;
+  files: SessionPersistence;
+  coordination: HostCoordination;
+  /** The host's extensions (the `extensions` option); undefined without any. */
+  extensions: ExtensionRunner | undefined;
+  /**
+   * The host's open sessions by id: a new session is added in the same turn it is created (so that
+   * `close()` and the permit bridge see it at once), and removed by its `onDisposed`.
+   */
+  sessions: Map<string, AgentSession>;
+  /** @throws ERR_HOST_CLOSED once the host is closed; asked again after every wait. */
+  assertOpen: () => void;
+}
+
+/** One host's way of opening sessions; see the file comment. Main thread only. */
+export class SessionAssembly {
+  readonly #parts: SessionAssemblyParts;
+
+  constructor(parts: SessionAssemblyParts) {
+    this.#parts = parts;
+  }
+
+  /**
+   * Opens a new session: `options.sessionId` or a random UUID, recorded by `store` from its first
+   * entry when persistence is on. The caller has checked `options` (and the id, with a store).
+   * @throws what the steps throw: ERR_INVALID_SETTINGS, ERR_INVALID_MODELS, ERR_UNKNOWN_MODEL,
+   *   ERR_MISSING_API_KEY, ERR_EXTENSION_LOAD, ERR_WORKER_START, ERR_WORKER_MODULE, ERR_WORKER_EXITED,
+   *   ERR_SESSION_FILE; ERR_HOST_CLOSED when the host closed meanwhile; ERR_INVALID_OPTIONS when a
+   *   session of that id is already open.
+   */
+  create(options: SessionOptions, store: SessionStore | undefined): Promise<AgentSession> {
+    return this.#open(options, store, undefined);
+  }
+
+  /**
+   * Opens the stored session `ref` (a file path, or an id or unique prefix of one) of `store` again:
+   * its file's warnings (damaged lines skipped) become process warnings, and its id must not be
+   * open in this host already. On any failure the file is closed (and unlocked) again.
+   * @throws what `store.open` throws (ERR_INVALID_OPTIONS, ERR_SESSION_NOT_FOUND, ERR_SESSION_LOCKED,
+   *   ERR_SESSION_FILE), ERR_SESSION_LOCKED when it is open in this host, and what {@link create} throws.
+   */
+  async resume(store: SessionStore, ref: string, options: ResumeOptions): Promise<AgentSession> {
+    const opened = await store.open(ref, this.#parts.config.cwd());
+    try {
+      for (const warning of opened.warnings) process.emitWarning(warning, { code: "LIFELINE_SESSION_FILE" });
+      if (this.#parts.sessions.has(opened.header.id)) {
+        throw new LifelineError(
+          "ERR_SESSION_LOCKED",
+          `Session ${opened.header.id} is already open in this host; use that session object.`,
+        );
+      }
+      return await this.#open({ ...options, sessionId: opened.header.id }, store, opened);
+    } catch (error) {
+      await opened.writer.close();
+      throw error;
+    }
+  }
+
+  /** Both: `resumed` is the stored session being opened again, undefined for a new one. */
+  async #open(
+    options: SessionOptions,
+    store: SessionStore | undefined,
+    resumed: OpenedSession | undefined,
+  ): Promise<AgentSession> {
+    const { config, workers, files, sessions } = this.#parts;
+    const restored = resumed === undefined ? undefined : restoreTranscript(resumed.entries);
+    const fileModel = restored?.model === undefined ? undefined : `${restored.model.provider}/${restored.model.id}`;
+    const settings = await config.sessionSettings(options.settings);
+    const sessionId = options.sessionId ?? randomUUID();
+    const resolved = await config.resolveModel(
+      toModelRef(options.model ?? fileModel ?? SESSION_DEFAULTS.model),
+      options.apiKey,
+      sessionId,
+    );
+    this.#parts.assertOpen();
+    if (sessions.has(sessionId)) {
+      throw new LifelineError(
+        "ERR_INVALID_OPTIONS",
+        `A session with id ${sessionId} is already open; pick another id.`,
+      );
+    }
+    const messages =
+      restored === undefined ? (options.messages ?? []) : [...restored.messages, ...restored.undelivered];
+    const init = sessionInit(sessionId, resolved, settings, messages, options, config.cwd());
+    // The main thread's copy of the extensions first: a factory that fails costs no worker call.
+    const runner = this.#parts.extensions;
+    let extensions: SessionExtensions | undefined;
+    if (runner !== undefined) {
+      extensions = await runner.open({
+        reason: resumed === undefined ? "startup" : "resume",
+        timeoutMs: () => settings.extensionHandlerTimeoutMs,
+        setupTimeoutMs: this.#parts.options.setupTimeoutMs ?? HOST_DEFAULTS.setupTimeoutMs,
+      });
+      init.extensions = runner.forWorker;
+    }
+    let opening: Awaited<ReturnType<WorkerRoster["open"]>>;
+    try {
+      this.#parts.assertOpen();
+      opening = await workers.open(init);
+    } catch (error) {
+      if (extensions !== undefined) runner?.close(extensions);
+      throw error;
+    }
+    const { link, opened } = opening;
+    let recorder: SessionRecorder | undefined;
+    try {
+      recorder =
+        store === undefined
+          ? undefined
+          : await files.record(
+              store,
+              sessionId,
+              opened.model,
+              resumed === undefined || restored === undefined ? { messages: init.messages } : { resumed, restored },
+            );
+    } catch (error) {
+      void link.control("closeSession", sessionId).catch(() => {});
+      if (extensions !== undefined) runner?.close(extensions);
+      throw error;
+    }
+    const wiring: SessionWiring = {
+      sessionId,
+      link,
+      model: opened.model,
+      settings,
+      messages: init.messages,
+      ...(restored === undefined ? {} : { history: [...restored.history, ...restored.undelivered] }),
+      recorder,
+      authStorage: config.authStorage,
+      keyFor: (provider) => config.storedKey(provider, sessionId),
+      ...(options.apiKey === undefined ? {} : { pinnedProvider: providerOf(resolved.model) }),
+      isProviderExhausted: (provider) => safely(() => config.authStorage?.isExhausted?.(provider)) === true,
+      onContextOverflow: options.onContextOverflow,
+      onListenerError: this.#parts.options.onListenerError ?? HOST_DEFAULTS.onListenerError,
+      extensions,
+      onDisposed: (id) => {
+        if (extensions !== undefined) runner?.close(extensions);
+        sessions.delete(id);
+        safely(() => config.authStorage?.releaseSession?.(id));
+        workers.releaseIsolated();
+        return recorder === undefined ? undefined : files.close(recorder);
+      },
+      resolveModel: (ref) => config.resolveModel(ref, undefined, sessionId),
+      modelChange: resolved,
+      // SPEC X7: opened again on a fresh worker from the main-side transcript; a suspect on its own.
+      reopen: async (messages, model, isolate) => (await workers.open(withModel(init, model, messages), isolate)).link,
+      coordination: this.#parts.coordination,
+      ...(this.#parts.options.sleep === undefined ? {} : { sleep: this.#parts.options.sleep }),
+    };
+    const session = new AgentSession(wiring);
+    sessions.set(sessionId, session);
+    return session;
+  }
+}
+
+function providerOf(model: ModelRef): string {
+  return model.provider;
+}
+
+/** Runs a storage hook; a throw is ignored (a storage never breaks a session). */
+function safely<T>(hook: () => T): T | undefined {
+  try {
+    return hook();
+  } catch {
+    return undefined;
+  }
+}

@@ -1,5 +1,5 @@
 /**
- * Real providers (issue 3) on the real stack: the built package, a real piscina worker, pi-ai's
+ * Real providers on the real stack: the built package, a real piscina worker, pi-ai's
  * real OpenAI and Anthropic providers (the official SDKs), and the mock model server on 127.0.0.1.
  * Models come from a models.json in a temporary LIFELINE_DIR, as users configure them.
  *
@@ -7,7 +7,7 @@
  * (abort closes the connection), X6 (failures cross as data), R14 (event payloads).
  *
  * The fault table this file produces is docs/errors.md; the last test keeps the two in step
- * (`UPDATE_ERRORS_DOC=1 npx vitest run test/providers.test.ts` rewrites it).
+ * (`UPDATE_ERRORS_DOC=1 npx vitest run test/worker/providers.thread.test.ts` rewrites it).
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer } from "node:http";
@@ -536,7 +536,7 @@ describe("real providers against the mock model server", () => {
       writeFileSync(ERRORS_DOC, doc.slice(0, start + TABLE_START.length) + rendered + doc.slice(end));
       return;
     }
-    expect(current, "run UPDATE_ERRORS_DOC=1 npx vitest run test/providers.test.ts").toBe(rendered);
+    expect(current, "run UPDATE_ERRORS_DOC=1 npx vitest run test/worker/providers.thread.test.ts").toBe(rendered);
   });
 });
 

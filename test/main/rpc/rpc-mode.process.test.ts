@@ -1,5 +1,5 @@
 /**
- * `lifeline --mode rpc` (issue 4) as real child processes: pi's protocol over strict JSONL, the
+ * `lifeline --mode rpc` as real child processes: pi's protocol over strict JSONL, the
  * retry commands and state (R13, R14, B4, B5), and bad input that never stops the process.
  * Run `npm run build` first.
  */

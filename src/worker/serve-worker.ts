@@ -12,7 +12,7 @@ import type { Result, SessionInit, SessionOpened, WorkerApi, WorkerMessage } fro
 import { demoModels } from "./demo-provider.js";
 import { EventBatcher } from "./event-batcher.js";
 import { RequestPermits } from "./request-permits.js";
-import { WorkerSession } from "./worker-session.js";
+import { WorkerSession } from "./session/worker-session.js";
 
 /** Options of {@link serveWorker}. */
 export interface ServeOptions {

@@ -1,10 +1,11 @@
 /**
  * The worker's request capture on an event stream, in-process: what it records when the consumer
  * cancels after an error event, when the body breaks, and when an answer merely mentions an error
- * (SPEC B2). The real-stack versions, through the official SDKs, are in providers.test.ts.
+ * (SPEC B2). The parsers alone, on literal text, are in provider-errors.test.ts; the real-stack
+ * versions, through the official SDKs, in providers.thread.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import { RequestCapture } from "../../src/worker/request-capture.js";
+import { RequestCapture } from "../../src/worker/request-capture/request-capture.js";
 import { within } from "../fixtures/bounded.js";
 
 const encoder = new TextEncoder();

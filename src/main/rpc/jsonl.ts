@@ -1,5 +1,5 @@
 /**
- * Strict JSONL framing for RPC mode and its client (../shared/research/pi-rpc-protocol.md §2.1):
+ * Strict JSONL framing for RPC mode and its client (docs/rpc.md, "Framing"):
  * one JSON value per record, LF the only separator, one trailing CR tolerated.
  *
  * node:readline is not usable here: it also splits on U+2028 and U+2029, which JSON allows raw

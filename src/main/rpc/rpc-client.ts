@@ -1,6 +1,6 @@
 /**
  * `RpcClient`: drives `lifeline --mode rpc` in a child process over strict JSONL
- * (rpc-protocol.ts, ../shared/research/pi-rpc-protocol.md §2.6), as pi's RpcClient does, with the
+ * (rpc-protocol.ts, docs/rpc.md "The client"), as pi's RpcClient does, with the
  * fixes its users asked for: a readiness handshake instead of a fixed wait, completion on
  * `agent_settled` instead of the first `agent_end` (a retried prompt has several), a timer per
  * request, and every waiter released at once, with the child's stderr, when the child dies.

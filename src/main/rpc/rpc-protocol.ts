@@ -1,7 +1,7 @@
 /**
  * The RPC protocol of `lifeline --mode rpc`, written once (STYLE 2): pi's commands, responses and
- * state (../shared/research/pi-rpc-protocol.md §2), for the commands lifeline supports, plus the
- * retry fields pi's state lacks (SPEC B4).
+ * state (docs/rpc.md describes them), for the commands lifeline supports, plus the retry fields
+ * pi's state lacks (SPEC B4).
  *
  * Framing is strict JSONL (jsonl.ts): one JSON object per line on stdin (commands) and stdout
  * (responses and session events); LF is the only separator.
@@ -68,6 +68,29 @@ export type RpcCommand = { [K in RpcCommandType]: z.input<(typeof rpcCommandSche
 
 /** The command of `type` K. */
 export type RpcCommandOf<K extends RpcCommandType> = Extract<RpcCommand, { type: K }>;
+
+/**
+ * Whether `type` names a supported command. It tests with `in`, so a name that every object
+ * inherits (`toString`, `constructor`) passes too.
+ */
+export function isRpcCommandType(type: string): type is RpcCommandType {
+  return type in rpcCommandSchemas;
+}
+
+/**
+ * The schemas again, each typed by the command it validates, so a parse keeps the command's type
+ * from its `type` to the handler that runs it. The declaration also checks that every schema
+ * yields the command as sent (no defaults, no transforms).
+ */
+const commandParsers: { [K in RpcCommandType]: z.ZodType<RpcCommandOf<K>> } = rpcCommandSchemas;
+
+/** Validates `value` as the command of `type`. */
+export function parseRpcCommand<K extends RpcCommandType>(
+  type: K,
+  value: unknown,
+): z.ZodSafeParseResult<RpcCommandOf<K>> {
+  return commandParsers[type].safeParse(value);
+}
 
 /** pi's `RpcSessionState` plus lifeline's retry fields (B4). */
 export interface RpcSessionState {

@@ -1,0 +1,147 @@
+/**
+ * Records what a session's model requests exposed (SPEC B2, X6): the status, the provider's error
+ * type and code, the retry headers, or the transport failure.
+ *
+ * pi-ai catches every provider error and keeps only its message, so the structured facts have to
+ * be taken on the way past. The official SDKs (openai, @anthropic-ai/sdk, @google/genai) all call
+ * the global `fetch`, and pi-ai builds a fresh client for each request, so the worker wraps
+ * `globalThis.fetch` once and routes each call to the session that made it with an
+ * AsyncLocalStorage: the provider's request starts inside {@link RequestCapture.run}, and every
+ * await below it inherits the store. Calls made outside a capture (a tool's own fetch, say) pass
+ * straight through, unobserved.
+ *
+ * Providers that do not use fetch (Bedrock's AWS SDK) record nothing; their failures are
+ * classified from the text (R2).
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { RequestFailure } from "../../shared/request-failure.js";
+import { watchEventStream } from "./event-stream-watch.js";
+import { isAbort, networkFailure, originOf } from "./network-failure.js";
+import { errorResponseFailure, inStreamFailure, MAX_ERROR_BODY_BYTES } from "./provider-errors.js";
+
+const captures = new AsyncLocalStorage<RequestCapture>();
+let installed = false;
+
+/**
+ * Wraps `globalThis.fetch` once per worker. Idempotent. The wrapper adds no work to a call made
+ * outside a capture, and for a captured call one clone of an error body, or one pass-through
+ * stream for an event stream (to see it break).
+ */
+export function installRequestCapture(): void {
+  if (installed) return;
+  installed = true;
+  const original = globalThis.fetch;
+  globalThis.fetch = async function capturingFetch(input, init) {
+    const capture = captures.getStore();
+    if (capture === undefined) return original(input, init);
+    capture.begin();
+    let response: Response;
+    try {
+      response = await original(input, init);
+    } catch (error) {
+      capture.networkFailure("request", error, undefined, originOf(input));
+      throw error;
+    }
+    return capture.observe(response);
+  };
+}
+
+/**
+ * One session's record of its latest model request. The session starts each request inside
+ * {@link run}; when the reply ends in an error, {@link failure} says what the request exposed.
+ * A session has at most one request in flight, so "latest" is unambiguous.
+ */
+export class RequestCapture {
+  readonly #idleTimeoutMs: number;
+  #failure: RequestFailure | undefined;
+  /** Counts HTTP requests, so a stream of an earlier one that ends late records nothing. */
+  #request = 0;
+  /** Ends the watch of the latest request's event stream, if one is still open. */
+  #endStream: (() => void) | undefined;
+
+  /**
+   * @param idleTimeoutMs `retry.provider.idleTimeoutMs`: an event stream that delivers no bytes for
+   *   this long is cut here and fails as a transient network failure (`ERR_STREAM_IDLE`); 0: never.
+   */
+  constructor(idleTimeoutMs = 0) {
+    this.#idleTimeoutMs = idleTimeoutMs;
+  }
+
+  /** Runs `fn` (which starts the provider's request) with fetch calls recorded here. */
+  run<T>(fn: () => T): T {
+    this.begin();
+    return captures.run(this, fn);
+  }
+
+  /**
+   * What the latest request exposed, if it failed in a way fetch could see. Called once the reply
+   * has failed: an event stream still open then is over for its consumer (the SDKs throw on an
+   * error event before their cancel reaches the body), so it is read for its error event now.
+   */
+  failure(): RequestFailure | undefined {
+    this.#endStream?.();
+    return this.#failure;
+  }
+
+  /** @internal A new HTTP request of the same model call (an SDK retry) replaces the record. */
+  begin(): void {
+    this.#request++;
+    this.#failure = undefined;
+    this.#endStream = undefined;
+  }
+
+  /** @internal Records a transport failure (see network-failure.ts). */
+  networkFailure(phase: "request" | "body", error: unknown, status?: number, origin?: string): void {
+    this.#failure = networkFailure(phase, error, status, origin);
+  }
+
+  /** @internal Records an error response before the SDK reads it; watches an event stream's body. */
+  async observe(response: Response): Promise<Response> {
+    if (response.status >= 400) {
+      this.#failure = errorResponseFailure(response.status, response.headers, await readErrorBody(response));
+      return response;
+    }
+    const type = response.headers.get("content-type") ?? "";
+    if (response.body === null || !type.includes("text/event-stream")) return response;
+    return this.#watchBody(response, response.body);
+  }
+
+  /**
+   * A stream can fail after its 200 in two ways, and pi-ai reduces both to text:
+   * - the connection breaks off (a bare "terminated"); the socket error code is only visible here;
+   * - the provider sends an error event (OpenAI `data: {"error": …}`, Anthropic `event: error`),
+   *   and the SDK throws, then cancels the body. The event's type and code decide its class (B2),
+   *   so the copy keeps the stream's last bytes and reads them once, when the stream ends or
+   *   {@link failure} is asked, whichever comes first: no per-chunk parsing, and nothing held once
+   *   it has ended.
+   */
+  #watchBody(response: Response, body: ReadableStream<Uint8Array>): Response {
+    const status = response.status;
+    const request = this.#request;
+    const watched = watchEventStream(response, body, this.#idleTimeoutMs, (tail, error) => {
+      if (request !== this.#request) return;
+      this.#endStream = undefined;
+      const inStream = tail === undefined ? undefined : inStreamFailure(status, tail);
+      if (inStream !== undefined) this.#failure = inStream;
+      else if (error !== undefined && !isAbort(error)) this.networkFailure("body", error, status);
+    });
+    this.#endStream = watched.end;
+    return watched.response;
+  }
+}
+
+/**
+ * The text of an error response's body, read from a clone so the SDK still reads the body itself
+ * and builds the error text it always has. Undefined when the body is declared longer than
+ * {@link MAX_ERROR_BODY_BYTES} (it is not read) or breaks off: the status and headers are still
+ * worth having.
+ */
+async function readErrorBody(response: Response): Promise<string | undefined> {
+  const length = Number(response.headers.get("content-length") ?? "0");
+  if (length > MAX_ERROR_BODY_BYTES) return undefined;
+  try {
+    return await response.clone().text();
+  } catch {
+    return undefined;
+  }
+}

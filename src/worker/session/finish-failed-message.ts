@@ -1,0 +1,43 @@
+/**
+ * Finishes an assistant message that ended in an error, before it leaves the worker (SPEC B2, X6):
+ * it gets what its request exposed, a server that could not be reached is named, and no key the
+ * server echoed survives in it.
+ */
+import type { AssistantMessage } from "@mariozechner/pi-ai";
+import { attachRequestFailure, type RequestFailure } from "../../shared/request-failure.js";
+import { redactSecrets, redactStrings } from "../redact.js";
+
+/**
+ * B2/X6: a failed reply carries what its request exposed (message_end's object is the
+ * transcript's, so the run tail and later events carry it too); an unreachable server is named;
+ * and a key the server echoed in its error text, type, code or retry headers never leaves the
+ * worker. Edits `message` in place; safe to call again on the same message.
+ */
+export function finishFailedMessage(
+  message: AssistantMessage,
+  failure: RequestFailure | undefined,
+  secrets: readonly string[],
+): void {
+  // Every string of the record may be the server's (type, code, header values, socket message).
+  if (failure !== undefined) attachRequestFailure(message, redactStrings(failure, secrets), Date.now());
+  if (message.errorMessage === undefined) return;
+  const hinted = message.errorMessage.endsWith(HINT_END)
+    ? message.errorMessage
+    : message.errorMessage + unreachableHint(failure, message.provider);
+  message.errorMessage = redactSecrets(hinted, secrets);
+}
+
+/** Socket errors that mean the server was never reached (as opposed to reached, then lost). */
+const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"]);
+const HINT_END = "; check its baseUrl and that the server is running)";
+
+/**
+ * What to do about a server that could not be reached: pi-ai reports only "Connection error.",
+ * which names neither the address nor the provider.
+ */
+function unreachableHint(failure: RequestFailure | undefined, provider: string): string {
+  const network = failure?.network;
+  if (network?.phase !== "request" || network.code === undefined || !UNREACHABLE_CODES.has(network.code)) return "";
+  const where = network.origin === undefined ? "" : ` ${network.origin}`;
+  return ` (could not reach${where} for provider "${provider}": ${network.code}${HINT_END}`;
+}

@@ -1,0 +1,217 @@
+/**
+ * One session's agent loop inside a worker: a pi-agent-core `Agent`, its runs, its steering and
+ * follow-up queues, model switches, and the transcript edits the main thread's retry controller
+ * asks for. Opening the agent is open-session-agent.ts; a compaction's model call is
+ * summary-request.ts; a failed reply is finished by finish-failed-message.ts.
+ */
+import type { Agent, AgentMessage, StreamFn } from "@mariozechner/pi-agent-core";
+import type { Api, Model } from "@mariozechner/pi-ai";
+import { isRemovableFailure } from "../../shared/classify.js";
+import type { SummaryRequest } from "../../shared/compaction/summary-prompt.js";
+import { LifelineError, toWireError } from "../../shared/errors.js";
+import type { ModelChange, RunInput, SessionInit, SessionOpened } from "../../shared/protocol.js";
+import { forgetDemoSession } from "../demo-provider.js";
+import type { EventBatcher } from "../event-batcher.js";
+import { redactSecrets } from "../redact.js";
+import { assertRegisteredApi } from "../registered-api.js";
+import type { RequestPermits } from "../request-permits.js";
+import { resolveModel } from "../resolve-model.js";
+import type { Credentials } from "./credentials.js";
+import { finishFailedMessage } from "./finish-failed-message.js";
+import { openSessionAgent, type SessionAgent } from "./open-session-agent.js";
+import { requestSummary } from "./summary-request.js";
+
+/**
+ * A session inside the worker, created by `serveWorker` on `openSession`. Its methods throw typed
+ * errors that `serveWorker` returns as data; its run's end is reported through the batcher.
+ */
+export class WorkerSession {
+  readonly id: string;
+  readonly #agent: Agent;
+  readonly #batcher: EventBatcher;
+  #activeRunId: number | undefined;
+  /** Transcript length when the active run started, and message_end events forwarded since. */
+  #runStart = 0;
+  #forwarded = 0;
+  #closed = false;
+  readonly #credentials: Credentials;
+  readonly #streamFn: StreamFn;
+  /** Aborts the summary request of an active `summarize` run. */
+  #summaryAbort: AbortController | undefined;
+
+  private constructor(id: string, parts: SessionAgent, batcher: EventBatcher) {
+    const { agent, capture, credentials } = parts;
+    this.id = id;
+    this.#agent = agent;
+    this.#streamFn = parts.streamFn;
+    this.#batcher = batcher;
+    this.#credentials = credentials;
+    const secrets = credentials.secrets;
+    agent.subscribe((event) => {
+      if (this.#closed) return;
+      if (event.type === "message_end") this.#forwarded++;
+      // A reply that fails before streaming arrives as message_start carrying a copy of the final
+      // message, then message_end with the message itself; both must be treated.
+      if (event.type === "message_start" || event.type === "message_end") {
+        const message = event.message;
+        if (message.role === "assistant" && message.stopReason === "error") {
+          finishFailedMessage(message, capture.failure(), secrets);
+        }
+      }
+      batcher.pushEvent(id, event);
+    });
+  }
+
+  /**
+   * Opens the session's agent (see open-session-agent.ts).
+   * @throws LifelineError ERR_UNKNOWN_MODEL, ERR_WORKER_MODULE, ERR_INVALID_OPTIONS for a model
+   *   whose api no provider serves (checked after the module's setup, which may register it), or
+   *   ERR_MISSING_API_KEY.
+   */
+  static async open(
+    init: SessionInit,
+    batcher: EventBatcher,
+    permits?: RequestPermits,
+  ): Promise<{ session: WorkerSession; opened: SessionOpened }> {
+    const parts = await openSessionAgent(init, permits);
+    const session = new WorkerSession(init.sessionId, parts, batcher);
+    return { session, opened: { model: parts.model } };
+  }
+
+  /**
+   * Switches the model for the next request (a retried one included); the active request keeps
+   * its model. @throws LifelineError ERR_UNKNOWN_MODEL, ERR_INVALID_OPTIONS (no provider for its
+   * api) or ERR_MISSING_API_KEY; the model is unchanged then.
+   */
+  setModel(change: ModelChange): Model<Api> {
+    const model = resolveModel(change.model);
+    assertRegisteredApi(model);
+    this.#credentials.set(model, change.apiKey, change.authHeader === true);
+    this.#agent.state.model = model;
+    return model;
+  }
+
+  /**
+   * Queues a user message into the agent loop: `steer` before its next model call, `followUp`
+   * when it would otherwise stop (pi-agent-core's queues). A retried run (`continue`) delivers
+   * them too. Messages still queued when a run ends are delivered by the next run.
+   */
+  queueMessage(kind: "steer" | "followUp", message: AgentMessage): void {
+    if (this.#closed) throw new LifelineError("ERR_SESSION_DISPOSED", `Session ${this.id} is closed.`);
+    if (kind === "steer") this.#agent.steer(message);
+    else this.#agent.followUp(message);
+  }
+
+  /** Starts a run without waiting for it; its end is reported as a `run_end` item. */
+  startRun(runId: number, input: RunInput): void {
+    if (this.#closed) throw new LifelineError("ERR_SESSION_DISPOSED", `Session ${this.id} is closed.`);
+    if (this.#activeRunId !== undefined || this.#agent.state.isStreaming) {
+      throw new LifelineError(
+        "ERR_SESSION_BUSY",
+        `Session ${this.id} is already running; wait for agent_settled before starting another run.`,
+      );
+    }
+    this.#activeRunId = runId;
+    this.#runStart = this.#agent.state.messages.length;
+    this.#forwarded = 0;
+    if (input.kind === "summarize") {
+      this.#summarize(input.request).then(
+        (summary) => this.#endRun(runId, undefined, { summary }),
+        (error: unknown) => this.#endRun(runId, error, { summary: undefined }),
+      );
+      return;
+    }
+    const run = input.kind === "prompt" ? this.#agent.prompt(input.message) : this.#agent.continue();
+    run.then(
+      () => this.#endRun(runId),
+      (error: unknown) => this.#endRun(runId, error),
+    );
+  }
+
+  /**
+   * A compaction's model call (summary-request.ts), abortable by {@link abort}. Resolves with the
+   * summary text, or undefined when aborted.
+   * @throws LifelineError ERR_RUN_FAILED with the provider's error text when the request fails.
+   */
+  async #summarize(request: SummaryRequest): Promise<string | undefined> {
+    const controller = new AbortController();
+    this.#summaryAbort = controller;
+    try {
+      return await requestSummary(request, {
+        streamFn: this.#streamFn,
+        model: this.#agent.state.model,
+        apiKey: this.#credentials.apiKey,
+        sessionId: this.id,
+        signal: controller.signal,
+      });
+    } finally {
+      if (this.#summaryAbort === controller) this.#summaryAbort = undefined;
+    }
+  }
+
+  /**
+   * Aborts the active run's model request or tool, and drops queued steering and follow-up
+   * messages (an abort stops what the user asked for, queued requests included, as in pi).
+   * Returns whether a run was active.
+   */
+  abort(): boolean {
+    const active = this.#activeRunId !== undefined;
+    this.#agent.clearAllQueues();
+    this.#agent.abort();
+    this.#summaryAbort?.abort();
+    return active;
+  }
+
+  /** R4: removes a trailing failed assistant message. Refused while a run is active. */
+  popFailedMessage(): boolean {
+    if (this.#activeRunId !== undefined) return false;
+    const messages = this.#agent.state.messages;
+    if (!isRemovableFailure(messages[messages.length - 1])) return false;
+    this.#agent.state.messages = messages.slice(0, -1);
+    return true;
+  }
+
+  /** Installs a compacted transcript. Refused while a run is active (it would lose the run's messages). */
+  replaceMessages(messages: AgentMessage[]): void {
+    if (this.#activeRunId !== undefined || this.#agent.state.isStreaming) {
+      throw new LifelineError(
+        "ERR_SESSION_BUSY",
+        `Session ${this.id} is running; its transcript cannot be replaced now.`,
+      );
+    }
+    this.#agent.state.messages = messages;
+  }
+
+  /** B3: puts a message back at the end of the transcript. */
+  appendMessage(message: AgentMessage): void {
+    this.#agent.state.messages = [...this.#agent.state.messages, message];
+  }
+
+  /** Ends the session: aborts its run or summary request; nothing of it is reported after. */
+  close(): void {
+    this.#closed = true;
+    this.#agent.abort();
+    this.#summaryAbort?.abort();
+    forgetDemoSession(this.id);
+  }
+
+  /** `summarized`: the outcome of a `summarize` run (no summary and no error: it was aborted). */
+  #endRun(runId: number, error?: unknown, summarized?: { summary: string | undefined }): void {
+    if (this.#activeRunId !== runId) return;
+    this.#activeRunId = undefined;
+    if (this.#closed) return;
+    const tail = summarized === undefined ? this.#agent.state.messages.slice(this.#runStart + this.#forwarded) : [];
+    const item: Parameters<EventBatcher["pushRunEnd"]>[0] = { type: "run_end", sessionId: this.id, runId, tail };
+    if (summarized !== undefined && error === undefined) {
+      if (summarized.summary === undefined) item.aborted = true;
+      else item.summary = redactSecrets(summarized.summary, this.#credentials.secrets);
+    }
+    if (error !== undefined) {
+      const wire = toWireError(error, "ERR_RUN_FAILED");
+      wire.message = redactSecrets(wire.message, this.#credentials.secrets);
+      if (wire.stack !== undefined) wire.stack = redactSecrets(wire.stack, this.#credentials.secrets);
+      item.error = wire;
+    }
+    this.#batcher.pushRunEnd(item);
+  }
+}

@@ -70,11 +70,11 @@ export type RpcCommand = { [K in RpcCommandType]: z.input<(typeof rpcCommandSche
 export type RpcCommandOf<K extends RpcCommandType> = Extract<RpcCommand, { type: K }>;
 
 /**
- * Whether `type` names a supported command. It tests with `in`, so a name that every object
- * inherits (`toString`, `constructor`) passes too.
+ * Whether `type` names a supported command. Own keys only: a name every object inherits
+ * (`toString`, `constructor`, `__proto__`) is an unknown command, not a schema lookup that throws.
  */
 export function isRpcCommandType(type: string): type is RpcCommandType {
-  return type in rpcCommandSchemas;
+  return Object.hasOwn(rpcCommandSchemas, type);
 }
 
 /**

@@ -278,6 +278,14 @@ describe("lifeline --mode rpc", () => {
       ["malformed JSON", '{"type": "get_state", "id": "a1"', "a1", "parse", "Failed to parse command"],
       ["an array", "[1, 2]", undefined, "parse", "a command is a JSON object"],
       ["an unknown command", '{"type": "fly", "id": "a2"}', "a2", "fly", "Unknown command: fly"],
+      [
+        "a command named like an inherited property (regression: it crashed the process)",
+        '{"type": "toString", "id": "a9"}',
+        "a9",
+        "toString",
+        "Unknown command: toString",
+      ],
+      ["a command named __proto__", '{"type": "__proto__", "id": "a10"}', "a10", "__proto__", "Unknown command"],
       ["no type", '{"id": "a3"}', "a3", "parse", 'no string "type"'],
       [
         "a wrongly typed field",

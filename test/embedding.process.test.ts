@@ -25,9 +25,10 @@ const TSC = join(REPO_ROOT, "node_modules", "typescript", "bin", "tsc");
 const run = promisify(execFile);
 
 const fileCleanups: (() => void)[] = [];
+// Removing the scratch app's node_modules (about 180 MB) can outlast the default hook timeout on a busy machine.
 afterAll(() => {
   for (const cleanup of fileCleanups.splice(0).reverse()) cleanup();
-});
+}, 120_000);
 
 interface ChildRun {
   code: number | null;

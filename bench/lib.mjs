@@ -29,7 +29,7 @@ export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  */
 const SCHEDSTAT = `/proc/${process.pid}/task/${process.pid}/schedstat`;
 let schedstatWorks;
-export function mainThreadCpuNs() {
+function mainThreadCpuNs() {
   if (schedstatWorks !== false) {
     try {
       const ns = Number(readFileSync(SCHEDSTAT, "utf8").split(" ")[0]);
@@ -46,7 +46,7 @@ export function mainThreadCpuNs() {
  * Time the main thread spent runnable but waiting for a CPU (second schedstat field, ns): how
  * much the other threads and processes crowded it out. NaN where schedstat is unavailable.
  */
-export function mainThreadRunqueueWaitNs() {
+function mainThreadRunqueueWaitNs() {
   try {
     return Number(readFileSync(SCHEDSTAT, "utf8").split(" ")[1]);
   } catch {
@@ -75,7 +75,7 @@ export function startMeter() {
 }
 
 /** Percentile of an array of numbers (nearest rank). Sorts a copy. */
-export function percentile(values, p) {
+function percentile(values, p) {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
   const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
@@ -147,9 +147,6 @@ export async function fullGc() {
     await sleep(20);
   }
 }
-
-export const fmtUs = (ns) => (ns / 1e3).toFixed(2);
-export const fmtMs = (ms) => ms.toFixed(2);
 
 /**
  * Runs a bench script in a fresh Node process (same flags as this one, so --expose-gc carries

@@ -21,7 +21,7 @@ const WINDOW_S = pick(15, 5);
 const RAMP_S = pick(2, 1);
 
 async function variant(n) {
-  const { runLoad } = await import("../dist/main/index.js");
+  const { runLoad } = await import("../dist/main/load/index.js");
   const elu0 = performance.eventLoopUtilization();
   const started = performance.now();
   const { report: r } = await runLoad({

@@ -100,7 +100,7 @@ describe("lifeline installed from its tarball", () => {
     );
   }, 240_000);
 
-  it("require('lifeline') works from a .cjs file: a demo prompt is answered and the process exits by itself", async () => {
+  it("require('lifeline') works from a .cjs file: a demo prompt is answered and the process exits by itself; the subpaths' names are theirs alone", async () => {
     writeFileSync(
       join(app, "src", "require.cjs"),
       `const lifeline = require("lifeline");
@@ -112,7 +112,12 @@ const { existsSync } = require("node:fs");
   console.log(JSON.stringify({
     stopReason: result.stopReason,
     text: result.message.content[0].text,
-    tui: "runInteractive" in lifeline,
+    elsewhere: ["runInteractive", "RpcClient", "runLoad", "startMockServer"].filter((name) => name in lifeline),
+    subpaths: [
+      typeof require("lifeline/rpc").RpcClient,
+      typeof require("lifeline/load").runLoad,
+      typeof require("lifeline/mock-server").startMockServer,
+    ],
     workerBundle: existsSync(require.resolve("lifeline/worker")),
   }));
 })();
@@ -123,7 +128,8 @@ const { existsSync } = require("node:fs");
     expect(report(result)).toEqual({
       stopReason: "stop",
       text: expect.stringContaining("from CommonJS"),
-      tui: false,
+      elsewhere: [],
+      subpaths: ["function", "function", "function"],
       workerBundle: true,
     });
   }, 60_000);
@@ -223,19 +229,28 @@ const { pathToFileURL } = require("node:url");
     writeFileSync(
       join(ts, "esm.mts"),
       `import { createSessionHost, LifelineError, type SessionHostOptions } from "lifeline";
+import { type LoadOptions, type LoadResult, runLoad } from "lifeline/load";
+import { type MockScriptInput, startMockServer } from "lifeline/mock-server";
+import { type RpcSessionState, RpcClient } from "lifeline/rpc";
 import { type InteractiveOptions, runInteractive } from "lifeline/tui";
 const options: SessionHostOptions = { lifelineDir: false, workerEntry: new URL("file:///app/lifeline-worker.mjs") };
 export const closed: Promise<void> = createSessionHost(options).close();
 export const isLifelineError = (error: unknown): boolean => error instanceof LifelineError;
 export const tui: (options: InteractiveOptions) => Promise<number> = runInteractive;
+export const load: (options: LoadOptions) => Promise<LoadResult> = runLoad;
+export const script: MockScriptInput = { conversations: [{ match: "x", steps: [503, "ok"] }] };
+export const mock = startMockServer({ script });
+export const state = (client: RpcClient): Promise<RpcSessionState> => client.getState();
 `,
     );
     writeFileSync(
       join(ts, "cjs.cts"),
-      `import { createSessionHost, RpcClient, type SessionHostOptions } from "lifeline";
+      `import { createSessionHost, SessionCrashedError, type SessionHostOptions, WorkerStartError } from "lifeline";
+import { RpcClient } from "lifeline/rpc";
 const options: SessionHostOptions = { lifelineDir: false, workerEntry: "resources/lifeline-worker.mjs" };
 export const host = createSessionHost(options);
 export const client = new RpcClient({ execPath: process.execPath, env: { ELECTRON_RUN_AS_NODE: "1" } });
+export const crashed = (error: unknown): boolean => error instanceof SessionCrashedError || error instanceof WorkerStartError;
 `,
     );
     const typeRoots = [join(REPO_ROOT, "node_modules", "@types")];

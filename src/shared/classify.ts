@@ -84,11 +84,6 @@ export function isRemovableFailure(message: { role: string; stopReason?: string 
   return message?.role === "assistant" && message.stopReason === "error";
 }
 
-/** True when an error text matches the R2 retryable pattern set. */
-export function isRetryableErrorText(text: string): boolean {
-  return RETRYABLE_PATTERNS.some((pattern) => pattern.test(text));
-}
-
 /**
  * Classifies a run's last assistant message.
  * @param isOverflow the context-overflow test (pi-ai's `isContextOverflow` in production); injected so

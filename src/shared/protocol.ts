@@ -35,7 +35,7 @@ export interface ProviderOverrides {
 }
 
 /** Settings the worker needs for its provider calls (SPEC B1). */
-export interface ProviderSettings {
+interface ProviderSettings {
   maxRetries: number;
   timeoutMs?: number | undefined;
   maxRetryDelayMs?: number | undefined;
@@ -131,7 +131,7 @@ export interface WorkerApi {
 }
 
 /** An agent event as it crosses; `message_update` travels slimmed down (see stream-wire.ts). */
-export type WireAgentEvent = Exclude<AgentEvent, { type: "message_update" }> | WireUpdateEvent;
+type WireAgentEvent = Exclude<AgentEvent, { type: "message_update" }> | WireUpdateEvent;
 
 /** One item of a batch: a session's event, or the end of one of its runs. */
 export type BatchItem =

@@ -26,9 +26,6 @@ import { registerScriptedFaux } from "./scripted-faux.js";
 /** The provider name of the demo models. */
 export const DEMO_PROVIDER = "demo";
 
-/** Ids of the demo models, in the order listed to users. */
-export const DEMO_MODEL_IDS = ["demo-1", "demo-stream", "demo-fast"] as const;
-
 const TRANSIENT_ERRORS = [
   "503 Service Unavailable: the demo model is overloaded (simulated)",
   "429 Too Many Requests: rate limit reached (simulated)",
@@ -48,7 +45,7 @@ interface Directives {
 }
 
 /** Reads `[key=value]` and `[flag]` directives from a prompt. */
-export function parseDirectives(text: string): Directives {
+function parseDirectives(text: string): Directives {
   const directives: Directives = { overflow: false, fatal: false };
   for (const match of text.matchAll(DIRECTIVE)) {
     if (match[1] === "fail") directives.fail = Number(match[2]);

@@ -5,7 +5,7 @@
  */
 
 /** Replacement for a secret found in text. */
-export const REDACTED = "[redacted]";
+const REDACTED = "[redacted]";
 
 /**
  * Secrets shorter than this are not searched for: a key "test" would turn every "test" of an error

@@ -29,7 +29,7 @@ import { errorText } from "../shared/error-text.js";
 import { emptyUsage } from "../shared/usage.js";
 
 /** Chunks streamed between two macrotask yields when no pace is set. */
-export const YIELD_EVERY = 64;
+const YIELD_EVERY = 64;
 
 /** How a scripted answer is cut and paced. */
 export interface StreamPace {

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { startMockServer } from "../../dist/main/index.js";
+import { startMockServer } from "../../dist/mock-server/index.js";
 
 const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const CLI = fileURLToPath(new URL("../../dist/main/cli.js", import.meta.url));

@@ -20,13 +20,13 @@ import {
   explainMessage,
   InMemoryAuthStorage,
   LifelineError,
-  type MockStep,
   type PromptResult,
   requestFailureOf,
   type SessionEvent,
   type SessionHost,
   type SessionHostOptions,
 } from "../../dist/main/index.js";
+import type { MockStep } from "../../dist/mock-server/index.js";
 import { tempDir, within } from "../fixtures/bounded.js";
 import { nextEvent } from "../fixtures/events.js";
 import { mockServerSuite } from "../fixtures/mock-server-suite.js";

@@ -20,12 +20,6 @@ import lockfile from "proper-lockfile";
 import { errorText } from "../../shared/error-text.js";
 import { LifelineError } from "../../shared/errors.js";
 
-/** One stored credential as the file holds it. */
-export interface ApiKeyCredential {
-  type: "api_key";
-  key: string;
-}
-
 /** The file's keys per provider, in file order, and what was skipped. */
 export interface AuthFileContents {
   keys: Map<string, string[]>;
@@ -72,7 +66,7 @@ export function readAuthFile(path: string): AuthFileContents {
 }
 
 /** The keys of an already parsed file. Unknown or malformed entries are skipped with a warning. */
-export function parseAuthData(data: Record<string, unknown>, path: string): AuthFileContents {
+function parseAuthData(data: Record<string, unknown>, path: string): AuthFileContents {
   const keys = new Map<string, string[]>();
   const oauth: string[] = [];
   for (const [provider, value] of Object.entries(data)) {

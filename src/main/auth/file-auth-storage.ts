@@ -25,6 +25,7 @@ export interface AuthEntry {
   blockedUntil?: number;
 }
 
+/** Options of {@link FileAuthStorage}. */
 export interface FileAuthStorageOptions {
   /** Epoch ms; a test seam. @default Date.now */
   now?: () => number;
@@ -32,6 +33,10 @@ export interface FileAuthStorageOptions {
   blockMs?: Partial<Record<LimitKind, number>>;
 }
 
+/**
+ * Serves keys from an `auth.json` of pi's format, rotating a provider's keys as they hit rate and
+ * usage limits (see the file comment and docs/auth.md).
+ */
 export class FileAuthStorage implements AuthStorage {
   /** The file this storage reads and writes. */
   readonly path: string;

@@ -6,7 +6,7 @@ import { LifelineError } from "../../shared/errors.js";
 import type { ModelRef } from "../../shared/protocol.js";
 
 /** `"provider/id"` → `{ provider, id }`. @throws ERR_INVALID_OPTIONS without a slash. */
-export function parseModelName(name: string): ModelRef {
+function parseModelName(name: string): ModelRef {
   const slash = name.indexOf("/");
   if (slash <= 0 || slash === name.length - 1) {
     throw new LifelineError("ERR_INVALID_OPTIONS", `Model "${name}" must be "provider/id", for example "demo/demo-1".`);

@@ -24,7 +24,7 @@ import { LifelineError } from "../../shared/errors.js";
 import type { ModelChange, ModelRef, ProviderOverrides } from "../../shared/protocol.js";
 
 /** APIs a custom provider may use: pi's `models.json` set. */
-export const CUSTOM_PROVIDER_APIS = [
+const CUSTOM_PROVIDER_APIS = [
   "openai-completions",
   "openai-responses",
   "anthropic-messages",
@@ -240,13 +240,6 @@ export function listConfiguredModels(config: ModelsConfig): Model<Api>[] {
     }
   }
   return listed;
-}
-
-/** Every model `config` defines, as `provider/id`, for listings. */
-export function customModelNames(config: ModelsConfig): string[] {
-  return Object.entries(config.providers).flatMap(([name, provider]) =>
-    (provider.models ?? []).map((model) => `${name}/${model.id}`),
-  );
 }
 
 function toModel(

@@ -7,7 +7,7 @@
  */
 
 /** The gate's contract, small so that a store shared by several machines could stand behind it. */
-export interface GateStore {
+interface GateStore {
   /** Closes `key` until `now + forMs`; a later reopening time already set is kept. */
   close(key: string, forMs: number): void;
   /** Milliseconds until `key` reopens; 0 when it is open. */

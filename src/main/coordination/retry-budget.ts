@@ -24,7 +24,7 @@ export interface RetryBudgetState {
  * The budget's contract: what a session needs of it. Small on purpose, so a store shared by
  * several machines (Redis, say) can stand behind it later.
  */
-export interface RetryBudgetStore {
+interface RetryBudgetStore {
   /** Counts a first model attempt (a prompt's run start). */
   deposit(): void;
   /** Takes one retry; false (and nothing taken) when the budget is spent. */

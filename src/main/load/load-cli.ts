@@ -15,10 +15,10 @@ import { defaultOutDir, runLoad } from "./run-load.js";
 import { formatSummary } from "./summary-table.js";
 
 /** Exit code of a run whose thresholds did not all hold (k6's). */
-export const EXIT_THRESHOLD_FAILED = 99;
+const EXIT_THRESHOLD_FAILED = 99;
 /** Exit codes after Ctrl+C and SIGTERM, as the rest of the CLI. */
-export const EXIT_INTERRUPTED = 130;
-export const EXIT_TERMINATED = 143;
+const EXIT_INTERRUPTED = 130;
+const EXIT_TERMINATED = 143;
 
 /** Errors that mean "fix your command or configuration": exit 2. */
 const USAGE_ERRORS = new Set([
@@ -94,7 +94,7 @@ export function addLoadCommand(program: Command, setExitCode: (code: number) => 
 }
 
 /** Runs `lifeline load` with parsed flags; resolves to the exit code. Never throws. */
-export async function runLoadCommand(flags: LoadFlags, workerEntry: string | undefined): Promise<number> {
+async function runLoadCommand(flags: LoadFlags, workerEntry: string | undefined): Promise<number> {
   const cwd = process.cwd();
   let options: LoadOptions;
   try {

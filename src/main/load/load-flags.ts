@@ -208,7 +208,7 @@ export function parseDuration(flag: string, text: string, minMs: number): number
  * many model requests per window and a 429 with the time left to the others, as a provider at
  * its limit does. @throws ERR_INVALID_OPTIONS for a malformed value.
  */
-export function parseRateLimit(text: string): { requests: number; windowMs: number } {
+function parseRateLimit(text: string): { requests: number; windowMs: number } {
   const slash = text.indexOf("/");
   if (slash < 0) {
     usage(`--mock-rate-limit "${text}" is not <requests>/<window>; for example 50/1s (50 requests a second).`);
@@ -220,7 +220,7 @@ export function parseRateLimit(text: string): { requests: number; windowMs: numb
 }
 
 /** A whole number from 1 to `max`. @throws ERR_INVALID_OPTIONS naming `flag`. */
-export function parseCount(flag: string, text: string, max: number): number {
+function parseCount(flag: string, text: string, max: number): number {
   return parseInteger(flag, text, 1, max);
 }
 
@@ -236,7 +236,7 @@ function parseInteger(flag: string, text: string, min: number, max: number): num
  * The prompts of a JSONL file, one `{"prompt": "…"}` per line; blank lines are skipped.
  * @throws ERR_INVALID_OPTIONS naming the file and line of a bad entry, or an unreadable or empty file.
  */
-export async function readPromptsFile(path: string): Promise<string[]> {
+async function readPromptsFile(path: string): Promise<string[]> {
   let text: string;
   try {
     text = await readFile(path, "utf8");

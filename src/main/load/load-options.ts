@@ -10,6 +10,7 @@ import { parseThreshold, type Threshold } from "./thresholds.js";
 
 /** A step kind the built-in mock can be told to fail with (see docs/mock-server.md). */
 export const FAULT_KINDS = ["reset", "cut", "stall", "stream_error", "context_overflow", "usage_limit"] as const;
+/** One of {@link FAULT_KINDS}. */
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** One fault of the built-in mock: an HTTP status (400–599) or a step kind, and its probability. */

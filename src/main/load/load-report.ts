@@ -207,7 +207,7 @@ export function buildReport(input: ReportInput): LoadReport {
 }
 
 /** The figure each threshold metric names, read from a report. */
-export function thresholdFigures(report: LoadReport): Record<ThresholdMetric, number | null> {
+function thresholdFigures(report: LoadReport): Record<ThresholdMetric, number | null> {
   const { latency, totals } = report;
   return {
     p50_latency_ms: latency.e2eMs.p50,

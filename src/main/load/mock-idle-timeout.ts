@@ -11,9 +11,9 @@ import { MAX_TIMER_MS } from "../../shared/timer-ms.js";
 import { loadSettingsFiles } from "../config/settings-store.js";
 
 /** The floor of {@link mockIdleTimeoutMs}: 5 s. */
-export const MOCK_IDLE_TIMEOUT_FLOOR_MS = 5000;
+const MOCK_IDLE_TIMEOUT_FLOOR_MS = 5000;
 /** How many of the mock's token delays of silence make a stall. */
-export const MOCK_IDLE_TIMEOUT_TOKEN_DELAYS = 50;
+const MOCK_IDLE_TIMEOUT_TOKEN_DELAYS = 50;
 
 /** `max(5 s, 50 × tokenDelayMs)`, at most the longest timer Node accepts. */
 export function mockIdleTimeoutMs(tokenDelayMs: number): number {
@@ -21,7 +21,7 @@ export function mockIdleTimeoutMs(tokenDelayMs: number): number {
 }
 
 /** True when `settings` sets `retry.provider.idleTimeoutMs`. */
-export function setsIdleTimeout(settings: SettingsInput | undefined): boolean {
+function setsIdleTimeout(settings: SettingsInput | undefined): boolean {
   const retry = (settings as { retry?: { provider?: { idleTimeoutMs?: unknown } } } | undefined)?.retry;
   return retry?.provider?.idleTimeoutMs !== undefined;
 }

@@ -125,7 +125,7 @@ function gone(error: Error): LifelineError {
 }
 
 /** The pi-ai model of the mock: OpenAI chat completions at `url`/v1, no price. */
-export function mockModel(url: string): Model<Api> {
+function mockModel(url: string): Model<Api> {
   return {
     id: "mock-1",
     name: "lifeline load mock",

@@ -30,7 +30,9 @@ let chartSource: Promise<string> | undefined;
 /** Chart.js's UMD bundle, read once per process. */
 function chartJs(): Promise<string> {
   chartSource ??= (async () => {
-    const main = createRequire(import.meta.url).resolve("chart.js");
+    // `require.resolve` by that name: it is how knip (npm run check) sees chart.js is used.
+    const require = createRequire(import.meta.url);
+    const main = require.resolve("chart.js");
     const source = await readFile(join(dirname(main), "chart.umd.min.js"), "utf8");
     // Inside <script>, the text "</script" would end the element early.
     return source.replace(/<\/script/gi, "<\\/script");

@@ -26,7 +26,7 @@ export interface Histogram {
 }
 
 /** Bins of every report histogram: enough to show a shape, few enough to read. */
-export const HISTOGRAM_BINS = 20;
+const HISTOGRAM_BINS = 20;
 
 /**
  * The nearest-rank percentile (the smallest sample with at least `p` % of the samples at or below

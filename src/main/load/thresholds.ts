@@ -20,9 +20,12 @@ export const THRESHOLD_METRICS = [
   "watchdog_terminations",
 ] as const;
 
+/** One of {@link THRESHOLD_METRICS}. */
 export type ThresholdMetric = (typeof THRESHOLD_METRICS)[number];
 
+/** The comparisons a threshold may use. */
 export const THRESHOLD_OPERATORS = ["<", "<=", ">", ">="] as const;
+/** One of {@link THRESHOLD_OPERATORS}. */
 export type ThresholdOperator = (typeof THRESHOLD_OPERATORS)[number];
 
 /** A parsed threshold. */

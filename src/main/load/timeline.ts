@@ -13,7 +13,7 @@ import type { LoadCounters } from "./load-metrics.js";
 import { round3 } from "./stats.js";
 
 /** Period of the loop-delay probe, in ms (Node's default is 10). */
-export const LOOP_RESOLUTION_MS = 10;
+const LOOP_RESOLUTION_MS = 10;
 
 /** One point of report.json `timeline.points`. */
 export interface TimelinePoint {

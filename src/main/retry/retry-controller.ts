@@ -24,7 +24,7 @@ import type { RetrySettings } from "../../shared/settings.js";
 import { type AuthStorage, type LimitKind, normalizeOutcome, type UsageLimitOutcome } from "../auth/auth-storage.js";
 
 /** `finalError` of a chain ended by `abortRetry()` or `abort()` (R8). */
-export const RETRY_CANCELLED = "Retry cancelled";
+const RETRY_CANCELLED = "Retry cancelled";
 
 /** The assistant message fields the controller reads. */
 export interface RetryMessage extends ClassifiableMessage {

@@ -172,7 +172,7 @@ class FileSessionWriter implements SessionWriter {
  * Replaces a file's content whole: a temp file in the same directory, then a rename, so a crash
  * leaves either the old file or the new one, never a mix.
  */
-export async function rewriteFile(path: string, lines: readonly string[]): Promise<void> {
+async function rewriteFile(path: string, lines: readonly string[]): Promise<void> {
   const temp = join(dirname(path), `.${basename(path)}.${randomUUID()}.tmp`);
   try {
     await writeFile(temp, lines.join(""), { flag: "wx" });

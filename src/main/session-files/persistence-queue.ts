@@ -22,7 +22,7 @@ import { LifelineError } from "../../shared/errors.js";
 export type FsyncPolicy = "never" | "batch" | "always";
 
 /** How long a lazy append may wait for company (see {@link PersistenceQueue.append}). */
-export const LAZY_WRITE_MS = 50;
+const LAZY_WRITE_MS = 50;
 
 interface Waiter {
   resolve: () => void;

@@ -194,7 +194,7 @@ export class WorkerRoster {
  * How many workers of their own crash suspects may have at once, beyond `threads`: each costs about
  * 8 MB and a 20 ms start, and a burst of suspects past this shares them.
  */
-export function isolatedCapacity(threads: number): number {
+function isolatedCapacity(threads: number): number {
   return Math.max(4, threads);
 }
 

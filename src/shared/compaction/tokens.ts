@@ -39,7 +39,7 @@ export function estimateTokens(message: AgentMessage): number {
 }
 
 /** Tokens of a model's usage report: its total, else the sum of its parts. */
-export function usageTokens(usage: Usage): number {
+function usageTokens(usage: Usage): number {
   return usage.totalTokens || usage.input + usage.output + usage.cacheRead + usage.cacheWrite;
 }
 

@@ -107,7 +107,7 @@ export type ExtensionFactory = (pi: ExtensionAPI) => void | Promise<void>;
  * pi's extension events that lifeline never emits, with what to use instead. `on()` refuses them:
  * a handler that would never run (or a gate that would never close) must not load quietly.
  */
-export const PI_EVENTS_NOT_EMITTED: Readonly<Record<string, string>> = {
+const PI_EVENTS_NOT_EMITTED: Readonly<Record<string, string>> = {
   resources_discover: "lifeline has no skills, prompt templates or themes",
   session_before_switch: "a lifeline session never switches files in place",
   session_before_fork: "lifeline has no /fork",
@@ -155,10 +155,10 @@ const DELIVERED: Record<ExtensionEventType, true> = {
 };
 
 /** The event types extensions can subscribe to, in a stable order (for messages and docs). */
-export const DELIVERED_EVENT_TYPES: readonly string[] = Object.keys(DELIVERED);
+const DELIVERED_EVENT_TYPES: readonly string[] = Object.keys(DELIVERED);
 
 /** Members of pi's `ExtensionAPI` lifeline does not provide; each throws when used. */
-export const UNSUPPORTED_API_MEMBERS = [
+const UNSUPPORTED_API_MEMBERS = [
   "registerCommand",
   "registerShortcut",
   "registerFlag",
@@ -195,7 +195,7 @@ export interface ExtensionRegistrations {
  * `close()` once it has returned (or its promise settled): later registrations throw, since the
  * other thread's copy could never learn of them.
  */
-export function createExtensionApi(thread: ExtensionThread): {
+function createExtensionApi(thread: ExtensionThread): {
   api: ExtensionAPI;
   registrations: ExtensionRegistrations;
   close: () => void;

@@ -12,11 +12,11 @@ import { describe, expect, it, vi } from "vitest";
 import {
   type AgentSession,
   createSessionHost,
-  type MockStep,
   type SessionEvent,
   type SessionHost,
   type SettingsInput,
 } from "../../../dist/main/index.js";
+import type { MockStep } from "../../../dist/mock-server/index.js";
 import { tempDir, within } from "../../fixtures/bounded.js";
 import { mockServerSuite } from "../../fixtures/mock-server-suite.js";
 import { spawnRpc } from "../../fixtures/rpc-child.js";

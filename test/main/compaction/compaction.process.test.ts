@@ -13,10 +13,10 @@ import {
   type AgentSession,
   type CompactionEndEvent,
   createSessionHost,
-  type MockStep,
   type SessionEvent,
   type SessionHostOptions,
 } from "../../../dist/main/index.js";
+import type { MockStep } from "../../../dist/mock-server/index.js";
 import { tempDir, within } from "../../fixtures/bounded.js";
 import { mockServerSuite } from "../../fixtures/mock-server-suite.js";
 import { spawnRpc } from "../../fixtures/rpc-child.js";

@@ -8,7 +8,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
-  customModelNames,
   loadModelsConfig,
   type ModelsConfig,
   parseModelsConfig,
@@ -60,7 +59,7 @@ const MOCK = `{
 describe("models.json", () => {
   it("accepts comments and trailing commas and builds full models with pi's defaults", async () => {
     const config = parseModelsConfig(MOCK, PATH);
-    expect(customModelNames(config)).toEqual(["mock/mock-1", "mock/mock-big"]);
+    expect(config.providers.mock?.models?.map((model) => model.id)).toEqual(["mock-1", "mock-big"]);
     const resolved = await resolveModelRef({ provider: "mock", id: "mock-1" }, config, undefined, {
       MOCK_KEY_VAR: "key-from-env",
     });
@@ -168,7 +167,7 @@ describe("models.json", () => {
     const empty: ModelsConfig = await loadModelsConfig(join(dir, "models.json"));
     expect(empty.providers).toEqual({});
     writeFileSync(join(dir, "models.json"), MOCK);
-    expect(customModelNames(await loadModelsConfig(join(dir, "models.json")))).toHaveLength(2);
+    expect((await loadModelsConfig(join(dir, "models.json"))).providers.mock?.models).toHaveLength(2);
     const error = await rejectionOf(loadModelsConfig(dir));
     expect(error.code).toBe("ERR_INVALID_MODELS");
     expect(error.message).toContain(dir);

@@ -15,12 +15,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   type AgentSession,
   createSessionHost,
-  type MockServer,
   type SessionEvent,
   type SessionHost,
   type SessionHostOptions,
-  startMockServer,
 } from "../../../dist/main/index.js";
+import { type MockServer, startMockServer } from "../../../dist/mock-server/index.js";
 import { tempDir, within } from "../../fixtures/bounded.js";
 import { mockModel, workerApiModel } from "../../fixtures/models.mjs";
 

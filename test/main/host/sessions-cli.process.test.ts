@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { RpcClient } from "../../../dist/main/index.js";
+import { RpcClient } from "../../../dist/main/rpc/index.js";
 import { encodeCwd } from "../../../src/main/session-files/session-format.js";
 import { tempDir, within } from "../../fixtures/bounded.js";
 

@@ -9,7 +9,8 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { type LoadReport, startMockServer } from "../../../dist/main/index.js";
+import type { LoadReport } from "../../../dist/main/load/index.js";
+import { startMockServer } from "../../../dist/mock-server/index.js";
 import { within } from "../../fixtures/bounded.js";
 import { type LoadRun, runLoadChild, type StartedLoad, startLoadChild } from "../../fixtures/load-child.js";
 

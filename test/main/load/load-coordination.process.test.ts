@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { LoadReport, RequestRecord } from "../../../dist/main/index.js";
+import type { LoadReport, RequestRecord } from "../../../dist/main/load/index.js";
 import { type LoadRun, runLoadChild } from "../../fixtures/load-child.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];

@@ -14,7 +14,7 @@ import { pathToFileURL } from "node:url";
 import { type Browser, chromium } from "playwright-core";
 import { PNG } from "pngjs";
 import { afterEach, describe, expect, it } from "vitest";
-import { runLoad } from "../../../dist/main/index.js";
+import { runLoad } from "../../../dist/main/load/index.js";
 import { CHART_IDS } from "../../../src/main/load/report-html.js";
 import { tempDir } from "../../fixtures/bounded.js";
 

@@ -9,8 +9,8 @@ import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from 
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { startMockServer } from "../../../dist/main/index.js";
 import { RpcClient as BuiltRpcClient } from "../../../dist/main/rpc/rpc-client.js";
+import { startMockServer } from "../../../dist/mock-server/index.js";
 import { RpcClient, type RpcClientOptions } from "../../../src/main/rpc/rpc-client.js";
 import type { RpcEvent } from "../../../src/main/rpc/rpc-protocol.js";
 import { tempDir, within } from "../../fixtures/bounded.js";

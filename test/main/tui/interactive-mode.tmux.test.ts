@@ -9,7 +9,7 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type MockServer, startMockServer } from "../../../dist/main/index.js";
+import { type MockServer, startMockServer } from "../../../dist/mock-server/index.js";
 import { tempDir, within } from "../../fixtures/bounded.js";
 import { mockModelsJson } from "../../fixtures/models.mjs";
 

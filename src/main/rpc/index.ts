@@ -1,0 +1,16 @@
+/**
+ * `lifeline/rpc`: `RpcClient`, which drives `lifeline --mode rpc` in a child process, and the
+ * types of the protocol it speaks (pi's RPC protocol, JSONL on stdin/stdout). RPC mode itself is
+ * the CLI's (`lifeline --mode rpc`): it owns its process's stdin, stdout and signals, so it is no
+ * library call. Re-exports only; see docs/rpc.md.
+ */
+export { RpcClient, type RpcClientOptions } from "./rpc-client.js";
+export type {
+  RpcCommand,
+  RpcCommandType,
+  RpcEvent,
+  RpcOutput,
+  RpcResponse,
+  RpcResponseData,
+  RpcSessionState,
+} from "./rpc-protocol.js";

@@ -35,7 +35,7 @@ export interface ProviderOverrides {
 }
 
 /** Settings the worker needs for its provider calls (SPEC B1). */
-interface ProviderSettings {
+export interface ProviderSettings {
   maxRetries: number;
   timeoutMs?: number | undefined;
   maxRetryDelayMs?: number | undefined;

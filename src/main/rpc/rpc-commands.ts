@@ -25,7 +25,7 @@ export interface RpcCommandContext {
 }
 
 /** Runs one command of type K; resolves with its response's `data`. */
-export type RpcCommandHandler<K extends RpcCommandType> = (
+type RpcCommandHandler<K extends RpcCommandType> = (
   command: RpcCommandOf<K>,
   ctx: RpcCommandContext,
 ) => Promise<RpcResponseData[K]>;

@@ -28,7 +28,7 @@ export function networkFailure(
  * The code and message of a transport error: undici's socket error under `cause`, else the
  * error's own `code`, else `TimeoutError`/`AbortError` by name.
  */
-export function describeNetworkError(error: unknown): { code?: string; message: string } {
+function describeNetworkError(error: unknown): { code?: string; message: string } {
   // undici wraps the socket error: TypeError("fetch failed" | "terminated", { cause: { code } }).
   const cause = (error as { cause?: { code?: unknown; message?: unknown } } | undefined)?.cause;
   const own = error as { code?: unknown; name?: unknown; message?: unknown } | undefined;

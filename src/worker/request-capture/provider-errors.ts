@@ -14,7 +14,7 @@ import { RETRY_HEADER_NAMES, type RequestFailure } from "../../shared/request-fa
 export const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
 /** The provider's error type and code, as a {@link RequestFailure} keeps them. */
-export type ErrorKinds = Pick<RequestFailure, "errorType" | "errorCode">;
+type ErrorKinds = Pick<RequestFailure, "errorType" | "errorCode">;
 
 /** Header lookup by name, as `Headers.get` (which ignores the name's case). */
 export interface HeaderLookup {

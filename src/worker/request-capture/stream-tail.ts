@@ -6,7 +6,7 @@
  */
 
 /** How many bytes of a stream's end are kept. */
-export const STREAM_TAIL_BYTES = 8 * 1024;
+const STREAM_TAIL_BYTES = 8 * 1024;
 const ERROR_BYTES = Buffer.from("error");
 const utf8 = new TextDecoder();
 

@@ -71,6 +71,7 @@ export class SessionLink implements RestoreLink, MirrorWorker {
     return this.#restore.restoring;
   }
 
+  /** True once the session is closed: calls to the worker then fail with its close error. */
   isClosed(): boolean {
     return this.#session.closed !== undefined;
   }
@@ -88,14 +89,15 @@ export class SessionLink implements RestoreLink, MirrorWorker {
     return this.#link;
   }
 
+  /** X7: opens the session again on a fresh worker (its own if `isolate`) from the main-side transcript and model. */
   reopen(isolate: boolean): Promise<WorkerLink> {
     return this.#wiring.reopen([...this.#session.transcript.messages], this.#model.change, isolate);
   }
 
+  /** X7: `link`, the fresh worker's, becomes the session's; steering not yet delivered goes to it, once. */
   adopt(link: WorkerLink): void {
     this.#link = link;
     link.attach(this.sessionId, this.#client);
-    // Steering accepted before the crash and not yet delivered goes to the new worker, once.
     for (const [message, kind] of this.#queued) {
       void link.call("queueMessage", this.sessionId, kind, message).catch(() => {});
     }

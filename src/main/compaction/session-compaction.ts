@@ -2,7 +2,9 @@
  * A session's compactions (R1 on an overflow, pi's threshold, `compact()`): the in-progress
  * state, cutting the transcript, asking the worker for the summary (a `summarize` run),
  * installing and recording the result, and the `compaction_start`/`compaction_end` events.
- * The session decides when one runs and what follows it (a continued prompt, settling).
+ * The session's prompt runner decides when one runs; what follows it (a continued prompt,
+ * settling) goes through the {@link CompactionTarget} the runner implements. What a compaction
+ * marks on a prompt is kept here, by prompt.
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
@@ -30,62 +32,82 @@ export interface CompactionOutcome {
 export type SummaryEnd = { summary: string } | { aborted: true } | { error: string };
 
 /**
- * The part of a session's live prompt a compaction reads and marks. The session's prompt record
- * carries these fields; compaction owns their meaning.
+ * The session's live prompt as a compaction sees it: compared by identity (a compaction outlives
+ * no change of prompt) and read for its latest reply. What a compaction marks on a prompt (that
+ * it was compacted, that it went on after an overflow) is kept here, by prompt, not on the prompt.
  */
 export interface CompactingPrompt {
   /** The prompt's latest reply. */
   readonly lastAssistant: AssistantMessage | undefined;
-  /** A compaction ran for this prompt: the threshold is not checked again before it settles. */
-  compacted?: boolean;
-  /** The prompt went on after an overflow compaction: a second overflow does not continue it. */
-  overflowContinued?: boolean;
 }
 
-/** What a compaction needs of its session: callbacks and plain values, never the session itself. */
-export interface CompactionHost {
-  readonly sessionId: string;
-  /** The host's `onContextOverflow`: replaces lifeline's summary on an overflow. */
-  readonly overflowHook: ContextOverflowHook | undefined;
+/**
+ * The session's prompt lifecycle as a compaction drives it. Declared here, implemented by the
+ * session's prompt runner (a layer above, which this one may not import).
+ */
+export interface CompactionTarget {
   isClosed(): boolean;
-  /** The session's live prompt, if any (compared by identity: a compaction outlives no prompt change). */
+  /** The session's live prompt, if any. */
   livePrompt(): CompactingPrompt | undefined;
   /** Posts a `continue` run of the live prompt (it goes on after an overflow compaction). */
   continueRun(): void;
   /** Settles the live prompt if nothing of it is left. */
-  settle(): void;
-  readonly recorder: SessionRecorder | undefined;
+  maybeSettle(): void;
+  /** Posts a `summarize` run; the session reports its end through {@link SessionCompaction.endSummary}. */
+  startSummaryRun(request: SummaryRequest): void;
+}
+
+/** The session's transcript on main as a compaction reads and replaces it (its `TranscriptMirror`). */
+export interface CompactionTranscript {
+  /** The runtime transcript, read at each use (replaced by {@link install}). */
+  readonly messages: AgentMessage[];
   /** The session's history, the live array (never replaced). */
   readonly history: readonly AgentMessage[];
-  /** The session's compaction settings now (`setAutoCompactionEnabled` changes them). */
-  settings(): CompactionSettings;
-  /** The session's model's context window now. */
-  contextWindow(): number;
-  /** The runtime transcript main mirrors, now (replaced by {@link install}). */
-  messages(): AgentMessage[];
   /** Installs a transcript in the mirror and the worker; a worker death meanwhile is no failure (X7). */
   install(messages: AgentMessage[]): Promise<void>;
   /** Takes the overflowed reply off the transcript, the mirror's and the worker's. */
   removeFailed(): Promise<void>;
   /** Puts the overflowed reply back when nothing was compacted. */
   restoreFailed(message: AssistantMessage): Promise<void>;
-  /** Posts a `summarize` run; the session reports its end through {@link SessionCompaction.endSummary}. */
-  startSummaryRun(request: SummaryRequest): void;
-  emit(event: SessionEvent): void;
+}
+
+/** What a compaction needs of its session: its parts behind narrow interfaces, never the session itself. */
+export interface CompactionHost {
+  readonly sessionId: string;
+  /** The host's `onContextOverflow`: replaces lifeline's summary on an overflow. */
+  readonly overflowHook: ContextOverflowHook | undefined;
+  readonly recorder: SessionRecorder | undefined;
+  /** The session's compaction settings now (`setAutoCompactionEnabled` changes them). */
+  settings(): CompactionSettings;
+  /** The session's model's context window now. */
+  contextWindow(): number;
+  /** The session's prompt lifecycle. */
+  readonly prompts: CompactionTarget;
+  readonly transcript: CompactionTranscript;
+  /** Where `compaction_start`/`compaction_end` go (the session's listeners). */
+  readonly events: { emit(event: SessionEvent): void };
 }
 
 /** One session's compactions; at most one is in progress (the session is busy meanwhile). */
 export class SessionCompaction {
   readonly #host: CompactionHost;
+  readonly #prompts: CompactionTarget;
+  readonly #transcript: CompactionTranscript;
   readonly #ids: EntryIds;
   #reason: CompactionReason | undefined;
   #aborted = false;
+  /** Prompts a compaction ran for: the threshold is not checked again before they settle. */
+  readonly #compacted = new WeakSet<CompactingPrompt>();
+  /** Prompts that went on after an overflow compaction: a second overflow does not continue them. */
+  readonly #continued = new WeakSet<CompactingPrompt>();
   /** Waits for the `run_end` of the active `summarize` run. */
   #summaryWaiter: ((end: SummaryEnd) => void) | undefined;
 
   constructor(host: CompactionHost) {
     this.#host = host;
-    this.#ids = new EntryIds(host.recorder, host.history);
+    this.#prompts = host.prompts;
+    this.#transcript = host.transcript;
+    this.#ids = new EntryIds(host.recorder, host.transcript.history);
   }
 
   /** The reason of the compaction in progress; undefined when none is. */
@@ -114,11 +136,11 @@ export class SessionCompaction {
   /**
    * pi's threshold compaction, just before `pending` settles: when its context leaves less than
    * `reserveTokens` (see {@link thresholdDue}), starts one and returns true; the session settles
-   * the prompt once it is over (through `settle`).
+   * the prompt once it is over (through `maybeSettle`).
    */
   startThresholdIfDue(pending: CompactingPrompt): boolean {
-    if (!this.thresholdDue(pending.lastAssistant, pending.compacted === true)) return false;
-    pending.compacted = true;
+    if (!this.thresholdDue(pending.lastAssistant, this.#compacted.has(pending))) return false;
+    this.#compacted.add(pending);
     void this.#threshold();
     return true;
   }
@@ -129,35 +151,35 @@ export class SessionCompaction {
    * settles. Nothing happens without a hook when compaction is off. Never rejects.
    */
   async afterOverflow(message: AssistantMessage): Promise<void> {
-    const host = this.#host;
-    const hook = host.overflowHook;
-    if (hook === undefined && !host.settings().enabled) return;
-    const pending = host.livePrompt();
+    const prompts = this.#prompts;
+    const hook = this.#host.overflowHook;
+    if (hook === undefined && !this.#host.settings().enabled) return;
+    const pending = prompts.livePrompt();
     const outcome = await this.#overflow(message, hook);
-    if (host.isClosed()) return;
-    const messages = host.messages();
+    if (prompts.isClosed()) return;
+    const messages = this.#transcript.messages;
     const willRetry =
       outcome.result !== null &&
       pending !== undefined &&
-      host.livePrompt() === pending &&
-      pending.overflowContinued !== true &&
+      prompts.livePrompt() === pending &&
+      !this.#continued.has(pending) &&
       !this.#aborted &&
       canContinueFrom(messages[messages.length - 1]);
-    if (pending !== undefined) pending.compacted = true;
+    if (pending !== undefined) this.#compacted.add(pending);
     this.end("overflow", outcome, willRetry);
     if (willRetry && pending !== undefined) {
-      pending.overflowContinued = true;
-      host.continueRun();
+      this.#continued.add(pending);
+      prompts.continueRun();
       return;
     }
-    host.settle();
+    prompts.maybeSettle();
   }
 
   async #threshold(): Promise<void> {
     const outcome = await this.#run("threshold", () => this.#summarizeTranscript("threshold"));
-    if (this.#host.isClosed()) return;
+    if (this.#prompts.isClosed()) return;
     this.end("threshold", outcome, false);
-    this.#host.settle();
+    this.#prompts.maybeSettle();
   }
 
   /**
@@ -167,17 +189,17 @@ export class SessionCompaction {
   #overflow(message: AssistantMessage, hook: ContextOverflowHook | undefined): Promise<CompactionOutcome> {
     return this.#run("overflow", async () => {
       if (hook !== undefined) return this.#hookCompaction(hook, message);
-      await this.#host.removeFailed();
+      await this.#transcript.removeFailed();
       const compacted = await this.#summarizeTranscript("overflow");
       // Nothing changed: the transcript keeps its record of the failure (as after a cancelled chain).
-      if (compacted.result === null) await this.#host.restoreFailed(message);
+      if (compacted.result === null) await this.#transcript.restoreFailed(message);
       return compacted;
     });
   }
 
   /** Emits the `compaction_end` of a compaction that ended with `outcome`. */
   end(reason: CompactionReason, outcome: CompactionOutcome, willRetry: boolean): void {
-    this.#host.emit({
+    this.#host.events.emit({
       type: "compaction_end",
       reason,
       result: outcome.result,
@@ -201,14 +223,14 @@ export class SessionCompaction {
   thresholdDue(last: AssistantMessage | undefined, compacted: boolean): boolean {
     const settings = this.#host.settings();
     if (!settings.enabled || compacted || last === undefined || isFailedStop(last.stopReason)) return false;
-    return overThreshold(contextTokens(this.#host.messages()), this.#host.contextWindow(), settings.reserveTokens);
+    return overThreshold(contextTokens(this.#transcript.messages), this.#host.contextWindow(), settings.reserveTokens);
   }
 
   /** Marks a compaction in progress for `reason` (synchronously), emits `compaction_start`, runs `work`. */
   async #run(reason: CompactionReason, work: () => Promise<CompactionOutcome>): Promise<CompactionOutcome> {
     this.#reason = reason;
     this.#aborted = false;
-    this.#host.emit({ type: "compaction_start", reason });
+    this.#host.events.emit({ type: "compaction_start", reason });
     try {
       return await work();
     } catch (error) {
@@ -226,7 +248,7 @@ export class SessionCompaction {
    */
   async #summarizeTranscript(reason: CompactionReason, customInstructions?: string): Promise<CompactionOutcome> {
     const settings = this.#host.settings();
-    const messages = this.#host.messages();
+    const messages = this.#transcript.messages;
     const tokensBefore = contextTokens(messages);
     const plan =
       planCompaction(messages, settings.keepRecentTokens) ??
@@ -250,7 +272,7 @@ export class SessionCompaction {
     const [firstKept] = plan.kept;
     const firstKeptEntryId = firstKept === undefined ? this.#ids.fresh() : this.#ids.of(firstKept);
     const compacted = [summaryMessage(end.summary, tokensBefore, Date.now()), ...plan.kept];
-    await this.#host.install(compacted);
+    await this.#transcript.install(compacted);
     const result: CompactionResult = {
       summary: end.summary,
       firstKeptEntryId,
@@ -267,7 +289,7 @@ export class SessionCompaction {
    * first message it kept from the old transcript.
    */
   async #hookCompaction(hook: ContextOverflowHook, message: AssistantMessage): Promise<CompactionOutcome> {
-    const before = this.#host.messages();
+    const before = this.#transcript.messages;
     const tokensBefore = contextTokens(before);
     const answer = await hook({
       sessionId: this.#host.sessionId,
@@ -277,7 +299,7 @@ export class SessionCompaction {
     const hooked = hookTranscript(answer, before);
     if (hooked === undefined) return { result: null, aborted: false };
     const { messages, firstKept, summary } = hooked;
-    await this.#host.install(messages);
+    await this.#transcript.install(messages);
     const firstKeptEntryId = firstKept === undefined ? this.#ids.fresh() : this.#ids.of(firstKept);
     const result: CompactionResult = { summary, firstKeptEntryId, tokensBefore, tokensAfter: estimateAll(messages) };
     this.#host.recorder?.compaction({ ...result, fromHook: true });
@@ -290,7 +312,7 @@ export class SessionCompaction {
     if (this.#aborted) return Promise.resolve({ aborted: true });
     return new Promise<SummaryEnd>((resolve) => {
       this.#summaryWaiter = resolve;
-      this.#host.startSummaryRun(request);
+      this.#prompts.startSummaryRun(request);
     });
   }
 }

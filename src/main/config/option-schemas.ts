@@ -175,6 +175,12 @@ export function assertQueueKind(kind: unknown): void {
   );
 }
 
+/** @throws ERR_INVALID_OPTIONS unless `enabled` is true or false (the session's `set…Enabled` toggles, named by `method`). */
+export function assertToggle(method: string, enabled: unknown): void {
+  if (typeof enabled === "boolean") return;
+  throw new LifelineError("ERR_INVALID_OPTIONS", `${method}() takes true or false, got ${JSON.stringify(enabled)}.`);
+}
+
 /** A short, never-throwing description of a bad argument for an error message. */
 function describeValue(value: unknown): string {
   if (typeof value === "function") return "a function";

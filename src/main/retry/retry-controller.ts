@@ -105,8 +105,9 @@ export type RetryDecision<M extends RetryMessage = RetryMessage> =
 type Phase = "idle" | "scheduling" | "sleeping" | "in_flight";
 
 /**
- * One session's retry state and policy. `AgentSession` calls `onMessageEnd`/`onAgentEnd` as events
- * arrive and `execute` at the run's end; hosts may also drive it directly (it needs no worker).
+ * One session's retry state and policy. The session's `RunEvents` calls `onMessageEnd`/`onAgentEnd`
+ * as events arrive and its `PromptRunner` calls `execute` at the run's end; hosts may also drive it
+ * directly (it needs no worker).
  * Nothing here throws on cancellation; `execute` rejects only if an action rejects.
  */
 export class RetryController<M extends RetryMessage = RetryMessage> {

@@ -1,55 +1,41 @@
 /**
- * The public session API on the main thread: a thin facade over the worker link, the event
- * stream, the transcript mirror and the retry controller.
- *
- * A prompt's life: `prompt()` → `startRun` on the worker → events arrive in order on the link
- * (X4) → at `agent_end` the controller decides → maybe a chain of retries, or a compaction after
- * an overflow (R1) and the prompt going on once → when no run is in flight, no chain is live and
- * no compaction is in progress (a threshold compaction runs just before), `agent_settled` is
- * emitted and the prompt resolves (R11, B4). Each step is driven by an event; nothing polls or
- * sleeps.
+ * The public session API on the main thread: `AgentSession`, a facade that validates each call's
+ * arguments, refuses calls on a closed session, and delegates. It owns the session's listeners,
+ * its model (`SessionModel`), the steering it sent (`QueuedMessages`) and its B8 coordination
+ * view; the prompt lifecycle, the transcript, the retry controller and the link to the worker
+ * (with its X7 restore) are the `PromptRunner`'s (prompt-runner.ts), and the routing of the
+ * worker's events is `RunEvents`'s (run-events.ts).
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
-import { type Api, type AssistantMessage, isContextOverflow, type Model } from "@mariozechner/pi-ai";
-import type { ClassifiableMessage } from "../../shared/classify.js";
-import { errorText } from "../../shared/error-text.js";
-import { LifelineError, SessionBusyError, type WorkerExitedError } from "../../shared/errors.js";
-import type { CompactionResult, PromptResult, RetryEvent, SessionEvent } from "../../shared/events.js";
-import type { BatchItem, ModelChange, ModelRef, RunInput } from "../../shared/protocol.js";
+import type { Api, Model } from "@mariozechner/pi-ai";
+import { LifelineError, SessionBusyError } from "../../shared/errors.js";
+import type { CompactionResult, PromptResult } from "../../shared/events.js";
+import type { ModelRef } from "../../shared/protocol.js";
 import type { Settings } from "../../shared/settings.js";
-import { fromWireUpdate, type StreamState, startStream } from "../../shared/stream-wire.js";
-import { freshCredential, switchToFallback } from "../auth/session-credentials.js";
-import type {
-  ContextOverflowAnswer,
-  ContextOverflowHook,
-  ContextOverflowInfo,
-} from "../compaction/context-overflow-hook.js";
-import { SessionCompaction, summaryEndOf } from "../compaction/session-compaction.js";
 import { toModelRef } from "../config/model-ref.js";
 import {
   assertListener,
   assertQueueKind,
+  assertToggle,
   invalidOptions,
   modelRefSchema,
   promptOptionsSchema,
   validate,
 } from "../config/option-schemas.js";
-import { PromptGate } from "../coordination/prompt-gate.js";
-import { type CoordinationState, SessionCoordination } from "../coordination/session-coordination.js";
-import { RetryController, type RetryDecision } from "../retry/retry-controller.js";
-import { abortableSleep } from "../retry/sleep.js";
-import { PromptWriteAhead } from "../session-files/prompt-write-ahead.js";
-import { workerFate } from "../supervision/interrupted-run.js";
-import { type ActiveRun, endInterruptedRun, SessionRestore } from "../supervision/session-restore.js";
+import type { CoordinationState, SessionCoordination } from "../coordination/session-coordination.js";
 import { isWorkerGone } from "../workers/worker-exit.js";
-import type { LinkClient, WorkerLink } from "../workers/worker-link.js";
-import { lastAssistant, type PendingPrompt, type QueuedPrompt, settledResult } from "./pending-prompt.js";
+import { PromptRunner } from "./prompt-runner.js";
 import { QueuedMessages } from "./queued-messages.js";
 import { type SessionListener, SessionListeners } from "./session-listeners.js";
+import { SessionModel } from "./session-model.js";
+import { sessionCoordination } from "./session-retry.js";
 import type { SessionWiring } from "./session-wiring.js";
-import { TranscriptMirror } from "./transcript-mirror.js";
 
-export type { ContextOverflowAnswer, ContextOverflowHook, ContextOverflowInfo };
+export type {
+  ContextOverflowAnswer,
+  ContextOverflowHook,
+  ContextOverflowInfo,
+} from "../compaction/context-overflow-hook.js";
 
 /** Options of {@link AgentSession.prompt}. */
 export interface PromptOptions {
@@ -60,12 +46,6 @@ export interface PromptOptions {
   queue?: boolean;
 }
 
-/** The decision made at a run's agent_end, carried out at its run_end. */
-interface AfterRun {
-  decision: RetryDecision<AssistantMessage>;
-  last: AssistantMessage | undefined;
-}
-
 /**
  * One conversation with a model whose agent loop runs in a worker thread.
  * Created by `SessionHost.createSession()`. All methods are called on the main thread.
@@ -73,144 +53,41 @@ interface AfterRun {
 export class AgentSession {
   /** Stable id of this session (also passed to providers for cache affinity). */
   readonly id: string;
-  #model: Model<Api>;
+  readonly #wiring: SessionWiring;
+  readonly #settings: Settings;
+  readonly #model: SessionModel;
+  readonly #events: SessionListeners;
   /** Steering and follow-up messages sent to the worker and not yet seen in the transcript. */
   readonly #queued = new QueuedMessages();
-  #link: WorkerLink;
-  /** X7: restores on a fresh worker after this session's worker dies; calls to the worker wait for one. */
-  readonly #supervisor: SessionRestore<AfterRun>;
-  #modelChange: ModelChange;
-  #run: ActiveRun | undefined;
-  readonly #settings: Settings;
-  readonly #events: SessionListeners;
-  readonly #retry: RetryController<AssistantMessage>;
-  readonly #wiring: SessionWiring;
-  /** The transcript and history on main (X7: a restore starts from them). */
-  readonly #mirror: TranscriptMirror;
-  #runId = 0;
-  #activeRunId: number | undefined;
-  /** The decision made at the active run's agent_end, carried out at its run_end. */
-  #afterRun: AfterRun | undefined;
-  #prompt: PendingPrompt | undefined;
-  readonly #queue: QueuedPrompt[] = [];
-  /** The session's compactions; the session is busy while one is in progress. */
-  readonly #compaction: SessionCompaction;
-  /** B7: stores each prompt's user message before its run is posted; undefined when not persisted. */
-  readonly #writeAhead: PromptWriteAhead | undefined;
-  /** The assistant message being streamed, rebuilt from slimmed updates (see stream-wire.ts). */
-  #streaming: StreamState | undefined;
-  /** Collects controller events while an agent_end decision is being made (see #handleItem). */
-  #heldRetryEvents: RetryEvent[] | undefined;
-  #closed: LifelineError | undefined;
   /** B8: this session's view of the host's budget, gate and permits; undefined without a host's. */
   readonly #coordination: SessionCoordination | undefined;
-  /** B8: the live prompt waits at its provider's closed gate before its first request; abort() ends it. */
-  readonly #gate: PromptGate;
+  readonly #runner: PromptRunner;
 
   /** @internal Use `SessionHost.createSession()`. */
   constructor(wiring: SessionWiring) {
     this.id = wiring.sessionId;
-    this.#model = wiring.model;
     this.#wiring = wiring;
-    this.#link = wiring.link;
-    this.#modelChange = wiring.modelChange;
     this.#settings = wiring.settings;
-    this.#supervisor = new SessionRestore<AfterRun>({
-      sessionId: this.id,
-      supervision: () => this.#settings.supervision,
-      isClosed: () => this.#closed !== undefined,
-      interrupt: (error) => this.#interrupt(error),
-      reopen: (isolate) => wiring.reopen([...this.#mirror.messages], this.#modelChange, isolate),
-      adopt: (link) => this.#adopt(link),
-      resume: (afterRun) => {
-        if (afterRun !== undefined) this.#carryOut(afterRun, undefined);
-        else this.#maybeSettle();
-      },
-      emit: (event) => this.#events.emit(event),
-      endChain: (message) => this.#retry.dispose(message, "non_retryable"),
-      close: (error) => {
-        this.#close(error);
-        this.#wiring.onDisposed(this.id)?.catch(() => {});
-      },
+    const model = new SessionModel(wiring.model, wiring.modelChange);
+    this.#model = model;
+    const events = new SessionListeners(wiring.onListenerError);
+    this.#events = events;
+    this.#coordination = sessionCoordination(wiring, model, events);
+    this.#runner = new PromptRunner({
+      wiring,
+      model,
+      events,
+      queued: this.#queued,
+      coordination: this.#coordination,
+      setModel: (name) => this.setModel(name),
     });
-    this.#mirror = new TranscriptMirror(wiring.messages, wiring.history ?? wiring.messages, wiring.recorder, {
-      sessionId: this.id,
-      worker: () => this.#worker(),
-      isClosed: () => this.#closed !== undefined,
-    });
-    this.#events = new SessionListeners(wiring.onListenerError);
-    this.#compaction = new SessionCompaction({
-      sessionId: this.id,
-      recorder: wiring.recorder,
-      history: this.#mirror.history,
-      settings: () => this.#settings.compaction,
-      contextWindow: () => this.#model.contextWindow,
-      messages: () => this.#mirror.messages,
-      overflowHook: wiring.onContextOverflow,
-      isClosed: () => this.#closed !== undefined,
-      livePrompt: () => this.#prompt,
-      continueRun: () => void this.#startRun({ kind: "continue" }),
-      settle: () => this.#maybeSettle(),
-      install: (messages) => this.#mirror.install(messages),
-      removeFailed: () => this.#mirror.removeFailed(),
-      restoreFailed: (message) => this.#mirror.restoreFailed(message),
-      startSummaryRun: (request) => void this.#startRun({ kind: "summarize", request }),
-      emit: (event) => this.#events.emit(event),
-    });
-    const controllerOptions: ConstructorParameters<typeof RetryController>[0] = {
-      sessionId: wiring.sessionId,
-      settings: () => this.#settings.retry,
-      sleep: wiring.sleep ?? abortableSleep,
-      now: Date.now,
-      random: Math.random,
-      isOverflow: (message: ClassifiableMessage) => {
-        const contextWindow = this.#model.contextWindow;
-        return isContextOverflow(message as AssistantMessage, contextWindow > 0 ? contextWindow : undefined);
-      },
-      emit: (event) => {
-        if (event.type === "auto_retry_start" && this.#prompt !== undefined) this.#prompt.retries++;
-        if (this.#heldRetryEvents !== undefined) this.#heldRetryEvents.push(event);
-        else this.#events.emit(event);
-      },
-      baseUrl: () => this.#model.baseUrl,
-    };
-    if (wiring.authStorage !== undefined) controllerOptions.authStorage = wiring.authStorage;
-    if (wiring.coordination !== undefined) {
-      this.#coordination = new SessionCoordination(wiring.coordination, {
-        provider: () => this.#model.provider,
-        baseUrl: () => this.#model.baseUrl,
-        apiKey: () => this.#modelChange.apiKey,
-        settings: () => this.#settings.retry,
-        emit: (event) => this.#events.emit(event),
-      });
-      controllerOptions.coordination = this.#coordination;
-    }
-    this.#retry = new RetryController<AssistantMessage>(controllerOptions);
-    this.#gate = new PromptGate(this.#coordination);
-    this.#writeAhead = wiring.recorder === undefined ? undefined : new PromptWriteAhead(wiring.recorder);
     const extensions = wiring.extensions;
     if (extensions !== undefined) {
       // An ordinary listener that only enqueues: handlers never delay delivery or the retry path.
-      this.#events.subscribe((event) => extensions.deliver(event));
-      extensions.bind(this, (event) => this.#events.emit(event));
+      events.subscribe((event) => extensions.deliver(event));
+      extensions.bind(this, (event) => events.emit(event));
     }
-    this.#link.attach(this.id, this.#linkClient());
-  }
-
-  #linkClient(): LinkClient {
-    return {
-      handleItem: (item) => this.#handleItem(item),
-      hasRunInFlight: () => this.#activeRunId !== undefined,
-      handleWorkerExit: (error, suspect) => this.#supervisor.onWorkerExit(error, suspect),
-    };
-  }
-
-  /** The link to the session's worker, once any restore in progress is over. */
-  async #worker(): Promise<WorkerLink> {
-    const restoring = this.#supervisor.restoring;
-    if (restoring !== undefined) await restoring;
-    if (this.#closed !== undefined) throw this.#closed;
-    return this.#link;
+    this.#runner.link.connect();
   }
 
   /**
@@ -221,7 +98,8 @@ export class AgentSession {
    * @throws ERR_SESSION_DISPOSED after dispose(); WorkerExitedError if the worker dies; ERR_INVALID_OPTIONS for empty text or malformed options.
    */
   prompt(text: string, options: PromptOptions = {}): Promise<PromptResult> {
-    if (this.#closed !== undefined) return Promise.reject(this.#closed);
+    const closed = this.#runner.closed;
+    if (closed !== undefined) return Promise.reject(closed);
     const badOptions = invalidOptions(promptOptionsSchema, options, "prompt() options", "options");
     if (badOptions !== undefined) return Promise.reject(badOptions);
     if (typeof text !== "string" || text.trim() === "") {
@@ -229,31 +107,12 @@ export class AgentSession {
         new LifelineError("ERR_INVALID_OPTIONS", "prompt() needs a non-empty string; pass the user's message text."),
       );
     }
-    return new Promise<PromptResult>((resolve, reject) => {
-      if (this.#prompt === undefined && this.#compaction.reason === undefined) {
-        this.#begin(text, resolve, reject);
-        return;
-      }
-      if (options.queue === true) {
-        this.#queue.push({ text, resolve, reject });
-        return;
-      }
-      const state = this.#retry.isRetrying
-        ? `in a retry chain (attempt ${this.#retry.attempt})`
-        : this.#compaction.reason !== undefined
-          ? "compacting"
-          : "streaming";
-      reject(
-        new SessionBusyError(
-          `Session ${this.id} is ${state}. Wait for agent_settled (or the pending prompt), call abort(), or pass { queue: true } to run this prompt afterwards.`,
-        ),
-      );
-    });
+    return this.#runner.submit(text, options.queue === true);
   }
 
   /** The session's model; {@link setModel} changes it. */
   get model(): Model<Api> {
-    return this.#model;
+    return this.#model.current;
   }
 
   /**
@@ -264,12 +123,11 @@ export class AgentSession {
    *   ERR_INVALID_MODELS; the model is unchanged then.
    */
   async setModel(model: string | ModelRef): Promise<Model<Api>> {
-    if (this.#closed !== undefined) throw this.#closed;
+    if (this.#runner.closed !== undefined) throw this.#runner.closed;
     validate(modelRefSchema, model, "setModel() argument", "model");
     const change = await this.#wiring.resolveModel(toModelRef(model));
-    const resolved = await (await this.#worker()).call("setModel", this.id, change);
-    this.#model = resolved;
-    this.#modelChange = change;
+    const resolved = await (await this.#runner.link.worker()).call("setModel", this.id, change);
+    this.#model.switched(resolved, change);
     this.#wiring.recorder?.modelChange(resolved.provider, resolved.id);
     return resolved;
   }
@@ -284,7 +142,7 @@ export class AgentSession {
    *   ERR_SESSION_DISPOSED after dispose().
    */
   async queueMessage(kind: "steer" | "followUp", text: string): Promise<void> {
-    if (this.#closed !== undefined) throw this.#closed;
+    if (this.#runner.closed !== undefined) throw this.#runner.closed;
     assertQueueKind(kind);
     if (typeof text !== "string" || text.trim() === "") {
       throw new LifelineError(
@@ -292,19 +150,19 @@ export class AgentSession {
         `${kind}() needs a non-empty string; pass the user's message text.`,
       );
     }
-    if (this.#prompt === undefined && this.#compaction.reason !== undefined) {
+    if (!this.#runner.hasLivePrompt && this.#runner.isCompacting) {
       throw new SessionBusyError(`Session ${this.id} is compacting; wait for compaction_end, then prompt.`);
     }
-    if (this.#prompt === undefined) {
+    if (!this.#runner.hasLivePrompt) {
       throw new LifelineError("ERR_INVALID_OPTIONS", `Nothing to ${kind}: session ${this.id} is idle; use prompt().`);
     }
     const message: AgentMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
     // B7: stored when main sends it, so a restart delivers it once (see SessionRecorder.queued).
     await this.#wiring.recorder?.queued(kind, message);
-    if (this.#closed !== undefined) throw this.#closed;
+    if (this.#runner.closed !== undefined) throw this.#runner.closed;
     this.#queued.add(kind, message);
     try {
-      await (await this.#worker()).call("queueMessage", this.id, kind, message);
+      await (await this.#runner.link.worker()).call("queueMessage", this.id, kind, message);
     } catch (error) {
       this.#queued.remove(message);
       throw error;
@@ -325,17 +183,10 @@ export class AgentSession {
    */
   async abort(): Promise<void> {
     this.abortRetry();
-    if (this.#closed !== undefined) return;
-    this.#writeAhead?.abort();
-    this.#gate.abort();
-    // The worker drops queued steering and follow-up messages with the run.
-    const dropQueued = this.#queued.clear();
-    if (this.#run !== undefined) this.#run.aborted = true;
-    this.#compaction.abort();
-    if (dropQueued) this.#wiring.recorder?.queueCleared();
-    if (this.#activeRunId === undefined && !dropQueued) return;
+    if (this.#runner.isClosed()) return;
+    if (!this.#runner.abort()) return;
     try {
-      await (await this.#worker()).control("abort", this.id);
+      await (await this.#runner.link.worker()).control("abort", this.id);
     } catch (error) {
       // Bounded (see WorkerLink.control): a worker that does not answer is terminated as hung, and
       // the prompt settles through the worker's exit; a worker that is gone runs nothing either.
@@ -346,8 +197,7 @@ export class AgentSession {
 
   /** R8/B3: ends a live retry chain, sleeping or in flight, with "Retry cancelled". No-op when idle. */
   abortRetry(): void {
-    this.#retry.abortRetry();
-    this.#maybeSettle();
+    this.#runner.abortRetry();
   }
 
   /**
@@ -361,12 +211,7 @@ export class AgentSession {
 
   /** B5: turns auto-retry on or off for this session only; no file is written. */
   setAutoRetryEnabled(enabled: boolean): void {
-    if (typeof enabled !== "boolean") {
-      throw new LifelineError(
-        "ERR_INVALID_OPTIONS",
-        `setAutoRetryEnabled() takes true or false, got ${JSON.stringify(enabled)}.`,
-      );
-    }
+    assertToggle("setAutoRetryEnabled", enabled);
     this.#settings.retry.enabled = enabled;
   }
 
@@ -380,12 +225,7 @@ export class AgentSession {
    * file is written (unlike pi). `compact()` works either way.
    */
   setAutoCompactionEnabled(enabled: boolean): void {
-    if (typeof enabled !== "boolean") {
-      throw new LifelineError(
-        "ERR_INVALID_OPTIONS",
-        `setAutoCompactionEnabled() takes true or false, got ${JSON.stringify(enabled)}.`,
-      );
-    }
+    assertToggle("setAutoCompactionEnabled", enabled);
     this.#settings.compaction.enabled = enabled;
   }
 
@@ -396,7 +236,7 @@ export class AgentSession {
 
   /** True while a compaction (its summary request, then installing the result) is in progress. */
   get isCompacting(): boolean {
-    return this.#compaction.reason !== undefined;
+    return this.#runner.isCompacting;
   }
 
   /**
@@ -408,38 +248,28 @@ export class AgentSession {
    *   when there is nothing to compact or the summary request failed; ERR_ABORTED after abort();
    *   ERR_INVALID_OPTIONS for instructions that are not a string; ERR_SESSION_DISPOSED.
    */
-  async compact(customInstructions?: string): Promise<CompactionResult> {
-    if (this.#closed !== undefined) throw this.#closed;
+  compact(customInstructions?: string): Promise<CompactionResult> {
+    const closed = this.#runner.closed;
+    if (closed !== undefined) return Promise.reject(closed);
     if (customInstructions !== undefined && typeof customInstructions !== "string") {
-      throw new LifelineError(
-        "ERR_INVALID_OPTIONS",
-        `compact() takes instructions as a string, got ${JSON.stringify(customInstructions)}.`,
+      return Promise.reject(
+        new LifelineError(
+          "ERR_INVALID_OPTIONS",
+          `compact() takes instructions as a string, got ${JSON.stringify(customInstructions)}.`,
+        ),
       );
     }
-    if (this.#prompt !== undefined || this.#compaction.reason !== undefined) {
-      throw new SessionBusyError(
-        `Session ${this.id} is ${this.#compaction.reason !== undefined ? "compacting" : "busy with a prompt"}; wait for agent_settled, then compact.`,
-      );
-    }
-    const outcome = await this.#compaction.manual(customInstructions);
-    if (this.#closed === undefined) this.#compaction.end("manual", outcome, false);
-    const next = this.#prompt === undefined ? this.#queue.shift() : undefined;
-    if (next !== undefined) this.#begin(next.text, next.resolve, next.reject);
-    if (outcome.result !== null) return outcome.result;
-    if (this.#closed !== undefined) throw this.#closed;
-    throw outcome.aborted
-      ? new LifelineError("ERR_ABORTED", `The compaction of session ${this.id} was aborted.`)
-      : new LifelineError("ERR_COMPACTION_FAILED", outcome.errorMessage ?? "The compaction failed.");
+    return this.#runner.compact(customInstructions);
   }
 
   /** R12: true while a retry chain is live. */
   get isRetrying(): boolean {
-    return this.#retry.isRetrying;
+    return this.#runner.retry.isRetrying;
   }
 
   /** R3: the live chain's attempt, 0 when idle. */
   get retryAttempt(): number {
-    return this.#retry.attempt;
+    return this.#runner.retry.attempt;
   }
 
   /**
@@ -457,33 +287,33 @@ export class AgentSession {
    */
   get permitTarget(): { provider: string; limit: number; gateKey: string | undefined } | undefined {
     const limit = this.#settings.retry.maxConcurrentRequests;
-    if (limit === undefined || this.#coordination === undefined || this.#closed !== undefined) return undefined;
-    return { provider: this.#model.provider, limit, gateKey: this.#coordination.permitGateKey };
+    if (limit === undefined || this.#coordination === undefined || this.#runner.isClosed()) return undefined;
+    return { provider: this.#model.current.provider, limit, gateKey: this.#coordination.permitGateKey };
   }
 
   /** True while a run of the agent is in flight in the worker (a compaction's summary request is not one). */
   get isStreaming(): boolean {
-    return this.#activeRunId !== undefined && this.#run?.input.kind !== "summarize";
+    return this.#runner.isStreaming;
   }
 
   /** True after `dispose()`, or once the session's worker has exited (`worker_exited`). */
   get isClosed(): boolean {
-    return this.#closed !== undefined;
+    return this.#runner.isClosed();
   }
 
   /** True from `prompt()` until its `agent_settled`, and while `compact()` runs. */
   get isBusy(): boolean {
-    return this.#prompt !== undefined || this.#compaction.reason !== undefined;
+    return this.#runner.hasLivePrompt || this.#runner.isCompacting;
   }
 
   /** The runtime transcript the model sees (failed attempts removed while retrying, R4). */
   get messages(): readonly AgentMessage[] {
-    return this.#mirror.messages;
+    return this.#runner.transcript.messages;
   }
 
   /** Every message the session produced, failed attempts included (R4's persisted history). */
   get history(): readonly AgentMessage[] {
-    return this.#mirror.history;
+    return this.#runner.transcript.history;
   }
 
   /** B7: the file this session is persisted to; undefined when persistence is off. */
@@ -509,300 +339,10 @@ export class AgentSession {
    * Ends the session: cancels any chain, aborts any run, closes the worker side and rejects
    * pending and queued prompts with ERR_SESSION_DISPOSED. Idempotent.
    */
-  async dispose(): Promise<void> {
-    if (this.#closed !== undefined) return;
-    const error = new LifelineError("ERR_SESSION_DISPOSED", `Session ${this.id} was disposed; create a new session.`);
-    this.#retry.dispose(error.message);
-    this.#close(error);
-    this.#link.detach(this.id);
-    // Its file's close errors were reported as they happened (ERR_SESSION_FILE); none is left to give.
-    const released = this.#wiring.onDisposed(this.id)?.catch(() => {});
-    // A restore in progress closes the session on its new worker itself (see SessionRestore).
-    if (this.#supervisor.restoring === undefined) {
-      try {
-        await this.#link.control("closeSession", this.id);
-      } catch {
-        // The worker is gone already; nothing is left to close there.
-      }
-    }
-    await released;
-  }
-
-  #begin(text: string, resolve: PendingPrompt["resolve"], reject: PendingPrompt["reject"]): void {
-    const pending: PendingPrompt = { resolve, reject, retries: 0, lastAssistant: undefined, failure: undefined };
-    this.#prompt = pending;
-    // Built here rather than in the worker so the same object can be stored first (write-ahead).
-    const message: AgentMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
-    const writeAhead = this.#writeAhead;
-    if (writeAhead === undefined) {
-      this.#postPrompt(pending, message);
-      return;
-    }
-    // B7 write-ahead: the run is posted only once the user message is stored.
-    writeAhead.write(message, {
-      live: () => this.#prompt === pending && this.#closed === undefined,
-      stored: () => this.#postPrompt(pending, message),
-      aborted: () => {
-        pending.abortedEarly = true;
-        pending.failure = "Aborted before the model request was sent.";
-        this.#maybeSettle();
-      },
-      failed: (error) => this.#rejectPrompt(error),
-    });
-  }
-
-  /**
-   * B8: posts a prompt's run, its first model attempt: counted toward the provider's retry budget,
-   * and held first at the provider's gate while a rate limit closes it (`abort()` ends the wait;
-   * the prompt then settles as aborted with no request sent).
-   */
-  #postPrompt(pending: PendingPrompt, message: AgentMessage): void {
-    this.#gate.admit({
-      live: () => this.#prompt === pending && this.#closed === undefined,
-      start: () => void this.#startRun({ kind: "prompt", message }),
-      aborted: () => {
-        pending.abortedEarly = true;
-        pending.failure = "Aborted while waiting at the provider gate, before the model request was sent.";
-        this.#maybeSettle();
-      },
-    });
-  }
-
-  async #startRun(input: RunInput): Promise<void> {
-    const runId = ++this.#runId;
-    this.#activeRunId = runId;
-    this.#afterRun = undefined;
-    this.#run = { input, started: false, userSeen: false, aborted: false };
-    try {
-      const link = await this.#worker();
-      // R4: the key for this attempt (a rotation may have switched it). Posted on the same FIFO
-      // port right before startRun, so the worker has it before the run's request goes out.
-      const change = freshCredential(this.#modelChange, this.#model.provider, this.#wiring);
-      if (change !== undefined) {
-        this.#modelChange = change;
-        void link.call("setModel", this.id, change).catch(() => {});
-      }
-      await link.call("startRun", this.id, runId, input);
-    } catch (error) {
-      if (this.#activeRunId !== runId || this.#closed !== undefined) return;
-      // A worker that died, or hung (a timed-out call terminates it), settles this prompt through
-      // its exit, with the code and cause that name what happened (SPEC X5).
-      if (isWorkerGone(error)) return;
-      if (input.kind === "summarize") {
-        this.#activeRunId = undefined;
-        this.#run = undefined;
-        this.#compaction.endSummary({ error: errorText(error) });
-        return;
-      }
-      // The worker refused the run: the runtime cannot serve this prompt; say so with a code.
-      this.#rejectPrompt(error instanceof LifelineError ? error : new LifelineError("ERR_PROTOCOL", String(error)));
-    }
-  }
-
-  /** Rejects the live prompt with a runtime error (no model outcome to report); queued prompts go on. */
-  #rejectPrompt(error: LifelineError): void {
-    const pending = this.#prompt;
-    this.#prompt = undefined;
-    this.#activeRunId = undefined;
-    this.#afterRun = undefined;
-    this.#retry.dispose(error.message, "non_retryable");
-    pending?.reject(error);
-    const next = this.#queue.shift();
-    if (next !== undefined) this.#begin(next.text, next.resolve, next.reject);
-  }
-
-  #handleItem(item: BatchItem): void {
-    if (this.#closed !== undefined) return;
-    if (item.type === "run_end") {
-      this.#handleRunEnd(item);
-      return;
-    }
-    const event = item.event;
-    switch (event.type) {
-      case "message_start": {
-        if (event.message.role === "assistant") this.#streaming = startStream(event.message);
-        this.#events.emit(event);
-        return;
-      }
-      case "message_update": {
-        this.#events.emit(fromWireUpdate(event, this.#streaming));
-        return;
-      }
-      case "message_end": {
-        this.#streaming = undefined;
-        if (event.message.role === "user") {
-          this.#queued.delivered(event.message);
-          if (this.#run !== undefined) this.#run.userSeen = true;
-        }
-        this.#mirror.append(event.message);
-        this.#events.emit(event);
-        if (event.message.role === "assistant") {
-          if (this.#prompt !== undefined) this.#prompt.lastAssistant = event.message;
-          this.#retry.onMessageEnd(event.message);
-        }
-        return;
-      }
-      case "agent_end": {
-        // Acted on at run_end: the worker's run is over by then and the transcript tail is in.
-        this.#afterRun = this.#decide(event.messages);
-        return;
-      }
-      case "agent_start": {
-        if (this.#run !== undefined) this.#run.started = true;
-        this.#events.emit(event);
-        return;
-      }
-      default:
-        this.#events.emit(event);
-    }
-  }
-
-  /** R1/R4 at a run's end: the retry decision, then `agent_end {willRetry}` and any chain end. */
-  #decide(messages: AgentMessage[]): AfterRun {
-    const last = lastAssistant(messages);
-    if (last !== undefined && this.#prompt !== undefined) this.#prompt.lastAssistant = last;
-    // The decision may end a chain; as in pi, listeners see agent_end before auto_retry_end.
-    const held: RetryEvent[] = [];
-    this.#heldRetryEvents = held;
-    const decision = this.#retry.onAgentEnd(last);
-    this.#heldRetryEvents = undefined;
-    this.#events.emit({ type: "agent_end", messages, willRetry: decision.kind === "retry" });
-    for (const retryEvent of held) this.#events.emit(retryEvent);
-    return { decision, last };
-  }
-
-  #handleRunEnd(item: Extract<BatchItem, { type: "run_end" }>): void {
-    if (item.runId !== this.#activeRunId) return;
-    if (this.#run?.input.kind === "summarize") {
-      this.#activeRunId = undefined;
-      this.#run = undefined;
-      this.#compaction.endSummary(summaryEndOf(item));
-      return;
-    }
-    for (const message of item.tail) {
-      this.#mirror.append(message);
-    }
-    this.#activeRunId = undefined;
-    this.#run = undefined;
-    const afterRun = this.#afterRun;
-    this.#afterRun = undefined;
-    this.#carryOut(afterRun, item.error?.message);
-  }
-
-  /** Carries out a finished run's decision (retry, overflow hook, or nothing), then maybe settles. */
-  #carryOut(afterRun: AfterRun | undefined, runError: string | undefined): void {
-    if (afterRun === undefined) {
-      // The run ended without agent_end (it failed outside the agent loop): end any chain (B3).
-      if (this.#prompt !== undefined) this.#prompt.failure = runError ?? "The run ended without a reply.";
-      this.#retry.onAgentEnd(undefined);
-    } else if (afterRun.decision.kind === "retry") {
-      void this.#retry
-        .execute(afterRun.decision, {
-          removeFailedMessage: () => this.#mirror.removeFailed(),
-          restoreFailedMessage: (message) => this.#mirror.restoreFailed(message),
-          continueRun: () => this.#continueAfterRetry(),
-          switchToFallback: () =>
-            switchToFallback(
-              this.#settings.retry.fallbackModels ?? [],
-              `${this.#model.provider}/${this.#model.id}`,
-              this.#wiring.isProviderExhausted,
-              (name) => this.setModel(name),
-            ),
-        })
-        // R4: the chain may end inside execute (every key blocked past retry.maxDelayMs).
-        .then(
-          () => this.#maybeSettle(),
-          (error: unknown) => this.#failPrompt(error),
-        );
-    } else if (afterRun.decision.failure === "overflow" && afterRun.last !== undefined) {
-      void this.#compaction.afterOverflow(afterRun.last);
-    }
-    this.#maybeSettle();
-  }
-
-  async #continueAfterRetry(): Promise<void> {
-    if (this.#closed !== undefined) return;
-    await this.#startRun({ kind: "continue" });
-  }
-
-  /** Settles the live prompt when nothing of it is left: no run, no chain, no overflow hook. */
-  #maybeSettle(): void {
-    const pending = this.#prompt;
-    if (pending === undefined || this.#closed !== undefined) return;
-    if (this.#activeRunId !== undefined || this.#retry.isRetrying || this.#compaction.reason !== undefined) return;
-    if (this.#supervisor.restoring !== undefined) return;
-    if (this.#writeAhead?.writing === true || this.#gate.waiting) return;
-    if (this.#compaction.startThresholdIfDue(pending)) return;
-    this.#prompt = undefined;
-    const result = settledResult(pending);
-    this.#events.emit({ type: "agent_settled", ...result });
-    pending.resolve(result);
-    const next = this.#queue.shift();
-    if (next !== undefined) this.#begin(next.text, next.resolve, next.reject);
-  }
-
-  #failPrompt(error: unknown): void {
-    if (this.#closed !== undefined) return;
-    if (this.#prompt !== undefined) this.#prompt.failure = errorText(error);
-    this.#retry.dispose(this.#prompt?.failure ?? "Retry failed", "non_retryable");
-    this.#activeRunId = undefined;
-    this.#maybeSettle();
-  }
-
-  /** X7: ends what ran on the dead worker (the restore's `interrupt`); returns the run's decision. */
-  #interrupt(error: WorkerExitedError): AfterRun | undefined {
-    if (this.#run?.input.kind === "summarize") {
-      // A summary request dies with its worker: the compaction fails (reported, not retried).
-      this.#activeRunId = undefined;
-      this.#run = undefined;
-      this.#compaction.endSummary({
-        error: `The summary request ended because the worker ${workerFate(error.exitCause)}.`,
-      });
-      return undefined;
-    }
-    if (this.#activeRunId === undefined) return undefined;
-    const run = this.#run;
-    this.#activeRunId = undefined;
-    this.#run = undefined;
-    // Its agent_end was already seen: only its run_end was lost, and the decision stands.
-    if (this.#afterRun !== undefined) {
-      const afterRun = this.#afterRun;
-      this.#afterRun = undefined;
-      return afterRun;
-    }
-    const streaming = this.#streaming;
-    this.#streaming = undefined;
-    const { produced, reply } = endInterruptedRun(run, streaming?.message, {
-      messages: this.#mirror.messages,
-      model: this.#model,
-      cause: error.exitCause,
-      append: (message) => this.#mirror.append(message),
-      emit: (event) => this.#events.emit(event),
-    });
-    if (this.#prompt !== undefined) this.#prompt.lastAssistant = reply;
-    this.#retry.onMessageEnd(reply);
-    return this.#decide(produced);
-  }
-
-  /** X7: `link`, a fresh worker the session was opened on again, becomes the session's. */
-  #adopt(link: WorkerLink): void {
-    this.#link = link;
-    link.attach(this.id, this.#linkClient());
-    // Steering accepted before the crash and not yet delivered goes to the new worker, once.
-    for (const [message, kind] of this.#queued) {
-      void link.call("queueMessage", this.id, kind, message).catch(() => {});
-    }
-  }
-
-  /** Marks the session closed and rejects the live and queued prompts with `error`. */
-  #close(error: LifelineError): void {
-    this.#closed = error;
-    this.#gate.abort();
-    this.#activeRunId = undefined;
-    const pending = this.#prompt;
-    this.#prompt = undefined;
-    pending?.reject(error);
-    for (const queued of this.#queue.splice(0)) queued.reject(error);
-    this.#compaction.endSummary({ error: error.message });
+  dispose(): Promise<void> {
+    if (this.#runner.isClosed()) return Promise.resolve();
+    return this.#runner.dispose(
+      new LifelineError("ERR_SESSION_DISPOSED", `Session ${this.id} was disposed; create a new session.`),
+    );
   }
 }

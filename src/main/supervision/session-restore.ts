@@ -27,42 +27,58 @@ export interface ActiveRun {
 }
 
 /**
- * What a restore needs of its session: callbacks, never the session itself. `D` is the session's
- * decision for a run (carried from the dead worker's run to after the restore).
+ * What a restore drives of its session's prompt lifecycle, never the session itself. Declared
+ * here, implemented by the session's prompt runner (a layer above, which this one may not import).
+ * `D` is the session's decision for a run (carried from the dead worker's run to after the restore).
  */
-export interface RestoreHost<D> {
-  readonly sessionId: string;
-  /** The session's supervision settings now (the restart budget reads them at each charge). */
-  supervision(): SupervisionSettings;
+export interface RestoreTarget<D> {
   isClosed(): boolean;
   /**
    * Ends, synchronously, what ran on the dead worker: a summary run fails, a run in flight ends
    * as a failed reply. Returns the run's decision, carried out once the session is restored.
    */
   interrupt(error: WorkerExitedError): D | undefined;
-  /** Opens the session again on a fresh worker (its own if `isolate`) from the main-side transcript. */
-  reopen(isolate: boolean): Promise<WorkerLink>;
-  /** Makes `link` the session's worker: attached, and sent the steering not yet delivered, once. */
-  adopt(link: WorkerLink): void;
   /** After `session_restored`: carries out the dead run's decision, or settles the live prompt. */
   resume(decision: D | undefined): void;
-  emit(event: SessionEvent): void;
   /** Ends any retry chain, non-retryable, with `message`. */
   endChain(message: string): void;
   /** Closes the session with `error`: the live and queued prompts reject, the host forgets it. */
   close(error: SessionCrashedError): void;
 }
 
+/** How a restore reaches its session's worker (the session's link, a layer above, implements it). */
+export interface RestoreLink {
+  readonly sessionId: string;
+  /** Opens the session again on a fresh worker (its own if `isolate`) from the main-side transcript. */
+  reopen(isolate: boolean): Promise<WorkerLink>;
+  /** Makes `link` the session's worker: attached, and sent the steering not yet delivered, once. */
+  adopt(link: WorkerLink): void;
+}
+
+/** What a restore reads of its session besides target and link: its settings and where its events go. */
+export interface RestoreHost {
+  /** The session's settings, read at each charge (the restart budget reads `supervision`). */
+  readonly settings: { readonly supervision: SupervisionSettings };
+  /** Where `session_restored` and `worker_exited` go (the session's listeners). */
+  readonly events: { emit(event: SessionEvent): void };
+}
+
 /** One session's restores after its worker's deaths, and its restart budget. */
 export class SessionRestore<D> {
-  readonly #host: RestoreHost<D>;
+  readonly #target: RestoreTarget<D>;
+  readonly #sessionLink: RestoreLink;
+  readonly #settings: RestoreHost["settings"];
+  readonly #events: RestoreHost["events"];
   readonly #budget: RestartBudget;
   #restarts = 0;
   #restoring: Promise<void> | undefined;
 
-  constructor(host: RestoreHost<D>) {
-    this.#host = host;
-    this.#budget = new RestartBudget(() => host.supervision());
+  constructor(target: RestoreTarget<D>, link: RestoreLink, { settings, events }: RestoreHost) {
+    this.#target = target;
+    this.#sessionLink = link;
+    this.#settings = settings;
+    this.#events = events;
+    this.#budget = new RestartBudget(() => settings.supervision);
   }
 
   /**
@@ -76,18 +92,18 @@ export class SessionRestore<D> {
   /**
    * The session's worker died (its link's `handleWorkerExit`). A session blamed for it
    * (`suspect`) is charged a restart and, over its budget, given up. Otherwise what ran ends
-   * (see {@link RestoreHost.interrupt}) and the session is opened again on a fresh worker (its
+   * (see {@link RestoreTarget.interrupt}) and the session is opened again on a fresh worker (its
    * own, if suspect); the run's decision is then carried out: a retry, like any transient failure.
    */
   onWorkerExit(error: WorkerExitedError, suspect: boolean): void {
-    const host = this.#host;
-    if (host.isClosed()) return;
+    const target = this.#target;
+    if (target.isClosed()) return;
     this.#restarts++;
     if (suspect && !this.#budget.charge()) {
-      const { maxRestarts, windowMs } = host.supervision();
+      const { maxRestarts, windowMs } = this.#settings.supervision;
       this.#giveUp(
         new SessionCrashedError(
-          `Session ${host.sessionId} was given up: its worker ${workerFate(error.exitCause)} again, more than ${maxRestarts} restarts within ${windowMs} ms (supervision.maxRestarts, supervision.windowMs). Last: ${error.message}`,
+          `Session ${this.#sessionLink.sessionId} was given up: its worker ${workerFate(error.exitCause)} again, more than ${maxRestarts} restarts within ${windowMs} ms (supervision.maxRestarts, supervision.windowMs). Last: ${error.message}`,
           error.exitCause,
           { cause: error },
         ),
@@ -98,21 +114,21 @@ export class SessionRestore<D> {
     this.#restoring = new Promise<void>((resolve) => {
       restored = resolve;
     });
-    const decision = host.interrupt(error);
+    const decision = target.interrupt(error);
     void this.#restore(error, suspect, decision).finally(restored);
   }
 
   async #restore(error: WorkerExitedError, suspect: boolean, decision: D | undefined): Promise<void> {
-    const host = this.#host;
+    const target = this.#target;
     let link: WorkerLink;
     try {
-      link = await host.reopen(suspect);
+      link = await this.#sessionLink.reopen(suspect);
     } catch (reopenError) {
-      if (host.isClosed()) return;
+      if (target.isClosed()) return;
       const why = errorText(reopenError);
       this.#giveUp(
         new SessionCrashedError(
-          `Session ${host.sessionId} could not be restored after its worker ${workerFate(error.exitCause)}: ${why}`,
+          `Session ${this.#sessionLink.sessionId} could not be restored after its worker ${workerFate(error.exitCause)}: ${why}`,
           error.exitCause,
           { cause: reopenError },
         ),
@@ -120,25 +136,25 @@ export class SessionRestore<D> {
       return;
     }
     // Disposed meanwhile: dispose() left closing the session on its new worker to the restore.
-    if (host.isClosed()) {
-      void link.control("closeSession", host.sessionId).catch(() => {});
+    if (target.isClosed()) {
+      void link.control("closeSession", this.#sessionLink.sessionId).catch(() => {});
       return;
     }
-    host.adopt(link);
+    this.#sessionLink.adopt(link);
     this.#restoring = undefined;
-    host.emit({ type: "session_restored", reason: error.exitCause, restarts: this.#restarts });
-    host.resume(decision);
+    this.#events.emit({ type: "session_restored", reason: error.exitCause, restarts: this.#restarts });
+    target.resume(decision);
   }
 
   /** X7: the session is given up: any chain ends, `worker_exited`, and everything waiting rejects. */
   #giveUp(error: SessionCrashedError): void {
-    this.#host.endChain(error.message);
-    this.#host.emit({
+    this.#target.endChain(error.message);
+    this.#events.emit({
       type: "worker_exited",
       error: { code: error.code, message: error.message, exitCause: error.exitCause },
     });
     this.#restoring = undefined;
-    this.#host.close(error);
+    this.#target.close(error);
   }
 }
 

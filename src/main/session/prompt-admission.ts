@@ -1,0 +1,81 @@
+/**
+ * What a prompt waits for before its run is posted: B7's write-ahead of its user message (when the
+ * session is persisted), then B8's provider gate while a rate limit closes it. `abort()` ends
+ * either wait and the prompt then settles as aborted with no request sent. At most one prompt
+ * waits at a time (the session's live one); the live prompt does not settle while it waits.
+ */
+import type { AgentMessage } from "@mariozechner/pi-agent-core";
+import type { LifelineError } from "../../shared/errors.js";
+import { PromptGate } from "../coordination/prompt-gate.js";
+import type { SessionCoordination } from "../coordination/session-coordination.js";
+import { PromptWriteAhead } from "../session-files/prompt-write-ahead.js";
+import type { SessionRecorder } from "../session-files/session-recorder.js";
+
+/** What becomes of a prompt once its waits are over; each is called only while `live()`. */
+export interface Admitted {
+  /** Whether the prompt is still the session's live one (checked once each wait is over). */
+  live(): boolean;
+  /** Both waits are over: the prompt's run may be posted. */
+  start(): void;
+  /** abort() ended a wait; `failure` says which (the prompt's `errorMessage`). */
+  aborted(failure: string): void;
+  /** The write-ahead failed: the prompt rejects with `error`. */
+  failed(error: LifelineError): void;
+}
+
+/** One session's waits before a prompt's first model request. */
+export class PromptAdmission {
+  /** B7: stores each prompt's user message before its run is posted; undefined when not persisted. */
+  readonly #writeAhead: PromptWriteAhead | undefined;
+  /** B8: the live prompt waits at its provider's closed gate before its first request. */
+  readonly #gate: PromptGate;
+
+  constructor(recorder: SessionRecorder | undefined, coordination: SessionCoordination | undefined) {
+    this.#writeAhead = recorder === undefined ? undefined : new PromptWriteAhead(recorder);
+    this.#gate = new PromptGate(coordination);
+  }
+
+  /** A prompt is being written ahead or waits at the gate: it has sent nothing yet. */
+  get waiting(): boolean {
+    return this.#writeAhead?.writing === true || this.#gate.waiting;
+  }
+
+  /** Admits the prompt whose user message is `message`: stored first, then through the gate. */
+  admit(message: AgentMessage, admitted: Admitted): void {
+    const writeAhead = this.#writeAhead;
+    if (writeAhead === undefined) {
+      this.#pass(admitted);
+      return;
+    }
+    // B7 write-ahead: the run is posted only once the user message is stored.
+    writeAhead.write(message, {
+      live: () => admitted.live(),
+      stored: () => this.#pass(admitted),
+      aborted: () => admitted.aborted("Aborted before the model request was sent."),
+      failed: (error) => admitted.failed(error),
+    });
+  }
+
+  /**
+   * B8: the prompt's first model attempt is counted toward the provider's retry budget, and held
+   * first at the provider's gate while a rate limit closes it.
+   */
+  #pass(admitted: Admitted): void {
+    this.#gate.admit({
+      live: () => admitted.live(),
+      start: () => admitted.start(),
+      aborted: () => admitted.aborted("Aborted while waiting at the provider gate, before the model request was sent."),
+    });
+  }
+
+  /** The session's abort(): the write in progress ends as aborted once over; a gate wait ends now. */
+  abort(): void {
+    this.#writeAhead?.abort();
+    this.#gate.abort();
+  }
+
+  /** The session closed: a gate wait ends now (a write in progress finds the prompt no longer live). */
+  close(): void {
+    this.#gate.abort();
+  }
+}

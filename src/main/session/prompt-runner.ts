@@ -1,0 +1,449 @@
+/**
+ * A session's prompt lifecycle on the main thread, and the state it owns: the live prompt, the
+ * `{ queue: true }` prompts waiting behind it, the run in flight (its id, what main knows of it,
+ * the decision made at its agent_end) and whether the session is closed.
+ *
+ * A prompt's life: `submit()` → its user message written ahead (B7) and a wait at its provider's
+ * closed gate (B8) → `startRun` on the worker → its events routed by `RunEvents` (X4) → at
+ * `agent_end` the retry controller decides, at `run_end` the decision is carried out: a chain of
+ * retries, or a compaction after an overflow (R1) and the prompt going on once → when no run is in
+ * flight, no chain is live, no compaction or restore is in progress and nothing waits before a
+ * first request (a threshold compaction runs just before), `agent_settled` is emitted and the
+ * prompt resolves (R11, B4); the next queued prompt then begins. Each step is driven by an event;
+ * nothing polls or sleeps.
+ *
+ * The runner builds the parts the lifecycle drives or is driven by, and hands itself to each
+ * through the narrow interface the part declares: `RunEvents` (RunEventsTarget),
+ * `SessionCompaction` (CompactionTarget), `SessionLink` and its `SessionRestore` (LinkedSession,
+ * X7). `AgentSession` checks arguments and delegates here.
+ */
+import type { AgentMessage } from "@mariozechner/pi-agent-core";
+import type { AssistantMessage } from "@mariozechner/pi-ai";
+import type { SummaryRequest } from "../../shared/compaction/summary-prompt.js";
+import { errorText } from "../../shared/error-text.js";
+import { LifelineError, SessionBusyError, type WorkerExitedError } from "../../shared/errors.js";
+import type { CompactionResult, PromptResult } from "../../shared/events.js";
+import type { BatchItem, RunInput } from "../../shared/protocol.js";
+import { type CompactionTarget, SessionCompaction, type SummaryEnd } from "../compaction/session-compaction.js";
+import type { SessionCoordination } from "../coordination/session-coordination.js";
+import type { RetryActions, RetryController } from "../retry/retry-controller.js";
+import { workerFate } from "../supervision/interrupted-run.js";
+import type { ActiveRun } from "../supervision/session-restore.js";
+import { isWorkerGone } from "../workers/worker-exit.js";
+import { type PendingPrompt, type QueuedPrompt, settledResult } from "./pending-prompt.js";
+import { PromptAdmission } from "./prompt-admission.js";
+import type { QueuedMessages } from "./queued-messages.js";
+import { type AfterRun, RunEvents, type RunEventsTarget } from "./run-events.js";
+import { type LinkedSession, SessionLink } from "./session-link.js";
+import type { SessionListeners } from "./session-listeners.js";
+import type { SessionModel } from "./session-model.js";
+import { sessionRetryActions, sessionRetryController } from "./session-retry.js";
+import type { SessionWiring } from "./session-wiring.js";
+import { TranscriptMirror } from "./transcript-mirror.js";
+
+/** What `AgentSession` hands its runner: the parts it shares with it, and its own `setModel`. */
+export interface PromptRunnerParts {
+  readonly wiring: SessionWiring;
+  readonly model: SessionModel;
+  readonly events: SessionListeners;
+  readonly queued: QueuedMessages;
+  /** B8: the session's view of the host's budget, gate and permits; undefined without a host's. */
+  readonly coordination: SessionCoordination | undefined;
+  /** The session's public `setModel()`: R4's move to a fallback model goes through it. */
+  setModel(name: string): Promise<unknown>;
+}
+
+/** One session's prompts and runs. All methods are called on the main thread. */
+export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSession {
+  readonly sessionId: string;
+  /** The session's link to its worker; every call to the worker goes through it. */
+  readonly link: SessionLink;
+  /** The transcript and history on main (X7: a restore starts from them). */
+  readonly transcript: TranscriptMirror;
+  /** The session's retry controller (R1–R15's chains); the runner carries out its decisions. */
+  readonly retry: RetryController<AssistantMessage>;
+  readonly #wiring: SessionWiring;
+  readonly #model: SessionModel;
+  readonly #events: SessionListeners;
+  readonly #queued: QueuedMessages;
+  /** What the retry controller's chains do to the session (R4). */
+  readonly #retryActions: RetryActions<AssistantMessage>;
+  readonly #runEvents: RunEvents;
+  /** The session's compactions; the session is busy while one is in progress. */
+  readonly #compaction: SessionCompaction;
+  /** B7/B8: the live prompt's write-ahead and provider-gate waits before its first request. */
+  readonly #admission: PromptAdmission;
+  #prompt: PendingPrompt | undefined;
+  readonly #queue: QueuedPrompt[] = [];
+  #runId = 0;
+  #activeRunId: number | undefined;
+  #run: ActiveRun | undefined;
+  /** The decision made at the active run's agent_end, carried out at its run_end. */
+  #afterRun: AfterRun | undefined;
+  #closed: LifelineError | undefined;
+
+  /** Builds the session's lifecycle parts; nothing reaches it from the worker until `link.connect()`. */
+  constructor({ wiring, model, events, queued, coordination, setModel }: PromptRunnerParts) {
+    this.sessionId = wiring.sessionId;
+    this.#wiring = wiring;
+    this.#model = model;
+    this.#events = events;
+    this.#queued = queued;
+    this.link = new SessionLink(wiring, this, { model, queued, events });
+    this.transcript = new TranscriptMirror(
+      wiring.messages,
+      wiring.history ?? wiring.messages,
+      wiring.recorder,
+      this.link,
+    );
+    this.retry = sessionRetryController(wiring, model, coordination, (event) => this.#runEvents.retryEvent(event));
+    this.#runEvents = new RunEvents(this, { events, mirror: this.transcript, queued, retry: this.retry });
+    this.#compaction = new SessionCompaction({
+      sessionId: this.sessionId,
+      overflowHook: wiring.onContextOverflow,
+      recorder: wiring.recorder,
+      settings: () => wiring.settings.compaction,
+      contextWindow: () => model.current.contextWindow,
+      prompts: this,
+      transcript: this.transcript,
+      events,
+    });
+    this.#retryActions = sessionRetryActions(wiring, model, this.transcript, setModel, () =>
+      this.#continueAfterRetry(),
+    );
+    this.#admission = new PromptAdmission(wiring.recorder, coordination);
+  }
+
+  /** The error the session was closed with (ERR_SESSION_DISPOSED, ERR_SESSION_CRASHED); undefined while open. */
+  get closed(): LifelineError | undefined {
+    return this.#closed;
+  }
+
+  /** True once the session is closed (disposed, or given up after its worker's deaths). */
+  isClosed(): boolean {
+    return this.#closed !== undefined;
+  }
+
+  /** A prompt is live, from `submit()` until its `agent_settled` or rejection. */
+  get hasLivePrompt(): boolean {
+    return this.#prompt !== undefined;
+  }
+
+  /** True while a compaction (its summary request, then installing the result) is in progress. */
+  get isCompacting(): boolean {
+    return this.#compaction.reason !== undefined;
+  }
+
+  /** True while a run of the agent is in flight in the worker (a compaction's summary request is not one). */
+  get isStreaming(): boolean {
+    return this.#activeRunId !== undefined && this.#run?.input.kind !== "summarize";
+  }
+
+  /**
+   * Begins a prompt now when the session is free, queues it behind the live one when `queue`, else
+   * rejects it with SessionBusyError. The promise settles as `AgentSession.prompt()` documents.
+   */
+  submit(text: string, queue: boolean): Promise<PromptResult> {
+    return new Promise<PromptResult>((resolve, reject) => {
+      if (this.#prompt === undefined && this.#compaction.reason === undefined) {
+        this.#begin({ text, resolve, reject });
+        return;
+      }
+      if (queue) {
+        this.#queue.push({ text, resolve, reject });
+        return;
+      }
+      const state = this.retry.isRetrying
+        ? `in a retry chain (attempt ${this.retry.attempt})`
+        : this.#compaction.reason !== undefined
+          ? "compacting"
+          : "streaming";
+      reject(
+        new SessionBusyError(
+          `Session ${this.sessionId} is ${state}. Wait for agent_settled (or the pending prompt), call abort(), or pass { queue: true } to run this prompt afterwards.`,
+        ),
+      );
+    });
+  }
+
+  /**
+   * The main-side part of `abort()` (after its abortRetry): ends a write-ahead or gate wait, drops
+   * the queued steering (the worker drops its queues with the run), marks the run aborted and ends
+   * a compaction. Returns whether the worker must be told to abort (a run is in flight, or steering
+   * was queued there).
+   */
+  abort(): boolean {
+    this.#admission.abort();
+    const dropQueued = this.#queued.clear();
+    if (this.#run !== undefined) this.#run.aborted = true;
+    this.#compaction.abort();
+    if (dropQueued) this.#wiring.recorder?.queueCleared();
+    return this.#activeRunId !== undefined || dropQueued;
+  }
+
+  /** R8/B3: ends a live retry chain with "Retry cancelled", then settles the prompt if nothing is left of it. */
+  abortRetry(): void {
+    this.retry.abortRetry();
+    this.maybeSettle();
+  }
+
+  /**
+   * `compact()` on a free session: a manual compaction, then the next queued prompt begins.
+   * @throws SessionBusyError while a prompt or compaction is live; the close error; ERR_ABORTED;
+   *   ERR_COMPACTION_FAILED.
+   */
+  async compact(customInstructions: string | undefined): Promise<CompactionResult> {
+    if (this.#prompt !== undefined || this.#compaction.reason !== undefined) {
+      throw new SessionBusyError(
+        `Session ${this.sessionId} is ${this.#compaction.reason !== undefined ? "compacting" : "busy with a prompt"}; wait for agent_settled, then compact.`,
+      );
+    }
+    const outcome = await this.#compaction.manual(customInstructions);
+    if (this.#closed === undefined) this.#compaction.end("manual", outcome, false);
+    if (this.#prompt === undefined) this.#beginNext();
+    if (outcome.result !== null) return outcome.result;
+    if (this.#closed !== undefined) throw this.#closed;
+    throw outcome.aborted
+      ? new LifelineError("ERR_ABORTED", `The compaction of session ${this.sessionId} was aborted.`)
+      : new LifelineError("ERR_COMPACTION_FAILED", outcome.errorMessage ?? "The compaction failed.");
+  }
+
+  /**
+   * `dispose()` on an open session: ends any chain, closes the session with `error`, detaches it
+   * from its link and closes it in its worker. Resolves once the host has released its file.
+   */
+  async dispose(error: LifelineError): Promise<void> {
+    this.retry.dispose(error.message);
+    this.#close(error);
+    this.link.current.detach(this.sessionId);
+    // Its file's close errors were reported as they happened (ERR_SESSION_FILE); none is left to give.
+    const released = this.#wiring.onDisposed(this.sessionId)?.catch(() => {});
+    // A restore in progress closes the session on its new worker itself (see SessionRestore).
+    if (this.link.restoring === undefined) {
+      try {
+        await this.link.current.control("closeSession", this.sessionId);
+      } catch {
+        // The worker is gone already; nothing is left to close there.
+      }
+    }
+    await released;
+  }
+
+  #begin({ text, resolve, reject }: QueuedPrompt): void {
+    const pending: PendingPrompt = { resolve, reject, retries: 0, lastAssistant: undefined, failure: undefined };
+    this.#prompt = pending;
+    // Built here rather than in the worker so the same object can be stored first (write-ahead).
+    const message: AgentMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
+    this.#admission.admit(message, {
+      live: () => this.#prompt === pending && this.#closed === undefined,
+      start: () => void this.#startRun({ kind: "prompt", message }),
+      aborted: (failure) => {
+        pending.abortedEarly = true;
+        pending.failure = failure;
+        this.maybeSettle();
+      },
+      failed: (error) => this.#rejectPrompt(error),
+    });
+  }
+
+  /** The first queued prompt begins, if any. */
+  #beginNext(): void {
+    const next = this.#queue.shift();
+    if (next !== undefined) this.#begin(next);
+  }
+
+  async #startRun(input: RunInput): Promise<void> {
+    const runId = ++this.#runId;
+    this.#activeRunId = runId;
+    this.#afterRun = undefined;
+    this.#run = { input, started: false, userSeen: false, aborted: false };
+    try {
+      const link = await this.link.worker();
+      // R4: the key for this attempt (a rotation may have switched it). Posted on the same FIFO
+      // port right before startRun, so the worker has it before the run's request goes out.
+      const change = this.#model.freshCredential(this.#wiring);
+      if (change !== undefined) void link.call("setModel", this.sessionId, change).catch(() => {});
+      await link.call("startRun", this.sessionId, runId, input);
+    } catch (error) {
+      if (this.#activeRunId !== runId || this.#closed !== undefined) return;
+      // A worker that died, or hung (a timed-out call terminates it), settles this prompt through
+      // its exit, with the code and cause that name what happened (SPEC X5).
+      if (isWorkerGone(error)) return;
+      if (input.kind === "summarize") {
+        this.summaryEnded({ error: errorText(error) });
+        return;
+      }
+      // The worker refused the run: the runtime cannot serve this prompt; say so with a code.
+      this.#rejectPrompt(error instanceof LifelineError ? error : new LifelineError("ERR_PROTOCOL", String(error)));
+    }
+  }
+
+  /** Rejects the live prompt with a runtime error (no model outcome to report); queued prompts go on. */
+  #rejectPrompt(error: LifelineError): void {
+    const pending = this.#prompt;
+    this.#prompt = undefined;
+    this.#activeRunId = undefined;
+    this.#afterRun = undefined;
+    this.retry.dispose(error.message, "non_retryable");
+    pending?.reject(error);
+    this.#beginNext();
+  }
+
+  /** Carries out a finished run's decision (retry, overflow compaction, or nothing), then maybe settles. */
+  #carryOut(afterRun: AfterRun | undefined, runError: string | undefined): void {
+    if (afterRun === undefined) {
+      // The run ended without agent_end (it failed outside the agent loop): end any chain (B3).
+      if (this.#prompt !== undefined) this.#prompt.failure = runError ?? "The run ended without a reply.";
+      this.retry.onAgentEnd(undefined);
+    } else if (afterRun.decision.kind === "retry") {
+      void this.retry
+        .execute(afterRun.decision, this.#retryActions)
+        // R4: the chain may end inside execute (every key blocked past retry.maxDelayMs).
+        .then(
+          () => this.maybeSettle(),
+          (error: unknown) => this.#failPrompt(error),
+        );
+    } else if (afterRun.decision.failure === "overflow" && afterRun.last !== undefined) {
+      void this.#compaction.afterOverflow(afterRun.last);
+    }
+    this.maybeSettle();
+  }
+
+  async #continueAfterRetry(): Promise<void> {
+    if (this.#closed !== undefined) return;
+    await this.#startRun({ kind: "continue" });
+  }
+
+  /**
+   * Settles the live prompt when nothing of it is left: no run, no chain, no compaction, no restore,
+   * no write-ahead or gate wait; a threshold compaction due first starts instead (and settles it
+   * when over). The next queued prompt then begins.
+   */
+  maybeSettle(): void {
+    const pending = this.#prompt;
+    if (pending === undefined || this.#closed !== undefined) return;
+    if (this.#activeRunId !== undefined || this.retry.isRetrying || this.#compaction.reason !== undefined) return;
+    if (this.link.restoring !== undefined) return;
+    if (this.#admission.waiting) return;
+    if (this.#compaction.startThresholdIfDue(pending)) return;
+    this.#prompt = undefined;
+    const result = settledResult(pending);
+    this.#events.emit({ type: "agent_settled", ...result });
+    pending.resolve(result);
+    this.#beginNext();
+  }
+
+  #failPrompt(error: unknown): void {
+    if (this.#closed !== undefined) return;
+    if (this.#prompt !== undefined) this.#prompt.failure = errorText(error);
+    this.retry.dispose(this.#prompt?.failure ?? "Retry failed", "non_retryable");
+    this.#activeRunId = undefined;
+    this.maybeSettle();
+  }
+
+  /** Marks the session closed and rejects the live and queued prompts with `error`. */
+  #close(error: LifelineError): void {
+    this.#closed = error;
+    this.#admission.close();
+    this.#activeRunId = undefined;
+    const pending = this.#prompt;
+    this.#prompt = undefined;
+    pending?.reject(error);
+    for (const queued of this.#queue.splice(0)) queued.reject(error);
+    this.#compaction.endSummary({ error: error.message });
+  }
+
+  // RunEventsTarget (run-events.ts): the run's events as they are routed.
+
+  get activeRunId(): number | undefined {
+    return this.#activeRunId;
+  }
+
+  /** The run last started, until it ends (what main knows of it, for X7). */
+  get activeRun(): ActiveRun | undefined {
+    return this.#run;
+  }
+
+  noteReply(message: AssistantMessage): void {
+    if (this.#prompt !== undefined) this.#prompt.lastAssistant = message;
+  }
+
+  countRetry(): void {
+    if (this.#prompt !== undefined) this.#prompt.retries++;
+  }
+
+  decided(afterRun: AfterRun): void {
+    this.#afterRun = afterRun;
+  }
+
+  summaryEnded(end: SummaryEnd): void {
+    this.#activeRunId = undefined;
+    this.#run = undefined;
+    this.#compaction.endSummary(end);
+  }
+
+  runEnded(runError: string | undefined): void {
+    this.#activeRunId = undefined;
+    this.#run = undefined;
+    const afterRun = this.#afterRun;
+    this.#afterRun = undefined;
+    this.#carryOut(afterRun, runError);
+  }
+
+  // CompactionTarget (compaction/session-compaction.ts): what a compaction does to the prompt.
+
+  livePrompt(): PendingPrompt | undefined {
+    return this.#prompt;
+  }
+
+  continueRun(): void {
+    void this.#startRun({ kind: "continue" });
+  }
+
+  startSummaryRun(request: SummaryRequest): void {
+    void this.#startRun({ kind: "summarize", request });
+  }
+
+  // LinkedSession and its RestoreTarget (session-link.ts): the worker's items, and X7 after its death.
+
+  handleItem(item: BatchItem): void {
+    this.#runEvents.route(item);
+  }
+
+  hasRunInFlight(): boolean {
+    return this.#activeRunId !== undefined;
+  }
+
+  interrupt(error: WorkerExitedError): AfterRun | undefined {
+    if (this.#run?.input.kind === "summarize") {
+      // A summary request dies with its worker: the compaction fails (reported, not retried).
+      this.summaryEnded({ error: `The summary request ended because the worker ${workerFate(error.exitCause)}.` });
+      return undefined;
+    }
+    if (this.#activeRunId === undefined) return undefined;
+    const run = this.#run;
+    this.#activeRunId = undefined;
+    this.#run = undefined;
+    // Its agent_end was already seen: only its run_end was lost, and the decision stands.
+    if (this.#afterRun !== undefined) {
+      const afterRun = this.#afterRun;
+      this.#afterRun = undefined;
+      return afterRun;
+    }
+    return this.#runEvents.interrupted(run, error.exitCause, this.#model.current);
+  }
+
+  resume(afterRun: AfterRun | undefined): void {
+    if (afterRun !== undefined) this.#carryOut(afterRun, undefined);
+    else this.maybeSettle();
+  }
+
+  endChain(message: string): void {
+    this.retry.dispose(message, "non_retryable");
+  }
+
+  close(error: LifelineError): void {
+    this.#close(error);
+    this.#wiring.onDisposed(this.sessionId)?.catch(() => {});
+  }
+}

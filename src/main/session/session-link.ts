@@ -1,0 +1,105 @@
+/**
+ * A session's link to its worker: the one it has now, the session's client attached to it, and
+ * calls to the worker that wait out a restore in progress and fail once the session is closed.
+ * It owns the session's `SessionRestore` (X7): when the worker dies, the restore ends what ran
+ * (through the prompt runner), opens the session again on a fresh worker from the main-side
+ * transcript (`reopen`) and makes that worker's link the session's (`adopt`).
+ */
+import type { AgentMessage } from "@mariozechner/pi-agent-core";
+import type { LifelineError } from "../../shared/errors.js";
+import type { BatchItem } from "../../shared/protocol.js";
+import { type RestoreLink, type RestoreTarget, SessionRestore } from "../supervision/session-restore.js";
+import type { LinkClient, WorkerLink } from "../workers/worker-link.js";
+import type { QueuedMessages } from "./queued-messages.js";
+import type { AfterRun } from "./run-events.js";
+import type { SessionListeners } from "./session-listeners.js";
+import type { SessionModel } from "./session-model.js";
+import type { SessionWiring } from "./session-wiring.js";
+import type { MirrorWorker } from "./transcript-mirror.js";
+
+/** What the link needs of its session's prompt lifecycle (the session's `PromptRunner` implements it). */
+export interface LinkedSession extends RestoreTarget<AfterRun> {
+  /** The error the session was closed with; undefined while it is open. */
+  readonly closed: LifelineError | undefined;
+  /** The transcript a restore opens the session again from. */
+  readonly transcript: { readonly messages: readonly AgentMessage[] };
+  /** An item the worker sent for the session, in order (X4). */
+  handleItem(item: BatchItem): void;
+  /** True while the session has a run in the worker (it is then suspected of a crash). */
+  hasRunInFlight(): boolean;
+}
+
+/** One session's link to its worker, replaced by a restore when the worker dies. */
+export class SessionLink implements RestoreLink, MirrorWorker {
+  readonly sessionId: string;
+  readonly #wiring: SessionWiring;
+  readonly #session: LinkedSession;
+  readonly #model: SessionModel;
+  readonly #queued: QueuedMessages;
+  readonly #client: LinkClient;
+  /** X7: restores on a fresh worker after this session's worker dies; calls to the worker wait for one. */
+  readonly #restore: SessionRestore<AfterRun>;
+  #link: WorkerLink;
+
+  /** Nothing reaches the session until {@link connect}. */
+  constructor(
+    wiring: SessionWiring,
+    session: LinkedSession,
+    parts: { model: SessionModel; queued: QueuedMessages; events: SessionListeners },
+  ) {
+    this.sessionId = wiring.sessionId;
+    this.#wiring = wiring;
+    this.#session = session;
+    this.#model = parts.model;
+    this.#queued = parts.queued;
+    this.#link = wiring.link;
+    this.#restore = new SessionRestore<AfterRun>(session, this, { settings: wiring.settings, events: parts.events });
+    this.#client = {
+      handleItem: (item) => session.handleItem(item),
+      hasRunInFlight: () => session.hasRunInFlight(),
+      handleWorkerExit: (error, suspect) => this.#restore.onWorkerExit(error, suspect),
+    };
+  }
+
+  /** The link now, without waiting for a restore (`dispose()` detaches from it). */
+  get current(): WorkerLink {
+    return this.#link;
+  }
+
+  /** Settles when the restore in progress is over; undefined when none is. The live prompt does not settle meanwhile. */
+  get restoring(): Promise<void> | undefined {
+    return this.#restore.restoring;
+  }
+
+  /** True once the session is closed: calls to the worker then fail with its close error. */
+  isClosed(): boolean {
+    return this.#session.closed !== undefined;
+  }
+
+  /** Attaches the session's client: its items and its worker's death reach it from now on. Called once. */
+  connect(): void {
+    this.#link.attach(this.sessionId, this.#client);
+  }
+
+  /** The link to the session's worker, once any restore in progress is over. @throws the session's close error. */
+  async worker(): Promise<WorkerLink> {
+    const restoring = this.#restore.restoring;
+    if (restoring !== undefined) await restoring;
+    if (this.#session.closed !== undefined) throw this.#session.closed;
+    return this.#link;
+  }
+
+  /** X7: opens the session again on a fresh worker (its own if `isolate`) from the main-side transcript and model. */
+  reopen(isolate: boolean): Promise<WorkerLink> {
+    return this.#wiring.reopen([...this.#session.transcript.messages], this.#model.change, isolate);
+  }
+
+  /** X7: `link`, the fresh worker's, becomes the session's; steering not yet delivered goes to it, once. */
+  adopt(link: WorkerLink): void {
+    this.#link = link;
+    link.attach(this.sessionId, this.#client);
+    for (const [message, kind] of this.#queued) {
+      void link.call("queueMessage", this.sessionId, kind, message).catch(() => {});
+    }
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * RunEvents as a unit: link items in, session events and calls on its prompt runner out. The
+ * runner, transcript, steering queue and retry controller are fakes that log what reaches them.
+ */
+import type { AgentMessage } from "@mariozechner/pi-agent-core";
+import type { AssistantMessage } from "@mariozechner/pi-ai";
+import { describe, expect, it } from "vitest";
+import type { RetryDecision } from "../../../src/main/retry/retry-controller.js";
+import { type AfterRun, RunEvents, type RunEventsTarget } from "../../../src/main/session/run-events.js";
+import type { ActiveRun } from "../../../src/main/supervision/session-restore.js";
+import type { SessionEvent } from "../../../src/shared/events.js";
+import type { BatchItem } from "../../../src/shared/protocol.js";
+import { emptyUsage } from "../../../src/shared/usage.js";
+
+function reply(stopReason: AssistantMessage["stopReason"], errorMessage?: string): AssistantMessage {
+  return {
+    role: "assistant",
+    content: [{ type: "text", text: "reply" }],
+    api: "openai-completions",
+    provider: "p",
+    model: "m",
+    usage: emptyUsage(),
+    stopReason,
+    timestamp: 1,
+    ...(errorMessage === undefined ? {} : { errorMessage }),
+  };
+}
+
+const user: AgentMessage = { role: "user", content: [{ type: "text", text: "hi" }], timestamp: 1 };
+
+function event(e: Extract<BatchItem, { type: "event" }>["event"]): BatchItem {
+  return { type: "event", sessionId: "s1", event: e };
+}
+
+/** RunEvents over fakes; `decide` is what the fake controller answers at agent_end (and may emit meanwhile). */
+function harness(
+  decide: (events: RunEvents) => RetryDecision<AssistantMessage> = () => ({ kind: "none", failure: "no_message" }),
+) {
+  const log: string[] = [];
+  const emitted: SessionEvent[] = [];
+  const transcript: AgentMessage[] = [];
+  let closed = false;
+  let afterRun: AfterRun | undefined;
+  const run: ActiveRun = { input: { kind: "continue" }, started: false, userSeen: false, aborted: false };
+  const target: RunEventsTarget = {
+    isClosed: () => closed,
+    activeRunId: 7,
+    activeRun: run,
+    noteReply: (message) => log.push(`noteReply ${message.stopReason}`),
+    countRetry: () => log.push("countRetry"),
+    decided: (decided) => {
+      afterRun = decided;
+      log.push(`decided ${decided.decision.kind}`);
+    },
+    summaryEnded: () => log.push("summaryEnded"),
+    runEnded: (runError) => log.push(`runEnded ${runError ?? "-"} after ${transcript.length} messages`),
+  };
+  const events: RunEvents = new RunEvents(target, {
+    events: { emit: (e) => emitted.push(e) },
+    mirror: { messages: transcript, append: (message) => void transcript.push(message) },
+    queued: { delivered: () => log.push("delivered") },
+    retry: {
+      onMessageEnd: (message) => void log.push(`onMessageEnd ${message.stopReason}`),
+      onAgentEnd: () => decide(events),
+    },
+  });
+  return {
+    events,
+    emitted,
+    log,
+    run,
+    transcript,
+    types: () => emitted.map((e) => e.type),
+    afterRun: () => afterRun,
+    close: () => {
+      closed = true;
+    },
+  };
+}
+
+describe("RunEvents", () => {
+  it("listeners see agent_end before the retry events its decision emits, and the decision waits for run_end", () => {
+    const h = harness((events) => {
+      events.retryEvent({ type: "auto_retry_end", success: false, attempt: 2, reason: "exhausted", finalError: "x" });
+      return { kind: "none", failure: "exhausted" };
+    });
+    const failed = reply("error", "503");
+    h.events.route(event({ type: "agent_end", messages: [failed] }));
+    expect(h.types()).toEqual(["agent_end", "auto_retry_end"]);
+    expect(h.log).toEqual(["noteReply error", "decided none"]);
+    expect(h.afterRun()?.last).toBe(failed);
+  });
+
+  it("agent_end says willRetry when the controller decides to retry, and a retry start counts for the prompt", () => {
+    const failed = reply("error", "503");
+    const retry: RetryDecision<AssistantMessage> = {
+      kind: "retry",
+      chainId: 1,
+      attempt: 1,
+      maxAttempts: 3,
+      delayMs: 10,
+      message: failed,
+      usageLimit: false,
+    };
+    const h = harness(() => retry);
+    h.events.route(event({ type: "agent_end", messages: [failed] }));
+    h.events.retryEvent({ type: "auto_retry_start", attempt: 1, maxAttempts: 3, delayMs: 10, errorMessage: "503" });
+    expect(h.emitted[0]).toMatchObject({ type: "agent_end", willRetry: true });
+    expect(h.types()).toEqual(["agent_end", "auto_retry_start"]);
+    expect(h.log).toEqual(["noteReply error", "decided retry", "countRetry"]);
+  });
+
+  it("a run_end appends the run's tail to the transcript before the run's decision is carried out", () => {
+    const h = harness();
+    const tail = reply("error", "thrown");
+    h.events.route({
+      type: "run_end",
+      sessionId: "s1",
+      runId: 7,
+      tail: [tail],
+      error: { code: "ERR_PROTOCOL", message: "boom" },
+    });
+    expect(h.transcript).toEqual([tail]);
+    expect(h.log).toEqual(["runEnded boom after 1 messages"]);
+  });
+
+  it("a run_end of a run that is not the active one is ignored", () => {
+    const h = harness();
+    h.events.route({ type: "run_end", sessionId: "s1", runId: 6, tail: [reply("stop")] });
+    expect(h.transcript).toEqual([]);
+    expect(h.log).toEqual([]);
+  });
+
+  it("a run_end of a summary run ends its compaction and leaves the transcript alone", () => {
+    const h = harness();
+    h.run.input = { kind: "summarize", request: { messages: [] } };
+    h.events.route({ type: "run_end", sessionId: "s1", runId: 7, tail: [], summary: "short" });
+    expect(h.log).toEqual(["summaryEnded"]);
+  });
+
+  it("message_end marks the run's user message seen, delivers queued steering and gives replies to the controller", () => {
+    const h = harness();
+    h.events.route(event({ type: "agent_start" }));
+    h.events.route(event({ type: "message_end", message: user }));
+    h.events.route(event({ type: "message_end", message: reply("stop") }));
+    expect(h.run).toMatchObject({ started: true, userSeen: true });
+    expect(h.transcript.map((m) => m.role)).toEqual(["user", "assistant"]);
+    expect(h.log).toEqual(["delivered", "noteReply stop", "onMessageEnd stop"]);
+    expect(h.types()).toEqual(["agent_start", "message_end", "message_end"]);
+  });
+
+  it("items that arrive after the session closed are dropped", () => {
+    const h = harness();
+    h.close();
+    h.events.route(event({ type: "agent_start" }));
+    h.events.route({ type: "run_end", sessionId: "s1", runId: 7, tail: [] });
+    expect(h.types()).toEqual([]);
+    expect(h.log).toEqual([]);
+  });
+
+  it("a run whose worker died ends with the reply it was streaming, failed, and its decision", () => {
+    const h = harness();
+    const partial = reply("stop");
+    h.events.route(event({ type: "message_start", message: partial }));
+    const afterRun = h.events.interrupted(h.run, "crash", {
+      id: "m",
+      name: "m",
+      api: "openai-completions",
+      provider: "p",
+      baseUrl: "http://localhost",
+      reasoning: false,
+      input: ["text"],
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+      contextWindow: 1000,
+      maxTokens: 100,
+    });
+    expect(afterRun.last?.stopReason).toBe("error");
+    expect(h.types()).toEqual(["message_start", "agent_start", "message_end", "agent_end"]);
+    expect(h.log).toEqual(["noteReply error", "onMessageEnd error", "noteReply error"]);
+  });
+});

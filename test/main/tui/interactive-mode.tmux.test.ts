@@ -3,13 +3,17 @@
  * (test/fixtures/tui-launch.mjs) against the mock model server on 127.0.0.1 or the demo models,
  * keys go in with `send-keys`, and the screen is read with `capture-pane`. Every wait polls the
  * screen for a condition, up to a bound. Run `npm run build` first.
+ *
+ * Without tmux these tests fail (never skip), saying how to install it; `npm test` installs it
+ * first when it can (scripts/test-prereqs.mjs).
  */
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type MockServer, startMockServer } from "../../../dist/main/index.js";
+import { requirePrerequisites } from "../../../scripts/test-prereqs.mjs";
 import { tempDir, within } from "../../fixtures/bounded.js";
 import { mockModelsJson } from "../../fixtures/models.mjs";
 
@@ -17,21 +21,14 @@ const LAUNCHER = fileURLToPath(new URL("../../fixtures/tui-launch.mjs", import.m
 const CLI = fileURLToPath(new URL("../../../dist/main/cli.js", import.meta.url));
 const REPLY = "Streaming words from the mock server.";
 
-const hasTmux = (() => {
-  try {
-    execFileSync("tmux", ["-V"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
 let server: MockServer;
+// Every test fails without tmux, with the command that installs it: none is skipped.
+beforeEach(() => requirePrerequisites("tmux"));
 beforeAll(async () => {
   server = await startMockServer({ script: { reply: REPLY } });
 });
@@ -150,7 +147,7 @@ class Pane {
 const lines = (screen: string) => screen.split("\n").map((line) => line.trimEnd());
 const count = (screen: string, text: string) => screen.split(text).length - 1;
 
-describe.skipIf(!hasTmux)("interactive terminal UI in tmux", () => {
+describe("interactive terminal UI in tmux", () => {
   it("lifeline with no -p on a terminal opens the interactive session, answers, and Ctrl+D exits 0", async () => {
     const pane = new Pane(["--model", "demo/demo-fast"], {}, CLI);
     await pane.waitForText("demo/demo-fast · idle");

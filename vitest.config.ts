@@ -4,7 +4,7 @@
  *   unit     *.test.ts           in-process, imports src/ only: runs without a build
  *   thread   *.thread.test.ts    real worker threads through the built dist/
  *   process  *.process.test.ts   child processes of the built CLI
- *   browser  *.browser.test.ts   headless Chromium
+ *   browser  *.browser.test.ts   headless Chromium (from the devDependency @sparticuz/chromium)
  *   tmux     *.tmux.test.ts      a real terminal, through tmux
  *
  * `vitest run` runs every project; `vitest run --project unit` one (npm run test:unit).

@@ -7,6 +7,8 @@
 //
 //   node scripts/test-prereqs.mjs     exit 0 when everything is there (after installing it), else 1
 //
+// Chromium itself comes from npm (the devDependency @sparticuz/chromium, a Chromium for x64 Linux
+// unpacked into the temp folder on first use); the system libraries it links to are entries here.
 // To add one (say redis-server for a Redis test), add an entry: what the tests call, which tests
 // need it, Debian's package, and how to tell it is there.
 import { execFileSync } from "node:child_process";
@@ -33,6 +35,9 @@ export function sharedLibraryKnown(soname) {
   }
 }
 
+/** The npm Chromium is used on x64 Linux only; elsewhere the browser test takes a system Chromium. */
+const npmChromium = process.platform === "linux" && process.arch === "x64";
+
 /**
  * @type {import("./test-prereqs.d.mts").Prerequisite[]}
  */
@@ -44,6 +49,24 @@ export const PREREQUISITES = [
     debianPackage: "tmux",
     present: () => commandRuns("tmux", ["-V"]),
   },
+  ...(npmChromium
+    ? [
+        {
+          name: "libnss3.so",
+          tier: "browser",
+          neededBy: "the Chromium of @sparticuz/chromium (test/**/*.browser.test.ts)",
+          debianPackage: "libnss3",
+          present: () => sharedLibraryKnown("libnss3.so") && sharedLibraryKnown("libnspr4.so"),
+        },
+        {
+          name: "libexpat.so.1",
+          tier: "browser",
+          neededBy: "the Chromium of @sparticuz/chromium (test/**/*.browser.test.ts)",
+          debianPackage: "libexpat1",
+          present: () => sharedLibraryKnown("libexpat.so.1"),
+        },
+      ]
+    : []),
 ];
 
 const APT_INSTALL = ["install", "-y", "--no-install-recommends"];

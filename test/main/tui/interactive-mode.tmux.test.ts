@@ -142,6 +142,14 @@ class Pane {
   waitForText(text: string, ms?: number): Promise<string> {
     return this.waitFor(JSON.stringify(text), (screen) => screen.includes(text), ms);
   }
+
+  /**
+   * Waits until the command has ended and the shell has printed both lines after it, `EXIT=<code>`
+   * then `TTY=<mode>` (the last), and returns that screen.
+   */
+  waitForExit(ms?: number): Promise<string> {
+    return this.waitFor("EXIT= and then TTY= (the command ended)", (screen) => /^TTY=-?icanon$/m.test(screen), ms);
+  }
 }
 
 const lines = (screen: string) => screen.split("\n").map((line) => line.trimEnd());
@@ -155,7 +163,7 @@ describe("interactive terminal UI in tmux", () => {
     await pane.waitForText('you said "hello from the terminal"');
     await pane.waitForText("demo/demo-fast · idle");
     pane.keys("C-d");
-    const screen = await pane.waitForText("EXIT=");
+    const screen = await pane.waitForExit();
     expect(screen).toContain("EXIT=0");
     expect(screen).toContain("TTY=icanon");
   });
@@ -213,7 +221,7 @@ describe("interactive terminal UI in tmux", () => {
     pane.submit("hello");
     await pane.waitForText('Demo answer: you said "hello"');
     pane.keys("C-d");
-    const screen = await pane.waitForText("TTY=");
+    const screen = await pane.waitForExit();
     expect(screen).toContain("EXIT=0");
     expect(screen).toContain("TTY=icanon");
     expect(pane.tmux("display-message", "-p", "-t", "t", "#{cursor_flag}").trim()).toBe("1");
@@ -225,7 +233,7 @@ describe("interactive terminal UI in tmux", () => {
     pane.submit("a long answer [words=2000]");
     await pane.waitForText("· streaming");
     pane.keys("C-d");
-    const screen = await pane.waitForText("TTY=");
+    const screen = await pane.waitForExit();
     expect(screen).toContain("EXIT=0");
     expect(screen).toContain("TTY=icanon");
   });
@@ -239,7 +247,7 @@ describe("interactive terminal UI in tmux", () => {
     const armed = await pane.waitForText("press Ctrl+C again to exit");
     expect(armed).not.toContain("draft text");
     pane.keys("C-c");
-    const screen = await pane.waitForText("TTY=");
+    const screen = await pane.waitForExit();
     expect(screen).toContain("EXIT=0");
     expect(screen).toContain("TTY=icanon");
   });
@@ -253,7 +261,7 @@ describe("interactive terminal UI in tmux", () => {
     const shell = pane.tmux("display-message", "-p", "-t", "t", "#{pane_pid}").trim();
     const child = Number(execFileSync("pgrep", ["-P", shell], { encoding: "utf8" }).trim());
     process.kill(child, "SIGTERM");
-    const screen = await pane.waitForText("TTY=");
+    const screen = await pane.waitForExit();
     expect(screen).toContain("EXIT=143");
     expect(screen).toContain("TTY=icanon");
   });
@@ -304,7 +312,7 @@ describe("interactive terminal UI in tmux", () => {
 
   it("an unknown model is reported on stderr with exit code 2, never entering raw mode", async () => {
     const pane = new Pane(["mock/no-such-model"]);
-    const screen = await pane.waitForText("TTY=");
+    const screen = await pane.waitForExit();
     expect(screen).toContain("EXIT=2");
     expect(screen).toMatch(/Error: .*no-such-model/);
     expect(screen).toContain("TTY=icanon");
@@ -354,7 +362,7 @@ describe("interactive terminal UI in tmux", () => {
       await pane.waitForText('you said "a prompt after resuming"');
       await pane.waitForText("demo/demo-fast · idle");
       pane.keys("C-d");
-      const screen = await pane.waitForText("TTY=");
+      const screen = await pane.waitForExit();
       expect(screen).toContain("EXIT=0");
       expect(screen).toContain("TTY=icanon");
 
@@ -372,7 +380,7 @@ describe("interactive terminal UI in tmux", () => {
         await pane.waitForText("Resume a session (2 in this directory)");
         const before = files(pane.dir).map((file) => readFileSync(file, "utf8"));
         pane.keys(key);
-        const screen = await pane.waitForText("TTY=");
+        const screen = await pane.waitForExit();
         expect(screen).toContain("EXIT=0");
         expect(screen).toContain("TTY=icanon");
         expect(files(pane.dir).map((file) => readFileSync(file, "utf8"))).toEqual(before);
@@ -381,7 +389,7 @@ describe("interactive terminal UI in tmux", () => {
 
     it("with no sessions in the directory says so and exits 0 without entering raw mode", async () => {
       const pane = new Pane(["-r"], {}, CLI);
-      const screen = await pane.waitForText("TTY=");
+      const screen = await pane.waitForExit();
       expect(screen).toContain("No sessions to resume in");
       expect(screen).toContain("EXIT=0");
       expect(screen).toContain("TTY=icanon");

@@ -37,6 +37,9 @@ const unitsImportNoBuild: Plugin = {
   },
 };
 
+/** The units run first, on their own, so that `npm test` reports them before the slow tiers start. */
+const afterUnits = { groupOrder: 1 };
+
 export default defineConfig({
   test: {
     testTimeout: 20_000,
@@ -48,18 +51,24 @@ export default defineConfig({
         plugins: [unitsImportNoBuild],
         test: {
           name: "unit",
+          sequence: { groupOrder: 0 },
           include: ["test/**/*.test.ts"],
           exclude: [...configDefaults.exclude, ...TIERS.map(tierFiles)],
         },
       },
-      { extends: true, test: { name: "thread", include: [tierFiles("thread")] } },
+      { extends: true, test: { name: "thread", sequence: afterUnits, include: [tierFiles("thread")] } },
       {
         extends: true,
         // Provides pi for the session-file interop tests (see test/global-setup.ts).
-        test: { name: "process", include: [tierFiles("process")], globalSetup: ["test/global-setup.ts"] },
+        test: {
+          name: "process",
+          sequence: afterUnits,
+          include: [tierFiles("process")],
+          globalSetup: ["test/global-setup.ts"],
+        },
       },
-      { extends: true, test: { name: "browser", include: [tierFiles("browser")] } },
-      { extends: true, test: { name: "tmux", include: [tierFiles("tmux")] } },
+      { extends: true, test: { name: "browser", sequence: afterUnits, include: [tierFiles("browser")] } },
+      { extends: true, test: { name: "tmux", sequence: afterUnits, include: [tierFiles("tmux")] } },
     ],
   },
 });

@@ -5,7 +5,7 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { type Api, fauxAssistantMessage, type Model } from "@mariozechner/pi-ai";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createSessionHost, type SessionHostOptions } from "../../../src/main/host/session-host.js";
+import { createSessionHost, SessionHost, type SessionHostOptions } from "../../../src/main/host/session-host.js";
 import type { AgentSession } from "../../../src/main/session/agent-session.js";
 import { inProcessHost } from "../../fixtures/in-process-host.js";
 import { gate, scriptedModel } from "../../fixtures/scripted-provider.js";
@@ -57,9 +57,21 @@ describe("createSessionHost options", () => {
     expect(error.message).toContain("resourceLimits");
   });
 
-  it("resourceLimits with Node's numeric fields is accepted", () => {
-    const host = createSessionHost({ resourceLimits: { maxOldGenerationSizeMb: 64, stackSizeMb: 4 } });
+  it.each([
+    ["maxOldGenerationSizeMb", { maxOldGenerationSizeMb: 64 }],
+    ["maxYoungGenerationSizeMb", { maxYoungGenerationSizeMb: 16 }],
+    ["codeRangeSizeMb", { codeRangeSizeMb: 32 }],
+    ["stackSizeMb", { stackSizeMb: 4 }],
+    [
+      "all four at once",
+      { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 16, codeRangeSizeMb: 32, stackSizeMb: 4 },
+    ],
+  ])("resourceLimits with Node's numeric field %s is accepted: no refusal, a host", (_, resourceLimits) => {
+    // A refusal throws here and fails the test with its ERR_INVALID_OPTIONS message.
+    const host = createSessionHost({ resourceLimits });
     cleanups.push(() => host.close());
+    expect(host).toBeInstanceOf(SessionHost);
+    expect(host.sessionCount).toBe(0);
   });
 
   it("regression: callTimeoutMs above 2^31-1 is refused (Node's timer would fire after 1 ms), naming the maximum", () => {

@@ -1,11 +1,14 @@
 /**
- * report.html in a real browser: Debian's `chromium`, headless, driven by playwright-core (which
- * downloads no browser). A real `runLoad()` (the built dist/, real workers, the built-in mock with
- * faults) writes the report; the page opens from file:// with no console error and no page error,
- * and a screenshot shows every chart: each chart's box holds coloured (data) pixels, not only
- * the white background and grey axes.
+ * report.html in a real browser: headless Chromium driven by playwright-core (which downloads no
+ * browser). The Chromium comes from npm: the devDependency @sparticuz/chromium ships one for x64
+ * Linux, unpacked into the temp folder on first use (see chromiumPath for the fallbacks). A real
+ * `runLoad()` (the built dist/, real workers, the built-in mock with faults) writes the report; the
+ * page opens from file:// with no console error and no page error, and a screenshot shows every
+ * chart: each chart's box holds coloured (data) pixels, not only the white background and grey
+ * axes.
  *
- * This test does not skip: without Chromium it fails and says how to install it (.ci/run does).
+ * This test does not skip: without a Chromium it fails and says what to do. The system libraries
+ * that Chromium links to are installed by `npm test` (scripts/test-prereqs.mjs).
  */
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -13,8 +16,9 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { type Browser, chromium } from "playwright-core";
 import { PNG } from "pngjs";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runLoad } from "../../../dist/main/load/index.js";
+import { requirePrerequisites } from "../../../scripts/test-prereqs.mjs";
 import { CHART_IDS } from "../../../src/main/load/report-html.js";
 import { tempDir } from "../../fixtures/bounded.js";
 
@@ -23,10 +27,25 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** Chromium's path: $LIFELINE_CHROMIUM, else `chromium` on the PATH. Throws with the fix when neither. */
-function chromiumPath(): string {
+beforeAll(() => requirePrerequisites("browser"));
+
+/**
+ * Chromium's path: $LIFELINE_CHROMIUM when set; else @sparticuz/chromium's (x64 Linux; the first
+ * call unpacks it into the temp folder, a few seconds); else a system Chromium (`chromium` on the
+ * PATH, as Debian's /usr/bin/chromium). Throws with the fix when there is none.
+ */
+async function chromiumPath(): Promise<string> {
   const given = process.env.LIFELINE_CHROMIUM;
   if (given !== undefined && given !== "") return given;
+  let npmFailure = "";
+  if (process.platform === "linux" && process.arch === "x64") {
+    try {
+      const { default: npmChromium } = await import("@sparticuz/chromium");
+      return await npmChromium.executablePath();
+    } catch (error) {
+      npmFailure = ` (@sparticuz/chromium failed: ${String(error)})`;
+    }
+  }
   try {
     const found = execFileSync("sh", ["-c", "command -v chromium"], { encoding: "utf8" }).trim();
     if (found !== "" && existsSync(found)) return found;
@@ -34,7 +53,7 @@ function chromiumPath(): string {
     // Not found: the error below says what to do.
   }
   throw new Error(
-    "This test needs Chromium and found none: install Debian's package (apt-get install -y chromium; .ci/run does this), or set LIFELINE_CHROMIUM to a Chromium binary.",
+    `This test needs Chromium and found none${npmFailure}. On x64 Linux, \`npm install\` brings it (the devDependency @sparticuz/chromium); elsewhere install one (Debian: apt-get install -y chromium) or set LIFELINE_CHROMIUM to a Chromium binary.`,
   );
 }
 
@@ -59,7 +78,7 @@ function colouredPixels(png: PNG, box: { x: number; y: number; width: number; he
 
 describe("report.html in headless Chromium", () => {
   it("opens from file:// without console or page errors, and a screenshot shows data in every chart", async () => {
-    const executablePath = chromiumPath();
+    const executablePath = await chromiumPath();
     const dir = tempDir(cleanups, "lifeline-load-html-");
     const result = await runLoad({
       sessions: 3,
@@ -80,6 +99,7 @@ describe("report.html in headless Chromium", () => {
 
     const browser: Browser = await chromium.launch({ executablePath, headless: true, args: ["--no-sandbox"] });
     cleanups.push(() => browser.close());
+    const which = `Chromium ${browser.version()} at ${executablePath}`;
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const problems: string[] = [];
     page.on("console", (message) => {
@@ -107,7 +127,7 @@ describe("report.html in headless Chromium", () => {
     `);
     expect(charts.map((chart) => chart.id)).toEqual([...CHART_IDS]);
     const empty = charts.filter((chart) => colouredPixels(png, chart.box) < 50).map((chart) => chart.id);
-    expect(empty, `charts without data pixels (see ${join(dir, "screenshot.png")})`).toEqual([]);
-    expect(problems).toEqual([]);
+    expect(empty, `charts without data pixels in ${which} (see ${join(dir, "screenshot.png")})`).toEqual([]);
+    expect(problems, which).toEqual([]);
   }, 60_000);
 });

@@ -4,8 +4,9 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { open } from "node:fs/promises";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { PersistenceQueue } from "../../../src/main/session-files/persistence-queue.js";
@@ -102,11 +103,19 @@ describe("one writer per session file (B7)", () => {
     await lock.release();
   });
 
-  it("B7: a damaged lock file (no holder to ask) is taken over", async () => {
+  it("B7: a damaged lock file (no holder to ask) is taken over: it then names this process, and holds", async () => {
     const file = join(tempDir(cleanups), "s.jsonl");
     appendFileSync(`${file}.lock`, "{not json");
     const lock = await lockSessionFile(file);
+    expect(lock.path).toBe(`${file}.lock`);
+    // The damaged content is gone: the lock file is this process's, in whole.
+    const content = readFileSync(lock.path, "utf8");
+    expect(content, "the lock file after the takeover").not.toContain("{not json");
+    expect(JSON.parse(content)).toMatchObject({ pid: process.pid, hostname: hostname() });
+    // And it is a real lock: another writer is refused while it is held.
+    await expect(lockSessionFile(file)).rejects.toMatchObject({ code: "ERR_SESSION_LOCKED" });
     await lock.release();
+    expect(existsSync(lock.path)).toBe(false);
   });
 });
 

@@ -3,13 +3,17 @@
  * (test/fixtures/tui-launch.mjs) against the mock model server on 127.0.0.1 or the demo models,
  * keys go in with `send-keys`, and the screen is read with `capture-pane`. Every wait polls the
  * screen for a condition, up to a bound. Run `npm run build` first.
+ *
+ * Without tmux these tests fail (never skip), saying how to install it; `npm test` installs it
+ * first when it can (scripts/test-prereqs.mjs).
  */
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type MockServer, startMockServer } from "../../../dist/mock-server/index.js";
+import { requirePrerequisites } from "../../../scripts/test-prereqs.mjs";
 import { tempDir, within } from "../../fixtures/bounded.js";
 import { mockModelsJson } from "../../fixtures/models.mjs";
 
@@ -17,21 +21,14 @@ const LAUNCHER = fileURLToPath(new URL("../../fixtures/tui-launch.mjs", import.m
 const CLI = fileURLToPath(new URL("../../../dist/main/cli.js", import.meta.url));
 const REPLY = "Streaming words from the mock server.";
 
-const hasTmux = (() => {
-  try {
-    execFileSync("tmux", ["-V"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
 let server: MockServer;
+// Every test fails without tmux, with the command that installs it: none is skipped.
+beforeEach(() => requirePrerequisites("tmux"));
 beforeAll(async () => {
   server = await startMockServer({ script: { reply: REPLY } });
 });
@@ -145,12 +142,20 @@ class Pane {
   waitForText(text: string, ms?: number): Promise<string> {
     return this.waitFor(JSON.stringify(text), (screen) => screen.includes(text), ms);
   }
+
+  /**
+   * Waits until the command has ended and the shell has printed both lines after it, `EXIT=<code>`
+   * then `TTY=<mode>` (the last), and returns that screen.
+   */
+  waitForExit(ms?: number): Promise<string> {
+    return this.waitFor("EXIT= and then TTY= (the command ended)", (screen) => /^TTY=-?icanon$/m.test(screen), ms);
+  }
 }
 
 const lines = (screen: string) => screen.split("\n").map((line) => line.trimEnd());
 const count = (screen: string, text: string) => screen.split(text).length - 1;
 
-describe.skipIf(!hasTmux)("interactive terminal UI in tmux", () => {
+describe("interactive terminal UI in tmux", () => {
   it("lifeline with no -p on a terminal opens the interactive session, answers, and Ctrl+D exits 0", async () => {
     const pane = new Pane(["--model", "demo/demo-fast"], {}, CLI);
     await pane.waitForText("demo/demo-fast · idle");
@@ -158,7 +163,7 @@ describe.skipIf(!hasTmux)("interactive terminal UI in tmux", () => {
     await pane.waitForText('you said "hello from the terminal"');
     await pane.waitForText("demo/demo-fast · idle");
     pane.keys("C-d");
-    const screen = await pane.waitForText("EXIT=");
+    const screen = await pane.waitForExit();
     expect(screen).toContain("EXIT=0");
     expect(screen).toContain("TTY=icanon");
   });
@@ -216,7 +221,7 @@ describe.skipIf(!hasTmux)("interactive terminal UI in tmux", () => {
     pane.submit("hello");
     await pane.waitForText('Demo answer: you said "hello"');
     pane.keys("C-d");
-    const screen = await pane.waitForText("TTY=");
+    const screen = await pane.waitForExit();
     expect(screen).toContain("EXIT=0");
     expect(screen).toContain("TTY=icanon");
     expect(pane.tmux("display-message", "-p", "-t", "t", "#{cursor_flag}").trim()).toBe("1");
@@ -228,7 +233,7 @@ describe.skipIf(!hasTmux)("interactive terminal UI in tmux", () => {
     pane.submit("a long answer [words=2000]");
     await pane.waitForText("· streaming");
     pane.keys("C-d");
-    const screen = await pane.waitForText("TTY=");
+    const screen = await pane.waitForExit();
     expect(screen).toContain("EXIT=0");
     expect(screen).toContain("TTY=icanon");
   });
@@ -242,7 +247,7 @@ describe.skipIf(!hasTmux)("interactive terminal UI in tmux", () => {
     const armed = await pane.waitForText("press Ctrl+C again to exit");
     expect(armed).not.toContain("draft text");
     pane.keys("C-c");
-    const screen = await pane.waitForText("TTY=");
+    const screen = await pane.waitForExit();
     expect(screen).toContain("EXIT=0");
     expect(screen).toContain("TTY=icanon");
   });
@@ -256,7 +261,7 @@ describe.skipIf(!hasTmux)("interactive terminal UI in tmux", () => {
     const shell = pane.tmux("display-message", "-p", "-t", "t", "#{pane_pid}").trim();
     const child = Number(execFileSync("pgrep", ["-P", shell], { encoding: "utf8" }).trim());
     process.kill(child, "SIGTERM");
-    const screen = await pane.waitForText("TTY=");
+    const screen = await pane.waitForExit();
     expect(screen).toContain("EXIT=143");
     expect(screen).toContain("TTY=icanon");
   });
@@ -307,7 +312,7 @@ describe.skipIf(!hasTmux)("interactive terminal UI in tmux", () => {
 
   it("an unknown model is reported on stderr with exit code 2, never entering raw mode", async () => {
     const pane = new Pane(["mock/no-such-model"]);
-    const screen = await pane.waitForText("TTY=");
+    const screen = await pane.waitForExit();
     expect(screen).toContain("EXIT=2");
     expect(screen).toMatch(/Error: .*no-such-model/);
     expect(screen).toContain("TTY=icanon");
@@ -357,7 +362,7 @@ describe.skipIf(!hasTmux)("interactive terminal UI in tmux", () => {
       await pane.waitForText('you said "a prompt after resuming"');
       await pane.waitForText("demo/demo-fast · idle");
       pane.keys("C-d");
-      const screen = await pane.waitForText("TTY=");
+      const screen = await pane.waitForExit();
       expect(screen).toContain("EXIT=0");
       expect(screen).toContain("TTY=icanon");
 
@@ -375,7 +380,7 @@ describe.skipIf(!hasTmux)("interactive terminal UI in tmux", () => {
         await pane.waitForText("Resume a session (2 in this directory)");
         const before = files(pane.dir).map((file) => readFileSync(file, "utf8"));
         pane.keys(key);
-        const screen = await pane.waitForText("TTY=");
+        const screen = await pane.waitForExit();
         expect(screen).toContain("EXIT=0");
         expect(screen).toContain("TTY=icanon");
         expect(files(pane.dir).map((file) => readFileSync(file, "utf8"))).toEqual(before);
@@ -384,7 +389,7 @@ describe.skipIf(!hasTmux)("interactive terminal UI in tmux", () => {
 
     it("with no sessions in the directory says so and exits 0 without entering raw mode", async () => {
       const pane = new Pane(["-r"], {}, CLI);
-      const screen = await pane.waitForText("TTY=");
+      const screen = await pane.waitForExit();
       expect(screen).toContain("No sessions to resume in");
       expect(screen).toContain("EXIT=0");
       expect(screen).toContain("TTY=icanon");

@@ -4,7 +4,7 @@
  */
 import type { ModelChange } from "../../shared/protocol.js";
 
-/** Where a session's keys come from (the host's wiring). */
+/** Where a session's keys come from (the host, through `SessionCredentials`). */
 export interface KeySource {
   /** The auth storage's key for this session and `provider` now; undefined without a storage. */
   keyFor?: (provider: string) => string | undefined;

@@ -2,7 +2,7 @@
  * How `SessionHost` builds a session, new (`createSession`) or read back from its file
  * (`resumeSession`): the transcript restored from the file, the merged settings, the model and its
  * key, the init the worker opens the session from, the main thread's copy of the extensions, the
- * session opened on a worker, its recorder (B7), and the {@link SessionWiring} handed to the new
+ * session opened on a worker, its recorder (B7), and the {@link SessionSetup} handed to the new
  * `AgentSession`, which then joins the host's open sessions. A failure while opening on the worker
  * or creating the recorder closes what was opened before it (the extensions, the worker's session);
  * any failure of a resume closes its file again.
@@ -15,7 +15,7 @@ import type { HostCoordination } from "../coordination/host-coordination.js";
 import type { ExtensionRunner } from "../extensions/extension-runner.js";
 import type { SessionExtensions } from "../extensions/session-extensions.js";
 import { AgentSession } from "../session/agent-session.js";
-import type { SessionWiring } from "../session/session-wiring.js";
+import type { SessionSetup } from "../session/session-setup.js";
 import type { SessionPersistence } from "../session-files/session-persistence.js";
 import type { SessionRecorder } from "../session-files/session-recorder.js";
 import type { OpenedSession, SessionStore } from "../session-files/session-store.js";
@@ -156,36 +156,43 @@ export class SessionAssembly {
       if (extensions !== undefined) runner?.close(extensions);
       throw error;
     }
-    const wiring: SessionWiring = {
-      sessionId,
-      link,
-      model: opened.model,
-      settings,
-      messages: init.messages,
-      ...(restored === undefined ? {} : { history: [...restored.history, ...restored.undelivered] }),
-      recorder,
-      authStorage: config.authStorage,
-      keyFor: (provider) => config.storedKey(provider, sessionId),
-      ...(options.apiKey === undefined ? {} : { pinnedProvider: providerOf(resolved.model) }),
-      isProviderExhausted: (provider) => safely(() => config.authStorage?.isExhausted?.(provider)) === true,
-      onContextOverflow: options.onContextOverflow,
-      onListenerError: this.#parts.options.onListenerError ?? HOST_DEFAULTS.onListenerError,
-      extensions,
-      onDisposed: (id) => {
-        if (extensions !== undefined) runner?.close(extensions);
-        sessions.delete(id);
-        safely(() => config.authStorage?.releaseSession?.(id));
-        workers.releaseIsolated();
-        return recorder === undefined ? undefined : files.close(recorder);
+    const setup: SessionSetup = {
+      start: {
+        sessionId,
+        link,
+        model: opened.model,
+        modelChange: resolved,
+        settings,
+        messages: init.messages,
+        ...(restored === undefined ? {} : { history: [...restored.history, ...restored.undelivered] }),
       },
-      resolveModel: (ref) => config.resolveModel(ref, undefined, sessionId),
-      modelChange: resolved,
-      // SPEC X7: opened again on a fresh worker from the main-side transcript; a suspect on its own.
-      reopen: async (messages, model, isolate) => (await workers.open(withModel(init, model, messages), isolate)).link,
-      coordination: this.#parts.coordination,
-      ...(this.#parts.options.sleep === undefined ? {} : { sleep: this.#parts.options.sleep }),
+      host: {
+        recorder,
+        credentials: {
+          authStorage: config.authStorage,
+          keyFor: (provider) => config.storedKey(provider, sessionId),
+          ...(options.apiKey === undefined ? {} : { pinnedProvider: providerOf(resolved.model) }),
+          isProviderExhausted: (provider) => safely(() => config.authStorage?.isExhausted?.(provider)) === true,
+          resolveModel: (ref) => config.resolveModel(ref, undefined, sessionId),
+        },
+        coordination: this.#parts.coordination,
+        extensions,
+        onContextOverflow: options.onContextOverflow,
+        onListenerError: this.#parts.options.onListenerError ?? HOST_DEFAULTS.onListenerError,
+        onDisposed: (id) => {
+          if (extensions !== undefined) runner?.close(extensions);
+          sessions.delete(id);
+          safely(() => config.authStorage?.releaseSession?.(id));
+          workers.releaseIsolated();
+          return recorder === undefined ? undefined : files.close(recorder);
+        },
+        // SPEC X7: opened again on a fresh worker from the main-side transcript; a suspect on its own.
+        reopen: async (messages, model, isolate) =>
+          (await workers.open(withModel(init, model, messages), isolate)).link,
+        ...(this.#parts.options.sleep === undefined ? {} : { sleep: this.#parts.options.sleep }),
+      },
     };
-    const session = new AgentSession(wiring);
+    const session = new AgentSession(setup);
     sessions.set(sessionId, session);
     return session;
   }

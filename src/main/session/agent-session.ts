@@ -29,7 +29,7 @@ import { QueuedMessages } from "./queued-messages.js";
 import { type SessionListener, SessionListeners } from "./session-listeners.js";
 import { SessionModel } from "./session-model.js";
 import { sessionCoordination } from "./session-retry.js";
-import type { SessionWiring } from "./session-wiring.js";
+import type { SessionSetup } from "./session-setup.js";
 
 export type {
   ContextOverflowAnswer,
@@ -53,7 +53,7 @@ export interface PromptOptions {
 export class AgentSession {
   /** Stable id of this session (also passed to providers for cache affinity). */
   readonly id: string;
-  readonly #wiring: SessionWiring;
+  readonly #setup: SessionSetup;
   readonly #settings: Settings;
   readonly #model: SessionModel;
   readonly #events: SessionListeners;
@@ -64,24 +64,24 @@ export class AgentSession {
   readonly #runner: PromptRunner;
 
   /** @internal Use `SessionHost.createSession()`. */
-  constructor(wiring: SessionWiring) {
-    this.id = wiring.sessionId;
-    this.#wiring = wiring;
-    this.#settings = wiring.settings;
-    const model = new SessionModel(wiring.model, wiring.modelChange);
+  constructor(setup: SessionSetup) {
+    this.id = setup.start.sessionId;
+    this.#setup = setup;
+    this.#settings = setup.start.settings;
+    const model = new SessionModel(setup.start.model, setup.start.modelChange);
     this.#model = model;
-    const events = new SessionListeners(wiring.onListenerError);
+    const events = new SessionListeners(setup.host.onListenerError);
     this.#events = events;
-    this.#coordination = sessionCoordination(wiring, model, events);
+    this.#coordination = sessionCoordination(setup, model, events);
     this.#runner = new PromptRunner({
-      wiring,
+      setup,
       model,
       events,
       queued: this.#queued,
       coordination: this.#coordination,
       setModel: (name) => this.setModel(name),
     });
-    const extensions = wiring.extensions;
+    const extensions = setup.host.extensions;
     if (extensions !== undefined) {
       // An ordinary listener that only enqueues: handlers never delay delivery or the retry path.
       events.subscribe((event) => extensions.deliver(event));
@@ -125,10 +125,10 @@ export class AgentSession {
   async setModel(model: string | ModelRef): Promise<Model<Api>> {
     if (this.#runner.closed !== undefined) throw this.#runner.closed;
     validate(modelRefSchema, model, "setModel() argument", "model");
-    const change = await this.#wiring.resolveModel(toModelRef(model));
+    const change = await this.#setup.host.credentials.resolveModel(toModelRef(model));
     const resolved = await (await this.#runner.link.worker()).call("setModel", this.id, change);
     this.#model.switched(resolved, change);
-    this.#wiring.recorder?.modelChange(resolved.provider, resolved.id);
+    this.#setup.host.recorder?.modelChange(resolved.provider, resolved.id);
     return resolved;
   }
 
@@ -158,7 +158,7 @@ export class AgentSession {
     }
     const message: AgentMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
     // B7: stored when main sends it, so a restart delivers it once (see SessionRecorder.queued).
-    await this.#wiring.recorder?.queued(kind, message);
+    await this.#setup.host.recorder?.queued(kind, message);
     if (this.#runner.closed !== undefined) throw this.#runner.closed;
     this.#queued.add(kind, message);
     try {
@@ -318,7 +318,7 @@ export class AgentSession {
 
   /** B7: the file this session is persisted to; undefined when persistence is off. */
   get sessionFile(): string | undefined {
-    return this.#wiring.recorder?.path;
+    return this.#setup.host.recorder?.path;
   }
 
   /**
@@ -327,7 +327,7 @@ export class AgentSession {
    * when the session is not persisted. Never rejects (a failed write-ahead rejects the prompt).
    */
   flushSession(): Promise<void> {
-    return this.#wiring.recorder?.flush() ?? Promise.resolve();
+    return this.#setup.host.recorder?.flush() ?? Promise.resolve();
   }
 
   /** The session's effective settings (files, host and session overrides, and toggles). */

@@ -38,12 +38,12 @@ import { type LinkedSession, SessionLink } from "./session-link.js";
 import type { SessionListeners } from "./session-listeners.js";
 import type { SessionModel } from "./session-model.js";
 import { sessionRetryActions, sessionRetryController } from "./session-retry.js";
-import type { SessionWiring } from "./session-wiring.js";
+import type { SessionSetup } from "./session-setup.js";
 import { TranscriptMirror } from "./transcript-mirror.js";
 
 /** What `AgentSession` hands its runner: the parts it shares with it, and its own `setModel`. */
 export interface PromptRunnerParts {
-  readonly wiring: SessionWiring;
+  readonly setup: SessionSetup;
   readonly model: SessionModel;
   readonly events: SessionListeners;
   readonly queued: QueuedMessages;
@@ -62,7 +62,7 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
   readonly transcript: TranscriptMirror;
   /** The session's retry controller (R1–R15's chains); the runner carries out its decisions. */
   readonly retry: RetryController<AssistantMessage>;
-  readonly #wiring: SessionWiring;
+  readonly #setup: SessionSetup;
   readonly #model: SessionModel;
   readonly #events: SessionListeners;
   readonly #queued: QueuedMessages;
@@ -83,35 +83,33 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
   #closed: LifelineError | undefined;
 
   /** Builds the session's lifecycle parts; nothing reaches it from the worker until `link.connect()`. */
-  constructor({ wiring, model, events, queued, coordination, setModel }: PromptRunnerParts) {
-    this.sessionId = wiring.sessionId;
-    this.#wiring = wiring;
+  constructor({ setup, model, events, queued, coordination, setModel }: PromptRunnerParts) {
+    this.sessionId = setup.start.sessionId;
+    this.#setup = setup;
     this.#model = model;
     this.#events = events;
     this.#queued = queued;
-    this.link = new SessionLink(wiring, this, { model, queued, events });
+    this.link = new SessionLink(setup, this, { model, queued, events });
     this.transcript = new TranscriptMirror(
-      wiring.messages,
-      wiring.history ?? wiring.messages,
-      wiring.recorder,
+      setup.start.messages,
+      setup.start.history ?? setup.start.messages,
+      setup.host.recorder,
       this.link,
     );
-    this.retry = sessionRetryController(wiring, model, coordination, (event) => this.#runEvents.retryEvent(event));
+    this.retry = sessionRetryController(setup, model, coordination, (event) => this.#runEvents.retryEvent(event));
     this.#runEvents = new RunEvents(this, { events, mirror: this.transcript, queued, retry: this.retry });
     this.#compaction = new SessionCompaction({
       sessionId: this.sessionId,
-      overflowHook: wiring.onContextOverflow,
-      recorder: wiring.recorder,
-      settings: () => wiring.settings.compaction,
+      overflowHook: setup.host.onContextOverflow,
+      recorder: setup.host.recorder,
+      settings: () => setup.start.settings.compaction,
       contextWindow: () => model.current.contextWindow,
       prompts: this,
       transcript: this.transcript,
       events,
     });
-    this.#retryActions = sessionRetryActions(wiring, model, this.transcript, setModel, () =>
-      this.#continueAfterRetry(),
-    );
-    this.#admission = new PromptAdmission(wiring.recorder, coordination);
+    this.#retryActions = sessionRetryActions(setup, model, this.transcript, setModel, () => this.#continueAfterRetry());
+    this.#admission = new PromptAdmission(setup.host.recorder, coordination);
   }
 
   /** The error the session was closed with (ERR_SESSION_DISPOSED, ERR_SESSION_CRASHED); undefined while open. */
@@ -177,7 +175,7 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
     const dropQueued = this.#queued.clear();
     if (this.#run !== undefined) this.#run.aborted = true;
     this.#compaction.abort();
-    if (dropQueued) this.#wiring.recorder?.queueCleared();
+    if (dropQueued) this.#setup.host.recorder?.queueCleared();
     return this.#activeRunId !== undefined || dropQueued;
   }
 
@@ -217,7 +215,7 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
     this.#close(error);
     this.link.current.detach(this.sessionId);
     // Its file's close errors were reported as they happened (ERR_SESSION_FILE); none is left to give.
-    const released = this.#wiring.onDisposed(this.sessionId)?.catch(() => {});
+    const released = this.#setup.host.onDisposed(this.sessionId)?.catch(() => {});
     // A restore in progress closes the session on its new worker itself (see SessionRestore).
     if (this.link.restoring === undefined) {
       try {
@@ -261,7 +259,7 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
       const link = await this.link.worker();
       // R4: the key for this attempt (a rotation may have switched it). Posted on the same FIFO
       // port right before startRun, so the worker has it before the run's request goes out.
-      const change = this.#model.freshCredential(this.#wiring);
+      const change = this.#model.freshCredential(this.#setup.host.credentials);
       if (change !== undefined) void link.call("setModel", this.sessionId, change).catch(() => {});
       await link.call("startRun", this.sessionId, runId, input);
     } catch (error) {
@@ -444,6 +442,6 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
 
   close(error: LifelineError): void {
     this.#close(error);
-    this.#wiring.onDisposed(this.sessionId)?.catch(() => {});
+    this.#setup.host.onDisposed(this.sessionId)?.catch(() => {});
   }
 }

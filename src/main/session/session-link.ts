@@ -14,7 +14,7 @@ import type { QueuedMessages } from "./queued-messages.js";
 import type { AfterRun } from "./run-events.js";
 import type { SessionListeners } from "./session-listeners.js";
 import type { SessionModel } from "./session-model.js";
-import type { SessionWiring } from "./session-wiring.js";
+import type { SessionSetup } from "./session-setup.js";
 import type { MirrorWorker } from "./transcript-mirror.js";
 
 /** What the link needs of its session's prompt lifecycle (the session's `PromptRunner` implements it). */
@@ -32,7 +32,7 @@ export interface LinkedSession extends RestoreTarget<AfterRun> {
 /** One session's link to its worker, replaced by a restore when the worker dies. */
 export class SessionLink implements RestoreLink, MirrorWorker {
   readonly sessionId: string;
-  readonly #wiring: SessionWiring;
+  readonly #setup: SessionSetup;
   readonly #session: LinkedSession;
   readonly #model: SessionModel;
   readonly #queued: QueuedMessages;
@@ -43,17 +43,20 @@ export class SessionLink implements RestoreLink, MirrorWorker {
 
   /** Nothing reaches the session until {@link connect}. */
   constructor(
-    wiring: SessionWiring,
+    setup: SessionSetup,
     session: LinkedSession,
     parts: { model: SessionModel; queued: QueuedMessages; events: SessionListeners },
   ) {
-    this.sessionId = wiring.sessionId;
-    this.#wiring = wiring;
+    this.sessionId = setup.start.sessionId;
+    this.#setup = setup;
     this.#session = session;
     this.#model = parts.model;
     this.#queued = parts.queued;
-    this.#link = wiring.link;
-    this.#restore = new SessionRestore<AfterRun>(session, this, { settings: wiring.settings, events: parts.events });
+    this.#link = setup.start.link;
+    this.#restore = new SessionRestore<AfterRun>(session, this, {
+      settings: setup.start.settings,
+      events: parts.events,
+    });
     this.#client = {
       handleItem: (item) => session.handleItem(item),
       hasRunInFlight: () => session.hasRunInFlight(),
@@ -91,7 +94,7 @@ export class SessionLink implements RestoreLink, MirrorWorker {
 
   /** X7: opens the session again on a fresh worker (its own if `isolate`) from the main-side transcript and model. */
   reopen(isolate: boolean): Promise<WorkerLink> {
-    return this.#wiring.reopen([...this.#session.transcript.messages], this.#model.change, isolate);
+    return this.#setup.host.reopen([...this.#session.transcript.messages], this.#model.change, isolate);
   }
 
   /** X7: `link`, the fresh worker's, becomes the session's; steering not yet delivered goes to it, once. */

@@ -1,5 +1,5 @@
 /**
- * A session's retry wiring: its retry controller and B8 view of the host's coordination, bound to
+ * A session's retry setup: its retry controller and B8 view of the host's coordination, bound to
  * the session's retry settings (read at each decision, so toggles apply to the next failure), its
  * model (the context window says what counts as an overflow, R1; provider, endpoint and key pick
  * the budget and gate), the host's auth storage (R4) and the test seam for sleep; and the actions
@@ -14,21 +14,21 @@ import { type RetryActions, RetryController, type RetryControllerOptions } from 
 import { abortableSleep } from "../retry/sleep.js";
 import type { SessionListeners } from "./session-listeners.js";
 import type { SessionModel } from "./session-model.js";
-import type { SessionWiring } from "./session-wiring.js";
+import type { SessionSetup } from "./session-setup.js";
 import type { TranscriptMirror } from "./transcript-mirror.js";
 
-/** The retry controller of the session `wiring` describes; its events go to `emit`. Called once per session. */
+/** The retry controller of the session `setup` describes; its events go to `emit`. Called once per session. */
 export function sessionRetryController(
-  wiring: SessionWiring,
+  setup: SessionSetup,
   model: SessionModel,
   coordination: SessionCoordination | undefined,
   emit: (event: RetryEvent) => void,
 ): RetryController<AssistantMessage> {
-  const settings = wiring.settings;
+  const settings = setup.start.settings;
   const options: RetryControllerOptions = {
-    sessionId: wiring.sessionId,
+    sessionId: setup.start.sessionId,
     settings: () => settings.retry,
-    sleep: wiring.sleep ?? abortableSleep,
+    sleep: setup.host.sleep ?? abortableSleep,
     now: Date.now,
     random: Math.random,
     isOverflow: (message: ClassifiableMessage) => {
@@ -38,23 +38,23 @@ export function sessionRetryController(
     emit,
     baseUrl: () => model.current.baseUrl,
   };
-  if (wiring.authStorage !== undefined) options.authStorage = wiring.authStorage;
+  if (setup.host.credentials.authStorage !== undefined) options.authStorage = setup.host.credentials.authStorage;
   if (coordination !== undefined) options.coordination = coordination;
   return new RetryController<AssistantMessage>(options);
 }
 
 /** B8: the session's view of the host's budgets, gates and permits; undefined without the host's. Called once per session. */
 export function sessionCoordination(
-  wiring: SessionWiring,
+  setup: SessionSetup,
   model: SessionModel,
   events: SessionListeners,
 ): SessionCoordination | undefined {
-  if (wiring.coordination === undefined) return undefined;
-  return new SessionCoordination(wiring.coordination, {
+  if (setup.host.coordination === undefined) return undefined;
+  return new SessionCoordination(setup.host.coordination, {
     provider: () => model.current.provider,
     baseUrl: () => model.current.baseUrl,
     apiKey: () => model.change.apiKey,
-    settings: () => wiring.settings.retry,
+    settings: () => setup.start.settings.retry,
     emit: (event) => events.emit(event),
   });
 }
@@ -66,7 +66,7 @@ export function sessionCoordination(
  * provider is blocked.
  */
 export function sessionRetryActions(
-  wiring: SessionWiring,
+  setup: SessionSetup,
   model: SessionModel,
   transcript: TranscriptMirror,
   setModel: (name: string) => Promise<unknown>,
@@ -78,9 +78,9 @@ export function sessionRetryActions(
     continueRun,
     switchToFallback: () =>
       switchToFallback(
-        wiring.settings.retry.fallbackModels ?? [],
+        setup.start.settings.retry.fallbackModels ?? [],
         `${model.current.provider}/${model.current.id}`,
-        wiring.isProviderExhausted,
+        setup.host.credentials.isProviderExhausted,
         setModel,
       ),
   };

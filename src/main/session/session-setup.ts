@@ -1,0 +1,75 @@
+/**
+ * What `SessionHost` hands each `AgentSession` it creates, in two parts: where the session starts
+ * ({@link SessionStart}: its id, worker, model, settings and transcript) and what the host lends it
+ * for its whole life ({@link HostServices}: persistence, credentials, coordination, extensions and
+ * the host's callbacks). Built by host/session-assembly.ts. Internal; not part of the public API.
+ */
+import type { AgentMessage } from "@mariozechner/pi-agent-core";
+import type { Api, Model } from "@mariozechner/pi-ai";
+import type { SessionEvent } from "../../shared/events.js";
+import type { ModelChange, ModelRef } from "../../shared/protocol.js";
+import type { Settings } from "../../shared/settings.js";
+import type { AuthStorage } from "../auth/auth-storage.js";
+import type { KeySource } from "../auth/session-credentials.js";
+import type { ContextOverflowHook } from "../compaction/context-overflow-hook.js";
+import type { HostCoordination } from "../coordination/host-coordination.js";
+import type { SessionExtensions } from "../extensions/session-extensions.js";
+import type { SessionRecorder } from "../session-files/session-recorder.js";
+import type { WorkerLink } from "../workers/worker-link.js";
+
+/** Everything a new `AgentSession` is built from. */
+export interface SessionSetup {
+  readonly start: SessionStart;
+  readonly host: HostServices;
+}
+
+/** Where a session starts: read once, by the constructor of `AgentSession` and its parts. */
+interface SessionStart {
+  sessionId: string;
+  /** The worker the session was opened on. */
+  link: WorkerLink;
+  /** The model the worker resolved, and the reference and key it was opened with. */
+  model: Model<Api>;
+  modelChange: ModelChange;
+  /** The session's effective settings; the session's toggles write into this object. */
+  settings: Settings;
+  /** The runtime transcript to start from. */
+  messages: AgentMessage[];
+  /** The history to start from when it differs from `messages` (a resumed session). */
+  history?: AgentMessage[];
+}
+
+/** What the host lends a session for its whole life. */
+interface HostServices {
+  /** Persistence (B7): stores every history message; undefined when the session is not persisted. */
+  recorder: SessionRecorder | undefined;
+  credentials: SessionCredentials;
+  /** B8: the host's retry budgets, provider gates and request permits; undefined when none is on. */
+  coordination: HostCoordination | undefined;
+  /** The session's extension handlers (R14: they receive every event); undefined without extensions. */
+  extensions: SessionExtensions | undefined;
+  onContextOverflow: ContextOverflowHook | undefined;
+  /** Where a listener's throw is reported; it never stops delivery. */
+  onListenerError: (error: unknown, event: SessionEvent) => void;
+  /**
+   * The session is closed: the host forgets it. Resolves once its session file, if any, is closed
+   * and unlocked, so a `resumeSession()` after `dispose()` finds the file free.
+   */
+  onDisposed: (sessionId: string) => Promise<void> | undefined;
+  /**
+   * SPEC X7: opens this session again on a fresh worker from `messages` (its own worker if
+   * `isolate`), with the session's current model; resolves with the new link.
+   */
+  reopen: (messages: AgentMessage[], model: ModelChange, isolate: boolean) => Promise<WorkerLink>;
+  /** Test seam for the retry controller's sleep; production uses real timers. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+/** Where a session's keys and models come from (R4: asked again before each attempt). */
+interface SessionCredentials extends KeySource {
+  authStorage: AuthStorage | undefined;
+  /** Whether every stored key of `provider` is blocked (a fallback model skips it). */
+  isProviderExhausted?: (provider: string) => boolean;
+  /** Resolves a model reference and its key as the host does for new sessions (models.json). */
+  resolveModel: (ref: ModelRef) => Promise<ModelChange>;
+}

@@ -20,10 +20,14 @@ function files(dir: string): string[] {
   });
 }
 
-/** Zone of every relative import of a file (static, dynamic and re-exports). */
+/** Every relative import specifier of a module's text: static, dynamic and re-exports. */
+function relativeSpecifiers(text: string): string[] {
+  return [...text.matchAll(/(?:from|import)\s*\(?\s*["'](\.[^"']+)["']/g)].map((m) => m[1] ?? "");
+}
+
+/** Zone of every relative import of a file. */
 function importedZones(file: string, text = readFileSync(file, "utf8")): string[] {
-  const specifiers = [...text.matchAll(/(?:from|import)\s*\(?\s*["'](\.[^"']+)["']/g)].map((m) => m[1] ?? "");
-  return specifiers.map((specifier) => relative(root, resolve(file, "..", specifier)).split("/")[0] ?? "");
+  return relativeSpecifiers(text).map((specifier) => relative(root, resolve(file, "..", specifier)).split("/")[0] ?? "");
 }
 
 const allowed: Record<string, string[]> = {
@@ -71,8 +75,7 @@ function folderOf(path: string): string {
 /** Every import of a src/main file that climbs the layers or crosses to a peer of its layer. */
 function climbingImports(file: string, text = readFileSync(file, "utf8")): string[] {
   const from = folderOf(file);
-  const specifiers = [...text.matchAll(/(?:from|import)\s*\(?\s*["'](\.[^"']+)["']/g)].map((m) => m[1] ?? "");
-  return specifiers.flatMap((specifier) => {
+  return relativeSpecifiers(text).flatMap((specifier) => {
     const target = resolve(file, "..", specifier);
     if (relative(mainRoot, target).startsWith("..")) return [];
     const to = folderOf(target);

@@ -61,10 +61,10 @@ export async function runRpcMode(options: RpcModeOptions = {}): Promise<number> 
       ["SIGTERM", 143],
       ["SIGHUP", 129],
     ];
-    const handlers = signals.map(([signal, exitCode]) => {
+    const handlers = signals.map(([signal, exitCode]): [NodeJS.Signals, () => void] => {
       const handler = () => finish(exitCode);
       process.once(signal, handler);
-      return [signal, handler] as const;
+      return [signal, handler];
     });
     let finished = false;
     const finish = (exitCode: number) => {
@@ -107,11 +107,8 @@ export async function runRpcMode(options: RpcModeOptions = {}): Promise<number> 
 function takeOverStdout(): (line: string) => void {
   const stdout = process.stdout;
   const write = stdout.write.bind(stdout);
-  stdout.write = ((chunk: string | Uint8Array, ...rest: unknown[]) =>
-    (process.stderr.write as (chunk: string | Uint8Array, ...args: unknown[]) => boolean)(
-      chunk,
-      ...rest,
-    )) as typeof stdout.write;
+  // The same overloaded signature on both streams: every write, with its encoding and callback, goes to stderr.
+  stdout.write = process.stderr.write.bind(process.stderr);
   return (line) => {
     write(line);
   };

@@ -27,7 +27,9 @@ function relativeSpecifiers(text: string): string[] {
 
 /** Zone of every relative import of a file. */
 function importedZones(file: string, text = readFileSync(file, "utf8")): string[] {
-  return relativeSpecifiers(text).map((specifier) => relative(root, resolve(file, "..", specifier)).split("/")[0] ?? "");
+  return relativeSpecifiers(text).map(
+    (specifier) => relative(root, resolve(file, "..", specifier)).split("/")[0] ?? "",
+  );
 }
 
 const allowed: Record<string, string[]> = {

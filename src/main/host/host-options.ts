@@ -149,8 +149,9 @@ export interface SessionOptions {
 export type ResumeOptions = Omit<SessionOptions, "sessionId" | "messages">;
 
 /**
- * Defaults of the host's options that the host applies itself (see {@link SessionHostOptions} for
- * each). The others are applied where they are used: `cwd`, `lifelineDir` and `authStorage` by
+ * Defaults of the host's timeouts, threads and listener-error report (see {@link SessionHostOptions}
+ * for each). The others are applied where they are used: `cwd` (the process's) and `workerEntry`
+ * (the built worker beside the host's code) by `SessionHost`, `lifelineDir` and `authStorage` by
  * `HostConfig`, `sessions` by `SessionPersistence`, `batchIntervalMs` by the worker.
  */
 export const HOST_DEFAULTS = {

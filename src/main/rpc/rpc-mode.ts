@@ -6,8 +6,8 @@
  * This file is the process around the protocol: stdout carries protocol records only (the real
  * stdout is taken over at start, so anything else that writes to it, a worker's console.log or a
  * library's progress line, goes to stderr instead); stdin is read as strict JSONL; EOF on stdin,
- * SIGTERM or SIGHUP shut the session down and end the process. Every line on stdin gets exactly
- * one response, whatever it holds, from the command queue in rpc-server.ts.
+ * SIGTERM or SIGHUP shut the session down and end the process. Every non-blank line on stdin gets
+ * exactly one response, whatever it holds, from the command queue in rpc-server.ts.
  */
 import { errorText } from "../../shared/error-text.js";
 import { createSessionHost, type SessionHostOptions } from "../host/session-host.js";
@@ -107,8 +107,15 @@ export async function runRpcMode(options: RpcModeOptions = {}): Promise<number> 
 function takeOverStdout(): (line: string) => void {
   const stdout = process.stdout;
   const write = stdout.write.bind(stdout);
-  // The same overloaded signature on both streams: every write, with its encoding and callback, goes to stderr.
-  stdout.write = process.stderr.write.bind(process.stderr);
+  // Looked up at each write, so a later replacement of process.stderr.write (a spy) sees these too.
+  stdout.write = (
+    chunk: string | Uint8Array,
+    encodingOrCallback?: BufferEncoding | ((error?: Error | null) => void),
+    callback?: (error?: Error | null) => void,
+  ): boolean =>
+    typeof encodingOrCallback === "function"
+      ? process.stderr.write(chunk, encodingOrCallback)
+      : process.stderr.write(chunk, encodingOrCallback, callback);
   return (line) => {
     write(line);
   };

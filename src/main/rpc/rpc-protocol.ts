@@ -79,8 +79,8 @@ export function isRpcCommandType(type: string): type is RpcCommandType {
 
 /**
  * The schemas again, each typed by the command it validates, so a parse keeps the command's type
- * from its `type` to the handler that runs it. The declaration also checks that every schema
- * yields the command as sent (no defaults, no transforms).
+ * from its `type` to the handler that runs it. The declaration also checks that no schema
+ * transforms a command into another type (a default that only fills an optional field passes it).
  */
 const commandParsers: { [K in RpcCommandType]: z.ZodType<RpcCommandOf<K>> } = rpcCommandSchemas;
 

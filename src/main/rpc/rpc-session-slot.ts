@@ -12,7 +12,7 @@ import type { AgentSession } from "../session/agent-session.js";
 
 /** Options of {@link RpcSessionSlot}. */
 export interface RpcSessionSlotOptions {
-  /** The key every session of the slot is opened with; the host's auth otherwise. */
+  /** The key the slot's created sessions are opened with (`switch_session` resumes without it); the host's auth otherwise. */
   apiKey?: string | undefined;
   /** The CLI's -c / --session: the first open resumes a stored session instead of creating one. */
   sessionFlags?: CliSessionFlags | undefined;

@@ -22,6 +22,7 @@ import {
   promptOptionsSchema,
   validate,
 } from "../config/option-schemas.js";
+import type { PermitTarget } from "../coordination/permit-bridge.js";
 import type { CoordinationState, SessionCoordination } from "../coordination/session-coordination.js";
 import { isWorkerGone } from "../workers/worker-exit.js";
 import { PromptRunner } from "./prompt-runner.js";
@@ -285,7 +286,7 @@ export class AgentSession {
    * session's model requests; undefined when `retry.maxConcurrentRequests` is not set.
    * @internal
    */
-  get permitTarget(): { provider: string; limit: number; gateKey: string | undefined } | undefined {
+  get permitTarget(): PermitTarget | undefined {
     const limit = this.#settings.retry.maxConcurrentRequests;
     if (limit === undefined || this.#coordination === undefined || this.#runner.isClosed()) return undefined;
     return { provider: this.#model.current.provider, limit, gateKey: this.#coordination.permitGateKey };

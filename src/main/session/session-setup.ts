@@ -44,7 +44,7 @@ interface HostServices {
   /** Persistence (B7): stores every history message; undefined when the session is not persisted. */
   recorder: SessionRecorder | undefined;
   credentials: SessionCredentials;
-  /** B8: the host's retry budgets, provider gates and request permits; undefined when none is on. */
+  /** B8: the host's retry budgets, provider gates and request permits (each off unless its setting is on). */
   coordination: HostCoordination | undefined;
   /** The session's extension handlers (R14: they receive every event); undefined without extensions. */
   extensions: SessionExtensions | undefined;

@@ -10,21 +10,7 @@ import { type AfterRun, RunEvents, type RunEventsTarget } from "../../../src/mai
 import type { ActiveRun } from "../../../src/main/supervision/session-restore.js";
 import type { SessionEvent } from "../../../src/shared/events.js";
 import type { BatchItem } from "../../../src/shared/protocol.js";
-import { emptyUsage } from "../../../src/shared/usage.js";
-
-function reply(stopReason: AssistantMessage["stopReason"], errorMessage?: string): AssistantMessage {
-  return {
-    role: "assistant",
-    content: [{ type: "text", text: "reply" }],
-    api: "openai-completions",
-    provider: "p",
-    model: "m",
-    usage: emptyUsage(),
-    stopReason,
-    timestamp: 1,
-    ...(errorMessage === undefined ? {} : { errorMessage }),
-  };
-}
+import { assistantMessage } from "../../fixtures/messages.js";
 
 const user: AgentMessage = { role: "user", content: [{ type: "text", text: "hi" }], timestamp: 1 };
 
@@ -84,7 +70,7 @@ describe("RunEvents", () => {
       events.retryEvent({ type: "auto_retry_end", success: false, attempt: 2, reason: "exhausted", finalError: "x" });
       return { kind: "none", failure: "exhausted" };
     });
-    const failed = reply("error", "503");
+    const failed = assistantMessage("error", "503");
     h.events.route(event({ type: "agent_end", messages: [failed] }));
     expect(h.types()).toEqual(["agent_end", "auto_retry_end"]);
     expect(h.log).toEqual(["noteReply error", "decided none"]);
@@ -92,7 +78,7 @@ describe("RunEvents", () => {
   });
 
   it("agent_end says willRetry when the controller decides to retry, and a retry start counts for the prompt", () => {
-    const failed = reply("error", "503");
+    const failed = assistantMessage("error", "503");
     const retry: RetryDecision<AssistantMessage> = {
       kind: "retry",
       chainId: 1,
@@ -112,7 +98,7 @@ describe("RunEvents", () => {
 
   it("a run_end appends the run's tail to the transcript before the run's decision is carried out", () => {
     const h = harness();
-    const tail = reply("error", "thrown");
+    const tail = assistantMessage("error", "thrown");
     h.events.route({
       type: "run_end",
       sessionId: "s1",
@@ -126,7 +112,7 @@ describe("RunEvents", () => {
 
   it("a run_end of a run that is not the active one is ignored", () => {
     const h = harness();
-    h.events.route({ type: "run_end", sessionId: "s1", runId: 6, tail: [reply("stop")] });
+    h.events.route({ type: "run_end", sessionId: "s1", runId: 6, tail: [assistantMessage("stop")] });
     expect(h.transcript).toEqual([]);
     expect(h.log).toEqual([]);
   });
@@ -142,7 +128,7 @@ describe("RunEvents", () => {
     const h = harness();
     h.events.route(event({ type: "agent_start" }));
     h.events.route(event({ type: "message_end", message: user }));
-    h.events.route(event({ type: "message_end", message: reply("stop") }));
+    h.events.route(event({ type: "message_end", message: assistantMessage("stop") }));
     expect(h.run).toMatchObject({ started: true, userSeen: true });
     expect(h.transcript.map((m) => m.role)).toEqual(["user", "assistant"]);
     expect(h.log).toEqual(["delivered", "noteReply stop", "onMessageEnd stop"]);
@@ -160,7 +146,7 @@ describe("RunEvents", () => {
 
   it("a run whose worker died ends with the reply it was streaming, failed, and its decision", () => {
     const h = harness();
-    const partial = reply("stop");
+    const partial = assistantMessage("stop");
     h.events.route(event({ type: "message_start", message: partial }));
     const afterRun = h.events.interrupted(h.run, "crash", {
       id: "m",

@@ -2,7 +2,7 @@
  * SPEC R10 without a terminal: the loader and failure strings, the countdown arithmetic, and the
  * Esc-handler swap and restore, driven by sequences of SessionEvents and a fake clock.
  */
-import type { AssistantMessage, StopReason } from "@mariozechner/pi-ai";
+import type { StopReason } from "@mariozechner/pi-ai";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
@@ -21,6 +21,7 @@ import {
 } from "../../../src/main/tui/session-ui-controller.js";
 import { summarize } from "../../../src/main/tui/transcript-view.js";
 import type { SessionEvent } from "../../../src/shared/events.js";
+import { assistantMessage } from "../../fixtures/messages.js";
 
 /** A clock whose time moves only when the test says so, running due callbacks in order. */
 class FakeClock implements UiClock {
@@ -55,32 +56,11 @@ class FakeClock implements UiClock {
   }
 }
 
-function assistant(stopReason: StopReason, errorMessage?: string, text = ""): AssistantMessage {
-  return {
-    role: "assistant",
-    content: text === "" ? [] : [{ type: "text", text }],
-    api: "openai-completions",
-    provider: "mock",
-    model: "mock-1",
-    usage: {
-      input: 0,
-      output: 0,
-      cacheRead: 0,
-      cacheWrite: 0,
-      totalTokens: 0,
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-    },
-    stopReason,
-    ...(errorMessage === undefined ? {} : { errorMessage }),
-    timestamp: 0,
-  };
-}
-
 const ev = {
   agentStart: (): SessionEvent => ({ type: "agent_start" }),
   failedAttempt: (error = "503 Service Unavailable"): SessionEvent => ({
     type: "message_end",
-    message: assistant("error", error),
+    message: assistantMessage("error", error),
   }),
   agentEnd: (willRetry: boolean): SessionEvent => ({ type: "agent_end", messages: [], willRetry }),
   retryStart: (attempt: number, delayMs = 3000, maxAttempts = 3): SessionEvent => ({
@@ -97,8 +77,8 @@ const ev = {
     reason: success ? "success" : finalError === "Retry cancelled" ? "cancelled" : "exhausted",
     ...(finalError === undefined ? {} : { finalError }),
   }),
-  answer: (): SessionEvent => ({ type: "message_end", message: assistant("stop", undefined, "Mock reply.") }),
-  aborted: (): SessionEvent => ({ type: "message_end", message: assistant("aborted", "Request was aborted") }),
+  answer: (): SessionEvent => ({ type: "message_end", message: assistantMessage("stop", undefined, "Mock reply.") }),
+  aborted: (): SessionEvent => ({ type: "message_end", message: assistantMessage("aborted", "Request was aborted") }),
   settled: (stopReason: StopReason, retries = 0, errorMessage?: string): SessionEvent => ({
     type: "agent_settled",
     stopReason,

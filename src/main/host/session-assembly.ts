@@ -9,7 +9,6 @@
  */
 import { randomUUID } from "node:crypto";
 import { LifelineError } from "../../shared/errors.js";
-import type { ModelRef } from "../../shared/protocol.js";
 import { toModelRef } from "../config/model-ref.js";
 import type { HostCoordination } from "../coordination/host-coordination.js";
 import type { ExtensionRunner } from "../extensions/extension-runner.js";
@@ -171,7 +170,7 @@ export class SessionAssembly {
         credentials: {
           authStorage: config.authStorage,
           keyFor: (provider) => config.storedKey(provider, sessionId),
-          ...(options.apiKey === undefined ? {} : { pinnedProvider: providerOf(resolved.model) }),
+          ...(options.apiKey === undefined ? {} : { pinnedProvider: resolved.model.provider }),
           isProviderExhausted: (provider) => safely(() => config.authStorage?.isExhausted?.(provider)) === true,
           resolveModel: (ref) => config.resolveModel(ref, undefined, sessionId),
         },
@@ -196,10 +195,6 @@ export class SessionAssembly {
     sessions.set(sessionId, session);
     return session;
   }
-}
-
-function providerOf(model: ModelRef): string {
-  return model.provider;
 }
 
 /** Runs a storage hook; a throw is ignored (a storage never breaks a session). */

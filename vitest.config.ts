@@ -6,13 +6,14 @@
  *   process  *.process.test.ts   child processes of the built CLI
  *   browser  *.browser.test.ts   headless Chromium (from the devDependency @sparticuz/chromium)
  *   tmux     *.tmux.test.ts      a real terminal, through tmux
+ *   redis    *.redis.test.ts     a real redis-server on loopback (fleet mode), often with CLI children
  *
  * `vitest run` runs every project; `vitest run --project unit` one (npm run test:unit).
  */
 import { dirname, resolve } from "node:path";
 import { configDefaults, defineConfig, type Plugin } from "vitest/config";
 
-const TIERS = ["thread", "process", "browser", "tmux"] as const;
+const TIERS = ["thread", "process", "redis", "browser", "tmux"] as const;
 const tierFiles = (tier: string) => `test/**/*.${tier}.test.ts`;
 
 const dist = resolve(import.meta.dirname, "dist");
@@ -67,6 +68,7 @@ export default defineConfig({
           globalSetup: ["test/global-setup.ts"],
         },
       },
+      { extends: true, test: { name: "redis", sequence: afterUnits, include: [tierFiles("redis")] } },
       { extends: true, test: { name: "browser", sequence: afterUnits, include: [tierFiles("browser")] } },
       { extends: true, test: { name: "tmux", sequence: afterUnits, include: [tierFiles("tmux")] } },
     ],

@@ -9,8 +9,8 @@
 //
 // Chromium itself comes from npm (the devDependency @sparticuz/chromium, a Chromium for x64 Linux
 // unpacked into the temp folder on first use); the system libraries it links to are entries here.
-// To add one (say redis-server for a Redis test), add an entry: what the tests call, which tests
-// need it, Debian's package, and how to tell it is there.
+// To add one, add an entry: what the tests call, which tests need it, Debian's package, and how to
+// tell it is there.
 import { execFileSync } from "node:child_process";
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -48,6 +48,13 @@ export const PREREQUISITES = [
     neededBy: "the terminal UI tests (test/**/*.tmux.test.ts)",
     debianPackage: "tmux",
     present: () => commandRuns("tmux", ["-V"]),
+  },
+  {
+    name: "redis-server",
+    tier: "redis",
+    neededBy: "the fleet-mode tests (test/**/*.redis.test.ts), which start their own Redis on loopback",
+    debianPackage: "redis-server",
+    present: () => commandRuns("redis-server", ["--version"]),
   },
   ...(npmChromium
     ? [

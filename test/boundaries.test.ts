@@ -48,6 +48,7 @@ const allowed: Record<string, string[]> = {
  */
 const LAYERS: readonly (readonly string[])[] = [
   ["config"], // settings files, models.json, option schemas, module URLs
+  ["fleet"], // fleet mode's Redis connection and key names
   ["workers"], // one link per worker, the roster of links, the piscina pool, watchdog, keep-alive
   ["session-files"], // pi's session files, the store interface, locks and the write queue
   ["auth"], // auth.json, key selection and rotation
@@ -58,7 +59,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["extensions"], // pi extensions and their handlers
   ["session"], // AgentSession and what only it owns
   ["host"], // SessionHost: options, opening and resuming sessions
-  ["load", "rpc", "tui"], // the CLI's modes
+  ["load", "rpc", "serve", "tui"], // the CLI's modes (serve: a fleet host taking queued prompts)
   ["(entry)"], // index.ts, cli.ts
 ];
 const ENTRY_POINTS = ["index.ts", "cli.ts"];

@@ -14,6 +14,7 @@ export type { ErrorCode, WireError, WorkerExitCause } from "../shared/errors.js"
 export {
   ExtensionLoadError,
   ExtensionUnsupportedError,
+  FleetUnavailableError,
   InvalidSettingsError,
   LifelineError,
   SessionBusyError,

@@ -35,7 +35,8 @@ export type ErrorCode =
   | "ERR_RPC_NOT_STARTED"
   | "ERR_LOAD_FAILED"
   | "ERR_EXTENSION_LOAD"
-  | "ERR_EXTENSION_UNSUPPORTED";
+  | "ERR_EXTENSION_UNSUPPORTED"
+  | "ERR_FLEET_UNAVAILABLE";
 
 /** An error as plain data: what crosses a thread or goes into an event (SPEC X6). */
 export interface WireError {
@@ -165,6 +166,17 @@ export class ExtensionUnsupportedError extends LifelineError {
     super("ERR_EXTENSION_UNSUPPORTED", message);
     this.name = "ExtensionUnsupportedError";
     this.member = member;
+  }
+}
+
+/**
+ * Fleet mode could not reach its Redis: at start (the URL, with any password hidden, and what was
+ * tried), or a fleet call that needs Redis while it is down. Nothing was lost: see docs/fleet.md.
+ */
+export class FleetUnavailableError extends LifelineError {
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super("ERR_FLEET_UNAVAILABLE", message, options);
+    this.name = "FleetUnavailableError";
   }
 }
 

@@ -113,6 +113,43 @@ const compactionSchema = z.strictObject({
   keepRecentTokens: nonNegativeInt.default(20_000),
 });
 
+/** A Redis URL: `redis://` or `rediss://` (TLS), with a host; user, password and db index optional. */
+const redisUrl = z.string().refine(
+  (value) => {
+    try {
+      const url = new URL(value);
+      return (url.protocol === "redis:" || url.protocol === "rediss:") && url.hostname !== "";
+    } catch {
+      return false;
+    }
+  },
+  { error: "must be a Redis URL, as redis://127.0.0.1:6379 or rediss://user:password@host:6380/0" },
+);
+
+/**
+ * Fleet mode (docs/fleet.md): hosts that name the same Redis and fleet `name` share the B8 retry
+ * budgets, provider gates and request permits, the sessions, and a queue of prompts. Absent, the
+ * host is on its own and uses no Redis.
+ */
+const fleetSchema = z.strictObject({
+  /** The fleet's Redis (7.x, `maxmemory-policy noeviction`). */
+  redis: redisUrl,
+  /**
+   * The fleet's name: every key it writes starts with `lifeline:<name>:`, so two fleets can share
+   * one Redis without seeing each other. @default "default"
+   */
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,64}$/, { error: "must be 1 to 64 letters, digits, '_', '.' or '-'" })
+    .default("default"),
+  /**
+   * How long a host's claims outlive it: a request permit, a session's lock and a queued prompt's
+   * job are leases of this length, renewed while the host is alive; a dead host's come back within
+   * it. @default 10000
+   */
+  leaseMs: z.number().int().min(500).max(600_000).default(10_000),
+});
+
 const settingsSchema = z.looseObject({
   /**
    * B7, the CLI: where session files go, directly (as pi's `sessionDir` setting and `--session-dir`).
@@ -143,10 +180,14 @@ const settingsSchema = z.looseObject({
    */
   extensions: z.array(z.string().min(1)).optional(),
   compaction: compactionSchema.default({ enabled: true, reserveTokens: 16_384, keepRecentTokens: 20_000 }),
+  fleet: fleetSchema.optional(),
 });
 
 /** Validated compaction settings, defaults applied. */
 export type CompactionSettings = z.output<typeof compactionSchema>;
+
+/** Validated fleet settings, defaults applied. */
+export type FleetSettings = z.output<typeof fleetSchema>;
 
 /** Validated supervision settings, defaults applied. */
 export type SupervisionSettings = z.output<typeof supervisionSchema>;
@@ -179,6 +220,7 @@ export interface SettingsInput {
   /** Read by the CLI only (see the schema). */
   extensions?: string[];
   compaction?: { enabled?: boolean; reserveTokens?: number; keepRecentTokens?: number };
+  fleet?: { redis?: string; name?: string; leaseMs?: number };
   [key: string]: unknown;
 }
 
@@ -222,6 +264,7 @@ const STRICT_GROUPS: Readonly<Record<string, { shape: object }>> = {
   budget: budgetSchema,
   compaction: compactionSchema,
   supervision: supervisionSchema,
+  fleet: fleetSchema,
 };
 
 function allowedKeys(path: readonly PropertyKey[]): string {

@@ -21,6 +21,7 @@ import type { OpenedSession, SessionStore } from "../session-files/session-store
 import { restoreTranscript } from "../session-files/session-transcript.js";
 import type { WorkerRoster } from "../workers/worker-roster.js";
 import type { HostConfig } from "./host-config.js";
+import type { HostFleet } from "./host-fleet.js";
 import {
   HOST_DEFAULTS,
   type ResumeOptions,
@@ -38,6 +39,8 @@ export interface SessionAssemblyParts {
   workers: WorkerRoster;
   files: SessionPersistence;
   coordination: HostCoordination;
+  /** Fleet mode: connected before a session opens, so an unreachable Redis fails the open. */
+  fleet: HostFleet;
   /** The host's extensions (the `extensions` option); undefined without any. */
   extensions: ExtensionRunner | undefined;
   /**
@@ -60,7 +63,7 @@ export class SessionAssembly {
   /**
    * Opens a new session: `options.sessionId` or a random UUID, recorded by `store` from its first
    * entry when persistence is on. The caller has checked `options` (and the id, with a store).
-   * @throws what the steps throw: ERR_INVALID_SETTINGS, ERR_INVALID_MODELS, ERR_UNKNOWN_MODEL,
+   * @throws what the steps throw: ERR_FLEET_UNAVAILABLE (fleet mode), ERR_INVALID_SETTINGS, ERR_INVALID_MODELS, ERR_UNKNOWN_MODEL,
    *   ERR_MISSING_API_KEY, ERR_EXTENSION_LOAD, ERR_WORKER_START, ERR_WORKER_MODULE, ERR_WORKER_EXITED,
    *   ERR_SESSION_FILE; ERR_HOST_CLOSED when the host closed meanwhile; ERR_INVALID_OPTIONS when a
    *   session of that id is already open.
@@ -100,6 +103,7 @@ export class SessionAssembly {
     resumed: OpenedSession | undefined,
   ): Promise<AgentSession> {
     const { config, workers, files, sessions } = this.#parts;
+    await this.#parts.fleet.connection();
     const restored = resumed === undefined ? undefined : restoreTranscript(resumed.entries);
     const fileModel = restored?.model === undefined ? undefined : `${restored.model.provider}/${restored.model.id}`;
     const settings = await config.sessionSettings(options.settings);

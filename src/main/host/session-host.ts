@@ -24,6 +24,7 @@ import { SessionPersistence } from "../session-files/session-persistence.js";
 import type { SessionInfo } from "../session-files/session-store.js";
 import { WorkerRoster } from "../workers/worker-roster.js";
 import { HostConfig } from "./host-config.js";
+import { HostFleet } from "./host-fleet.js";
 import {
   CONTROL_TIMEOUT_MS,
   checkHostOptions,
@@ -70,6 +71,8 @@ export class SessionHost {
   readonly #config: HostConfig;
   /** Builds each new or resumed session from the parts above (session-assembly.ts). */
   readonly #assembly: SessionAssembly;
+  /** Fleet mode: the connection to the fleet's Redis, made with the first session (host-fleet.ts). */
+  readonly #fleet: HostFleet;
   #closed = false;
   /** The host's extensions (the `extensions` option); undefined without any. */
   readonly #extensions: ExtensionRunner | undefined;
@@ -78,6 +81,10 @@ export class SessionHost {
   constructor(options: SessionHostOptions, extensions?: ExtensionRunner) {
     this.#config = new HostConfig(options);
     this.#extensions = extensions;
+    this.#fleet = new HostFleet(
+      () => this.#config.sessionSettings(undefined),
+      () => {},
+    );
     this.#files = new SessionPersistence({
       sessions: options.sessions,
       lifelineDir: () => this.#config.lifelineDir(),
@@ -106,6 +113,7 @@ export class SessionHost {
       workers: this.#workers,
       files: this.#files,
       coordination: this.#coordination,
+      fleet: this.#fleet,
       extensions,
       sessions: this.#sessions,
       assertOpen: () => this.#assertOpen(),
@@ -232,6 +240,7 @@ export class SessionHost {
     // Every accepted entry is on disk (per the fsync policy) and every lock released.
     await this.#files.closeAll();
     await this.#workers.destroy();
+    await this.#fleet.close();
   }
 
   #assertOpen(): void {

@@ -1,0 +1,61 @@
+/**
+ * A host's membership of its fleet (docs/fleet.md): the connection to the fleet's Redis, made
+ * when the host first needs it (its first session) from the host's settings (`fleet`, read from
+ * the settings files and the host's `settings`, never a session's). A host whose settings name no
+ * fleet never connects. A failed connection is not kept: the next session tries again.
+ */
+import type { Settings } from "../../shared/settings.js";
+import { connectFleet, type FleetConnection } from "../fleet/fleet-connection.js";
+
+/** One host's fleet connection; main thread only. */
+export class HostFleet {
+  readonly #settings: () => Promise<Settings>;
+  readonly #onConnected: (connection: FleetConnection) => void;
+  #connecting: Promise<FleetConnection | undefined> | undefined;
+  #closed = false;
+
+  /**
+   * @param settings the host's settings (before any session's overrides).
+   * @param onConnected called once, when the connection is made: what the host shares through the
+   *   fleet joins it there.
+   */
+  constructor(settings: () => Promise<Settings>, onConnected: (connection: FleetConnection) => void) {
+    this.#settings = settings;
+    this.#onConnected = onConnected;
+  }
+
+  /**
+   * The fleet connection, made on the first call; undefined when the host is in no fleet.
+   * @throws ERR_FLEET_UNAVAILABLE, ERR_INVALID_SETTINGS (see `connectFleet`), and the settings' errors.
+   */
+  connection(): Promise<FleetConnection | undefined> {
+    if (this.#connecting === undefined) {
+      const connecting = this.#connect();
+      this.#connecting = connecting;
+      connecting.catch(() => {
+        if (this.#connecting === connecting) this.#connecting = undefined;
+      });
+    }
+    return this.#connecting;
+  }
+
+  /** Closes the connection, if one was made; idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const connection = await this.#connecting?.catch(() => undefined);
+    await connection?.close();
+  }
+
+  async #connect(): Promise<FleetConnection | undefined> {
+    const settings = (await this.#settings()).fleet;
+    if (settings === undefined) return undefined;
+    const connection = await connectFleet(settings);
+    if (this.#closed) {
+      await connection.close();
+      return undefined;
+    }
+    for (const warning of connection.warnings) process.emitWarning(warning, { code: "LIFELINE_FLEET" });
+    this.#onConnected(connection);
+    return connection;
+  }
+}

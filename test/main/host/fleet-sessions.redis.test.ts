@@ -4,7 +4,6 @@
  * resumes and continues them; the stored entries have the shape the file store gives the same
  * run; a session open on one host is refused on another until it is closed there.
  */
-import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { SessionHostOptions } from "../../../src/main/host/session-host.js";
@@ -12,6 +11,7 @@ import { tempDir, within } from "../../fixtures/bounded.js";
 import { inProcessHost } from "../../fixtures/in-process-host.js";
 import { startRedis, type TestRedis } from "../../fixtures/redis-server.js";
 import { type Step, scriptedModel } from "../../fixtures/scripted-provider.js";
+import { parseLines, shape } from "../../fixtures/session-lines.js";
 
 let redis: TestRedis;
 beforeAll(async () => {
@@ -45,30 +45,6 @@ function script(steps: readonly Step[]) {
 }
 
 const STEPS: Step[] = [{ error: "503 Service Unavailable" }, { text: "first answer" }, { text: "second answer" }];
-
-type Line = Record<string, unknown> & { id?: string; parentId?: string | null };
-
-/** What a run leaves in the store, without ids and times: each entry's kind, and its link to the one before. */
-function shape(lines: readonly Line[]): unknown[] {
-  return lines.map((line, index) => {
-    const message = line.message as (AgentMessage & { stopReason?: string; errorMessage?: string }) | undefined;
-    return {
-      type: line.type,
-      linked: index === 0 ? line.type === "session" : line.parentId === (index === 1 ? null : lines[index - 1]?.id),
-      role: message?.role,
-      stopReason: message?.stopReason,
-      errorMessage: message?.errorMessage,
-      text: message === undefined ? undefined : JSON.stringify((message as { content?: unknown }).content),
-    };
-  });
-}
-
-function parseLines(text: string): Line[] {
-  return text
-    .split("\n")
-    .filter((line) => line !== "")
-    .map((line) => JSON.parse(line) as Line);
-}
 
 /** Runs the two-host story on `settings`: host A prompts (one retry) and closes; host B resumes and prompts. */
 async function twoHosts(settings: SessionHostOptions["settings"], shared: { lifelineDir?: string } = {}) {

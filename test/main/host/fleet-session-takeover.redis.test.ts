@@ -115,7 +115,7 @@ function stderrShows(rpc: RpcChild, text: string): Promise<void> {
 }
 
 describe("sessions across lifeline host processes (B7 in a fleet)", () => {
-  it("B7: a session one host process wrote is continued by another, and lifeline export gives the file store's file for the same run", async () => {
+  it("B7: a session one host process wrote is continued by another, lifeline sessions lists it, and lifeline export gives the file store's file for the same run", async () => {
     const settings = fleetSettings(1000);
     const a = spawnRpc(cleanups, { settings });
     const { sessionId, sessionFile } = await sessionOf(a);
@@ -133,6 +133,9 @@ describe("sessions across lifeline host processes (B7 in a fleet)", () => {
     await quit(b);
     const exported = await lifeline(["export", sessionId.slice(0, 8)], a.dir);
     expect(exported.code).toBe(0);
+    const listed = await lifeline(["sessions"], a.dir);
+    expect(listed.stdout.split("\t").slice(0, 1)).toEqual([sessionId]);
+    expect(listed.stdout).toContain("8 messages\tfirst question");
 
     // The same run on the file store: one process, then another resuming its file.
     const c = spawnRpc(cleanups);

@@ -10,6 +10,8 @@
  *   lifeline mock-server [--port N] [--script F]     the fault-injecting model server, until Ctrl+C
  *   lifeline auth add|list|remove                    keys in $LIFELINE_DIR/auth.json (auth/auth-cli.ts)
  *   lifeline load --sessions N --prompts M [...]     a load test with reports (load/load-cli.ts)
+ *   lifeline export <id> [--out F]                   a stored session as pi's JSONL (host/stored-sessions-cli.ts)
+ *   lifeline sessions                                this directory's stored sessions, newest first
  *
  * Sessions (-p, rpc, interactive) are saved as pi's session files unless --no-session (see
  * host/sessions-cli.ts); `demo` and `mock-server` never write one.
@@ -40,6 +42,7 @@ import { resolveExtensions } from "./extensions/resolve-extensions.js";
 import type { SessionHostOptions } from "./host/host-options.js";
 import { createSessionHost } from "./host/session-host.js";
 import { type CliSessionFlags, cliSessionsOption, openCliSession, resumeUsageError } from "./host/sessions-cli.js";
+import { addStoredSessionsCommands } from "./host/stored-sessions-cli.js";
 import { addLoadCommand } from "./load/load-cli.js";
 import { runRpcMode } from "./rpc/rpc-mode.js";
 import type { SessionsOptions } from "./session-files/session-persistence.js";
@@ -381,6 +384,9 @@ export async function main(argv: readonly string[]): Promise<number> {
       exitCode = await mockServer(opts);
     });
   addLoadCommand(program, (code) => {
+    exitCode = code;
+  });
+  addStoredSessionsCommands(program, (code) => {
     exitCode = code;
   });
   try {

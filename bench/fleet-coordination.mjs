@@ -13,7 +13,8 @@
  *     and `retry.maxConcurrentRequests` all on;
  *   - a retry's path: the withdrawal (awaited) and then the same permit path;
  *   - a gate closed by host A, until host B's mirror knows (pub/sub).
- * Round trips per request attempt are counted by Redis itself (INFO commandstats, EVALSHA calls).
+ * Round trips per request attempt are counted by Redis itself (INFO commandstats, EVALSHA calls),
+ * and so is the Redis CPU each script call costs (its usec_per_call).
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -102,6 +103,12 @@ async function evalshaCalls(probe) {
   return Number(stats.match(/cmdstat_evalsha:calls=(\d+)/)?.[1] ?? 0);
 }
 
+/** Redis's own CPU per script call (µs), averaged over every EVALSHA of the run. */
+async function evalshaUsecPerCall(probe) {
+  const stats = await probe.info("commandstats");
+  return Number(stats.match(/cmdstat_evalsha:[^\r\n]*usec_per_call=([\d.]+)/)?.[1] ?? Number.NaN);
+}
+
 /** A host's coordination, joined to `name` on `url` when given, and one session's view of it. */
 async function host(url, name) {
   const coordination = new HostCoordination({ now: () => performance.now(), sleep: abortableSleep });
@@ -171,6 +178,7 @@ try {
   for (let i = 0; i < counted; i++) await a.attempt(true);
   await a.connection.redis.ping();
   const afterRetry = await evalshaCalls(redis.probe);
+  const redisUsecPerScript = await evalshaUsecPerCall(redis.probe);
 
   // Host A closes a gate; host B's mirror learns of it from the pub/sub message.
   const gatesChannel = b.connection.key("channel", "gates");
@@ -205,6 +213,7 @@ try {
       retry: (afterRetry - afterFirst) / counted,
     },
     gateLearnMs: quantiles(gateSamples),
+    redisUsecPerScript,
   });
 } finally {
   await redis.stop();

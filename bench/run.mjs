@@ -314,7 +314,9 @@ function printG(g) {
       ],
     ),
   );
-  console.log(`Redis ${g.config.redis}, appendfsync ${g.config.appendfsync}, ${g.config.SAMPLES} samples per row.`);
+  console.log(
+    `Redis ${g.config.redis}, appendfsync ${g.config.appendfsync}, ${g.config.SAMPLES} samples per row; Redis CPU ${g.redisUsecPerScript.toFixed(1)} µs per script call.`,
+  );
 }
 
 // ---------------------------------------------------------------- main

@@ -294,6 +294,32 @@ describe("a host that loses its fleet's Redis", () => {
   });
 });
 
+describe("a host whose fleet's Redis hangs", () => {
+  it("B8: decides alone after the command bound instead of waiting, and rejoins when Redis answers again", async () => {
+    const name = freshFleet();
+    const a = await joinedHost(name);
+    const budget = { ratio: 0, minPerSecond: 0.1, windowMs: 10_000 };
+    const view = sessionOf(a.coordination, { budget }).coordination;
+    const pid = Number(/process_id:(\d+)/.exec(await a.connection.redis.info("server"))?.[1]);
+    // Stopped, not gone: the connection stays open and a command just gets no answer.
+    process.kill(pid, "SIGSTOP");
+    try {
+      expect(await within(Promise.resolve(view.withdrawRetry()), 5000, "a decision while Redis hangs")).toBeUndefined();
+      expect(a.announced).toEqual([
+        { type: "coordination_fallback_start", fleet: name, reason: expect.stringMatching(/did not answer/) },
+      ]);
+      expect(a.coordination.fleet?.source).toBe("local");
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+    await vi.waitFor(() => expect(a.coordination.fleet?.source).toBe("fleet"), { timeout: 10_000, interval: 50 });
+    expect(a.announced.map((event) => event.type)).toEqual([
+      "coordination_fallback_start",
+      "coordination_fallback_end",
+    ]);
+  });
+});
+
 describe("two fleets on one Redis", () => {
   it("B8: share no budget, gate or permits", async () => {
     const one = await joinedHost(freshFleet());

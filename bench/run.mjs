@@ -8,6 +8,8 @@
  *   (d) memory.mjs         main-thread heap per idle session at 1,000 sessions
  *   (e) persistence.mjs    main event-loop delay, 1,000 sessions prompting, session files on vs off
  *   (f) load-scale.mjs     `lifeline load` (runLoad) at 50 … 4,000 sessions: where the host's loop limits
+ *   (g) fleet-coordination.mjs  fleet mode: latency the Redis-backed budget, gate and permits add per
+ *                          request attempt, vs the same decisions in memory (needs redis-server)
  *
  * Env: BENCH_QUICK=1 for smaller counts (a smoke run; noisier), BENCH_JSON=<path> to also write
  * the raw results as JSON, BENCH_ONLY=a,c to run some sections only.
@@ -24,6 +26,11 @@ const SECTIONS = [
   { id: "d", file: "./memory.mjs", title: "(d) main-thread memory per idle session" },
   { id: "e", file: "./persistence.mjs", title: "(e) session files: main event-loop delay, persistence on vs off" },
   { id: "f", file: "./load-scale.mjs", title: "(f) lifeline load: sessions one machine drives" },
+  {
+    id: "g",
+    file: "./fleet-coordination.mjs",
+    title: "(g) fleet mode: latency added per request attempt by B8 in Redis",
+  },
 ];
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
@@ -276,6 +283,42 @@ function printF(f) {
   );
 }
 
+function printG(g) {
+  const row = (label, q, base, rtts) => [
+    label,
+    ms2(q.p50),
+    ms2(q.p99),
+    base === undefined ? "—" : `${ms2(q.p50 - base.p50)} / ${ms2(q.p99 - base.p99)}`,
+    rtts,
+  ];
+  console.log(
+    table(
+      ["decisions per request attempt", "p50 ms", "p99 ms", "added p50 / p99 ms", "Redis round trips"],
+      [
+        row("PING on loopback (floor of a Redis decision)", g.pingMs, undefined, "1"),
+        row("first attempt, host alone (in memory; baseline)", g.local.first, undefined, "0"),
+        row(
+          "first attempt, fleet (deposit, gate + permit, release)",
+          g.fleet.first,
+          g.local.first,
+          g.roundTripsPerAttempt.first.toFixed(2),
+        ),
+        row("retry, host alone (in memory; baseline)", g.local.retry, undefined, "0"),
+        row(
+          "retry, fleet (withdrawal, gate + permit, release)",
+          g.fleet.retry,
+          g.local.retry,
+          g.roundTripsPerAttempt.retry.toFixed(2),
+        ),
+        row("a gate closed by host A, until host B's mirror knows", g.gateLearnMs, undefined, "1 + pub/sub"),
+      ],
+    ),
+  );
+  console.log(
+    `Redis ${g.config.redis}, appendfsync ${g.config.appendfsync}, ${g.config.SAMPLES} samples per row; Redis CPU ${g.redisUsecPerScript.toFixed(1)} µs per script call.`,
+  );
+}
+
 // ---------------------------------------------------------------- main
 
 const cpu = cpus()[0]?.model ?? "unknown CPU";
@@ -298,14 +341,14 @@ for (const section of SECTIONS) {
     console.log(`FAILED: ${error instanceof Error ? error.message : String(error)}\n`);
     continue;
   }
-  ({ a: printA, b: printB, c: printC, d: printD, e: printE, f: printF })[section.id](results[section.id]);
+  ({ a: printA, b: printB, c: printC, d: printD, e: printE, f: printF, g: printG })[section.id](results[section.id]);
   console.log(`(${((performance.now() - t0) / 1000).toFixed(1)} s; load average after: ${loadavg()[0].toFixed(2)})\n`);
 }
 
 // ---------------------------------------------------------------- summary
 
 const summary = [];
-const { a, b, c, d, e, f } = results;
+const { a, b, c, d, e, f, g } = results;
 if (a !== undefined) {
   const fast = a.runs[0];
   const stream = a.runs[2];
@@ -389,6 +432,21 @@ if (f !== undefined) {
     limited === undefined
       ? `not reached up to ${f.runs.at(-1).sessions} sessions (main ELU ${(f.runs.at(-1).mainElu * 100).toFixed(0)} %); most prompts/s at ${best?.sessions}`
       : `${limited.sessions} sessions (ELU ${(limited.mainElu * 100).toFixed(0)} %, loop p99 ${ms2(limited.loopDelayMs.p99)} ms)`,
+    "info",
+  ]);
+}
+if (g !== undefined) {
+  const added = Math.max(g.addedMs.first.p99, g.addedMs.retry.p99);
+  summary.push([
+    "(g) fleet mode: added latency per request attempt, p99 (first attempt / retry)",
+    "≤ 2 ms",
+    `${ms2(g.addedMs.first.p99)} / ${ms2(g.addedMs.retry.p99)} ms (p50 ${ms2(g.addedMs.first.p50)} / ${ms2(g.addedMs.retry.p50)})`,
+    added <= 2 ? "PASS" : "FAIL",
+  ]);
+  summary.push([
+    "(g) fleet mode: Redis round trips per request attempt (first attempt / retry)",
+    "constant",
+    `${g.roundTripsPerAttempt.first.toFixed(2)} / ${g.roundTripsPerAttempt.retry.toFixed(2)}`,
     "info",
   ]);
 }

@@ -94,6 +94,10 @@ export function progressLine(event: SessionEvent): string | undefined {
       return `Worker exited: ${event.error.message}`;
     case "provider_gate_wait":
       return `Provider ${event.provider} is rate limited: waiting ${formatDelay(event.waitMs)} before the ${event.before === "retry" ? "retry" : "prompt"} (retry.coordinate).`;
+    case "coordination_fallback_start":
+      return `Lost the Redis of fleet ${event.fleet} (${event.reason}); retry budget, gates and permits are this host's own until it returns.`;
+    case "coordination_fallback_end":
+      return `Rejoined fleet ${event.fleet} after ${formatDelay(event.fallbackMs)}; retry budget, gates and permits are fleet-wide again.`;
     case "session_restored":
       return `The session's worker ${workerFate(event.reason)}; the session was restored on a fresh worker (restart ${event.restarts}).`;
     case "extension_error":

@@ -68,6 +68,33 @@ export interface ProviderGateWaitEvent {
   waitMs: number;
 }
 
+/**
+ * Fleet mode (docs/fleet.md): the host lost its fleet's Redis (the connection closed, or a command
+ * failed or did not answer within its bound), so from now on its B8 decisions (retry budget,
+ * provider gate, request permits) are the host's own, as without a fleet. Sent once per loss to
+ * every open session of the host that uses any of them; `coordination_fallback_end` follows when
+ * the host rejoins.
+ */
+export interface CoordinationFallbackStartEvent {
+  type: "coordination_fallback_start";
+  /** The fleet's name (`fleet.name`). */
+  fleet: string;
+  /** What the host saw: the error of the failed command, or that the connection closed. */
+  reason: string;
+}
+
+/** Fleet mode: the host rejoined its fleet's Redis; B8 decisions are fleet-wide again. */
+export interface CoordinationFallbackEndEvent {
+  type: "coordination_fallback_end";
+  /** The fleet's name (`fleet.name`). */
+  fleet: string;
+  /** How long the host's decisions were its own, in ms. */
+  fallbackMs: number;
+}
+
+/** Either fleet-mode coordination event. */
+export type CoordinationFallbackEvent = CoordinationFallbackStartEvent | CoordinationFallbackEndEvent;
+
 /** How a prompt ended; carried by `agent_settled` and returned by `prompt()`. */
 export interface PromptResult {
   /** The last assistant message's stop reason, or "error" when the run failed without one. */
@@ -177,7 +204,9 @@ export type SessionEvent =
   | WorkerExitedEvent
   | SessionRestoredEvent
   | ExtensionErrorEvent
-  | ProviderGateWaitEvent;
+  | ProviderGateWaitEvent
+  | CoordinationFallbackStartEvent
+  | CoordinationFallbackEndEvent;
 
 /** The retry controller's events. */
 export type RetryEvent = AutoRetryStartEvent | AutoRetryEndEvent | ProviderGateWaitEvent;

@@ -2,10 +2,16 @@
  * SPEC B8: what the sessions of one host share against retry storms: a retry budget per provider,
  * the provider gates, and the request permits of `maxConcurrentRequests`. Owned by `SessionHost`
  * on the main thread; sessions reach it through {@link SessionCoordination}, workers through
- * their link's permit messages.
+ * their link's permit messages. In a fleet (`joinFleet`) the same decisions are made fleet-wide
+ * in Redis while it answers (fleet-coordination.ts); the in-memory units here keep counting this
+ * host's own share, and decide alone while the host has fallen back.
  */
 import { createHash } from "node:crypto";
+import type { CoordinationFallbackEvent } from "../../shared/events.js";
 import type { RetryBudgetSettings } from "../../shared/settings.js";
+import type { FleetConnection } from "../fleet/fleet-connection.js";
+import { FleetCoordination } from "./fleet-coordination.js";
+import type { FleetLease } from "./fleet-permits.js";
 import { ProviderGate } from "./provider-gate.js";
 import { RequestSemaphore } from "./request-semaphore.js";
 import { RetryBudget } from "./retry-budget.js";
@@ -21,7 +27,10 @@ export interface CoordinationClock {
 /** A permit request of a worker, from its arrival on main to its release. */
 interface PermitEntry {
   abort: AbortController;
+  /** The host's own permit: always taken, so the host's share stays within the limit in a fallback too. */
   permit?: { semaphore: RequestSemaphore; id: number };
+  /** The fleet's permit, in a fleet. */
+  lease?: FleetLease;
 }
 
 /** The host-wide budgets, gates and permits. */
@@ -30,6 +39,9 @@ export class HostCoordination {
   readonly #clock: CoordinationClock;
   readonly #budgets = new Map<string, RetryBudget>();
   readonly #semaphores = new Map<string, RequestSemaphore>();
+  /** The provider and limit each semaphore stands for: its fleet-wide permits are keyed alike. */
+  readonly #semaphoreTargets = new WeakMap<RequestSemaphore, { provider: string; limit: number }>();
+  #fleet: FleetCoordination | undefined;
   /** Worker (its link) → request id → the request's permit. */
   readonly #permits = new Map<object, Map<number, PermitEntry>>();
 
@@ -59,14 +71,37 @@ export class HostCoordination {
     if (semaphore === undefined) {
       semaphore = new RequestSemaphore(permits);
       this.#semaphores.set(key, semaphore);
+      this.#semaphoreTargets.set(semaphore, { provider, limit: permits });
     }
     return semaphore;
   }
 
+  /** The host's part in its fleet's coordination, once it joined one; undefined outside a fleet. */
+  get fleet(): FleetCoordination | undefined {
+    return this.#fleet;
+  }
+
+  /**
+   * Fleet mode: from now on decisions are fleet-wide while `connection`'s Redis answers. Called
+   * once, when the host's fleet connection is made; resolves once joined (or fallen back, see
+   * `FleetCoordination.join`), never rejects. `announce` tells the host's sessions when decisions
+   * fall back to the host and return to the fleet.
+   */
+  joinFleet(connection: FleetConnection, announce: (event: CoordinationFallbackEvent) => void): Promise<void> {
+    this.#fleet = new FleetCoordination({ connection, gate: this.gate, announce });
+    return this.#fleet.join();
+  }
+
+  /** The host is closing: its fleet membership stops (timers, listeners; leases given back as released). */
+  leaveFleet(): void {
+    this.#fleet?.leave();
+  }
+
   /**
    * A worker asks for a permit for one model request: waits at the gate (`gateKey`, when the
-   * session coordinates), then for a permit. Resolves true once it is held for `owner`, false when
-   * the request was released (cancelled) or its worker died first. Never rejects.
+   * session coordinates), then for a permit of the host and, in a fleet, one of the fleet's.
+   * Resolves true once it is held for `owner`, false when the request was released (cancelled) or
+   * its worker died first. Never rejects.
    */
   async requestPermit(
     owner: object,
@@ -89,6 +124,15 @@ export class HostCoordination {
         return false;
       }
       entry.permit = { semaphore, id };
+      const fleet = this.#fleet;
+      const target = this.#semaphoreTargets.get(semaphore);
+      if (fleet === undefined || target === undefined || fleet.source !== "fleet") return true;
+      const lease = await fleet.acquirePermit(target.provider, target.limit, gateKey, entry.abort.signal);
+      if (this.#permits.get(owner)?.get(requestId) !== entry) {
+        lease?.release();
+        return false;
+      }
+      if (lease !== undefined) entry.lease = lease;
       return true;
     } catch {
       return false;
@@ -104,6 +148,7 @@ export class HostCoordination {
     if (entries.size === 0) this.#permits.delete(owner);
     entry.abort.abort();
     if (entry.permit !== undefined) entry.permit.semaphore.release(entry.permit.id);
+    entry.lease?.release();
   }
 
   /** A worker died or was terminated: everything it held or waited for is released. */

@@ -82,6 +82,16 @@ export class RetryBudget implements RetryBudgetStore {
     return true;
   }
 
+  /**
+   * Counts a retry that was allowed elsewhere (by the fleet's budget), so that a fallback to this
+   * budget knows of it; never refused.
+   */
+  withdraw(): void {
+    const now = this.#now();
+    this.#prune(now);
+    this.#withdrawals.push(now);
+  }
+
   state(): RetryBudgetState {
     this.#prune(this.#now());
     const withdrawals = this.#withdrawals.size;

@@ -2,11 +2,14 @@
  * SPEC B8: one session's view of the host's coordination, bound to the session's current
  * provider, endpoint, key and settings, each read at the moment of use (a `setModel` or a toggle
  * applies to the next decision). Every method is a no-op when its setting is off, so a session
- * with the defaults behaves as in pi.
+ * with the defaults behaves as in pi. In a fleet, each decision goes to the fleet while the host is
+ * in it (`source` says so in `state()`), and the host's own units count along, so that a fallback
+ * starts from this host's recent traffic.
  */
 import type { ProviderGateWaitEvent } from "../../shared/events.js";
 import type { RetrySettings } from "../../shared/settings.js";
 import type { RetryCoordination } from "../retry/retry-controller.js";
+import type { CoordinationSource } from "./fleet-coordination.js";
 import { gateKey, type HostCoordination } from "./host-coordination.js";
 import { describeBudget, type RetryBudgetState } from "./retry-budget.js";
 
@@ -19,14 +22,28 @@ export interface SessionCoordinationView {
   emit(event: ProviderGateWaitEvent): void;
 }
 
+/**
+ * Where a decision is made, in a fleet: `fleet` (in Redis, fleet-wide) or `local` (the host's own,
+ * while it has fallen back). Absent outside a fleet, where every decision is the host's.
+ */
+interface Sourced {
+  source?: CoordinationSource;
+}
+
 /** B8 state for `get_state`: present only for what the session's settings turn on. */
 export interface CoordinationState {
-  /** The provider's budget now (`retry.budget` set). */
-  retryBudget?: RetryBudgetState;
+  /**
+   * The provider's budget now (`retry.budget` set); in a fleet, fleet-wide as of this host's last
+   * answer from Redis (refreshed when older than 250 ms).
+   */
+  retryBudget?: RetryBudgetState & Sourced;
   /** The provider gate (`retry.coordinate` on): closed, and for how long still. */
-  providerGate?: { closed: boolean; reopensInMs: number };
-  /** Model requests of the provider holding a permit, host-wide (`retry.maxConcurrentRequests` set). */
-  requestPermits?: { limit: number; inUse: number; waiting: number };
+  providerGate?: { closed: boolean; reopensInMs: number } & Sourced;
+  /**
+   * Model requests of the provider holding a permit, host-wide (`retry.maxConcurrentRequests` set);
+   * in a fleet, `inUse` is fleet-wide as of this host's last answer from Redis, `waiting` this host's.
+   */
+  requestPermits?: { limit: number; inUse: number; waiting: number } & Sourced;
 }
 
 /** The coordination a session's retry controller and prompts use. */
@@ -42,19 +59,40 @@ export class SessionCoordination implements RetryCoordination {
   /** A prompt's first model attempt is about to be sent: counts toward the budget's ratio. */
   depositFirstAttempt(): void {
     const config = this.#view.settings().budget;
-    if (config !== false) this.#host.budget(this.#view.provider(), config).deposit();
+    if (config === false) return;
+    const provider = this.#view.provider();
+    this.#host.budget(provider, config).deposit();
+    const fleet = this.#host.fleet;
+    if (fleet?.source === "fleet") fleet.budget(provider, config).deposit();
   }
 
-  withdrawRetry(): string | undefined {
+  /** Synchronous outside a fleet; in one, the fleet's answer (the host's own budget if Redis fails). */
+  withdrawRetry(): string | undefined | Promise<string | undefined> {
     const config = this.#view.settings().budget;
     if (config === false) return undefined;
     const provider = this.#view.provider();
-    if (this.#host.budget(provider, config).tryWithdraw()) return undefined;
-    return `Retry budget exhausted for provider "${provider}" (retry.budget: ${describeBudget(config)})`;
+    const local = this.#host.budget(provider, config);
+    const refusal = (scope = "") =>
+      `Retry budget exhausted for provider "${provider}"${scope} (retry.budget: ${describeBudget(config)})`;
+    const fleet = this.#host.fleet;
+    if (fleet?.source !== "fleet") return local.tryWithdraw() ? undefined : refusal();
+    return fleet
+      .budget(provider, config)
+      .withdraw()
+      .then((allowed) => {
+        if (allowed === undefined) return local.tryWithdraw() ? undefined : refusal();
+        if (!allowed) return refusal(` across fleet "${fleet.name}"`);
+        local.withdraw();
+        return undefined;
+      });
   }
 
   closeGate(ms: number): void {
-    if (this.#view.settings().coordinate) this.#host.gate.close(this.#gateKey(), ms);
+    if (!this.#view.settings().coordinate) return;
+    const key = this.#gateKey();
+    this.#host.gate.close(key, ms);
+    const fleet = this.#host.fleet;
+    if (fleet?.source === "fleet") fleet.closeGate(key, ms);
   }
 
   waitAtGate(signal: AbortSignal, before: "retry" | "prompt" = "retry"): Promise<void> {
@@ -78,19 +116,32 @@ export class SessionCoordination implements RetryCoordination {
   state(): CoordinationState {
     const settings = this.#view.settings();
     const provider = this.#view.provider();
+    const fleet = this.#host.fleet;
+    const source = fleet?.source;
+    const sourced = source === undefined ? {} : { source };
+    // Until Redis first answered for a budget or permit set, the host's own count, said to be local.
+    const local = source === undefined ? {} : { source: "local" as const };
     const state: CoordinationState = {};
-    if (settings.budget !== false) state.retryBudget = this.#host.budget(provider, settings.budget).state();
+    if (settings.budget !== false) {
+      const fleetState = source === "fleet" ? fleet?.budget(provider, settings.budget).state() : undefined;
+      state.retryBudget =
+        fleetState === undefined
+          ? { ...this.#host.budget(provider, settings.budget).state(), ...local }
+          : { ...fleetState, source: "fleet" };
+    }
     if (settings.coordinate) {
       const left = Math.ceil(this.#host.gate.remainingMs(this.#gateKey()));
-      state.providerGate = { closed: left > 0, reopensInMs: left };
+      state.providerGate = { closed: left > 0, reopensInMs: left, ...sourced };
     }
-    if (settings.maxConcurrentRequests !== undefined) {
-      const semaphore = this.#host.semaphore(provider, settings.maxConcurrentRequests);
-      state.requestPermits = {
-        limit: settings.maxConcurrentRequests,
-        inUse: semaphore.inUse,
-        waiting: semaphore.waiting,
-      };
+    const limit = settings.maxConcurrentRequests;
+    if (limit !== undefined) {
+      const semaphore = this.#host.semaphore(provider, limit);
+      const permits = source === "fleet" ? fleet?.permits(provider, limit) : undefined;
+      const fleetInUse = permits?.inUse;
+      state.requestPermits =
+        permits === undefined || fleetInUse === undefined
+          ? { limit, inUse: semaphore.inUse, waiting: semaphore.waiting, ...local }
+          : { limit, inUse: fleetInUse, waiting: semaphore.waiting + permits.waiting, source: "fleet" };
     }
     return state;
   }

@@ -10,16 +10,17 @@ import { connectFleet, type FleetConnection } from "../fleet/fleet-connection.js
 /** One host's fleet connection; main thread only. */
 export class HostFleet {
   readonly #settings: () => Promise<Settings>;
-  readonly #onConnected: (connection: FleetConnection) => void;
+  readonly #onConnected: (connection: FleetConnection) => void | Promise<void>;
   #connecting: Promise<FleetConnection | undefined> | undefined;
   #closed = false;
 
   /**
    * @param settings the host's settings (before any session's overrides).
    * @param onConnected called once, when the connection is made: what the host shares through the
-   *   fleet joins it there.
+   *   fleet joins it there. The connection is handed out once a promise it returns has settled
+   *   (it must be bounded and must not reject), so the first session sees the fleet joined.
    */
-  constructor(settings: () => Promise<Settings>, onConnected: (connection: FleetConnection) => void) {
+  constructor(settings: () => Promise<Settings>, onConnected: (connection: FleetConnection) => void | Promise<void>) {
     this.#settings = settings;
     this.#onConnected = onConnected;
   }
@@ -55,7 +56,7 @@ export class HostFleet {
       return undefined;
     }
     for (const warning of connection.warnings) process.emitWarning(warning, { code: "LIFELINE_FLEET" });
-    this.#onConnected(connection);
+    await this.#onConnected(connection);
     return connection;
   }
 }

@@ -83,8 +83,12 @@ export class SessionHost {
     this.#extensions = extensions;
     this.#fleet = new HostFleet(
       () => this.#config.sessionSettings(undefined),
-      (connection) => {
+      async (connection) => {
         this.#files.joinFleet(connection);
+        // B8 fleet-wide; a fallback to the host's own decisions and the rejoin are told to its sessions.
+        await this.#coordination.joinFleet(connection, (event) => {
+          for (const session of this.#sessions.values()) session.announceCoordination(event);
+        });
       },
     );
     this.#files = new SessionPersistence({
@@ -266,6 +270,7 @@ export class SessionHost {
     // Every accepted entry is on disk (per the fsync policy) and every lock released.
     await this.#files.closeAll();
     await this.#workers.destroy();
+    this.#coordination.leaveFleet();
     await this.#fleet.close();
   }
 

@@ -52,8 +52,13 @@ export interface RetryActions<M extends RetryMessage = RetryMessage> {
  * and settings (`SessionCoordination`). Each method is a no-op when its setting is off.
  */
 export interface RetryCoordination {
-  /** Takes one retry from the provider's budget; undefined when allowed, else why not (for `finalError`). */
-  withdrawRetry(): string | undefined;
+  /**
+   * Takes one retry from the provider's budget; undefined when allowed, else why not (for
+   * `finalError`). A budget kept elsewhere (a fleet's, in Redis) answers with a promise, which
+   * must not reject: the chain's `agent_end` then says `willRetry: true`, and a refusal ends the
+   * chain in `execute`, after the promised `auto_retry_start` (as a cancellation there would).
+   */
+  withdrawRetry(): string | undefined | Promise<string | undefined>;
   /** A 429/529 with a retry hint of `ms`: closes the provider's gate for every session of the host. */
   closeGate(ms: number): void;
   /** Resolves once the provider's gate is open (at once if it is); rejects when `signal` aborts. */
@@ -100,6 +105,8 @@ export type RetryDecision<M extends RetryMessage = RetryMessage> =
       /** A burst rate limit (429): told to a storage that serves keys, so it can rotate. */
       rateLimit?: boolean;
       retryAfterMs?: number;
+      /** B8: the budget's answer when it is not known yet (a fleet's); `execute` waits for it first. */
+      budget?: Promise<string | undefined>;
     };
 
 type Phase = "idle" | "scheduling" | "sleeping" | "in_flight";
@@ -208,7 +215,7 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
     }
     // B8: checked last, so that only a retry that would really be sent takes from the budget.
     const refused = this.#options.coordination?.withdrawRetry();
-    if (refused !== undefined) {
+    if (typeof refused === "string") {
       this.#endChain(false, this.#attempt - 1, "budget_exhausted", `${refused}; not retrying: ${errorMessage}`);
       return { kind: "none", failure: "budget_exhausted" };
     }
@@ -224,6 +231,7 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
     };
     if (failure === "retryable" && isRateLimit(message)) decision.rateLimit = true;
     if (hints.retryAfterMs !== undefined) decision.retryAfterMs = hints.retryAfterMs;
+    if (refused !== undefined) decision.budget = refused;
     this.#promisedStart = {
       type: "auto_retry_start",
       attempt: this.#attempt,
@@ -242,6 +250,15 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
   async execute(decision: Extract<RetryDecision<M>, { kind: "retry" }>, actions: RetryActions<M>): Promise<void> {
     const live = () => this.#chainId === decision.chainId && this.#chain !== undefined;
     if (!live()) return;
+    if (decision.budget !== undefined) {
+      const refused = await decision.budget;
+      if (!live()) return;
+      if (refused !== undefined) {
+        const failed = decision.message.errorMessage ?? "";
+        this.#endChain(false, decision.attempt - 1, "budget_exhausted", `${refused}; not retrying: ${failed}`);
+        return;
+      }
+    }
     let delayMs = decision.delayMs;
     let model: string | undefined;
     const limit = this.#limitKind(decision);

@@ -9,7 +9,7 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { LifelineError, SessionBusyError } from "../../shared/errors.js";
-import type { CompactionResult, PromptResult } from "../../shared/events.js";
+import type { CompactionResult, CoordinationFallbackEvent, PromptResult } from "../../shared/events.js";
 import type { ModelRef } from "../../shared/protocol.js";
 import type { Settings } from "../../shared/settings.js";
 import { toModelRef } from "../config/model-ref.js";
@@ -279,6 +279,17 @@ export class AgentSession {
    */
   get coordinationState(): CoordinationState {
     return this.#coordination?.state() ?? {};
+  }
+
+  /**
+   * Fleet mode, from the host: its B8 decisions fell back to the host, or returned to the fleet.
+   * Emitted to this session's listeners when its settings use any of them. @internal
+   */
+  announceCoordination(event: CoordinationFallbackEvent): void {
+    if (this.#coordination === undefined || this.#runner.isClosed()) return;
+    const retry = this.#settings.retry;
+    if (retry.budget === false && !retry.coordinate && retry.maxConcurrentRequests === undefined) return;
+    this.#events.emit(event);
   }
 
   /**

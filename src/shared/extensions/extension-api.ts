@@ -145,6 +145,8 @@ const DELIVERED: Record<ExtensionEventType, true> = {
   auto_retry_start: true,
   auto_retry_end: true,
   provider_gate_wait: true,
+  coordination_fallback_start: true,
+  coordination_fallback_end: true,
   agent_settled: true,
   compaction_start: true,
   compaction_end: true,

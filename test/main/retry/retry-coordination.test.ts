@@ -150,6 +150,71 @@ describe("retry chains under the host's coordination", () => {
   });
 });
 
+describe("a budget that answers later (a fleet's)", () => {
+  /** A controller whose budget answers each withdrawal with a promise the test settles. */
+  function laterBudget() {
+    const settings: RetrySettings = { ...DEFAULT_SETTINGS.retry, baseDelayMs: 10 };
+    const answers: ((refusal: string | undefined) => void)[] = [];
+    const sleep = new ManualSleep();
+    const events: RetryEvent[] = [];
+    const log: string[] = [];
+    const controller = new RetryController({
+      sessionId: "s",
+      settings: () => settings,
+      sleep: sleep.sleep,
+      now: () => NOW,
+      random: () => 0.5,
+      isOverflow: () => false,
+      emit: (event) => events.push(event),
+      coordination: {
+        withdrawRetry: () => new Promise<string | undefined>((resolve) => answers.push(resolve)),
+        closeGate: () => {},
+        waitAtGate: async () => {},
+      },
+    });
+    const actions: RetryActions = {
+      removeFailedMessage: async () => {
+        log.push("remove");
+      },
+      restoreFailedMessage: async () => {},
+      continueRun: async () => {
+        log.push("continue");
+      },
+    };
+    return { controller, answers, sleep, events, log, actions };
+  }
+
+  it("B8 R8: a refusal ends the chain in execute, after the auto_retry_start its agent_end promised, and nothing is sent", async () => {
+    const { controller, answers, events, log, actions } = laterBudget();
+    const decision = controller.onAgentEnd(failure("503 Service Unavailable"));
+    expect(decision.kind).toBe("retry");
+    if (decision.kind !== "retry") return;
+    const running = controller.execute(decision, actions);
+    answers[0]?.('Retry budget exhausted for provider "p" across fleet "f" (…)');
+    await running;
+    expect(events.map((event) => event.type)).toEqual(["auto_retry_start", "auto_retry_end"]);
+    expect(events[1]).toMatchObject({ success: false, attempt: 0, reason: "budget_exhausted" });
+    expect((events[1] as { finalError: string }).finalError).toMatch(
+      /across fleet "f".*; not retrying: 503 Service Unavailable$/,
+    );
+    expect(log).toEqual([]);
+    expect(controller.isRetrying).toBe(false);
+  });
+
+  it("B8: an allowance lets the retry go on as with a host's budget", async () => {
+    const { controller, answers, sleep, events, log, actions } = laterBudget();
+    const decision = controller.onAgentEnd(failure("503 Service Unavailable"));
+    if (decision.kind !== "retry") throw new Error("expected a retry");
+    const running = controller.execute(decision, actions);
+    answers[0]?.(undefined);
+    await within(sleep.waitForSleep(), 5000, "the backoff");
+    await sleep.release();
+    await running;
+    expect(events.map((event) => event.type)).toEqual(["auto_retry_start"]);
+    expect(log).toEqual(["remove", "continue"]);
+  });
+});
+
 describe("the host's request permits", () => {
   it("B8: a worker's permits are released when it dies, and a request cancelled while it waits never holds one", async () => {
     const { coordination } = host();

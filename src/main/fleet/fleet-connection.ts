@@ -105,7 +105,7 @@ export class FleetConnection extends EventEmitter<FleetConnectionEvents> {
 }
 
 /** `lifeline:<name>:` */
-export function fleetPrefix(name: string): string {
+function fleetPrefix(name: string): string {
   return `lifeline:${name}:`;
 }
 
@@ -180,7 +180,7 @@ export async function connectFleet(
 }
 
 /** Checks `INFO` sections; returns warnings, throws ERR_INVALID_SETTINGS for a Redis fleet mode cannot use. */
-export function checkServer(server: string, memory: string, persistence: string, shown: string): string[] {
+function checkServer(server: string, memory: string, persistence: string, shown: string): string[] {
   const version = infoField(server, "redis_version") ?? "";
   const major = Number.parseInt(version, 10);
   if (!(major >= MIN_REDIS_MAJOR)) {

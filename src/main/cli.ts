@@ -20,6 +20,9 @@
  * `--worker-entry F` (or LIFELINE_WORKER_ENTRY) runs the workers from F, such as the worker bundle
  * an Electron app unpacked next to its app.asar (see docs/embedding.md).
  *
+ * `--fleet <redis-url>` and `--fleet-name <name>` put the host of any mode in a fleet (the
+ * `fleet.redis` and `fleet.name` settings; see fleet/fleet-flags.ts and docs/fleet.md).
+ *
  * Exit codes: 0 answered; 1 the prompt failed (final error on stderr); 2 bad usage, settings,
  * models.json, unknown model or missing key, an extension that cannot be loaded, or a session
  * that cannot be opened; 130 interrupted
@@ -37,6 +40,7 @@ import { compactionNotice } from "./compaction/compaction-notice.js";
 import { resolveLifelineDir } from "./config/settings-store.js";
 import { cliExtensionPaths } from "./extensions/extensions-cli.js";
 import { resolveExtensions } from "./extensions/resolve-extensions.js";
+import { type FleetFlags, fleetFromFlags } from "./fleet/fleet-flags.js";
 import type { SessionHostOptions } from "./host/host-options.js";
 import { createSessionHost } from "./host/session-host.js";
 import { type CliSessionFlags, cliSessionsOption, openCliSession, resumeUsageError } from "./host/sessions-cli.js";
@@ -215,10 +219,12 @@ interface ActionOptions {
   extension?: string[];
   /** False for --no-extensions. */
   extensions?: boolean;
+  fleet?: string;
+  fleetName?: string;
 }
 
 /** The global flags that become host options. */
-interface HostFlags {
+interface HostFlags extends FleetFlags {
   workerEntry?: string;
   extension?: string[];
   extensions?: boolean;
@@ -244,6 +250,8 @@ async function hostOptions(opts: HostFlags): Promise<SessionHostOptions> {
     resolveExtensions(extensions, cwd);
     options.extensions = extensions;
   }
+  const fleet = await fleetFromFlags(opts, { lifelineDir: resolveLifelineDir(), cwd });
+  if (fleet !== undefined) options.settings = { fleet };
   return options;
 }
 
@@ -301,6 +309,13 @@ export async function main(argv: readonly string[]): Promise<number> {
         "worker script to run the sessions in, such as an unpacked lifeline-worker.mjs (default: the package's own)",
       ).env("LIFELINE_WORKER_ENTRY"),
     )
+    .addOption(
+      new Option(
+        "--fleet <redis-url>",
+        "join the fleet on this Redis (fleet.redis): shared retry budget, gates, sessions and queue; see docs/fleet.md",
+      ),
+    )
+    .addOption(new Option("--fleet-name <name>", 'the fleet\'s name on that Redis (fleet.name, default "default")'))
     .action(async (opts: ActionOptions) => {
       const interactive = process.stdin.isTTY === true && process.stdout.isTTY === true;
       const resumeProblem = opts.resume === true ? resumeUsageError(opts, interactive) : undefined;

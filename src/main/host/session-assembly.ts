@@ -167,7 +167,9 @@ export class SessionAssembly {
         modelChange: resolved,
         settings,
         messages: init.messages,
-        ...(restored === undefined ? {} : { history: [...restored.history, ...restored.undelivered] }),
+        ...(restored === undefined
+          ? {}
+          : { history: [...restored.history, ...restored.undelivered], prompts: restored.prompts }),
       },
       host: {
         recorder,

@@ -83,7 +83,9 @@ export class SessionHost {
     this.#extensions = extensions;
     this.#fleet = new HostFleet(
       () => this.#config.sessionSettings(undefined),
-      () => {},
+      (connection) => {
+        this.#files.joinFleet(connection);
+      },
     );
     this.#files = new SessionPersistence({
       sessions: options.sessions,
@@ -144,6 +146,8 @@ export class SessionHost {
   async createSession(options: SessionOptions = {}): Promise<AgentSession> {
     this.#assertOpen();
     checkSessionOptions(options);
+    // Fleet mode decides where sessions are kept (the fleet's Redis), so it comes first.
+    await this.#fleet.connection();
     const store = this.#files.storeFor(options.sessions);
     if (store !== undefined && options.sessionId !== undefined) assertValidSessionId(options.sessionId);
     return this.#assembly.create(options, store);
@@ -162,6 +166,7 @@ export class SessionHost {
   async resumeSession(ref: string, options: ResumeOptions = {}): Promise<AgentSession> {
     this.#assertOpen();
     checkResumeOptions(ref, options);
+    await this.#fleet.connection();
     const store = this.#files.requireStore(options.sessions, "resumeSession()");
     return this.#assembly.resume(store, ref, options);
   }
@@ -172,7 +177,25 @@ export class SessionHost {
    */
   async listSessions(options: { cwd?: string } = {}): Promise<SessionInfo[]> {
     validate(listSessionsOptionsSchema, options, "listSessions options");
+    await this.#fleet.connection();
     return this.#files.requireStore(undefined, "listSessions()").list(options.cwd ?? this.#config.cwd());
+  }
+
+  /**
+   * A stored session as a pi session file's text (version 3 JSONL: the header, then its entries),
+   * read without opening it, so it may be open elsewhere. `ref` as for {@link resumeSession}; the
+   * store is the one `listSessions()` reads (the fleet's Redis in fleet mode). `warnings` name
+   * damaged lines left out.
+   * @throws ERR_INVALID_OPTIONS (persistence off, a bad or ambiguous ref), ERR_SESSION_NOT_FOUND,
+   *   ERR_SESSION_FILE, ERR_FLEET_UNAVAILABLE.
+   */
+  async exportSession(ref: string): Promise<{ text: string; warnings: string[] }> {
+    this.#assertOpen();
+    if (typeof ref !== "string" || ref === "") {
+      throw new LifelineError("ERR_INVALID_OPTIONS", "exportSession() needs a session file path or id.");
+    }
+    await this.#fleet.connection();
+    return this.#files.exportSession(ref, this.#config.cwd());
   }
 
   /**

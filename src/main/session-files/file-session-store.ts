@@ -18,7 +18,8 @@ import {
 } from "./session-format.js";
 import { lockSessionFile, type SessionLock } from "./session-lock.js";
 import { type ParsedSession, parseSessionText, readSessionFile } from "./session-reader.js";
-import type { OpenedSession, SessionInfo, SessionStore, SessionWriter } from "./session-store.js";
+import type { OpenedSession, SessionInfo, SessionStore, SessionWriter, StoredSession } from "./session-store.js";
+import { summarizeEntries } from "./session-summary.js";
 
 /** Options of {@link FileSessionStore}. */
 export interface FileSessionStoreOptions {
@@ -84,6 +85,12 @@ export class FileSessionStore implements SessionStore {
       await lock.release();
       throw error;
     }
+  }
+
+  /** Reads a session file without locking it (damaged lines skipped, old versions migrated in memory). */
+  async read(ref: string, cwd: string): Promise<StoredSession> {
+    const { header, entries, warnings } = await readSessionFile(await this.#resolve(ref, cwd));
+    return { header, entries, warnings };
   }
 
   async list(cwd: string | undefined): Promise<SessionInfo[]> {
@@ -191,19 +198,7 @@ function idOfFile(file: string): string {
 async function describe(file: string): Promise<SessionInfo> {
   const stats = await stat(file);
   const parsed = parseSessionText(await readFile(file, "utf8"), file);
-  let messageCount = 0;
-  let firstMessage = "";
-  let name: string | undefined;
-  for (const entry of parsed.entries) {
-    if (entry.type === "session_info") {
-      const named = (entry as { name?: unknown }).name;
-      name = typeof named === "string" && named !== "" ? named : undefined;
-    }
-    if (entry.type !== "message") continue;
-    messageCount++;
-    const message = (entry as { message?: { role?: unknown; content?: unknown } }).message;
-    if (firstMessage === "" && message?.role === "user") firstMessage = textOf(message.content);
-  }
+  const { messageCount, firstMessage, name } = summarizeEntries(parsed.entries);
   return {
     id: parsed.header.id,
     path: file,
@@ -212,19 +207,8 @@ async function describe(file: string): Promise<SessionInfo> {
     modified: stats.mtime,
     messageCount,
     firstMessage,
-    ...(name === undefined ? {} : { name }),
+    ...(name === undefined || name === "" ? {} : { name }),
   };
-}
-
-function textOf(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  return content
-    .filter(
-      (block): block is { type: "text"; text: string } => block?.type === "text" && typeof block.text === "string",
-    )
-    .map((block) => block.text)
-    .join(" ");
 }
 
 async function readdirOrEmpty(directory: string): Promise<string[]> {

@@ -6,9 +6,11 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { LifelineError } from "../../shared/errors.js";
+import type { FleetConnection } from "../fleet/fleet-connection.js";
 import { FileSessionStore } from "./file-session-store.js";
 import type { FsyncPolicy } from "./persistence-queue.js";
-import { SESSION_VERSION } from "./session-format.js";
+import { RedisSessionStore } from "./redis-session-store.js";
+import { SESSION_VERSION, serializeLine } from "./session-format.js";
 import { SessionRecorder } from "./session-recorder.js";
 import type { OpenedSession, SessionStore } from "./session-store.js";
 import type { RestoredTranscript } from "./session-transcript.js";
@@ -29,7 +31,11 @@ export interface SessionsOptions {
    * `"always"` (each entry synced alone). @default "batch"
    */
   fsync?: FsyncPolicy;
-  /** Keep sessions elsewhere: replaces the file store (`dir` and `fsync` are then the store's business). */
+  /**
+   * Keep sessions elsewhere: replaces the file store (`dir` and `fsync` are then the store's
+   * business). In fleet mode, sessions without `dir` or `store` are kept in the fleet's Redis
+   * (`RedisSessionStore`; docs/fleet.md), where every host of the fleet can continue them.
+   */
   store?: SessionStore;
 }
 
@@ -46,6 +52,8 @@ export interface SessionPersistenceOptions {
 export class SessionPersistence {
   readonly #options: SessionPersistenceOptions;
   #hostStore: SessionStore | undefined;
+  /** Fleet mode: where sessions without `dir` or `store` go, once the host joined its fleet. */
+  #fleetStore: RedisSessionStore | undefined;
   readonly #open = new Set<SessionRecorder>();
   readonly #closing = new Set<Promise<void>>();
 
@@ -53,12 +61,24 @@ export class SessionPersistence {
     this.#options = options;
   }
 
-  /** The store a session uses: its own `sessions` option over the host's; undefined when off. */
+  /**
+   * The host joined its fleet: from now on, sessions whose `sessions` option names neither `dir`
+   * nor `store` are kept in the fleet's Redis. Called once, before the host's first session opens.
+   */
+  joinFleet(connection: FleetConnection): void {
+    this.#fleetStore = new RedisSessionStore(connection);
+  }
+
+  /**
+   * The store a session uses: its own `sessions` option over the host's; undefined when off. In
+   * fleet mode (after {@link joinFleet}) the fleet's Redis unless `dir` or `store` is given.
+   */
   storeFor(sessions: SessionsOptions | false | undefined): SessionStore | undefined {
     const hostSessions = this.#options.sessions;
     const chosen = sessions ?? hostSessions;
     if (chosen === undefined || chosen === false) return undefined;
     if (chosen.store !== undefined) return chosen.store;
+    if (chosen.dir === undefined && this.#fleetStore !== undefined) return this.#fleetStore;
     if (chosen === hostSessions) {
       this.#hostStore ??= this.#fileStore(chosen);
       return this.#hostStore;
@@ -122,6 +142,25 @@ export class SessionPersistence {
     }
     this.#open.add(recorder);
     return recorder;
+  }
+
+  /**
+   * A stored session as pi's v3 JSONL text (header, then entries, one per line), read without
+   * opening it for writing, from the store {@link requireStore} picks; `warnings` name the damaged
+   * lines left out.
+   * @throws ERR_INVALID_OPTIONS (persistence off, a store without `read`, a bad or ambiguous ref),
+   *   ERR_SESSION_NOT_FOUND, ERR_SESSION_FILE, ERR_FLEET_UNAVAILABLE.
+   */
+  async exportSession(ref: string, cwd: string): Promise<{ text: string; warnings: string[] }> {
+    const store = this.requireStore(undefined, "exportSession()");
+    if (store.read === undefined) {
+      throw new LifelineError(
+        "ERR_INVALID_OPTIONS",
+        "exportSession() needs a session store with read(); this host's store has none.",
+      );
+    }
+    const { header, entries, warnings } = await store.read(ref, cwd);
+    return { text: [header, ...entries].map(serializeLine).join(""), warnings };
   }
 
   /** Flushes and releases a session's file; {@link closeAll} waits for it too. */

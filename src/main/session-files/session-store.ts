@@ -47,13 +47,17 @@ export interface SessionWriter {
   close(): Promise<void>;
 }
 
-/** A stored session opened for appending. */
-export interface OpenedSession {
+/** A stored session as read back. */
+export interface StoredSession {
   header: SessionHeader;
   /** Its entries, version 3, in file order. */
   entries: SessionEntry[];
   /** One text per damaged line that was skipped, naming where. */
   warnings: string[];
+}
+
+/** A stored session opened for appending. */
+export interface OpenedSession extends StoredSession {
   writer: SessionWriter;
 }
 
@@ -73,4 +77,11 @@ export interface SessionStore {
   open(ref: string, cwd: string): Promise<OpenedSession>;
   /** Sessions of `cwd` (all of them when undefined), most recently modified first. */
   list(cwd: string | undefined): Promise<SessionInfo[]>;
+  /**
+   * Reads a stored session without opening it for writing (no lock: it may be open elsewhere),
+   * `ref` as for {@link open}. Optional: what exports a session (`host.exportSession()`,
+   * `lifeline export`) needs it; the shipped stores have it.
+   * @throws as {@link open}, except ERR_SESSION_LOCKED.
+   */
+  read?(ref: string, cwd: string): Promise<StoredSession>;
 }

@@ -10,6 +10,8 @@
  *   lifeline mock-server [--port N] [--script F]     the fault-injecting model server, until Ctrl+C
  *   lifeline auth add|list|remove                    keys in $LIFELINE_DIR/auth.json (auth/auth-cli.ts)
  *   lifeline load --sessions N --prompts M [...]     a load test with reports (load/load-cli.ts)
+ *   lifeline serve --fleet URL [--concurrency N]     serve a fleet's queue of prompts (serve/serve-cli.ts)
+ *   lifeline submit --fleet URL [--session ID] TEXT  submit a prompt to it; events and result as JSONL
  *
  * Sessions (-p, rpc, interactive) are saved as pi's session files unless --no-session (see
  * host/sessions-cli.ts); `demo` and `mock-server` never write one.
@@ -46,6 +48,7 @@ import { createSessionHost } from "./host/session-host.js";
 import { type CliSessionFlags, cliSessionsOption, openCliSession, resumeUsageError } from "./host/sessions-cli.js";
 import { addLoadCommand } from "./load/load-cli.js";
 import { runRpcMode } from "./rpc/rpc-mode.js";
+import { addFleetCommands } from "./serve/serve-cli.js";
 import type { SessionsOptions } from "./session-files/session-persistence.js";
 import { workerFate } from "./supervision/interrupted-run.js";
 
@@ -397,6 +400,13 @@ export async function main(argv: readonly string[]): Promise<number> {
     });
   addLoadCommand(program, (code) => {
     exitCode = code;
+  });
+  addFleetCommands(program, {
+    hostOptions: () => hostOptionsOrExit(program.opts<HostFlags>()),
+    globalFlags: () => program.opts<HostFlags & { model?: string; session?: string | boolean }>(),
+    setExitCode: (code) => {
+      exitCode = code;
+    },
   });
   try {
     await program.parseAsync([...argv], { from: "user" });

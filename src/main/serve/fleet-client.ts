@@ -12,6 +12,7 @@ import { randomUUID } from "node:crypto";
 import { Job, Queue, QueueEvents } from "bullmq";
 import { errorText } from "../../shared/error-text.js";
 import { FleetUnavailableError, LifelineError } from "../../shared/errors.js";
+import type { ModelRef } from "../../shared/protocol.js";
 import { parseSettings, type SettingsInput } from "../../shared/settings.js";
 import { connectFleet, type FleetConnection } from "../fleet/fleet-connection.js";
 import {
@@ -43,8 +44,11 @@ export interface SubmitOptions {
    * @default a random UUID
    */
   jobId?: string;
-  /** A new session's model ("provider/id"); an existing session keeps its own. @default the serving host's default */
-  model?: string;
+  /**
+   * The session's model (`"provider/id"`, `{ provider, id }` or a pi-ai Model object); a stored
+   * session keeps the one it last used unless this names one. @default the serving host's default
+   */
+  model?: string | ModelRef;
   /** A new session's system prompt. */
   systemPrompt?: string;
   /** While Redis is away: 0 fails at once with ERR_FLEET_UNAVAILABLE, more keeps trying for that long (ms). @default 0 */

@@ -9,6 +9,7 @@
  * prefix, so two fleets on one Redis never see each other's jobs.
  */
 import type { PromptResult, SessionEvent } from "../../shared/events.js";
+import type { ModelRef } from "../../shared/protocol.js";
 import { fleetPrefix } from "../fleet/fleet-connection.js";
 
 /** The BullMQ queue's name. */
@@ -29,8 +30,11 @@ export interface PromptJobData {
   /** The session: opened from the fleet's store, or created with this id when it does not exist. */
   sessionId: string;
   text: string;
-  /** For a new session: its model ("provider/id"); a stored session keeps its own. @default the host's default */
-  model?: string;
+  /**
+   * The session's model: `"provider/id"`, `{ provider, id }` or a pi-ai Model object (plain data).
+   * A stored session keeps the model it last used unless a job names one. @default the host's default
+   */
+  model?: string | ModelRef;
   /** For a new session: its system prompt. */
   systemPrompt?: string;
 }

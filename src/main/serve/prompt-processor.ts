@@ -21,7 +21,7 @@ import { DelayedError, type Job, UnrecoverableError } from "bullmq";
 import { errorText } from "../../shared/error-text.js";
 import { LifelineError } from "../../shared/errors.js";
 import type { PromptResult } from "../../shared/events.js";
-import type { SessionHost } from "../host/session-host.js";
+import type { ResumeOptions, SessionHost, SessionOptions } from "../host/session-host.js";
 import type { AgentSession } from "../session/agent-session.js";
 import type { PromptJobData, PromptJobResult } from "./fleet-queue.js";
 import type { JobEventsWriter } from "./job-events.js";
@@ -47,7 +47,12 @@ export interface PromptProcessorParts {
   events(jobId: string): JobEventsWriter;
   /** `fleet.leaseMs`: bounds how long a job waits for a session held elsewhere. */
   leaseMs: number;
+  /** Options of every session the host opens (its tools' worker module). */
+  session: ServeSessionOptions;
 }
+
+/** Options of every session a serving host opens or resumes. */
+export type ServeSessionOptions = Pick<SessionOptions, "workerModule" | "workerModuleOptions">;
 
 /** Runs one prompt job; BullMQ's processor. See the file comment. */
 export class PromptProcessor {
@@ -76,7 +81,7 @@ export class PromptProcessor {
       return await this.#slots.run(job.data.sessionId, async (slot) => {
         let session: AgentSession;
         try {
-          slot.session ??= await openSession(this.#parts.host, job.data);
+          slot.session ??= await openSession(this.#parts.host, job.data, this.#parts.session);
           session = slot.session;
         } catch (error) {
           throw await this.#notOpened(error, job, token);
@@ -87,6 +92,10 @@ export class PromptProcessor {
           const { result, replayed } = await runOnce(session, jobId, job.data.text);
           // The prompt's end entry is stored before the queue hears: a redelivery then replays it.
           await session.flushSession();
+          // Not all of it stored (Redis was away too long, or the session was taken over): the job
+          // is tried again, and the next delivery finishes it from what the store holds.
+          const lost = session.storeError;
+          if (lost !== undefined) throw lost;
           return { ...result, jobId, sessionId: session.id, replayed };
         } catch (error) {
           // The session is no use now (closed, fenced, its store away): the next delivery reopens it.
@@ -136,26 +145,35 @@ async function runOnce(
  * longer id (the store resolves unique prefixes) is not this session; one created meanwhile by
  * another host is resumed instead.
  */
-async function openSession(host: SessionHost, data: PromptJobData): Promise<AgentSession> {
-  const resumed = await resumeExact(host, data.sessionId);
+async function openSession(
+  host: SessionHost,
+  data: PromptJobData,
+  options: ServeSessionOptions,
+): Promise<AgentSession> {
+  const resume: ResumeOptions = { ...options, ...(data.model === undefined ? {} : { model: data.model }) };
+  const resumed = await resumeExact(host, data.sessionId, resume);
   if (resumed !== undefined) return resumed;
   try {
     return await host.createSession({
+      ...resume,
       sessionId: data.sessionId,
-      ...(data.model === undefined ? {} : { model: data.model }),
       ...(data.systemPrompt === undefined ? {} : { systemPrompt: data.systemPrompt }),
     });
   } catch (error) {
     if (!(error instanceof LifelineError && error.code === "ERR_SESSION_FILE")) throw error;
-    const again = await resumeExact(host, data.sessionId);
+    const again = await resumeExact(host, data.sessionId, resume);
     if (again === undefined) throw error;
     return again;
   }
 }
 
-async function resumeExact(host: SessionHost, sessionId: string): Promise<AgentSession | undefined> {
+async function resumeExact(
+  host: SessionHost,
+  sessionId: string,
+  options: ResumeOptions,
+): Promise<AgentSession | undefined> {
   try {
-    const session = await host.resumeSession(sessionId);
+    const session = await host.resumeSession(sessionId, options);
     if (session.id === sessionId) return session;
     await session.dispose();
     return undefined;

@@ -1,7 +1,7 @@
 /**
  * `lifeline serve` and `lifeline submit` (docs/fleet.md):
  *
- *   lifeline serve --fleet redis://… [--fleet-name N] [--concurrency N]
+ *   lifeline serve --fleet redis://… [--fleet-name N] [--concurrency N] [--worker-module F]
  *       serves the fleet's queue until SIGTERM or SIGINT: it then takes no more jobs, finishes the
  *       running ones and exits 0; a second signal exits at once (130/143), and the running jobs
  *       go to other hosts after the stall interval, as after a crash.
@@ -11,6 +11,7 @@
  *       `{"type":"result", …}` line (or `{"type":"error", "code", "message"}`); exit 0 answered,
  *       1 the prompt failed or the fleet could not serve it, 2 bad usage or settings.
  */
+import { resolve } from "node:path";
 import { type Command, Option } from "commander";
 import { isFailedStop } from "../../shared/classify.js";
 import { errorText } from "../../shared/error-text.js";
@@ -42,7 +43,8 @@ export function addFleetCommands(program: Command, context: FleetCommandsContext
     .addOption(
       new Option("--concurrency <n>", `prompt jobs run at once by this host (default ${SERVE_DEFAULTS.concurrency})`),
     )
-    .action(async (flags: { concurrency?: string }) => {
+    .addOption(new Option("--worker-module <file>", "a worker module giving every session its tools (setup())"))
+    .action(async (flags: ServeFlags) => {
       context.setExitCode(await serve(flags, context));
     });
   program
@@ -60,7 +62,12 @@ export function addFleetCommands(program: Command, context: FleetCommandsContext
     });
 }
 
-async function serve(flags: { concurrency?: string }, context: FleetCommandsContext): Promise<number> {
+interface ServeFlags {
+  concurrency?: string;
+  workerModule?: string;
+}
+
+async function serve(flags: ServeFlags, context: FleetCommandsContext): Promise<number> {
   const concurrency = flags.concurrency === undefined ? undefined : Number(flags.concurrency);
   if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) {
     process.stderr.write(`Error: --concurrency must be a whole number of 1 or more, got "${flags.concurrency}".\n`);
@@ -70,7 +77,10 @@ async function serve(flags: { concurrency?: string }, context: FleetCommandsCont
   if (typeof hostOptions === "number") return hostOptions;
   let server: Awaited<ReturnType<typeof serveFleet>>;
   try {
-    server = await serveFleet(hostOptions, concurrency === undefined ? {} : { concurrency });
+    server = await serveFleet(hostOptions, {
+      ...(concurrency === undefined ? {} : { concurrency }),
+      ...(flags.workerModule === undefined ? {} : { session: { workerModule: resolve(flags.workerModule) } }),
+    });
   } catch (error) {
     return fail(error);
   }

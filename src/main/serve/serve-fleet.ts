@@ -16,12 +16,18 @@ import type { SessionHostOptions } from "../host/host-options.js";
 import { createSessionHost, type SessionHost } from "../host/session-host.js";
 import { jobEventsKey, PROMPT_QUEUE, type PromptJobData, type PromptJobResult, queuePrefix } from "./fleet-queue.js";
 import { JobEventsWriter } from "./job-events.js";
-import { PromptProcessor } from "./prompt-processor.js";
+import { PromptProcessor, type ServeSessionOptions } from "./prompt-processor.js";
 
 /** Options of {@link serveFleet}. */
 export interface ServeOptions {
   /** Prompt jobs this host runs at once (over all its sessions). @default 16 */
   concurrency?: number;
+  /**
+   * Options of every session this host opens: a worker module whose `setup()` gives the sessions
+   * their tools (a path or file URL; see docs/extensions.md), and its options. Every host of a
+   * fleet should serve the same tools.
+   */
+  session?: ServeSessionOptions;
 }
 
 /** Defaults of {@link ServeOptions}. */
@@ -69,7 +75,7 @@ export async function serveFleet(
     }
     connection = await connectFleet(fleet);
     for (const warning of connection.warnings) process.emitWarning(warning, { code: "LIFELINE_FLEET" });
-    return new FleetServer(host, connection, concurrency);
+    return new FleetServer(host, connection, concurrency, options.session ?? {});
   } catch (error) {
     await connection?.close();
     await host.close();
@@ -89,13 +95,14 @@ export class FleetServer {
   #closing: Promise<void> | undefined;
 
   /** @internal Use {@link serveFleet}. */
-  constructor(host: SessionHost, connection: FleetConnection, concurrency: number) {
+  constructor(host: SessionHost, connection: FleetConnection, concurrency: number, session: ServeSessionOptions) {
     this.host = host;
     this.#connection = connection;
     const { name, leaseMs } = connection.settings;
     this.#processor = new PromptProcessor({
       host,
       leaseMs,
+      session,
       events: (jobId) => new JobEventsWriter(connection.redis, jobEventsKey(name, jobId)),
     });
     // BullMQ's own connection: blocking commands, and commands that wait out a Redis restart.

@@ -42,6 +42,7 @@ export class SessionRecorder {
   readonly #writtenAhead: { message: AgentMessage; id: string }[] = [];
   readonly #onError: (error: Error) => void;
   #reported = false;
+  #failure: Error | undefined;
 
   /** `onError` hears about a failed append nobody awaited (once per session). */
   constructor(writer: SessionWriter, start: RecorderStart, onError: (error: Error) => void) {
@@ -50,6 +51,11 @@ export class SessionRecorder {
     this.#leafId = start.leafId;
     this.#historyIds = [...start.historyIds];
     this.#onError = onError;
+  }
+
+  /** The first failed append, if any: entries recorded since may be missing from the store. */
+  get failure(): Error | undefined {
+    return this.#failure;
   }
 
   /** Where the session is stored (the session file). */
@@ -83,6 +89,7 @@ export class SessionRecorder {
       await this.#writer.append(entries);
     } catch (error) {
       this.#writtenAhead.splice(this.#writtenAhead.indexOf(ahead), 1);
+      this.#failure ??= error instanceof Error ? error : new Error(String(error));
       throw error;
     }
   }
@@ -163,6 +170,7 @@ export class SessionRecorder {
 
   #background(entries: SessionEntry[]): void {
     this.#writer.append(entries, { lazy: true }).catch((error: Error) => {
+      this.#failure ??= error;
       if (this.#reported) return;
       this.#reported = true;
       this.#onError(error);

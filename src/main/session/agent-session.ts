@@ -373,6 +373,15 @@ export class AgentSession {
     return this.#setup.host.recorder?.flush() ?? Promise.resolve();
   }
 
+  /**
+   * B7: the first error storing this session's entries met (ERR_SESSION_FILE, or ERR_SESSION_LOCKED
+   * when another host took the session over), undefined while every append was stored. Once set,
+   * entries recorded since may be missing from the store: resume the session to go on.
+   */
+  get storeError(): Error | undefined {
+    return this.#setup.host.recorder?.failure;
+  }
+
   /** The session's effective settings (files, host and session overrides, and toggles). */
   get settings(): Readonly<Settings> {
     return this.#settings;

@@ -284,6 +284,8 @@ export class FleetClient {
         prefix: queuePrefix(this.#connection.settings.name),
       });
       queueEvents.on("error", () => {});
+      // One listener pair per waiting result(): many prompts may be awaited at once.
+      queueEvents.setMaxListeners(0);
       this.#events = { queueEvents, connection };
     }
     return this.#events.queueEvents;

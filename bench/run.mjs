@@ -8,6 +8,7 @@
  *   (d) memory.mjs         main-thread heap per idle session at 1,000 sessions
  *   (e) persistence.mjs    main event-loop delay, 1,000 sessions prompting, session files on vs off
  *   (f) load-scale.mjs     `lifeline load` (runLoad) at 50 … 4,000 sessions: where the host's loop limits
+ *   (g) fleet-throughput.mjs  a fleet's queue: prompts/s with 1, 2, 3 `lifeline serve` processes, Redis calls per prompt
  *
  * Env: BENCH_QUICK=1 for smaller counts (a smoke run; noisier), BENCH_JSON=<path> to also write
  * the raw results as JSON, BENCH_ONLY=a,c to run some sections only.
@@ -24,6 +25,7 @@ const SECTIONS = [
   { id: "d", file: "./memory.mjs", title: "(d) main-thread memory per idle session" },
   { id: "e", file: "./persistence.mjs", title: "(e) session files: main event-loop delay, persistence on vs off" },
   { id: "f", file: "./load-scale.mjs", title: "(f) lifeline load: sessions one machine drives" },
+  { id: "g", file: "./fleet-throughput.mjs", title: "(g) fleet: prompts/s with 1, 2, 3 serve processes on one Redis" },
 ];
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
@@ -246,6 +248,22 @@ function printE(e) {
 /** (f): the host's loop is the limit once the main thread is busy this share of the time. */
 const F_HOST_LIMIT_ELU = 0.9;
 
+function printG(g) {
+  console.log(
+    table(
+      ["serve processes", "prompts", "failed", "wall s", "prompts/s", "Redis calls / prompt"],
+      g.runs.map((r) => [
+        r.hosts,
+        r.prompts,
+        r.failed,
+        (r.wallMs / 1000).toFixed(1),
+        r.promptsPerS.toFixed(1),
+        r.redisCallsPerPrompt.toFixed(0),
+      ]),
+    ),
+  );
+}
+
 function printF(f) {
   const base = f.runs[0];
   console.log(
@@ -298,7 +316,7 @@ for (const section of SECTIONS) {
     console.log(`FAILED: ${error instanceof Error ? error.message : String(error)}\n`);
     continue;
   }
-  ({ a: printA, b: printB, c: printC, d: printD, e: printE, f: printF })[section.id](results[section.id]);
+  ({ a: printA, b: printB, c: printC, d: printD, e: printE, f: printF, g: printG })[section.id](results[section.id]);
   console.log(`(${((performance.now() - t0) / 1000).toFixed(1)} s; load average after: ${loadavg()[0].toFixed(2)})\n`);
 }
 

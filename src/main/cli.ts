@@ -12,6 +12,8 @@
  *   lifeline load --sessions N --prompts M [...]     a load test with reports (load/load-cli.ts)
  *   lifeline serve --fleet URL [--concurrency N]     serve a fleet's queue of prompts (serve/serve-cli.ts)
  *   lifeline submit --fleet URL [--session ID] TEXT  submit a prompt to it; events and result as JSONL
+ *   lifeline export <id> [--out F]                   a stored session as pi's JSONL (host/stored-sessions-cli.ts)
+ *   lifeline sessions                                this directory's stored sessions, newest first
  *
  * Sessions (-p, rpc, interactive) are saved as pi's session files unless --no-session (see
  * host/sessions-cli.ts); `demo` and `mock-server` never write one.
@@ -46,6 +48,7 @@ import { type FleetFlags, fleetFromFlags } from "./fleet/fleet-flags.js";
 import type { SessionHostOptions } from "./host/host-options.js";
 import { createSessionHost } from "./host/session-host.js";
 import { type CliSessionFlags, cliSessionsOption, openCliSession, resumeUsageError } from "./host/sessions-cli.js";
+import { addStoredSessionsCommands } from "./host/stored-sessions-cli.js";
 import { addLoadCommand } from "./load/load-cli.js";
 import { runRpcMode } from "./rpc/rpc-mode.js";
 import { addFleetCommands } from "./serve/serve-cli.js";
@@ -407,6 +410,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     setExitCode: (code) => {
       exitCode = code;
     },
+  });
+  addStoredSessionsCommands(program, (code) => {
+    exitCode = code;
   });
   try {
     await program.parseAsync([...argv], { from: "user" });

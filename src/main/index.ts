@@ -81,4 +81,10 @@ export type {
   SessionHeader,
 } from "./session-files/session-format.js";
 export type { SessionsOptions } from "./session-files/session-persistence.js";
-export type { OpenedSession, SessionInfo, SessionStore, SessionWriter } from "./session-files/session-store.js";
+export type {
+  OpenedSession,
+  SessionInfo,
+  SessionStore,
+  SessionWriter,
+  StoredSession,
+} from "./session-files/session-store.js";

@@ -161,7 +161,8 @@ export class SessionHost {
    * messages that were accepted but never delivered are appended to the transcript once.
    * Needs persistence on (`sessions` on the host or in `options`).
    * @throws ERR_INVALID_OPTIONS (persistence off, a bad or ambiguous ref), ERR_SESSION_NOT_FOUND,
-   *   ERR_SESSION_LOCKED (open for writing elsewhere), ERR_SESSION_FILE, and what createSession throws.
+   *   ERR_SESSION_LOCKED (open for writing elsewhere; in a fleet, `retryAfterMs` is its lease's time
+   *   left), ERR_SESSION_FILE, ERR_FLEET_UNAVAILABLE (fleet mode), and what createSession throws.
    */
   async resumeSession(ref: string, options: ResumeOptions = {}): Promise<AgentSession> {
     this.#assertOpen();
@@ -173,7 +174,9 @@ export class SessionHost {
 
   /**
    * Stored sessions of `cwd` (default: the host's cwd), most recently modified first.
-   * @throws ERR_INVALID_OPTIONS when persistence is off on the host; ERR_SESSION_FILE.
+   * In fleet mode, the fleet's sessions (docs/fleet.md).
+   * @throws ERR_INVALID_OPTIONS when persistence is off on the host; ERR_SESSION_FILE;
+   *   ERR_FLEET_UNAVAILABLE (fleet mode).
    */
   async listSessions(options: { cwd?: string } = {}): Promise<SessionInfo[]> {
     validate(listSessionsOptionsSchema, options, "listSessions options");

@@ -5,54 +5,21 @@
  * interop test would let the format drift unnoticed.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { fauxAssistantMessage } from "@mariozechner/pi-ai";
 import { afterEach, describe, expect, it } from "vitest";
 import type { SessionHostOptions } from "../../../src/main/host/session-host.js";
 import { tempDir, within } from "../../fixtures/bounded.js";
 import { inProcessHost } from "../../fixtures/in-process-host.js";
+import { piPackage, piSessionManager } from "../../fixtures/pi-package.js";
 import { type Step, scriptedModel } from "../../fixtures/scripted-provider.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-const PI_VERSION = "0.73.1";
-
-/** pi-coding-agent's package directory; fails the test when it is not installed. */
-function piPackage(): string {
-  const dir = process.env.LIFELINE_PI_PACKAGE;
-  if (dir === undefined || !existsSync(join(dir, "dist", "cli.js"))) {
-    throw new Error(
-      `LIFELINE_PI_PACKAGE must name an installed @mariozechner/pi-coding-agent 0.73.1 (got ${JSON.stringify(dir)}). Install it outside the repo (npm install --prefix /tmp/lifeline-pi @mariozechner/pi-coding-agent@0.73.1) and set LIFELINE_PI_PACKAGE=/tmp/lifeline-pi/node_modules/@mariozechner/pi-coding-agent, as .ci/run does.`,
-    );
-  }
-  const { version } = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { version: string };
-  if (version !== PI_VERSION) throw new Error(`LIFELINE_PI_PACKAGE is pi ${version}; these tests pin ${PI_VERSION}.`);
-  return dir;
-}
-
-/** The parts of pi's SessionManager these tests use. */
-interface PiSessionManager {
-  appendMessage(message: AgentMessage): string;
-  appendModelChange(provider: string, modelId: string): string;
-  getSessionFile(): string | undefined;
-  getSessionId(): string;
-  buildSessionContext(): { messages: AgentMessage[] };
-}
-interface PiSessionManagerClass {
-  create(cwd: string, sessionDir?: string): PiSessionManager;
-  open(path: string, sessionDir?: string): PiSessionManager;
-}
-
-async function piSessionManager(): Promise<PiSessionManagerClass> {
-  const url = pathToFileURL(join(piPackage(), "dist", "core", "session-manager.js")).href;
-  return ((await import(url)) as { SessionManager: PiSessionManagerClass }).SessionManager;
-}
 
 function script(steps: readonly Step[]) {
   const scripted = scriptedModel(steps);

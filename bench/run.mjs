@@ -10,6 +10,7 @@
  *   (f) load-scale.mjs     `lifeline load` (runLoad) at 50 … 4,000 sessions: where the host's loop limits
  *   (g) fleet-coordination.mjs  fleet mode: latency the Redis-backed budget, gate and permits add per
  *                          request attempt, vs the same decisions in memory (needs redis-server)
+ *   (h) fleet-throughput.mjs  a fleet's queue: prompts/s with 1, 2, 3 `lifeline serve` processes, Redis calls per prompt
  *
  * Env: BENCH_QUICK=1 for smaller counts (a smoke run; noisier), BENCH_JSON=<path> to also write
  * the raw results as JSON, BENCH_ONLY=a,c to run some sections only.
@@ -31,6 +32,7 @@ const SECTIONS = [
     file: "./fleet-coordination.mjs",
     title: "(g) fleet mode: latency added per request attempt by B8 in Redis",
   },
+  { id: "h", file: "./fleet-throughput.mjs", title: "(h) fleet: prompts/s with 1, 2, 3 serve processes on one Redis" },
 ];
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
@@ -253,6 +255,22 @@ function printE(e) {
 /** (f): the host's loop is the limit once the main thread is busy this share of the time. */
 const F_HOST_LIMIT_ELU = 0.9;
 
+function printH(h) {
+  console.log(
+    table(
+      ["serve processes", "prompts", "failed", "wall s", "prompts/s", "Redis calls / prompt"],
+      h.runs.map((r) => [
+        r.hosts,
+        r.prompts,
+        r.failed,
+        (r.wallMs / 1000).toFixed(1),
+        r.promptsPerS.toFixed(1),
+        r.redisCallsPerPrompt.toFixed(0),
+      ]),
+    ),
+  );
+}
+
 function printF(f) {
   const base = f.runs[0];
   console.log(
@@ -341,7 +359,9 @@ for (const section of SECTIONS) {
     console.log(`FAILED: ${error instanceof Error ? error.message : String(error)}\n`);
     continue;
   }
-  ({ a: printA, b: printB, c: printC, d: printD, e: printE, f: printF, g: printG })[section.id](results[section.id]);
+  ({ a: printA, b: printB, c: printC, d: printD, e: printE, f: printF, g: printG, h: printH })[section.id](
+    results[section.id],
+  );
   console.log(`(${((performance.now() - t0) / 1000).toFixed(1)} s; load average after: ${loadavg()[0].toFixed(2)})\n`);
 }
 

@@ -10,6 +10,8 @@
  *   lifeline mock-server [--port N] [--script F]     the fault-injecting model server, until Ctrl+C
  *   lifeline auth add|list|remove                    keys in $LIFELINE_DIR/auth.json (auth/auth-cli.ts)
  *   lifeline load --sessions N --prompts M [...]     a load test with reports (load/load-cli.ts)
+ *   lifeline serve --fleet URL [--concurrency N]     serve a fleet's queue of prompts (serve/serve-cli.ts)
+ *   lifeline submit --fleet URL [--session ID] TEXT  submit a prompt to it; events and result as JSONL
  *   lifeline export <id> [--out F]                   a stored session as pi's JSONL (host/stored-sessions-cli.ts)
  *   lifeline sessions                                this directory's stored sessions, newest first
  *
@@ -21,6 +23,9 @@
  *
  * `--worker-entry F` (or LIFELINE_WORKER_ENTRY) runs the workers from F, such as the worker bundle
  * an Electron app unpacked next to its app.asar (see docs/embedding.md).
+ *
+ * `--fleet <redis-url>` and `--fleet-name <name>` put the host of any mode in a fleet (the
+ * `fleet.redis` and `fleet.name` settings; see fleet/fleet-flags.ts and docs/fleet.md).
  *
  * Exit codes: 0 answered; 1 the prompt failed (final error on stderr); 2 bad usage, settings,
  * models.json, unknown model or missing key, an extension that cannot be loaded, or a session
@@ -39,12 +44,14 @@ import { compactionNotice } from "./compaction/compaction-notice.js";
 import { resolveLifelineDir } from "./config/settings-store.js";
 import { cliExtensionPaths } from "./extensions/extensions-cli.js";
 import { resolveExtensions } from "./extensions/resolve-extensions.js";
+import { type FleetFlags, fleetFromFlags } from "./fleet/fleet-flags.js";
 import type { SessionHostOptions } from "./host/host-options.js";
 import { createSessionHost } from "./host/session-host.js";
 import { type CliSessionFlags, cliSessionsOption, openCliSession, resumeUsageError } from "./host/sessions-cli.js";
 import { addStoredSessionsCommands } from "./host/stored-sessions-cli.js";
 import { addLoadCommand } from "./load/load-cli.js";
 import { runRpcMode } from "./rpc/rpc-mode.js";
+import { addFleetCommands } from "./serve/serve-cli.js";
 import type { SessionsOptions } from "./session-files/session-persistence.js";
 import { workerFate } from "./supervision/interrupted-run.js";
 
@@ -222,10 +229,12 @@ interface ActionOptions {
   extension?: string[];
   /** False for --no-extensions. */
   extensions?: boolean;
+  fleet?: string;
+  fleetName?: string;
 }
 
 /** The global flags that become host options. */
-interface HostFlags {
+interface HostFlags extends FleetFlags {
   workerEntry?: string;
   extension?: string[];
   extensions?: boolean;
@@ -251,6 +260,8 @@ async function hostOptions(opts: HostFlags): Promise<SessionHostOptions> {
     resolveExtensions(extensions, cwd);
     options.extensions = extensions;
   }
+  const fleet = await fleetFromFlags(opts, { lifelineDir: resolveLifelineDir(), cwd });
+  if (fleet !== undefined) options.settings = { fleet };
   return options;
 }
 
@@ -308,6 +319,13 @@ export async function main(argv: readonly string[]): Promise<number> {
         "worker script to run the sessions in, such as an unpacked lifeline-worker.mjs (default: the package's own)",
       ).env("LIFELINE_WORKER_ENTRY"),
     )
+    .addOption(
+      new Option(
+        "--fleet <redis-url>",
+        "join the fleet on this Redis (fleet.redis): shared retry budget, gates, sessions and queue; see docs/fleet.md",
+      ),
+    )
+    .addOption(new Option("--fleet-name <name>", 'the fleet\'s name on that Redis (fleet.name, default "default")'))
     .action(async (opts: ActionOptions) => {
       const interactive = process.stdin.isTTY === true && process.stdout.isTTY === true;
       const resumeProblem = opts.resume === true ? resumeUsageError(opts, interactive) : undefined;
@@ -389,6 +407,13 @@ export async function main(argv: readonly string[]): Promise<number> {
     });
   addLoadCommand(program, (code) => {
     exitCode = code;
+  });
+  addFleetCommands(program, {
+    hostOptions: () => hostOptionsOrExit(program.opts<HostFlags>()),
+    globalFlags: () => program.opts<HostFlags & { model?: string; session?: string | boolean }>(),
+    setExitCode: (code) => {
+      exitCode = code;
+    },
   });
   addStoredSessionsCommands(program, (code) => {
     exitCode = code;

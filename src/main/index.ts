@@ -64,6 +64,7 @@ export type {
   ContextOverflowHook,
   ContextOverflowInfo,
   PromptOptions,
+  PromptRecord,
 } from "./session/agent-session.js";
 export { AgentSession } from "./session/agent-session.js";
 export type { SessionListener } from "./session/session-listeners.js";

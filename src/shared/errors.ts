@@ -36,7 +36,9 @@ export type ErrorCode =
   | "ERR_LOAD_FAILED"
   | "ERR_EXTENSION_LOAD"
   | "ERR_EXTENSION_UNSUPPORTED"
-  | "ERR_FLEET_UNAVAILABLE";
+  | "ERR_FLEET_UNAVAILABLE"
+  | "ERR_FLEET_JOB_FAILED"
+  | "ERR_FLEET_TIMEOUT";
 
 /** An error as plain data: what crosses a thread or goes into an event (SPEC X6). */
 export interface WireError {

@@ -61,6 +61,12 @@ export interface SessionInit {
   workerModuleOptions?: unknown;
   /** B8: ask main for a permit before each model request (`retry.maxConcurrentRequests` is set). */
   requestPermits?: boolean;
+  /**
+   * Fleet mode (X7 across hosts): before a reply's tool calls run, wait until main has stored the
+   * reply (`tool_calls_ready`, answered with `grantPermit`), so a host that dies never leaves a
+   * tool call that ran but is missing from the session's store, to be run again by the next host.
+   */
+  storeToolCalls?: boolean;
   /** Extensions whose tools this session gets (the worker's copy; handlers run on main). */
   extensions?: SessionExtensions;
 }
@@ -159,13 +165,17 @@ export type BatchItem =
  * - `permit_request` / `permit_release` (B8): a session's model request asks for, and gives back,
  *   a permit of `retry.maxConcurrentRequests`; main answers a request with `grantPermit`.
  *   Request ids are the worker's, unique for its lifetime.
+ * - `tool_calls_ready` (sessions opened with `storeToolCalls`): a session's reply with tool calls
+ *   has ended (its `message_end` was flushed just before, on the same port); its tools wait until
+ *   main answers `grantPermit` once the reply is stored. Ids share the permits' counter.
  */
 export type WorkerMessage =
   | { type: "hello"; threadId: number }
   | { type: "heartbeat" }
   | BatchMessage
   | { type: "permit_request"; sessionId: string; requestId: number }
-  | { type: "permit_release"; requestId: number };
+  | { type: "permit_release"; requestId: number }
+  | { type: "tool_calls_ready"; sessionId: string; requestId: number };
 
 /** A batch of session items (see EventBatcher). */
 export interface BatchMessage {
@@ -195,6 +205,13 @@ export function decodeWorkerMessage(data: unknown): DecodedMessage {
   if (record.type === "heartbeat") return { kind: "message", message: { type: "heartbeat" } };
   const permit = data as { sessionId?: unknown; requestId?: unknown };
   if (record.type === "permit_request" && typeof permit.sessionId === "string" && Number.isInteger(permit.requestId)) {
+    return { kind: "message", message: data as WorkerMessage };
+  }
+  if (
+    record.type === "tool_calls_ready" &&
+    typeof permit.sessionId === "string" &&
+    Number.isInteger(permit.requestId)
+  ) {
     return { kind: "message", message: data as WorkerMessage };
   }
   if (record.type === "permit_release" && Number.isInteger(permit.requestId)) {

@@ -11,12 +11,43 @@ import type { WorkerMessage } from "../shared/protocol.js";
 /** The worker's permit requests in flight; one per worker, owned by `serveWorker`. */
 export class RequestPermits {
   readonly #post: (message: WorkerMessage) => void;
+  readonly #flushEvents: () => void;
   readonly #waiting = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
   readonly #released = new Set<number>();
   #nextId = 0;
 
-  constructor(post: (message: WorkerMessage) => void) {
+  /** @param flushEvents sends the events batched so far (a `tool_calls_ready` must follow its reply's `message_end`). */
+  constructor(post: (message: WorkerMessage) => void, flushEvents: () => void = () => {}) {
     this.#post = post;
+    this.#flushEvents = flushEvents;
+  }
+
+  /**
+   * Resolves once main has stored the session's reply whose tool calls are about to run
+   * (`storeToolCalls`, see the protocol). Rejects when `signal` aborts first, or main refuses.
+   */
+  stored(sessionId: string, signal: AbortSignal | undefined): Promise<void> {
+    if (signal?.aborted) return Promise.reject(new Error("Request was aborted"));
+    const requestId = ++this.#nextId;
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        this.#waiting.delete(requestId);
+        reject(new Error("Request was aborted"));
+      };
+      this.#waiting.set(requestId, {
+        resolve: () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        },
+        reject: (error) => {
+          signal?.removeEventListener("abort", onAbort);
+          reject(error);
+        },
+      });
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#flushEvents();
+      this.#post({ type: "tool_calls_ready", sessionId, requestId });
+    });
   }
 
   /**

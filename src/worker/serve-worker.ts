@@ -40,7 +40,7 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
   };
   const batcher = new EventBatcher(post, options.batchIntervalMs ?? 8);
   // Posted at once, not batched: a permit request is on the critical path of a model request.
-  const permits = new RequestPermits(post);
+  const permits = new RequestPermits(post, () => batcher.flush());
   const sessions = new Map<string, WorkerSession>();
   /** Sessions whose `openSession` is awaiting the worker module; a closeSession cancels them. */
   const opening = new Map<string, { cancelled: boolean }>();

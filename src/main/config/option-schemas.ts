@@ -126,7 +126,7 @@ export const messageSchema = z.discriminatedUnion(
 
 /** Options of `AgentSession.prompt`. */
 export const promptOptionsSchema = z.strictObject(
-  { queue: z.boolean().optional() },
+  { queue: z.boolean().optional(), id: z.string().min(1).max(200).optional() },
   { error: (issue) => (issue.code === "invalid_type" ? "must be an object such as { queue: true }" : undefined) },
 );
 

@@ -105,7 +105,7 @@ export class FleetConnection extends EventEmitter<FleetConnectionEvents> {
 }
 
 /** `lifeline:<name>:` */
-function fleetPrefix(name: string): string {
+export function fleetPrefix(name: string): string {
   return `lifeline:${name}:`;
 }
 

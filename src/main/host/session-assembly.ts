@@ -103,7 +103,7 @@ export class SessionAssembly {
     resumed: OpenedSession | undefined,
   ): Promise<AgentSession> {
     const { config, workers, files, sessions } = this.#parts;
-    await this.#parts.fleet.connection();
+    const fleet = await this.#parts.fleet.connection();
     const restored = resumed === undefined ? undefined : restoreTranscript(resumed.entries);
     const fileModel = restored?.model === undefined ? undefined : `${restored.model.provider}/${restored.model.id}`;
     const settings = await config.sessionSettings(options.settings);
@@ -123,6 +123,8 @@ export class SessionAssembly {
     const messages =
       restored === undefined ? (options.messages ?? []) : [...restored.messages, ...restored.undelivered];
     const init = sessionInit(sessionId, resolved, settings, messages, options, config.cwd());
+    // Fleet mode: another host may continue this session, so a tool runs only once its call is stored.
+    if (fleet !== undefined && store !== undefined) init.storeToolCalls = true;
     // The main thread's copy of the extensions first: a factory that fails costs no worker call.
     const runner = this.#parts.extensions;
     let extensions: SessionExtensions | undefined;
@@ -167,7 +169,9 @@ export class SessionAssembly {
         modelChange: resolved,
         settings,
         messages: init.messages,
-        ...(restored === undefined ? {} : { history: [...restored.history, ...restored.undelivered] }),
+        ...(restored === undefined
+          ? {}
+          : { history: [...restored.history, ...restored.undelivered], prompts: restored.prompts }),
       },
       host: {
         recorder,

@@ -8,6 +8,8 @@
 import { type Command, Option } from "commander";
 import { errorText } from "../../shared/error-text.js";
 import { LifelineError } from "../../shared/errors.js";
+import { resolveLifelineDir } from "../config/settings-store.js";
+import { type FleetFlags, fleetFromFlags } from "../fleet/fleet-flags.js";
 import { type LoadFlags, loadOptionsFromFlags } from "./load-flags.js";
 import type { LoadOptions } from "./load-options.js";
 import { createProgressView } from "./progress.js";
@@ -31,8 +33,9 @@ const USAGE_ERRORS = new Set([
 
 /**
  * Adds `load` to `program`; the action reports its exit code through `setExitCode`.
- * `program`'s own `--model`, `--api-key` and `--worker-entry` are recognised after the
- * subcommand too (commander's default), so they reach `load` through `program.opts()`.
+ * `program`'s own `--model`, `--api-key`, `--worker-entry`, `--fleet` and `--fleet-name` are
+ * recognised after the subcommand too (commander's default), so they reach `load` through
+ * `program.opts()`.
  */
 export function addLoadCommand(program: Command, setExitCode: (code: number) => void): void {
   program
@@ -85,20 +88,27 @@ export function addLoadCommand(program: Command, setExitCode: (code: number) => 
       ),
     )
     .action(async (flags: LoadFlags) => {
-      const global = program.opts<{ model?: string; apiKey?: string; workerEntry?: string }>();
+      const global = program.opts<{ model?: string; apiKey?: string; workerEntry?: string } & FleetFlags>();
       const merged: LoadFlags = { ...flags };
       if (merged.model === undefined && global.model !== undefined) merged.model = global.model;
       if (merged.apiKey === undefined && global.apiKey !== undefined) merged.apiKey = global.apiKey;
-      setExitCode(await runLoadCommand(merged, global.workerEntry));
+      setExitCode(await runLoadCommand(merged, global.workerEntry, global));
     });
 }
 
 /** Runs `lifeline load` with parsed flags; resolves to the exit code. Never throws. */
-async function runLoadCommand(flags: LoadFlags, workerEntry: string | undefined): Promise<number> {
+async function runLoadCommand(
+  flags: LoadFlags,
+  workerEntry: string | undefined,
+  fleetFlags: FleetFlags,
+): Promise<number> {
   const cwd = process.cwd();
   let options: LoadOptions;
   try {
     options = await loadOptionsFromFlags(flags, cwd);
+    // --fleet/--fleet-name: the load host joins the fleet (fleet/fleet-flags.ts).
+    const fleet = await fleetFromFlags(fleetFlags, { lifelineDir: options.lifelineDir ?? resolveLifelineDir(), cwd });
+    if (fleet !== undefined) options.settings = { ...options.settings, fleet };
   } catch (error) {
     return fail(error);
   }

@@ -37,11 +37,14 @@ export class PromptWriteAhead {
     if (this.#ahead !== undefined) this.#ahead.aborted = true;
   }
 
-  /** Stores `message`, then tells `end` how it went (only while the prompt is live). */
-  write(message: AgentMessage, end: WriteAheadEnd): void {
+  /**
+   * Stores `message` (marked with `promptId` if given, see `SessionRecorder.prompt`), then tells
+   * `end` how it went (only while the prompt is live).
+   */
+  write(message: AgentMessage, end: WriteAheadEnd, promptId?: string): void {
     const ahead = { aborted: false };
     this.#ahead = ahead;
-    this.#recorder.prompt(message).then(
+    this.#recorder.prompt(message, promptId).then(
       () => {
         if (this.#ahead === ahead) this.#ahead = undefined;
         if (!end.live()) return;

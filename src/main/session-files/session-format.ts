@@ -7,6 +7,7 @@
 import { randomUUID } from "node:crypto";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { LifelineError } from "../../shared/errors.js";
+import type { PromptResult } from "../../shared/events.js";
 
 /** The version lifeline writes. Files of versions 1 and 2 are migrated when opened (as pi does). */
 export const SESSION_VERSION = 3;
@@ -93,6 +94,32 @@ export const QUEUE_CLEARED_CUSTOM_TYPE = "lifeline.queue_cleared";
 export interface QueuedData {
   kind: "steer" | "followUp";
   message: AgentMessage;
+}
+
+/**
+ * `customType` of lifeline's record that a prompt given an id (`prompt(text, { id })`, such as a
+ * fleet job's id) was stored: written in the same append as the prompt's user message, just
+ * before it, and naming that message's entry (`data: {@link PromptMarkData}`), so a host that
+ * opens the session later can tell whether the prompt was accepted.
+ */
+export const PROMPT_CUSTOM_TYPE = "lifeline.prompt";
+
+/** `customType` of lifeline's record of how a prompt given an id ended (`data: {@link PromptEndData}`). */
+export const PROMPT_END_CUSTOM_TYPE = "lifeline.prompt_end";
+
+/** What a {@link PROMPT_CUSTOM_TYPE} entry carries. */
+export interface PromptMarkData {
+  /** The prompt's id, as the caller gave it. */
+  id: string;
+  /** Entry id of the prompt's user message (the entry after this one). */
+  entryId: string;
+}
+
+/** What a {@link PROMPT_END_CUSTOM_TYPE} entry carries. */
+export interface PromptEndData {
+  id: string;
+  /** What the prompt settled with, as `prompt()` resolved. */
+  result: PromptResult;
 }
 
 /**

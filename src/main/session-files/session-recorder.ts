@@ -7,10 +7,15 @@
  * Main thread only. Appends return at once (see PersistenceQueue); only the write-ahead awaits.
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
+import type { PromptResult } from "../../shared/events.js";
 import {
   type CompactionEntry,
   type MessageEntry,
   newEntryId,
+  PROMPT_CUSTOM_TYPE,
+  PROMPT_END_CUSTOM_TYPE,
+  type PromptEndData,
+  type PromptMarkData,
   QUEUE_CLEARED_CUSTOM_TYPE,
   QUEUED_CUSTOM_TYPE,
   type QueuedData,
@@ -37,6 +42,7 @@ export class SessionRecorder {
   readonly #writtenAhead: { message: AgentMessage; id: string }[] = [];
   readonly #onError: (error: Error) => void;
   #reported = false;
+  #failure: Error | undefined;
 
   /** `onError` hears about a failed append nobody awaited (once per session). */
   constructor(writer: SessionWriter, start: RecorderStart, onError: (error: Error) => void) {
@@ -45,6 +51,11 @@ export class SessionRecorder {
     this.#leafId = start.leafId;
     this.#historyIds = [...start.historyIds];
     this.#onError = onError;
+  }
+
+  /** The first failed append, if any: entries recorded since may be missing from the store. */
+  get failure(): Error | undefined {
+    return this.#failure;
   }
 
   /** Where the session is stored (the session file). */
@@ -59,16 +70,26 @@ export class SessionRecorder {
 
   /**
    * The write-ahead of a prompt: resolves once `message` is stored (and synced per the store's
-   * policy). @throws (rejects) ERR_SESSION_FILE when it cannot be stored; the prompt must not run.
+   * policy); with `promptId`, a `lifeline.prompt` entry naming the message goes just before it, in
+   * the same append. @throws (rejects) ERR_SESSION_FILE when it cannot be stored; the prompt must not run.
    */
-  async prompt(message: AgentMessage): Promise<void> {
+  async prompt(message: AgentMessage, promptId?: string): Promise<void> {
+    // The mark and the message go in one append: a store that writes an append whole never
+    // holds one without the other (and a reader also checks the message is there).
+    const mark = promptId === undefined ? undefined : this.#base();
     const entry = this.#messageEntry(message);
+    const entries: SessionEntry[] = [entry];
+    if (mark !== undefined && promptId !== undefined) {
+      const data: PromptMarkData = { id: promptId, entryId: entry.id };
+      entries.unshift({ ...mark, type: "custom", customType: PROMPT_CUSTOM_TYPE, data });
+    }
     const ahead = { message, id: entry.id };
     this.#writtenAhead.push(ahead);
     try {
-      await this.#writer.append([entry]);
+      await this.#writer.append(entries);
     } catch (error) {
       this.#writtenAhead.splice(this.#writtenAhead.indexOf(ahead), 1);
+      this.#failure ??= error instanceof Error ? error : new Error(String(error));
       throw error;
     }
   }
@@ -86,6 +107,15 @@ export class SessionRecorder {
   /** `abort()` dropped the queued messages not yet delivered: a restore must not deliver them. */
   queueCleared(): void {
     this.#background([{ ...this.#base(), type: "custom", customType: QUEUE_CLEARED_CUSTOM_TYPE }]);
+  }
+
+  /**
+   * How the prompt `promptId` ended (a `lifeline.prompt_end` entry), stored in the background like
+   * messages; `flush()` resolves once it is stored.
+   */
+  promptEnd(promptId: string, result: PromptResult): void {
+    const data: PromptEndData = { id: promptId, result };
+    this.#background([{ ...this.#base(), type: "custom", customType: PROMPT_END_CUSTOM_TYPE, data }]);
   }
 
   /** A message reached the history (failed attempts included, R4). Stored unless written ahead. */
@@ -140,6 +170,7 @@ export class SessionRecorder {
 
   #background(entries: SessionEntry[]): void {
     this.#writer.append(entries, { lazy: true }).catch((error: Error) => {
+      this.#failure ??= error;
       if (this.#reported) return;
       this.#reported = true;
       this.#onError(error);

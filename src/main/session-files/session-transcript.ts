@@ -6,9 +6,15 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { isRemovableFailure } from "../../shared/classify.js";
 import { summaryMessage } from "../../shared/compaction/summary-message.js";
+import type { PromptResult } from "../../shared/events.js";
 import {
   type CompactionEntry,
+  type CustomEntry,
   type MessageEntry,
+  PROMPT_CUSTOM_TYPE,
+  PROMPT_END_CUSTOM_TYPE,
+  type PromptEndData,
+  type PromptMarkData,
   QUEUE_CLEARED_CUSTOM_TYPE,
   QUEUED_CUSTOM_TYPE,
   type QueuedData,
@@ -39,6 +45,17 @@ export interface RestoredTranscript {
   model: { provider: string; id: string } | undefined;
   /** The leaf: the last entry of the file (pi appends to it). */
   leafId: string | null;
+  /**
+   * Prompts given an id (`prompt(text, { id })`) on the leaf's path: stored (their user message
+   * is there) and, once settled, what they settled with.
+   */
+  prompts: Map<string, PromptRecord>;
+}
+
+/** What became of a prompt given an id: stored, and `result` once it settled. */
+export interface PromptRecord {
+  /** How it settled; undefined when its run never finished (its host stopped first). */
+  result?: PromptResult;
 }
 
 const MODEL_ROLES = new Set(["user", "assistant", "toolResult"]);
@@ -61,6 +78,8 @@ export function restoreTranscript(entries: readonly SessionEntry[]): RestoredTra
   const historyIds: string[] = [];
   let model: RestoredTranscript["model"];
   const queued: AgentMessage[] = [];
+  const marks = new Map<string, string>();
+  const prompts = new Map<string, PromptRecord>();
   let compaction: { entry: CompactionEntry; historyLength: number } | undefined;
   for (const entry of path) {
     if (entry.type === "compaction" && typeof (entry as Partial<CompactionEntry>).summary === "string") {
@@ -85,7 +104,14 @@ export function restoreTranscript(entries: readonly SessionEntry[]): RestoredTra
       (entry as { customType?: unknown }).customType === QUEUE_CLEARED_CUSTOM_TYPE
     ) {
       queued.length = 0;
+    } else if (entry.type === "custom") {
+      notePrompt(entry as CustomEntry, marks, prompts);
     }
+  }
+  // A mark counts only with its message: an append torn between them stored no prompt.
+  const stored = new Set(historyIds);
+  for (const [id, entryId] of marks) {
+    if (stored.has(entryId) && !prompts.has(id)) prompts.set(id, {});
   }
   const runtime = (message: AgentMessage, index: number) =>
     MODEL_ROLES.has(message.role) && !(isRemovableFailure(message) && history[index + 1]?.role === "assistant");
@@ -100,7 +126,17 @@ export function restoreTranscript(entries: readonly SessionEntry[]): RestoredTra
     const summary = summaryMessage(entry.summary, entry.tokensBefore, Date.parse(entry.timestamp) || 0);
     messages = [summary, ...history.map((m, i) => (i >= from && runtime(m, i) ? m : undefined)).filter(isMessage)];
   }
-  return { history, historyIds, messages, undelivered: queued, model, leafId: leaf?.id ?? null };
+  return { history, historyIds, messages, undelivered: queued, model, leafId: leaf?.id ?? null, prompts };
+}
+
+/** Reads a prompt's mark (its id → its message's entry id) or its end (its result) into the maps. */
+function notePrompt(entry: CustomEntry, marks: Map<string, string>, prompts: Map<string, PromptRecord>): void {
+  const data = entry.data as Partial<PromptMarkData & PromptEndData> | undefined;
+  if (typeof data?.id !== "string") return;
+  if (entry.customType === PROMPT_CUSTOM_TYPE && typeof data.entryId === "string") marks.set(data.id, data.entryId);
+  if (entry.customType === PROMPT_END_CUSTOM_TYPE && data.result !== undefined) {
+    prompts.set(data.id, { result: data.result });
+  }
 }
 
 function isMessage(message: AgentMessage | undefined): message is AgentMessage {

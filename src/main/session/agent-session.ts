@@ -25,6 +25,7 @@ import {
 import type { PermitTarget } from "../coordination/permit-bridge.js";
 import type { CoordinationState, SessionCoordination } from "../coordination/session-coordination.js";
 import { isWorkerGone } from "../workers/worker-exit.js";
+import type { PromptRecord } from "./prompt-records.js";
 import { PromptRunner } from "./prompt-runner.js";
 import { QueuedMessages } from "./queued-messages.js";
 import { type SessionListener, SessionListeners } from "./session-listeners.js";
@@ -37,6 +38,7 @@ export type {
   ContextOverflowHook,
   ContextOverflowInfo,
 } from "../compaction/context-overflow-hook.js";
+export type { PromptRecord } from "./prompt-records.js";
 
 /** Options of {@link AgentSession.prompt}. */
 export interface PromptOptions {
@@ -45,6 +47,13 @@ export interface PromptOptions {
    * rejecting with ERR_SESSION_BUSY. @default false
    */
   queue?: boolean;
+  /**
+   * The caller's id for this prompt (1 to 200 characters), such as a queue job's id. A persisted
+   * session stores it with the prompt's user message (a `lifeline.prompt` entry in the same
+   * append) and with its outcome (`lifeline.prompt_end`, when it settles), so that whoever opens
+   * the session later can tell what became of the prompt: {@link AgentSession.promptRecord}.
+   */
+  id?: string;
 }
 
 /**
@@ -108,7 +117,40 @@ export class AgentSession {
         new LifelineError("ERR_INVALID_OPTIONS", "prompt() needs a non-empty string; pass the user's message text."),
       );
     }
-    return this.#runner.submit(text, options.queue === true);
+    return this.#runner.submit(text, options.queue === true, options.id);
+  }
+
+  /**
+   * What became of the prompt given `id` (`prompt(text, { id })`), in this session's life or, for
+   * a resumed session, in its stored history: undefined when none was stored; `{}` when it was
+   * stored but its run never finished (the host running it stopped: see {@link resumeRun});
+   * `{ result }` once it settled, with what `prompt()` resolved to.
+   */
+  promptRecord(id: string): PromptRecord | undefined {
+    return this.#runner.records.get(id);
+  }
+
+  /**
+   * SPEC X7 for a session resumed after the host running it stopped mid-run (fleet mode): finishes
+   * the run its transcript ends in, as a restore finishes a run whose worker died. A transcript
+   * that ends in a finished reply settles with it at once; one that ends in a failed reply gets
+   * the retry decision any failure gets; one cut off mid-run (ending in the user message, a tool
+   * result, or a reply calling tools) gets an "interrupted" result for each tool call without one
+   * (the tool is never run again) and a failed reply marked as a worker exit, which is retried
+   * like a 503. Resolves as `prompt()` does, after `agent_settled`; with `id`, the outcome is
+   * recorded under it as a prompt's would be.
+   * @throws SessionBusyError while a prompt or compaction is live; ERR_INVALID_OPTIONS when the
+   *   transcript holds no run; ERR_SESSION_DISPOSED after dispose(); as `prompt()` otherwise.
+   */
+  resumeRun(id?: string): Promise<PromptResult> {
+    const closed = this.#runner.closed;
+    if (closed !== undefined) return Promise.reject(closed);
+    if (id !== undefined && (typeof id !== "string" || id === "" || id.length > 200)) {
+      return Promise.reject(
+        new LifelineError("ERR_INVALID_OPTIONS", "resumeRun() takes an id of 1 to 200 characters, or none."),
+      );
+    }
+    return this.#runner.resumeRun(id);
   }
 
   /** The session's model; {@link setModel} changes it. */
@@ -340,6 +382,15 @@ export class AgentSession {
    */
   flushSession(): Promise<void> {
     return this.#setup.host.recorder?.flush() ?? Promise.resolve();
+  }
+
+  /**
+   * B7: the first error storing this session's entries met (ERR_SESSION_FILE, or ERR_SESSION_LOCKED
+   * when another host took the session over), undefined while every append was stored. Once set,
+   * entries recorded since may be missing from the store: resume the session to go on.
+   */
+  get storeError(): Error | undefined {
+    return this.#setup.host.recorder?.failure;
   }
 
   /** The session's effective settings (files, host and session overrides, and toggles). */

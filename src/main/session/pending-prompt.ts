@@ -20,11 +20,14 @@ export interface PendingPrompt extends CompactingPrompt {
   failure: string | undefined;
   /** abort() came before its run was posted (write-ahead, provider gate): its run never starts. */
   abortedEarly?: boolean;
+  /** The caller's id for it (`prompt(text, { id })`): its outcome is recorded under it (prompt-records.ts). */
+  id?: string | undefined;
 }
 
 /** A prompt sent with `{ queue: true }` while the session was busy; it begins when the session is free. */
 export interface QueuedPrompt {
   text: string;
+  id?: string | undefined;
   resolve: (result: PromptResult) => void;
   reject: (error: Error) => void;
 }

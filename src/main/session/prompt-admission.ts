@@ -40,20 +40,27 @@ export class PromptAdmission {
     return this.#writeAhead?.writing === true || this.#gate.waiting;
   }
 
-  /** Admits the prompt whose user message is `message`: stored first, then through the gate. */
-  admit(message: AgentMessage, admitted: Admitted): void {
+  /**
+   * Admits the prompt whose user message is `message`: stored first (marked with `promptId` if
+   * given), then through the gate.
+   */
+  admit(message: AgentMessage, admitted: Admitted, promptId?: string): void {
     const writeAhead = this.#writeAhead;
     if (writeAhead === undefined) {
       this.#pass(admitted);
       return;
     }
     // B7 write-ahead: the run is posted only once the user message is stored.
-    writeAhead.write(message, {
-      live: () => admitted.live(),
-      stored: () => this.#pass(admitted),
-      aborted: () => admitted.aborted("Aborted before the model request was sent."),
-      failed: (error) => admitted.failed(error),
-    });
+    writeAhead.write(
+      message,
+      {
+        live: () => admitted.live(),
+        stored: () => this.#pass(admitted),
+        aborted: () => admitted.aborted("Aborted before the model request was sent."),
+        failed: (error) => admitted.failed(error),
+      },
+      promptId,
+    );
   }
 
   /**

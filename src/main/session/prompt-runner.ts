@@ -27,11 +27,12 @@ import type { BatchItem, RunInput } from "../../shared/protocol.js";
 import { type CompactionTarget, SessionCompaction, type SummaryEnd } from "../compaction/session-compaction.js";
 import type { SessionCoordination } from "../coordination/session-coordination.js";
 import type { RetryActions, RetryController } from "../retry/retry-controller.js";
-import { workerFate } from "../supervision/interrupted-run.js";
+import { storedRunTail, workerFate } from "../supervision/interrupted-run.js";
 import type { ActiveRun } from "../supervision/session-restore.js";
 import { isWorkerGone } from "../workers/worker-exit.js";
 import { type PendingPrompt, type QueuedPrompt, settledResult } from "./pending-prompt.js";
 import { PromptAdmission } from "./prompt-admission.js";
+import { PromptRecords } from "./prompt-records.js";
 import type { QueuedMessages } from "./queued-messages.js";
 import { type AfterRun, RunEvents, type RunEventsTarget } from "./run-events.js";
 import { type LinkedSession, SessionLink } from "./session-link.js";
@@ -73,6 +74,8 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
   readonly #compaction: SessionCompaction;
   /** B7/B8: the live prompt's write-ahead and provider-gate waits before its first request. */
   readonly #admission: PromptAdmission;
+  /** What became of the prompts given an id (prompt-records.ts). */
+  readonly records: PromptRecords;
   #prompt: PendingPrompt | undefined;
   readonly #queue: QueuedPrompt[] = [];
   #runId = 0;
@@ -110,6 +113,7 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
     });
     this.#retryActions = sessionRetryActions(setup, model, this.transcript, setModel, () => this.#continueAfterRetry());
     this.#admission = new PromptAdmission(setup.host.recorder, coordination);
+    this.records = new PromptRecords(setup.start.prompts, setup.host.recorder);
   }
 
   /** The error the session was closed with (ERR_SESSION_DISPOSED, ERR_SESSION_CRASHED); undefined while open. */
@@ -141,14 +145,14 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
    * Begins a prompt now when the session is free, queues it behind the live one when `queue`, else
    * rejects it with SessionBusyError. The promise settles as `AgentSession.prompt()` documents.
    */
-  submit(text: string, queue: boolean): Promise<PromptResult> {
+  submit(text: string, queue: boolean, id?: string): Promise<PromptResult> {
     return new Promise<PromptResult>((resolve, reject) => {
       if (this.#prompt === undefined && this.#compaction.reason === undefined) {
-        this.#begin({ text, resolve, reject });
+        this.#begin({ text, resolve, reject, id });
         return;
       }
       if (queue) {
-        this.#queue.push({ text, resolve, reject });
+        this.#queue.push({ text, resolve, reject, id });
         return;
       }
       const state = this.retry.isRetrying
@@ -227,21 +231,77 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
     await released;
   }
 
-  #begin({ text, resolve, reject }: QueuedPrompt): void {
-    const pending: PendingPrompt = { resolve, reject, retries: 0, lastAssistant: undefined, failure: undefined };
+  /**
+   * `AgentSession.resumeRun()` on a free session: the run the transcript ends in is finished as
+   * X7 finishes a run whose worker died (see there), as a prompt of its own that settles as one.
+   */
+  resumeRun(id: string | undefined): Promise<PromptResult> {
+    return new Promise<PromptResult>((resolve, reject) => {
+      if (this.#prompt !== undefined || this.#compaction.reason !== undefined) {
+        reject(new SessionBusyError(`Session ${this.sessionId} is busy; resumeRun() comes before any prompt.`));
+        return;
+      }
+      const tail = storedRunTail(this.transcript.messages);
+      if (tail.kind === "none") {
+        reject(new LifelineError("ERR_INVALID_OPTIONS", `Session ${this.sessionId} holds no run to resume.`));
+        return;
+      }
+      const pending: PendingPrompt = { resolve, reject, retries: 0, lastAssistant: undefined, failure: undefined, id };
+      this.#prompt = pending;
+      this.records.stored(id);
+      if (tail.kind === "finished") {
+        pending.lastAssistant = tail.reply;
+        this.maybeSettle();
+      } else void this.#closeStoredRun(pending, tail.kind === "failed" ? tail.reply : undefined);
+    });
+  }
+
+  /**
+   * Ends the stored run as its worker would have: a failed reply is decided on as at any agent_end;
+   * an interrupted run gets X7's closing messages (here, and in the worker before anything the
+   * decision posts). Then the decision is carried out: a retry like a 503's.
+   */
+  async #closeStoredRun(pending: PendingPrompt, failed: AssistantMessage | undefined): Promise<void> {
+    let afterRun: AfterRun;
+    if (failed !== undefined) {
+      this.#events.emit({ type: "agent_start" });
+      afterRun = this.#runEvents.decide([failed]);
+    } else {
+      const before = this.transcript.messages.length;
+      const run: ActiveRun = { input: { kind: "continue" }, started: false, userSeen: true, aborted: false };
+      afterRun = this.#runEvents.interrupted(run, "exit", this.#model.current);
+      try {
+        await this.transcript.appendInWorker(this.transcript.messages.slice(before));
+      } catch (error) {
+        if (this.#prompt === pending && this.#closed === undefined) this.#failPrompt(error);
+        return;
+      }
+    }
+    if (this.#prompt === pending && this.#closed === undefined) this.#carryOut(afterRun, undefined);
+  }
+
+  #begin({ text, resolve, reject, id }: QueuedPrompt): void {
+    const pending: PendingPrompt = { resolve, reject, retries: 0, lastAssistant: undefined, failure: undefined, id };
     this.#prompt = pending;
     // Built here rather than in the worker so the same object can be stored first (write-ahead).
     const message: AgentMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
-    this.#admission.admit(message, {
-      live: () => this.#prompt === pending && this.#closed === undefined,
-      start: () => void this.#startRun({ kind: "prompt", message }),
-      aborted: (failure) => {
-        pending.abortedEarly = true;
-        pending.failure = failure;
-        this.maybeSettle();
+    this.#admission.admit(
+      message,
+      {
+        live: () => this.#prompt === pending && this.#closed === undefined,
+        start: () => {
+          this.records.stored(id);
+          void this.#startRun({ kind: "prompt", message });
+        },
+        aborted: (failure) => {
+          pending.abortedEarly = true;
+          pending.failure = failure;
+          this.maybeSettle();
+        },
+        failed: (error) => this.#rejectPrompt(error),
       },
-      failed: (error) => this.#rejectPrompt(error),
-    });
+      id,
+    );
   }
 
   /** The first queued prompt begins, if any. */
@@ -326,6 +386,7 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
     if (this.#compaction.startThresholdIfDue(pending)) return;
     this.#prompt = undefined;
     const result = settledResult(pending);
+    this.records.settled(pending.id, result);
     this.#events.emit({ type: "agent_settled", ...result });
     pending.resolve(result);
     this.#beginNext();

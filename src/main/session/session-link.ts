@@ -60,6 +60,7 @@ export class SessionLink implements RestoreLink, MirrorWorker {
     this.#client = {
       handleItem: (item) => session.handleItem(item),
       hasRunInFlight: () => session.hasRunInFlight(),
+      stored: () => setup.host.recorder?.flush() ?? Promise.resolve(),
       handleWorkerExit: (error, suspect) => this.#restore.onWorkerExit(error, suspect),
     };
   }

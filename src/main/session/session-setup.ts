@@ -15,6 +15,7 @@ import type { ContextOverflowHook } from "../compaction/context-overflow-hook.js
 import type { HostCoordination } from "../coordination/host-coordination.js";
 import type { SessionExtensions } from "../extensions/session-extensions.js";
 import type { SessionRecorder } from "../session-files/session-recorder.js";
+import type { PromptRecord } from "../session-files/session-transcript.js";
 import type { WorkerLink } from "../workers/worker-link.js";
 
 /** Everything a new `AgentSession` is built from. */
@@ -37,6 +38,8 @@ interface SessionStart {
   messages: AgentMessage[];
   /** The history to start from when it differs from `messages` (a resumed session). */
   history?: AgentMessage[];
+  /** The stored session's prompts given an id (a resumed session): see prompt-records.ts. */
+  prompts?: ReadonlyMap<string, PromptRecord>;
 }
 
 /** What the host lends a session for its whole life. */

@@ -69,6 +69,16 @@ export class TranscriptMirror {
     await this.#edit((link) => link.call("appendMessage", this.#worker.sessionId, message));
   }
 
+  /**
+   * Messages already appended here by main (a stored run closed on resume, SPEC X7), sent to the
+   * worker's transcript too, in order.
+   */
+  async appendInWorker(messages: readonly AgentMessage[]): Promise<void> {
+    for (const message of messages) {
+      await this.#edit((link) => link.call("appendMessage", this.#worker.sessionId, message));
+    }
+  }
+
   /** Installs a compacted transcript, here and in the worker. */
   async install(messages: AgentMessage[]): Promise<void> {
     this.#messages = messages;

@@ -107,3 +107,24 @@ function unansweredToolCalls(messages: readonly AgentMessage[]): { id: string; n
   }
   return [];
 }
+
+/**
+ * What the end of a stored transcript says of the last run it holds, for a host that opens the
+ * session after the host running it stopped (fleet mode): `finished` (a reply that ended the run:
+ * stop, length, aborted), `failed` (a failed reply: the run's retry decision is made on it), or
+ * `interrupted` (a user message, a tool result, or a reply calling tools: the run was cut off and
+ * ends as {@link interruptedRun} says); `none` for a transcript with no run to finish.
+ */
+export type StoredRunTail =
+  | { kind: "finished" | "failed"; reply: AssistantMessage }
+  | { kind: "interrupted" }
+  | { kind: "none" };
+
+/** Reads a runtime transcript's end; see {@link StoredRunTail}. Pure. */
+export function storedRunTail(messages: readonly AgentMessage[]): StoredRunTail {
+  const last = messages[messages.length - 1];
+  if (last?.role === "user" || last?.role === "toolResult") return { kind: "interrupted" };
+  if (last?.role !== "assistant") return { kind: "none" };
+  if (last.stopReason === "toolUse") return { kind: "interrupted" };
+  return { kind: last.stopReason === "error" ? "failed" : "finished", reply: last };
+}

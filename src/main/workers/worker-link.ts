@@ -41,6 +41,8 @@ export interface LinkClient {
   handleItem(item: BatchItem): void;
   /** True while the session has a run in the worker (it is then suspected of a crash). */
   hasRunInFlight(): boolean;
+  /** Resolves once everything the session recorded so far is stored (`tool_calls_ready`); never rejects. */
+  stored?(): Promise<void>;
   /**
    * The worker died. `suspect` says whether the session is blamed for it (SPEC X7): it had a run
    * in flight, or no session of the worker had one (a module's timer, say), so all are suspects.
@@ -357,6 +359,12 @@ export class WorkerLink {
       case "permit_release":
         this.#permits?.release(this, message.requestId);
         return;
+      case "tool_calls_ready": {
+        // The reply's message_end came first on this port, so it is recorded; once stored, go.
+        const stored = this.#clients.get(message.sessionId)?.stored?.() ?? Promise.resolve();
+        void stored.then(() => this.call("grantPermit", message.requestId, true)).catch(() => {});
+        return;
+      }
       case "batch":
         for (const item of message.items) {
           if (item.type === "run_end") this.#endRun(`${item.sessionId}#${item.runId}`);

@@ -63,6 +63,15 @@ export async function openSessionAgent(init: SessionInit, permits?: RequestPermi
     sessionId: init.sessionId,
     getApiKey: () => credentials.apiKey,
     streamFn,
+    // Fleet mode: a tool runs only once the reply that called it is stored (see the protocol).
+    ...(init.storeToolCalls === true && permits !== undefined
+      ? {
+          beforeToolCall: async (_context: unknown, signal?: AbortSignal) => {
+            await permits.stored(init.sessionId, signal);
+            return undefined;
+          },
+        }
+      : {}),
   });
   return { agent, model, capture, credentials, streamFn };
 }

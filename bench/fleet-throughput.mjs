@@ -1,0 +1,152 @@
+/**
+ * Section (h): a fleet's queue of prompts on this machine: prompts per second with 1, 2 and 3
+ * `lifeline serve` processes (the built CLI) against one redis-server, and Redis commands per
+ * prompt (from `INFO commandstats` before and after).
+ *
+ * Each size runs on a fresh Redis database (FLUSHALL, CONFIG RESETSTAT): SESSIONS conversations of
+ * PROMPTS prompts each on the demo model `demo/demo-fast` (no delay, no network), each prompt
+ * submitted when the previous one of its session has its result (as a chat client does), from
+ * one FleetClient in this process. Throughput is prompts over the wall time from the first submit
+ * to the last result. Needs `redis-server` on the PATH.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { Redis } from "ioredis";
+import { pick, report } from "./lib.mjs";
+
+const CLI = fileURLToPath(new URL("../dist/main/cli.js", import.meta.url));
+const HOSTS = pick([1, 2, 3], [1, 2]);
+const SESSIONS = pick(64, 16);
+const PROMPTS = pick(8, 4);
+
+function freePort() {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function exited(child) {
+  return new Promise((resolve) => child.once("exit", resolve));
+}
+
+async function commandCalls(redis) {
+  const info = await redis.info("commandstats");
+  let calls = 0;
+  for (const match of info.matchAll(/calls=(\d+)/g)) calls += Number(match[1]);
+  return calls;
+}
+
+async function startServe(url, dir) {
+  const child = spawn(
+    process.execPath,
+    [CLI, "serve", "--fleet", url, "--fleet-name", "bench", "--concurrency", "32"],
+    {
+      cwd: dir,
+      env: { ...process.env, LIFELINE_DIR: dir },
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
+  await new Promise((resolve, reject) => {
+    let text = "";
+    child.stderr.on("data", (chunk) => {
+      text += chunk;
+      if (text.includes("serving fleet")) resolve();
+    });
+    child.once("exit", () => reject(new Error(`serve exited: ${text}`)));
+  });
+  return child;
+}
+
+async function size(hosts, url, redis, dir) {
+  const { FleetClient } = await import("../dist/main/serve/index.js");
+  await redis.flushall();
+  await redis.config("RESETSTAT");
+  const children = await Promise.all(Array.from({ length: hosts }, () => startServe(url, dir)));
+  const client = await FleetClient.connect({ fleet: { redis: url, name: "bench" } });
+  const before = await commandCalls(redis);
+  const started = performance.now();
+  let failed = 0;
+  await Promise.all(
+    Array.from({ length: SESSIONS }, async (_, s) => {
+      for (let p = 0; p < PROMPTS; p++) {
+        const handle = await client.submit(`prompt ${p} of session ${s}`, {
+          sessionId: `bench-${s}`,
+          model: "demo/demo-fast",
+        });
+        const result = await handle.result({ timeoutMs: 120_000 });
+        if (result.stopReason !== "stop") failed++;
+      }
+    }),
+  );
+  const wallMs = performance.now() - started;
+  // INFO itself and this client's own result checks are included: they are part of serving a prompt.
+  const calls = (await commandCalls(redis)) - before;
+  await client.close();
+  for (const child of children) child.kill("SIGTERM");
+  await Promise.all(children.map(exited));
+  const prompts = SESSIONS * PROMPTS;
+  return {
+    hosts,
+    prompts,
+    failed,
+    wallMs,
+    promptsPerS: prompts / (wallMs / 1000),
+    redisCallsPerPrompt: calls / prompts,
+  };
+}
+
+const dir = mkdtempSync(join(tmpdir(), "lifeline-bench-fleet-"));
+writeFileSync(join(dir, "settings.json"), JSON.stringify({ sessions: { fsync: "never" } }));
+const port = await freePort();
+const server = spawn(
+  "redis-server",
+  [
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--dir",
+    dir,
+    "--save",
+    "",
+    "--appendonly",
+    "yes",
+    "--appendfsync",
+    "everysec",
+    "--maxmemory-policy",
+    "noeviction",
+  ],
+  { stdio: ["ignore", "pipe", "ignore"] },
+);
+await new Promise((resolve, reject) => {
+  let text = "";
+  server.stdout.on("data", (chunk) => {
+    text += chunk;
+    if (text.includes("Ready to accept connections")) resolve();
+  });
+  server.once("exit", () => reject(new Error(`redis-server exited: ${text}`)));
+});
+server.stdout.resume();
+const url = `redis://127.0.0.1:${port}`;
+const redis = new Redis(url);
+try {
+  const runs = [];
+  for (const hosts of HOSTS) {
+    process.stderr.write(`  (h) fleet: ${hosts} serve process(es), ${SESSIONS} × ${PROMPTS} prompts …\n`);
+    runs.push(await size(hosts, url, redis, dir));
+  }
+  report({ section: "g", config: { HOSTS, SESSIONS, PROMPTS }, runs });
+} finally {
+  redis.disconnect();
+  server.kill("SIGTERM");
+  await exited(server);
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,297 @@
+/**
+ * The client of a fleet's queue of prompts (docs/fleet.md, "Submitting prompts"): from any
+ * process, submit a prompt to a session (new or existing), follow its events live, and await its
+ * result. It needs only the fleet's Redis, no worker threads.
+ *
+ * Submits fail fast while Redis is away (ERR_FLEET_UNAVAILABLE), or keep trying for as long as
+ * the caller said (`waitMs`). A caller that lost the reply of a submit submits again with the
+ * same `jobId`: BullMQ ignores a job id it holds, and a serving host that finds the prompt
+ * already in the session returns its stored result instead of running it again.
+ */
+import { randomUUID } from "node:crypto";
+import { Job, Queue, QueueEvents } from "bullmq";
+import { errorText } from "../../shared/error-text.js";
+import { FleetUnavailableError, LifelineError } from "../../shared/errors.js";
+import type { ModelRef } from "../../shared/protocol.js";
+import { parseSettings, type SettingsInput } from "../../shared/settings.js";
+import { connectFleet, type FleetConnection } from "../fleet/fleet-connection.js";
+import {
+  type FleetEvent,
+  JOB_OPTIONS,
+  jobEventsKey,
+  PROMPT_QUEUE,
+  type PromptJobData,
+  type PromptJobResult,
+  queuePrefix,
+} from "./fleet-queue.js";
+import { readJobEvents } from "./job-events.js";
+
+/** Options of {@link FleetClient.connect}. */
+export interface FleetClientOptions {
+  /** The fleet: its Redis and name, as the `fleet` settings group (`{ redis, name? }`). */
+  fleet: NonNullable<SettingsInput["fleet"]>;
+  /** How long `connect` tries to reach Redis before ERR_FLEET_UNAVAILABLE. @default 3000 */
+  connectTimeoutMs?: number;
+}
+
+/** Options of {@link FleetClient.submit}. */
+export interface SubmitOptions {
+  /** The session: an existing one continues, a new one is created with this id. @default a new session (a random UUID) */
+  sessionId?: string;
+  /**
+   * The job's id, the caller's idempotency key: a submit with an id the fleet holds (running, or
+   * finished within the last hour) adds nothing, and its result is the first one's. No `:`.
+   * @default a random UUID
+   */
+  jobId?: string;
+  /**
+   * The session's model (`"provider/id"`, `{ provider, id }` or a pi-ai Model object); a stored
+   * session keeps the one it last used unless this names one. @default the serving host's default
+   */
+  model?: string | ModelRef;
+  /** A new session's system prompt. */
+  systemPrompt?: string;
+  /** While Redis is away: 0 fails at once with ERR_FLEET_UNAVAILABLE, more keeps trying for that long (ms). @default 0 */
+  waitMs?: number;
+}
+
+/** Options of {@link FleetClient.result}. */
+export interface ResultOptions {
+  /** Longest wait for the result, in ms; then ERR_FLEET_TIMEOUT (the prompt goes on). @default 600000 */
+  timeoutMs?: number;
+}
+
+/** A submitted prompt. */
+export interface PromptHandle {
+  readonly jobId: string;
+  readonly sessionId: string;
+  /** The prompt's result; see {@link FleetClient.result}. */
+  result(options?: ResultOptions): Promise<PromptJobResult>;
+  /** Its events from the start, live; see {@link FleetClient.events}. */
+  events(options?: { signal?: AbortSignal }): AsyncGenerator<FleetEvent>;
+}
+
+/** How often a waiting `result()` also asks for the job's state (events may be missed while Redis restarts). */
+const RESULT_CHECK_MS = 1000;
+
+/** A client of one fleet's queue of prompts. Create with {@link FleetClient.connect}; close when done. */
+export class FleetClient {
+  readonly #connection: FleetConnection;
+  readonly #queue: Queue<PromptJobData, PromptJobResult>;
+  readonly #queueConnection: ReturnType<FleetConnection["duplicate"]>;
+  #events: { queueEvents: QueueEvents; connection: ReturnType<FleetConnection["duplicate"]> } | undefined;
+  readonly #readers = new Set<ReturnType<FleetConnection["duplicate"]>>();
+  #closed = false;
+
+  /**
+   * Connects to the fleet's Redis.
+   * @throws ERR_INVALID_SETTINGS (naming the key) for a bad `fleet`, or a Redis that evicts keys;
+   *   ERR_FLEET_UNAVAILABLE when Redis does not answer within `connectTimeoutMs`.
+   */
+  static async connect(options: FleetClientOptions): Promise<FleetClient> {
+    const fleet = parseSettings({ fleet: options.fleet }, "FleetClient.connect({ fleet })").fleet;
+    if (fleet === undefined)
+      throw new LifelineError("ERR_INVALID_OPTIONS", "FleetClient.connect() needs { fleet: { redis } }.");
+    const connection = await connectFleet(fleet, { timeoutMs: options.connectTimeoutMs ?? 3000 });
+    return new FleetClient(connection);
+  }
+
+  /** @internal Use {@link FleetClient.connect}. */
+  constructor(connection: FleetConnection) {
+    this.#connection = connection;
+    // Fails fast while Redis is away (no offline queue), as submits promise.
+    this.#queueConnection = connection.duplicate();
+    this.#queue = new Queue<PromptJobData, PromptJobResult>(PROMPT_QUEUE, {
+      connection: this.#queueConnection,
+      prefix: queuePrefix(connection.settings.name),
+    });
+    this.#queue.on("error", () => {});
+  }
+
+  /**
+   * Adds a prompt to the fleet's queue; resolves once Redis has it.
+   * @throws ERR_FLEET_UNAVAILABLE while Redis is away (at once, or after `waitMs`);
+   *   ERR_INVALID_OPTIONS for empty text or a bad id.
+   */
+  async submit(text: string, options: SubmitOptions = {}): Promise<PromptHandle> {
+    this.#assertOpen();
+    if (typeof text !== "string" || text.trim() === "") {
+      throw new LifelineError("ERR_INVALID_OPTIONS", "submit() needs a non-empty prompt text.");
+    }
+    const jobId = options.jobId ?? randomUUID();
+    const sessionId = options.sessionId ?? randomUUID();
+    for (const [field, value] of [
+      ["jobId", jobId],
+      ["sessionId", sessionId],
+    ] as const) {
+      if (value === "" || value.length > 200 || value.includes(":") || /^\d+$/.test(value)) {
+        throw new LifelineError(
+          "ERR_INVALID_OPTIONS",
+          `submit(): ${field} must be 1 to 200 characters, not all digits, without ":" (got ${JSON.stringify(value)}).`,
+        );
+      }
+    }
+    const data: PromptJobData = { sessionId, text };
+    if (options.model !== undefined) data.model = options.model;
+    if (options.systemPrompt !== undefined) data.systemPrompt = options.systemPrompt;
+    const deadline = Date.now() + (options.waitMs ?? 0);
+    for (;;) {
+      try {
+        await this.#queue.add(PROMPT_QUEUE, data, { ...JOB_OPTIONS, jobId });
+        break;
+      } catch (error) {
+        if (Date.now() >= deadline || this.#closed) {
+          throw new FleetUnavailableError(
+            `Could not submit the prompt to the fleet's queue (fleet.redis): ${errorText(error)}. Start Redis, or pass waitMs to wait for it.`,
+            { cause: error },
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(200, Math.max(0, deadline - Date.now()))));
+      }
+    }
+    return {
+      jobId,
+      sessionId,
+      result: (resultOptions) => this.result(jobId, resultOptions),
+      events: (eventOptions) => this.events(jobId, eventOptions),
+    };
+  }
+
+  /**
+   * The result of job `jobId`, once a host has finished it: how the prompt ended (a model failure
+   * is a result, with its `stopReason` and `errorMessage`). Waits through Redis restarts.
+   * @throws ERR_FLEET_JOB_FAILED when the job failed for good (a bad model name, say) or the fleet
+   *   holds no job of that id; ERR_FLEET_TIMEOUT after `timeoutMs` (the prompt may still run).
+   */
+  async result(jobId: string, options: ResultOptions = {}): Promise<PromptJobResult> {
+    this.#assertOpen();
+    const timeoutMs = options.timeoutMs ?? 600_000;
+    const queueEvents = this.#queueEvents();
+    return new Promise<PromptJobResult>((resolve, reject) => {
+      let settled = false;
+      const finish = (settle: () => void) => {
+        if (settled) return;
+        settled = true;
+        clearInterval(poll);
+        clearTimeout(timer);
+        queueEvents.off("completed", onEvent);
+        queueEvents.off("failed", onEvent);
+        settle();
+      };
+      const check = () => {
+        void this.#finished(jobId).then(
+          (outcome) => {
+            if (outcome === undefined) return;
+            if (outcome.ok) finish(() => resolve(outcome.result));
+            else finish(() => reject(outcome.error));
+          },
+          () => {}, // Redis is away: the next check asks again.
+        );
+      };
+      const onEvent = (event: { jobId: string }) => {
+        if (event.jobId === jobId) check();
+      };
+      queueEvents.on("completed", onEvent);
+      queueEvents.on("failed", onEvent);
+      const poll = setInterval(check, RESULT_CHECK_MS);
+      const timer = setTimeout(
+        () =>
+          finish(() =>
+            reject(
+              new LifelineError(
+                "ERR_FLEET_TIMEOUT",
+                `No result for prompt job ${jobId} within ${timeoutMs} ms; it may still run. Wait again with result(), or raise timeoutMs.`,
+              ),
+            ),
+          ),
+        timeoutMs,
+      );
+      check();
+    });
+  }
+
+  /**
+   * The events of job `jobId` from its start (each host that takes it adds a `job_taken`, then
+   * the session's events while it runs), live, until the job has finished. `signal` ends it early.
+   */
+  async *events(jobId: string, options: { signal?: AbortSignal } = {}): AsyncGenerator<FleetEvent> {
+    this.#assertOpen();
+    let done = false;
+    void this.result(jobId).then(
+      () => {
+        done = true;
+      },
+      () => {
+        done = true;
+      },
+    );
+    const reader = this.#connection.duplicate();
+    this.#readers.add(reader);
+    try {
+      yield* readJobEvents(reader, jobEventsKey(this.#connection.settings.name, jobId), {
+        done: () => done || this.#closed,
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+      });
+    } finally {
+      this.#readers.delete(reader);
+      reader.disconnect();
+    }
+  }
+
+  /** Closes the client's connections; idempotent. Prompts already submitted go on in the fleet. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#queue.close().catch(() => {});
+    await this.#events?.queueEvents.close().catch(() => {});
+    for (const connection of [this.#queueConnection, this.#events?.connection, ...this.#readers]) {
+      connection?.disconnect();
+    }
+    await this.#connection.close();
+  }
+
+  /** The job's outcome if it has finished; undefined while it has not. @throws while Redis is away. */
+  async #finished(
+    jobId: string,
+  ): Promise<{ ok: true; result: PromptJobResult } | { ok: false; error: LifelineError } | undefined> {
+    const job = await Job.fromId<PromptJobData, PromptJobResult>(this.#queue, jobId);
+    if (job === undefined) {
+      return {
+        ok: false,
+        error: new LifelineError(
+          "ERR_FLEET_JOB_FAILED",
+          `The fleet holds no prompt job ${jobId} (finished jobs are kept for an hour).`,
+        ),
+      };
+    }
+    const state = await job.getState();
+    if (state === "completed") return { ok: true, result: job.returnvalue };
+    if (state === "failed") {
+      return {
+        ok: false,
+        error: new LifelineError("ERR_FLEET_JOB_FAILED", `Prompt job ${jobId} failed: ${job.failedReason}`),
+      };
+    }
+    return undefined;
+  }
+
+  #queueEvents(): QueueEvents {
+    if (this.#events === undefined) {
+      // Blocking reads that wait out a Redis restart and go on from the last event seen.
+      const connection = this.#connection.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true });
+      const queueEvents = new QueueEvents(PROMPT_QUEUE, {
+        connection,
+        prefix: queuePrefix(this.#connection.settings.name),
+      });
+      queueEvents.on("error", () => {});
+      // One listener pair per waiting result(): many prompts may be awaited at once.
+      queueEvents.setMaxListeners(0);
+      this.#events = { queueEvents, connection };
+    }
+    return this.#events.queueEvents;
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new LifelineError("ERR_INVALID_OPTIONS", "This FleetClient is closed; connect a new one.");
+  }
+}

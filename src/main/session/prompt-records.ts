@@ -1,0 +1,42 @@
+/**
+ * A session's prompts given an id (`prompt(text, { id })`, `resumeRun(id)`): what became of each,
+ * read back from its stored session when it was resumed and kept up as they settle. An id lets a
+ * caller that delivers prompts at least once (a fleet's queue, whose host may die mid-prompt) make
+ * each delivery's effect on the transcript happen once: a prompt already answered is not run
+ * again, one whose run was interrupted is finished (`resumeRun`), one never stored is sent.
+ */
+import type { PromptResult } from "../../shared/events.js";
+import type { SessionRecorder } from "../session-files/session-recorder.js";
+import type { PromptRecord } from "../session-files/session-transcript.js";
+
+export type { PromptRecord } from "../session-files/session-transcript.js";
+
+/** One session's prompt records; main thread only. */
+export class PromptRecords {
+  readonly #records: Map<string, PromptRecord>;
+  readonly #recorder: SessionRecorder | undefined;
+
+  /** @param restored the records of the stored session being resumed, if any. */
+  constructor(restored: ReadonlyMap<string, PromptRecord> | undefined, recorder: SessionRecorder | undefined) {
+    this.#records = new Map(restored);
+    this.#recorder = recorder;
+  }
+
+  /** What became of the prompt `id`; undefined when no prompt of that id was stored. */
+  get(id: string): PromptRecord | undefined {
+    const record = this.#records.get(id);
+    return record === undefined ? undefined : { ...record };
+  }
+
+  /** The prompt `id` was accepted (its user message stored, or sent when not persisted). */
+  stored(id: string | undefined): void {
+    if (id !== undefined && !this.#records.has(id)) this.#records.set(id, {});
+  }
+
+  /** The prompt `id` settled with `result`: kept, and stored as a `lifeline.prompt_end` entry. */
+  settled(id: string | undefined, result: PromptResult): void {
+    if (id === undefined) return;
+    this.#records.set(id, { result });
+    this.#recorder?.promptEnd(id, result);
+  }
+}

@@ -110,7 +110,7 @@ export function fleetPrefix(name: string): string {
 }
 
 /** The URL as it may be shown: any password replaced by `***`. */
-export function redactedUrl(url: string): string {
+function redactedUrl(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password !== "") parsed.password = "***";

@@ -37,11 +37,20 @@ function exited(child) {
   return new Promise((resolve) => child.once("exit", resolve));
 }
 
+/** Redis's command counts by command name (`INFO commandstats`; commands inside scripts count too). */
 async function commandCalls(redis) {
   const info = await redis.info("commandstats");
-  let calls = 0;
-  for (const match of info.matchAll(/calls=(\d+)/g)) calls += Number(match[1]);
+  const calls = {};
+  for (const match of info.matchAll(/cmdstat_([\w|]+):calls=(\d+)/g)) calls[match[1]] = Number(match[2]);
   return calls;
+}
+
+/** Calls per prompt by command, between two `commandCalls`, most first. */
+function callsPerPrompt(before, after, prompts) {
+  return Object.entries(after)
+    .map(([command, calls]) => [command, (calls - (before[command] ?? 0)) / prompts])
+    .filter(([, perPrompt]) => perPrompt > 0)
+    .sort((a, b) => b[1] - a[1]);
 }
 
 async function startServe(url, dir) {
@@ -88,7 +97,7 @@ async function size(hosts, url, redis, dir) {
   );
   const wallMs = performance.now() - started;
   // INFO itself and this client's own result checks are included: they are part of serving a prompt.
-  const calls = (await commandCalls(redis)) - before;
+  const byCommand = callsPerPrompt(before, await commandCalls(redis), SESSIONS * PROMPTS);
   await client.close();
   for (const child of children) child.kill("SIGTERM");
   await Promise.all(children.map(exited));
@@ -99,7 +108,12 @@ async function size(hosts, url, redis, dir) {
     failed,
     wallMs,
     promptsPerS: prompts / (wallMs / 1000),
-    redisCallsPerPrompt: calls / prompts,
+    redisCallsPerPrompt: byCommand.reduce((sum, [, perPrompt]) => sum + perPrompt, 0),
+    /** Scripts (EVALSHA, EVAL, FCALL) per prompt: each one round trip whatever it runs inside. */
+    scriptCallsPerPrompt: byCommand
+      .filter(([command]) => /^(evalsha|eval|fcall)/.test(command))
+      .reduce((sum, [, perPrompt]) => sum + perPrompt, 0),
+    byCommand: byCommand.slice(0, 12),
   };
 }
 
@@ -143,7 +157,7 @@ try {
     process.stderr.write(`  (h) fleet: ${hosts} serve process(es), ${SESSIONS} × ${PROMPTS} prompts …\n`);
     runs.push(await size(hosts, url, redis, dir));
   }
-  report({ section: "g", config: { HOSTS, SESSIONS, PROMPTS }, runs });
+  report({ section: "h", config: { HOSTS, SESSIONS, PROMPTS }, runs });
 } finally {
   redis.disconnect();
   server.kill("SIGTERM");

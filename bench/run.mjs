@@ -258,7 +258,7 @@ const F_HOST_LIMIT_ELU = 0.9;
 function printH(h) {
   console.log(
     table(
-      ["serve processes", "prompts", "failed", "wall s", "prompts/s", "Redis calls / prompt"],
+      ["serve processes", "prompts", "failed", "wall s", "prompts/s", "Redis commands / prompt", "of them scripts"],
       h.runs.map((r) => [
         r.hosts,
         r.prompts,
@@ -266,8 +266,13 @@ function printH(h) {
         (r.wallMs / 1000).toFixed(1),
         r.promptsPerS.toFixed(1),
         r.redisCallsPerPrompt.toFixed(0),
+        r.scriptCallsPerPrompt.toFixed(1),
       ]),
     ),
+  );
+  const first = h.runs[0];
+  console.log(
+    `Commands per prompt with ${first.hosts} serve process(es), by command (those inside scripts included): ${first.byCommand.map(([command, perPrompt]) => `${command} ${perPrompt.toFixed(1)}`).join(", ")}`,
   );
 }
 

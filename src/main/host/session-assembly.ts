@@ -171,7 +171,11 @@ export class SessionAssembly {
         messages: init.messages,
         ...(restored === undefined
           ? {}
-          : { history: [...restored.history, ...restored.undelivered], prompts: restored.prompts }),
+          : {
+              history: [...restored.history, ...restored.undelivered],
+              prompts: restored.prompts,
+              ...(restored.lastPromptId === undefined ? {} : { lastPromptId: restored.lastPromptId }),
+            }),
       },
       host: {
         recorder,

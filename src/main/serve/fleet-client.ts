@@ -71,6 +71,18 @@ export interface PromptHandle {
   events(options?: { signal?: AbortSignal }): AsyncGenerator<FleetEvent>;
 }
 
+/** The longest one try of `submit` may take to reach Redis before it counts as failed. */
+const ADD_TRY_MS = 3000;
+
+/** `promise`, or a rejection after `ms`. */
+function bounded<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
+}
+
 /** How often a waiting `result()` also asks for the job's state (events may be missed while Redis restarts). */
 const RESULT_CHECK_MS = 1000;
 
@@ -137,7 +149,10 @@ export class FleetClient {
     const deadline = Date.now() + (options.waitMs ?? 0);
     for (;;) {
       try {
-        await this.#queue.add(PROMPT_QUEUE, data, { ...JOB_OPTIONS, jobId });
+        // Each try is bounded too: a connection caught mid-reconnect can leave an add unanswered.
+        // A try that lands after its bound is harmless: the next one has the same job id.
+        const left = Math.max(0, deadline - Date.now());
+        await bounded(this.#queue.add(PROMPT_QUEUE, data, { ...JOB_OPTIONS, jobId }), Math.max(ADD_TRY_MS, left));
         break;
       } catch (error) {
         if (Date.now() >= deadline || this.#closed) {

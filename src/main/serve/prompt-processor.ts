@@ -136,7 +136,19 @@ async function runOnce(
 ): Promise<{ result: PromptResult; replayed: boolean }> {
   const record = session.promptRecord(jobId);
   if (record?.result !== undefined) return { result: record.result, replayed: true };
-  if (record !== undefined) return { result: await session.resumeRun(jobId), replayed: false };
+  // Another job's prompt left cut off at the transcript's end (its host died, or its entries could
+  // not be stored and it is waiting for its next delivery): finished first, so that each prompt is
+  // followed by its own answer; that job's next delivery then finds the result stored and replays it.
+  const unfinished = session.unfinishedPromptId;
+  if (unfinished !== undefined && unfinished !== jobId) await session.resumeRun(unfinished);
+  if (record !== undefined) {
+    if (session.unfinishedPromptId !== jobId) {
+      throw new UnrecoverableError(
+        `${jobId}: the session holds this prompt, unanswered, but not at its end; it cannot be finished in place.`,
+      );
+    }
+    return { result: await session.resumeRun(jobId), replayed: false };
+  }
   return { result: await session.prompt(text, { id: jobId }), replayed: false };
 }
 

@@ -50,6 +50,8 @@ export interface RestoredTranscript {
    * is there) and, once settled, what they settled with.
    */
   prompts: Map<string, PromptRecord>;
+  /** The id of the last prompt stored with an id (file order), if any: the run a cut-off transcript ends in belongs to it. */
+  lastPromptId: string | undefined;
 }
 
 /** What became of a prompt given an id: stored, and `result` once it settled. */
@@ -110,8 +112,11 @@ export function restoreTranscript(entries: readonly SessionEntry[]): RestoredTra
   }
   // A mark counts only with its message: an append torn between them stored no prompt.
   const stored = new Set(historyIds);
+  let lastPromptId: string | undefined;
   for (const [id, entryId] of marks) {
-    if (stored.has(entryId) && !prompts.has(id)) prompts.set(id, {});
+    if (!stored.has(entryId)) continue;
+    lastPromptId = id;
+    if (!prompts.has(id)) prompts.set(id, {});
   }
   const runtime = (message: AgentMessage, index: number) =>
     MODEL_ROLES.has(message.role) && !(isRemovableFailure(message) && history[index + 1]?.role === "assistant");
@@ -126,7 +131,7 @@ export function restoreTranscript(entries: readonly SessionEntry[]): RestoredTra
     const summary = summaryMessage(entry.summary, entry.tokensBefore, Date.parse(entry.timestamp) || 0);
     messages = [summary, ...history.map((m, i) => (i >= from && runtime(m, i) ? m : undefined)).filter(isMessage)];
   }
-  return { history, historyIds, messages, undelivered: queued, model, leafId: leaf?.id ?? null, prompts };
+  return { history, historyIds, messages, undelivered: queued, model, leafId: leaf?.id ?? null, prompts, lastPromptId };
 }
 
 /** Reads a prompt's mark (its id → its message's entry id) or its end (its result) into the maps. */

@@ -131,6 +131,15 @@ export class AgentSession {
   }
 
   /**
+   * The id of the prompt whose run this session's transcript ends in, when that prompt was given
+   * an id and never settled (its host stopped mid-run): finish it with {@link resumeRun} before
+   * the next prompt, so that every prompt is followed by its own answer. Undefined otherwise.
+   */
+  get unfinishedPromptId(): string | undefined {
+    return this.#runner.records.unfinished;
+  }
+
+  /**
    * SPEC X7 for a session resumed after the host running it stopped mid-run (fleet mode): finishes
    * the run its transcript ends in, as a restore finishes a run whose worker died. A transcript
    * that ends in a finished reply settles with it at once; one that ends in a failed reply gets

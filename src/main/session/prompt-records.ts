@@ -15,11 +15,31 @@ export type { PromptRecord } from "../session-files/session-transcript.js";
 export class PromptRecords {
   readonly #records: Map<string, PromptRecord>;
   readonly #recorder: SessionRecorder | undefined;
+  /** The last prompt accepted, if it had an id; undefined after a prompt without one. */
+  #last: string | undefined;
 
-  /** @param restored the records of the stored session being resumed, if any. */
-  constructor(restored: ReadonlyMap<string, PromptRecord> | undefined, recorder: SessionRecorder | undefined) {
+  /**
+   * @param restored the records of the stored session being resumed, if any.
+   * @param lastId the id of its last prompt given an id.
+   */
+  constructor(
+    restored: ReadonlyMap<string, PromptRecord> | undefined,
+    lastId: string | undefined,
+    recorder: SessionRecorder | undefined,
+  ) {
     this.#records = new Map(restored);
+    this.#last = lastId;
     this.#recorder = recorder;
+  }
+
+  /**
+   * The id of the last prompt when it was given one and has not settled: its run was cut off (its
+   * host stopped, or its entries could not be stored) and the transcript ends in it. A prompt
+   * after it would leave it unanswered in the middle, so it is finished first (`resumeRun(id)`).
+   */
+  get unfinished(): string | undefined {
+    const last = this.#last;
+    return last !== undefined && this.#records.get(last)?.result === undefined ? last : undefined;
   }
 
   /** What became of the prompt `id`; undefined when no prompt of that id was stored. */
@@ -30,6 +50,7 @@ export class PromptRecords {
 
   /** The prompt `id` was accepted (its user message stored, or sent when not persisted). */
   stored(id: string | undefined): void {
+    this.#last = id;
     if (id !== undefined && !this.#records.has(id)) this.#records.set(id, {});
   }
 

@@ -113,7 +113,7 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
     });
     this.#retryActions = sessionRetryActions(setup, model, this.transcript, setModel, () => this.#continueAfterRetry());
     this.#admission = new PromptAdmission(setup.host.recorder, coordination);
-    this.records = new PromptRecords(setup.start.prompts, setup.host.recorder);
+    this.records = new PromptRecords(setup.start.prompts, setup.start.lastPromptId, setup.host.recorder);
   }
 
   /** The error the session was closed with (ERR_SESSION_DISPOSED, ERR_SESSION_CRASHED); undefined while open. */

@@ -40,6 +40,8 @@ interface SessionStart {
   history?: AgentMessage[];
   /** The stored session's prompts given an id (a resumed session): see prompt-records.ts. */
   prompts?: ReadonlyMap<string, PromptRecord>;
+  /** The id of the stored session's last prompt given an id (a resumed session). */
+  lastPromptId?: string;
 }
 
 /** What the host lends a session for its whole life. */

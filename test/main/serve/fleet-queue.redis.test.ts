@@ -136,36 +136,47 @@ describe("a fleet's queue of prompts", () => {
     expect(transcript.filter((line) => line.startsWith("user:"))).toEqual(["user:only once"]);
   }, 60_000);
 
-  it("Redis stopped and restarted mid-run: no job is lost and every prompt resolves once", async () => {
-    const fleet = await client("restart");
-    serve("restart");
-    serve("restart");
-    const sessions = ["r1", "r2", "r3"];
-    const handles = [];
-    for (const round of [1, 2]) {
-      for (const sessionId of sessions) {
-        handles.push(await fleet.submit(`round ${round} of ${sessionId}`, { sessionId, model: "mock/mock-1" }));
+  it.each([
+    ["stopped (SIGTERM) and restarted at once", "stop", 0],
+    ["killed (SIGKILL) and away for twice the lease", "kill", 2 * LEASE_MS],
+  ] as const)(
+    "Redis %s mid-run: no job is lost and every prompt resolves once",
+    async (_how, end, awayMs) => {
+      const name = `restart-${end}`;
+      const fleet = await client(name);
+      serve(name);
+      serve(name);
+      const sessions = ["r1", "r2", "r3"];
+      const handles = [];
+      for (const round of [1, 2]) {
+        for (const sessionId of sessions) {
+          handles.push(await fleet.submit(`round ${round} of ${sessionId}`, { sessionId, model: "mock/mock-1" }));
+        }
       }
-    }
-    const results = handles.map((handle) => handle.result({ timeoutMs: 90_000 }));
-    // Once the first prompt is in flight somewhere, Redis goes away (an orderly stop: AOF is synced), then comes back.
-    await within(
-      mock.waitForRequestEnd(() => true, 30_000),
-      30_000,
-      "a first model request",
-    );
-    await redis.stop();
-    await redis.start();
-    const outcomes = await within(Promise.all(results), 90_000, "every result");
-    expect(outcomes.map((outcome) => outcome.stopReason)).toEqual(handles.map(() => "stop"));
-    for (const sessionId of sessions) {
-      const transcript = await fleetTranscript(redis.url, "restart", lifelineDir, sessionId);
-      const users = transcript.filter((line) => line.startsWith("user:"));
-      expect(users.sort()).toEqual([`user:round 1 of ${sessionId}`, `user:round 2 of ${sessionId}`]);
-      // Each prompt's last reply is its answer: no turn missing, none doubled.
-      expect(transcript.filter((line) => line.startsWith("assistant(stop)")).length).toBe(2);
-    }
-  }, 180_000);
+      const results = handles.map((handle) => handle.result({ timeoutMs: 90_000 }));
+      // Once the first prompt is in flight somewhere, Redis goes away, then comes back. The fixture's
+      // AOF is `appendfsync always`, so even a kill loses nothing Redis acknowledged. Away for longer
+      // than the lease, session leases and job locks lapse meanwhile and are taken again.
+      await within(
+        mock.waitForRequestEnd(() => true, 30_000),
+        30_000,
+        "a first model request",
+      );
+      await (end === "kill" ? redis.kill() : redis.stop());
+      if (awayMs > 0) await new Promise((resolve) => setTimeout(resolve, awayMs));
+      await redis.start();
+      const outcomes = await within(Promise.all(results), 90_000, "every result");
+      expect(outcomes.map((outcome) => outcome.stopReason)).toEqual(handles.map(() => "stop"));
+      for (const sessionId of sessions) {
+        const transcript = await fleetTranscript(redis.url, name, lifelineDir, sessionId);
+        const users = transcript.filter((line) => line.startsWith("user:"));
+        expect(users.sort()).toEqual([`user:round 1 of ${sessionId}`, `user:round 2 of ${sessionId}`]);
+        // Each prompt's last reply is its answer: no turn missing, none doubled.
+        expect(transcript.filter((line) => line.startsWith("assistant(stop)")).length, transcript.join("\n")).toBe(2);
+      }
+    },
+    180_000,
+  );
 
   it("a submit while Redis is down fails fast with ERR_FLEET_UNAVAILABLE, or waits up to waitMs and goes through", async () => {
     const fleet = await client("down");

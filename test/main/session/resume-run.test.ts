@@ -178,6 +178,26 @@ describe("resumeRun() on a session whose host stopped mid-run (X7 across hosts)"
     expect(resumed.promptRecord("job-1")).toEqual({ result: outcome });
   });
 
+  it("names the cut-off prompt the transcript ends in (unfinishedPromptId) until it is finished, and never a settled one", async () => {
+    const { scripted, crashed } = await killedMidRun([{ text: "done" }, { text: "second" }]);
+    const second = freshHost();
+    const resumed = await second.host.resumeSession(crashed, { model: scripted.model });
+    expect(resumed.unfinishedPromptId).toBe("job-1");
+    const finished = resumed.resumeRun("job-1");
+    await second.clock.release();
+    await within(finished, 5000, "the resumed run");
+    expect(resumed.unfinishedPromptId).toBeUndefined();
+    await within(resumed.prompt("next", { id: "job-2" }), 5000, "the next prompt");
+    expect(resumed.unfinishedPromptId).toBeUndefined();
+    // Read back from the store, the last prompt is job-2, settled.
+    const file = resumed.sessionFile ?? "";
+    await second.host.close();
+    const third = freshHost();
+    const again = await third.host.resumeSession(file, { model: scripted.model });
+    expect(again.unfinishedPromptId).toBeUndefined();
+    expect(again.promptRecord("job-2")?.result).toMatchObject({ stopReason: "stop" });
+  });
+
   it("is refused on a session that holds no run, and on a busy one", async () => {
     const env = freshHost();
     const scripted = script([{ stall: true }]);

@@ -2,9 +2,9 @@
  * A session's compactions (R1 on an overflow, pi's threshold, `compact()`): the in-progress
  * state, cutting the transcript, asking the worker for the summary (a `summarize` run),
  * installing and recording the result, and the `compaction_start`/`compaction_end` events.
- * The session's prompt runner decides when one runs; what follows it (a continued prompt,
- * settling) goes through the {@link CompactionTarget} the runner implements. What a compaction
- * marks on a prompt is kept here, by prompt.
+ * The session's prompt runner and its runs decide when one runs; what follows it (a continued
+ * prompt, settling) goes through the {@link CompactionTarget} the runner implements. What a
+ * compaction marks on a prompt is kept here, by prompt.
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage } from "@mariozechner/pi-ai";

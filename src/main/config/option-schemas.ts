@@ -3,7 +3,8 @@
  * call that took it instead of failing later somewhere else: zod schemas of values several options
  * take (a function, timer milliseconds, a settings object, `resourceLimits`, an auth storage, a
  * model reference, a transcript message, `sessions`), the schemas of `AgentSession.prompt`'s and
- * `SessionHost.listSessions`'s options, the argument checks of `subscribe` and `queueMessage`, and
+ * `SessionHost.listSessions`'s options, the argument checks of `subscribe`, `queueMessage`,
+ * `resumeRun`, `compact` and a prompt's text, and
  * `validate` / `invalidOptions`, which turn a failed check into one ERR_INVALID_OPTIONS naming every
  * bad field (STYLE 9). The schema of each call's whole options object lives with its options type
  * (host/host-options.ts, load/load-options.ts).
@@ -179,6 +180,33 @@ export function assertQueueKind(kind: unknown): void {
 export function assertToggle(method: string, enabled: unknown): void {
   if (typeof enabled === "boolean") return;
   throw new LifelineError("ERR_INVALID_OPTIONS", `${method}() takes true or false, got ${JSON.stringify(enabled)}.`);
+}
+
+/**
+ * ERR_INVALID_OPTIONS unless `text` is a user message's text, a string that is not blank (for
+ * `prompt` and `queueMessage`, named by `method`); undefined when it is.
+ */
+export function invalidMessageText(method: string, text: unknown): LifelineError | undefined {
+  if (typeof text === "string" && text.trim() !== "") return undefined;
+  return new LifelineError(
+    "ERR_INVALID_OPTIONS",
+    `${method}() needs a non-empty string; pass the user's message text.`,
+  );
+}
+
+/** ERR_INVALID_OPTIONS unless `id` is undefined or 1 to 200 characters (`resumeRun`); undefined when it is. */
+export function invalidResumeId(id: unknown): LifelineError | undefined {
+  if (id === undefined || (typeof id === "string" && id !== "" && id.length <= 200)) return undefined;
+  return new LifelineError("ERR_INVALID_OPTIONS", "resumeRun() takes an id of 1 to 200 characters, or none.");
+}
+
+/** ERR_INVALID_OPTIONS unless `instructions` are undefined or a string (`compact`); undefined when they are. */
+export function invalidInstructions(instructions: unknown): LifelineError | undefined {
+  if (instructions === undefined || typeof instructions === "string") return undefined;
+  return new LifelineError(
+    "ERR_INVALID_OPTIONS",
+    `compact() takes instructions as a string, got ${JSON.stringify(instructions)}.`,
+  );
 }
 
 /** A short, never-throwing description of a bad argument for an error message. */

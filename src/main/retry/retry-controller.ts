@@ -113,7 +113,7 @@ type Phase = "idle" | "scheduling" | "sleeping" | "in_flight";
 
 /**
  * One session's retry state and policy. The session's `RunEvents` calls `onMessageEnd`/`onAgentEnd`
- * as events arrive and its `PromptRunner` calls `execute` at the run's end; hosts may also drive it
+ * as events arrive and its `SessionRuns` calls `execute` at the run's end; hosts may also drive it
  * directly (it needs no worker).
  * Nothing here throws on cancellation; `execute` rejects only if an action rejects.
  */

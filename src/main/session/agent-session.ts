@@ -1,10 +1,10 @@
 /**
  * The public session API on the main thread: `AgentSession`, a facade that validates each call's
- * arguments, refuses calls on a closed session, and delegates. It owns the session's listeners,
- * its model (`SessionModel`), the steering it sent (`QueuedMessages`) and its B8 coordination
- * view; the prompt lifecycle, the transcript, the retry controller and the link to the worker
- * (with its X7 restore) are the `PromptRunner`'s (prompt-runner.ts), and the routing of the
- * worker's events is `RunEvents`'s (run-events.ts).
+ * arguments (with config/option-schemas.ts), refuses calls on a closed session, and delegates. It
+ * owns the session's listeners, its model (`SessionModel`), the steering it sent (`QueuedMessages`)
+ * and its B8 coordination view; the prompt lifecycle, the transcript, the retry controller and the
+ * link to the worker (its X7 restore; the calls of `setModel`, `queueMessage` and `abort`) are the
+ * `PromptRunner`'s (prompt-runner.ts), and the runs in the worker `SessionRuns`' (session-runs.ts).
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
@@ -17,14 +17,16 @@ import {
   assertListener,
   assertQueueKind,
   assertToggle,
+  invalidInstructions,
+  invalidMessageText,
   invalidOptions,
+  invalidResumeId,
   modelRefSchema,
   promptOptionsSchema,
   validate,
 } from "../config/option-schemas.js";
 import type { PermitTarget } from "../coordination/permit-bridge.js";
 import type { CoordinationState, SessionCoordination } from "../coordination/session-coordination.js";
-import { isWorkerGone } from "../workers/worker-exit.js";
 import type { PromptRecord } from "./prompt-records.js";
 import { PromptRunner } from "./prompt-runner.js";
 import { QueuedMessages } from "./queued-messages.js";
@@ -112,11 +114,8 @@ export class AgentSession {
     if (closed !== undefined) return Promise.reject(closed);
     const badOptions = invalidOptions(promptOptionsSchema, options, "prompt() options", "options");
     if (badOptions !== undefined) return Promise.reject(badOptions);
-    if (typeof text !== "string" || text.trim() === "") {
-      return Promise.reject(
-        new LifelineError("ERR_INVALID_OPTIONS", "prompt() needs a non-empty string; pass the user's message text."),
-      );
-    }
+    const badText = invalidMessageText("prompt", text);
+    if (badText !== undefined) return Promise.reject(badText);
     return this.#runner.submit(text, options.queue === true, options.id);
   }
 
@@ -154,11 +153,8 @@ export class AgentSession {
   resumeRun(id?: string): Promise<PromptResult> {
     const closed = this.#runner.closed;
     if (closed !== undefined) return Promise.reject(closed);
-    if (id !== undefined && (typeof id !== "string" || id === "" || id.length > 200)) {
-      return Promise.reject(
-        new LifelineError("ERR_INVALID_OPTIONS", "resumeRun() takes an id of 1 to 200 characters, or none."),
-      );
-    }
+    const badId = invalidResumeId(id);
+    if (badId !== undefined) return Promise.reject(badId);
     return this.#runner.resumeRun(id);
   }
 
@@ -178,10 +174,7 @@ export class AgentSession {
     if (this.#runner.closed !== undefined) throw this.#runner.closed;
     validate(modelRefSchema, model, "setModel() argument", "model");
     const change = await this.#setup.host.credentials.resolveModel(toModelRef(model));
-    const resolved = await (await this.#runner.link.worker()).call("setModel", this.id, change);
-    this.#model.switched(resolved, change);
-    this.#setup.host.recorder?.modelChange(resolved.provider, resolved.id);
-    return resolved;
+    return this.#runner.link.setModel(change);
   }
 
   /**
@@ -196,29 +189,15 @@ export class AgentSession {
   async queueMessage(kind: "steer" | "followUp", text: string): Promise<void> {
     if (this.#runner.closed !== undefined) throw this.#runner.closed;
     assertQueueKind(kind);
-    if (typeof text !== "string" || text.trim() === "") {
-      throw new LifelineError(
-        "ERR_INVALID_OPTIONS",
-        `${kind}() needs a non-empty string; pass the user's message text.`,
-      );
-    }
+    const badText = invalidMessageText(kind, text);
+    if (badText !== undefined) throw badText;
     if (!this.#runner.hasLivePrompt && this.#runner.isCompacting) {
       throw new SessionBusyError(`Session ${this.id} is compacting; wait for compaction_end, then prompt.`);
     }
     if (!this.#runner.hasLivePrompt) {
       throw new LifelineError("ERR_INVALID_OPTIONS", `Nothing to ${kind}: session ${this.id} is idle; use prompt().`);
     }
-    const message: AgentMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
-    // B7: stored when main sends it, so a restart delivers it once (see SessionRecorder.queued).
-    await this.#setup.host.recorder?.queued(kind, message);
-    if (this.#runner.closed !== undefined) throw this.#runner.closed;
-    this.#queued.add(kind, message);
-    try {
-      await (await this.#runner.link.worker()).call("queueMessage", this.id, kind, message);
-    } catch (error) {
-      this.#queued.remove(message);
-      throw error;
-    }
+    await this.#runner.link.queueMessage(kind, text);
   }
 
   /** Steering and follow-up messages not yet delivered to the model. */
@@ -236,15 +215,7 @@ export class AgentSession {
   async abort(): Promise<void> {
     this.abortRetry();
     if (this.#runner.isClosed()) return;
-    if (!this.#runner.abort()) return;
-    try {
-      await (await this.#runner.link.worker()).control("abort", this.id);
-    } catch (error) {
-      // Bounded (see WorkerLink.control): a worker that does not answer is terminated as hung, and
-      // the prompt settles through the worker's exit; a worker that is gone runs nothing either.
-      // Either way abort() has done all it can.
-      if (!isWorkerGone(error)) throw error;
-    }
+    if (this.#runner.abort()) await this.#runner.link.abort();
   }
 
   /** R8/B3: ends a live retry chain, sleeping or in flight, with "Retry cancelled". No-op when idle. */
@@ -303,14 +274,8 @@ export class AgentSession {
   compact(customInstructions?: string): Promise<CompactionResult> {
     const closed = this.#runner.closed;
     if (closed !== undefined) return Promise.reject(closed);
-    if (customInstructions !== undefined && typeof customInstructions !== "string") {
-      return Promise.reject(
-        new LifelineError(
-          "ERR_INVALID_OPTIONS",
-          `compact() takes instructions as a string, got ${JSON.stringify(customInstructions)}.`,
-        ),
-      );
-    }
+    const badInstructions = invalidInstructions(customInstructions);
+    if (badInstructions !== undefined) return Promise.reject(badInstructions);
     return this.#runner.compact(customInstructions);
   }
 

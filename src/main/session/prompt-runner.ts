@@ -1,19 +1,17 @@
 /**
  * A session's prompt lifecycle on the main thread, and the state it owns: the live prompt, the
- * `{ queue: true }` prompts waiting behind it, the run in flight (its id, what main knows of it,
- * the decision made at its agent_end) and whether the session is closed.
+ * `{ queue: true }` prompts waiting behind it and whether the session is closed.
  *
  * A prompt's life: `submit()` → its user message written ahead (B7) and a wait at its provider's
- * closed gate (B8) → `startRun` on the worker → its events routed by `RunEvents` (X4) → at
- * `agent_end` the retry controller decides, at `run_end` the decision is carried out: a chain of
- * retries, or a compaction after an overflow (R1) and the prompt going on once → when no run is in
- * flight, no chain is live, no compaction or restore is in progress and nothing waits before a
- * first request (a threshold compaction runs just before), `agent_settled` is emitted and the
- * prompt resolves (R11, B4); the next queued prompt then begins. Each step is driven by an event;
- * nothing polls or sleeps.
+ * closed gate (B8) → its runs in the worker, each posted and ended by `SessionRuns`
+ * (session-runs.ts: a chain of retries, or a compaction after an overflow (R1) and the prompt going
+ * on once) → when no run is in flight, no chain is live, no compaction or restore is in progress
+ * and nothing waits before a first request (a threshold compaction runs just before),
+ * `agent_settled` is emitted and the prompt resolves (R11, B4); the next queued prompt then
+ * begins. Each step is driven by an event; nothing polls or sleeps.
  *
  * The runner builds the parts the lifecycle drives or is driven by, and hands itself to each
- * through the narrow interface the part declares: `RunEvents` (RunEventsTarget),
+ * through the narrow interface the part declares: `SessionRuns` (SessionRunsTarget),
  * `SessionCompaction` (CompactionTarget), `SessionLink` and its `SessionRestore` (LinkedSession,
  * X7). `AgentSession` checks arguments and delegates here.
  */
@@ -23,22 +21,21 @@ import type { SummaryRequest } from "../../shared/compaction/summary-prompt.js";
 import { errorText } from "../../shared/error-text.js";
 import { LifelineError, SessionBusyError, type WorkerExitedError } from "../../shared/errors.js";
 import type { CompactionResult, PromptResult } from "../../shared/events.js";
-import type { BatchItem, RunInput } from "../../shared/protocol.js";
-import { type CompactionTarget, SessionCompaction, type SummaryEnd } from "../compaction/session-compaction.js";
+import type { BatchItem } from "../../shared/protocol.js";
+import { type CompactionTarget, SessionCompaction } from "../compaction/session-compaction.js";
 import type { SessionCoordination } from "../coordination/session-coordination.js";
-import type { RetryActions, RetryController } from "../retry/retry-controller.js";
-import { storedRunTail, workerFate } from "../supervision/interrupted-run.js";
-import type { ActiveRun } from "../supervision/session-restore.js";
-import { isWorkerGone } from "../workers/worker-exit.js";
+import type { RetryController } from "../retry/retry-controller.js";
+import { storedRunTail } from "../supervision/interrupted-run.js";
 import { type PendingPrompt, type QueuedPrompt, settledResult } from "./pending-prompt.js";
 import { PromptAdmission } from "./prompt-admission.js";
 import { PromptRecords } from "./prompt-records.js";
 import type { QueuedMessages } from "./queued-messages.js";
-import { type AfterRun, RunEvents, type RunEventsTarget } from "./run-events.js";
+import type { AfterRun } from "./run-events.js";
 import { type LinkedSession, SessionLink } from "./session-link.js";
 import type { SessionListeners } from "./session-listeners.js";
 import type { SessionModel } from "./session-model.js";
-import { sessionRetryActions, sessionRetryController } from "./session-retry.js";
+import { sessionRetryController } from "./session-retry.js";
+import { SessionRuns, type SessionRunsTarget } from "./session-runs.js";
 import type { SessionSetup } from "./session-setup.js";
 import { TranscriptMirror } from "./transcript-mirror.js";
 
@@ -54,22 +51,20 @@ export interface PromptRunnerParts {
   setModel(name: string): Promise<unknown>;
 }
 
-/** One session's prompts and runs. All methods are called on the main thread. */
-export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSession {
+/** One session's prompts. All methods are called on the main thread. */
+export class PromptRunner implements SessionRunsTarget, CompactionTarget, LinkedSession {
   readonly sessionId: string;
   /** The session's link to its worker; every call to the worker goes through it. */
   readonly link: SessionLink;
   /** The transcript and history on main (X7: a restore starts from them). */
   readonly transcript: TranscriptMirror;
-  /** The session's retry controller (R1–R15's chains); the runner carries out its decisions. */
+  /** The session's retry controller (R1–R15's chains); its runs carry out its decisions. */
   readonly retry: RetryController<AssistantMessage>;
   readonly #setup: SessionSetup;
-  readonly #model: SessionModel;
   readonly #events: SessionListeners;
   readonly #queued: QueuedMessages;
-  /** What the retry controller's chains do to the session (R4). */
-  readonly #retryActions: RetryActions<AssistantMessage>;
-  readonly #runEvents: RunEvents;
+  /** The prompts' runs in the worker: posting them, the run in flight, carrying out its decision. */
+  readonly #runs: SessionRuns;
   /** The session's compactions; the session is busy while one is in progress. */
   readonly #compaction: SessionCompaction;
   /** B7/B8: the live prompt's write-ahead and provider-gate waits before its first request. */
@@ -78,18 +73,12 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
   readonly records: PromptRecords;
   #prompt: PendingPrompt | undefined;
   readonly #queue: QueuedPrompt[] = [];
-  #runId = 0;
-  #activeRunId: number | undefined;
-  #run: ActiveRun | undefined;
-  /** The decision made at the active run's agent_end, carried out at its run_end. */
-  #afterRun: AfterRun | undefined;
   #closed: LifelineError | undefined;
 
   /** Builds the session's lifecycle parts; nothing reaches it from the worker until `link.connect()`. */
   constructor({ setup, model, events, queued, coordination, setModel }: PromptRunnerParts) {
     this.sessionId = setup.start.sessionId;
     this.#setup = setup;
-    this.#model = model;
     this.#events = events;
     this.#queued = queued;
     this.link = new SessionLink(setup, this, { model, queued, events });
@@ -99,8 +88,7 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
       setup.host.recorder,
       this.link,
     );
-    this.retry = sessionRetryController(setup, model, coordination, (event) => this.#runEvents.retryEvent(event));
-    this.#runEvents = new RunEvents(this, { events, mirror: this.transcript, queued, retry: this.retry });
+    this.retry = sessionRetryController(setup, model, coordination, (event) => this.#runs.retryEvent(event));
     this.#compaction = new SessionCompaction({
       sessionId: this.sessionId,
       overflowHook: setup.host.onContextOverflow,
@@ -111,7 +99,17 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
       transcript: this.transcript,
       events,
     });
-    this.#retryActions = sessionRetryActions(setup, model, this.transcript, setModel, () => this.#continueAfterRetry());
+    this.#runs = new SessionRuns(this, {
+      setup,
+      model,
+      events,
+      queued,
+      link: this.link,
+      transcript: this.transcript,
+      retry: this.retry,
+      compaction: this.#compaction,
+      setModel,
+    });
     this.#admission = new PromptAdmission(setup.host.recorder, coordination);
     this.records = new PromptRecords(setup.start.prompts, setup.start.lastPromptId, setup.host.recorder);
   }
@@ -138,7 +136,7 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
 
   /** True while a run of the agent is in flight in the worker (a compaction's summary request is not one). */
   get isStreaming(): boolean {
-    return this.#activeRunId !== undefined && this.#run?.input.kind !== "summarize";
+    return this.#runs.isStreaming;
   }
 
   /**
@@ -177,10 +175,10 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
   abort(): boolean {
     this.#admission.abort();
     const dropQueued = this.#queued.clear();
-    if (this.#run !== undefined) this.#run.aborted = true;
+    this.#runs.markAborted();
     this.#compaction.abort();
     if (dropQueued) this.#setup.host.recorder?.queueCleared();
-    return this.#activeRunId !== undefined || dropQueued;
+    return this.#runs.inFlight || dropQueued;
   }
 
   /** R8/B3: ends a live retry chain with "Retry cancelled", then settles the prompt if nothing is left of it. */
@@ -252,32 +250,8 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
       if (tail.kind === "finished") {
         pending.lastAssistant = tail.reply;
         this.maybeSettle();
-      } else void this.#closeStoredRun(pending, tail.kind === "failed" ? tail.reply : undefined);
+      } else void this.#runs.endStored(pending, tail.kind === "failed" ? tail.reply : undefined);
     });
-  }
-
-  /**
-   * Ends the stored run as its worker would have: a failed reply is decided on as at any agent_end;
-   * an interrupted run gets X7's closing messages (here, and in the worker before anything the
-   * decision posts). Then the decision is carried out: a retry like a 503's.
-   */
-  async #closeStoredRun(pending: PendingPrompt, failed: AssistantMessage | undefined): Promise<void> {
-    let afterRun: AfterRun;
-    if (failed !== undefined) {
-      this.#events.emit({ type: "agent_start" });
-      afterRun = this.#runEvents.decide([failed]);
-    } else {
-      const before = this.transcript.messages.length;
-      const run: ActiveRun = { input: { kind: "continue" }, started: false, userSeen: true, aborted: false };
-      afterRun = this.#runEvents.interrupted(run, "exit", this.#model.current);
-      try {
-        await this.transcript.appendInWorker(this.transcript.messages.slice(before));
-      } catch (error) {
-        if (this.#prompt === pending && this.#closed === undefined) this.#failPrompt(error);
-        return;
-      }
-    }
-    if (this.#prompt === pending && this.#closed === undefined) this.#carryOut(afterRun, undefined);
   }
 
   #begin({ text, resolve, reject, id }: QueuedPrompt): void {
@@ -291,14 +265,14 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
         live: () => this.#prompt === pending && this.#closed === undefined,
         start: () => {
           this.records.stored(id);
-          void this.#startRun({ kind: "prompt", message });
+          void this.#runs.start({ kind: "prompt", message });
         },
         aborted: (failure) => {
           pending.abortedEarly = true;
           pending.failure = failure;
           this.maybeSettle();
         },
-        failed: (error) => this.#rejectPrompt(error),
+        failed: (error) => this.rejectPrompt(error),
       },
       id,
     );
@@ -310,66 +284,14 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
     if (next !== undefined) this.#begin(next);
   }
 
-  async #startRun(input: RunInput): Promise<void> {
-    const runId = ++this.#runId;
-    this.#activeRunId = runId;
-    this.#afterRun = undefined;
-    this.#run = { input, started: false, userSeen: false, aborted: false };
-    try {
-      const link = await this.link.worker();
-      // R4: the key for this attempt (a rotation may have switched it). Posted on the same FIFO
-      // port right before startRun, so the worker has it before the run's request goes out.
-      const change = this.#model.freshCredential(this.#setup.host.credentials);
-      if (change !== undefined) void link.call("setModel", this.sessionId, change).catch(() => {});
-      await link.call("startRun", this.sessionId, runId, input);
-    } catch (error) {
-      if (this.#activeRunId !== runId || this.#closed !== undefined) return;
-      // A worker that died, or hung (a timed-out call terminates it), settles this prompt through
-      // its exit, with the code and cause that name what happened (SPEC X5).
-      if (isWorkerGone(error)) return;
-      if (input.kind === "summarize") {
-        this.summaryEnded({ error: errorText(error) });
-        return;
-      }
-      // The worker refused the run: the runtime cannot serve this prompt; say so with a code.
-      this.#rejectPrompt(error instanceof LifelineError ? error : new LifelineError("ERR_PROTOCOL", String(error)));
-    }
-  }
-
   /** Rejects the live prompt with a runtime error (no model outcome to report); queued prompts go on. */
-  #rejectPrompt(error: LifelineError): void {
+  rejectPrompt(error: LifelineError): void {
     const pending = this.#prompt;
     this.#prompt = undefined;
-    this.#activeRunId = undefined;
-    this.#afterRun = undefined;
+    this.#runs.stop();
     this.retry.dispose(error.message, "non_retryable");
     pending?.reject(error);
     this.#beginNext();
-  }
-
-  /** Carries out a finished run's decision (retry, overflow compaction, or nothing), then maybe settles. */
-  #carryOut(afterRun: AfterRun | undefined, runError: string | undefined): void {
-    if (afterRun === undefined) {
-      // The run ended without agent_end (it failed outside the agent loop): end any chain (B3).
-      if (this.#prompt !== undefined) this.#prompt.failure = runError ?? "The run ended without a reply.";
-      this.retry.onAgentEnd(undefined);
-    } else if (afterRun.decision.kind === "retry") {
-      void this.retry
-        .execute(afterRun.decision, this.#retryActions)
-        // R4: the chain may end inside execute (every key blocked past retry.maxDelayMs).
-        .then(
-          () => this.maybeSettle(),
-          (error: unknown) => this.#failPrompt(error),
-        );
-    } else if (afterRun.decision.failure === "overflow" && afterRun.last !== undefined) {
-      void this.#compaction.afterOverflow(afterRun.last);
-    }
-    this.maybeSettle();
-  }
-
-  async #continueAfterRetry(): Promise<void> {
-    if (this.#closed !== undefined) return;
-    await this.#startRun({ kind: "continue" });
   }
 
   /**
@@ -380,7 +302,7 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
   maybeSettle(): void {
     const pending = this.#prompt;
     if (pending === undefined || this.#closed !== undefined) return;
-    if (this.#activeRunId !== undefined || this.retry.isRetrying || this.#compaction.reason !== undefined) return;
+    if (this.#runs.inFlight || this.retry.isRetrying || this.#compaction.reason !== undefined) return;
     if (this.link.restoring !== undefined) return;
     if (this.#admission.waiting) return;
     if (this.#compaction.startThresholdIfDue(pending)) return;
@@ -392,11 +314,12 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
     this.#beginNext();
   }
 
-  #failPrompt(error: unknown): void {
+  /** The live prompt failed outside the model (its chain, its stored run): it settles as failed. */
+  failPrompt(error: unknown): void {
     if (this.#closed !== undefined) return;
     if (this.#prompt !== undefined) this.#prompt.failure = errorText(error);
     this.retry.dispose(this.#prompt?.failure ?? "Retry failed", "non_retryable");
-    this.#activeRunId = undefined;
+    this.#runs.stop();
     this.maybeSettle();
   }
 
@@ -404,49 +327,12 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
   #close(error: LifelineError): void {
     this.#closed = error;
     this.#admission.close();
-    this.#activeRunId = undefined;
+    this.#runs.stop();
     const pending = this.#prompt;
     this.#prompt = undefined;
     pending?.reject(error);
     for (const queued of this.#queue.splice(0)) queued.reject(error);
     this.#compaction.endSummary({ error: error.message });
-  }
-
-  // RunEventsTarget (run-events.ts): the run's events as they are routed.
-
-  get activeRunId(): number | undefined {
-    return this.#activeRunId;
-  }
-
-  /** The run last started, until it ends (what main knows of it, for X7). */
-  get activeRun(): ActiveRun | undefined {
-    return this.#run;
-  }
-
-  noteReply(message: AssistantMessage): void {
-    if (this.#prompt !== undefined) this.#prompt.lastAssistant = message;
-  }
-
-  countRetry(): void {
-    if (this.#prompt !== undefined) this.#prompt.retries++;
-  }
-
-  decided(afterRun: AfterRun): void {
-    this.#afterRun = afterRun;
-  }
-
-  summaryEnded(end: SummaryEnd): void {
-    this.#activeRunId = undefined;
-    this.#run = undefined;
-    this.#compaction.endSummary(end);
-  }
-
-  runEnded(runError: string | undefined): void {
-    this.#activeRunId = undefined;
-    this.#run = undefined;
-    const afterRun = this.#afterRun;
-    this.#afterRun = undefined;
-    this.#carryOut(afterRun, runError);
   }
 
   // CompactionTarget (compaction/session-compaction.ts): what a compaction does to the prompt.
@@ -456,45 +342,29 @@ export class PromptRunner implements RunEventsTarget, CompactionTarget, LinkedSe
   }
 
   continueRun(): void {
-    void this.#startRun({ kind: "continue" });
+    void this.#runs.start({ kind: "continue" });
   }
 
   startSummaryRun(request: SummaryRequest): void {
-    void this.#startRun({ kind: "summarize", request });
+    void this.#runs.start({ kind: "summarize", request });
   }
 
   // LinkedSession and its RestoreTarget (session-link.ts): the worker's items, and X7 after its death.
 
   handleItem(item: BatchItem): void {
-    this.#runEvents.route(item);
+    this.#runs.route(item);
   }
 
   hasRunInFlight(): boolean {
-    return this.#activeRunId !== undefined;
+    return this.#runs.inFlight;
   }
 
   interrupt(error: WorkerExitedError): AfterRun | undefined {
-    if (this.#run?.input.kind === "summarize") {
-      // A summary request dies with its worker: the compaction fails (reported, not retried).
-      this.summaryEnded({ error: `The summary request ended because the worker ${workerFate(error.exitCause)}.` });
-      return undefined;
-    }
-    if (this.#activeRunId === undefined) return undefined;
-    const run = this.#run;
-    this.#activeRunId = undefined;
-    this.#run = undefined;
-    // Its agent_end was already seen: only its run_end was lost, and the decision stands.
-    if (this.#afterRun !== undefined) {
-      const afterRun = this.#afterRun;
-      this.#afterRun = undefined;
-      return afterRun;
-    }
-    return this.#runEvents.interrupted(run, error.exitCause, this.#model.current);
+    return this.#runs.interrupt(error);
   }
 
   resume(afterRun: AfterRun | undefined): void {
-    if (afterRun !== undefined) this.#carryOut(afterRun, undefined);
-    else this.maybeSettle();
+    this.#runs.resume(afterRun);
   }
 
   endChain(message: string): void {

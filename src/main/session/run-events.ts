@@ -2,7 +2,7 @@
  * Routing of a session's link items into its events (X4: in the order the worker produced them).
  * Streamed updates arrive slimmed and are rebuilt into whole messages here (see stream-wire.ts);
  * messages reach the transcript mirror; the retry controller sees each reply; and a run's
- * `agent_end` is decided here (R1/R4) but acted on at its `run_end`, by the prompt runner, when
+ * `agent_end` is decided here (R1/R4) but acted on at its `run_end`, by the session's runs, when
  * the worker's run is over and the transcript tail is in. A run whose worker died (X7) is ended
  * here too, with the events the worker would have sent.
  */
@@ -29,7 +29,7 @@ export interface AfterRun {
 /** A `run_end` item: the worker's run is over. */
 type RunEnd = Extract<BatchItem, { type: "run_end" }>;
 
-/** What the routing reads and tells of the prompt lifecycle; implemented by the session's `PromptRunner`. */
+/** What the routing reads and tells of the run in flight and its prompt; implemented by the session's `SessionRuns`. */
 export interface RunEventsTarget {
   isClosed(): boolean;
   /** The id of the run in flight; a `run_end` of any other run is stale. */

@@ -3,14 +3,18 @@
  * calls to the worker that wait out a restore in progress and fail once the session is closed.
  * It owns the session's `SessionRestore` (X7): when the worker dies, the restore ends what ran
  * (through the prompt runner), opens the session again on a fresh worker from the main-side
- * transcript (`reopen`) and makes that worker's link the session's (`adopt`).
+ * transcript (`reopen`) and makes that worker's link the session's (`adopt`). The session's own
+ * calls outside its runs are made here too: a model switch and steering, whose effects a restore
+ * keeps (it reopens with the model and sends the steering again), and `abort()`'s.
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
+import type { Api, Model } from "@mariozechner/pi-ai";
 import type { LifelineError } from "../../shared/errors.js";
-import type { BatchItem } from "../../shared/protocol.js";
+import type { BatchItem, ModelChange } from "../../shared/protocol.js";
 import { type RestoreLink, type RestoreTarget, SessionRestore } from "../supervision/session-restore.js";
+import { isWorkerGone } from "../workers/worker-exit.js";
 import type { LinkClient, WorkerLink } from "../workers/worker-link.js";
-import type { QueuedMessages } from "./queued-messages.js";
+import type { QueuedMessages, QueueKind } from "./queued-messages.js";
 import type { AfterRun } from "./run-events.js";
 import type { SessionListeners } from "./session-listeners.js";
 import type { SessionModel } from "./session-model.js";
@@ -91,6 +95,53 @@ export class SessionLink implements RestoreLink, MirrorWorker {
     if (restoring !== undefined) await restoring;
     if (this.#session.closed !== undefined) throw this.#session.closed;
     return this.#link;
+  }
+
+  /**
+   * `setModel()`, once `change` is resolved: the worker takes it, then it is the session's model
+   * (a restore reopens with it), recorded in its file. Resolves with the model the worker resolved.
+   * @throws the session's close error; the worker's refusal (the model is unchanged then).
+   */
+  async setModel(change: ModelChange): Promise<Model<Api>> {
+    const resolved = await (await this.worker()).call("setModel", this.sessionId, change);
+    this.#model.switched(resolved, change);
+    this.#setup.host.recorder?.modelChange(resolved.provider, resolved.id);
+    return resolved;
+  }
+
+  /**
+   * `queueMessage()`: sends `text` as a user message to the worker's `kind` queue, counted as
+   * pending until it reaches the transcript (a restore sends it again, once).
+   * @throws the session's close error; the worker's refusal (the message is then not pending).
+   */
+  async queueMessage(kind: QueueKind, text: string): Promise<void> {
+    const message: AgentMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
+    // B7: stored when main sends it, so a restart delivers it once (see SessionRecorder.queued).
+    await this.#setup.host.recorder?.queued(kind, message);
+    if (this.#session.closed !== undefined) throw this.#session.closed;
+    this.#queued.add(kind, message);
+    try {
+      await (await this.worker()).call("queueMessage", this.sessionId, kind, message);
+    } catch (error) {
+      this.#queued.remove(message);
+      throw error;
+    }
+  }
+
+  /**
+   * `abort()`'s call to the worker (X3), once any restore is over; resolves when the worker has
+   * acted on it. A worker that is gone, or does not answer, is no failure of the call.
+   * @throws the session's close error; any other failure of the call.
+   */
+  async abort(): Promise<void> {
+    try {
+      await (await this.worker()).control("abort", this.sessionId);
+    } catch (error) {
+      // Bounded (see WorkerLink.control): a worker that does not answer is terminated as hung, and
+      // the prompt settles through the worker's exit; a worker that is gone runs nothing either.
+      // Either way abort() has done all it can.
+      if (!isWorkerGone(error)) throw error;
+    }
   }
 
   /** X7: opens the session again on a fresh worker (its own if `isolate`) from the main-side transcript and model. */

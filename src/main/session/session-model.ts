@@ -1,6 +1,6 @@
 /**
  * A session's model and the model change (model and key) its worker was last sent. `setModel()`
- * switches both; before each model attempt the prompt runner asks for R4's fresh key here. Everything
+ * switches both; before each model attempt the session's runs ask for R4's fresh key here. Everything
  * else (retry, coordination, compaction, a restore) reads them through this one owner.
  */
 import type { Api, Model } from "@mariozechner/pi-ai";

@@ -19,6 +19,7 @@ import type { Redis } from "ioredis";
 import { errorText } from "../../shared/error-text.js";
 import type { CoordinationFallbackEvent } from "../../shared/events.js";
 import type { RetryBudgetSettings } from "../../shared/settings.js";
+import { withTimeout } from "../../shared/with-timeout.js";
 import type { FleetConnection } from "../fleet/fleet-connection.js";
 import { FleetBudget } from "./fleet-budget.js";
 import { type FleetLease, FleetPermits } from "./fleet-permits.js";
@@ -281,22 +282,11 @@ export class FleetCoordination implements FleetCalls {
 
   /** `promise`, or a rejection naming `what` after {@link COMMAND_TIMEOUT_MS}: a hung Redis holds nothing up for longer. */
   #bounded<T>(promise: Promise<T>, what: string): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`the fleet's Redis did not answer ${what} within ${COMMAND_TIMEOUT_MS} ms`)),
-        COMMAND_TIMEOUT_MS,
-      );
-      promise.then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(error);
-        },
-      );
-    });
+    return withTimeout(
+      promise,
+      COMMAND_TIMEOUT_MS,
+      () => `the fleet's Redis did not answer ${what} within ${COMMAND_TIMEOUT_MS} ms`,
+    );
   }
 }
 

@@ -7,8 +7,8 @@
  * Scripts are loaded (`SCRIPT LOAD`) when the host joins or rejoins, and run by `EVALSHA`; a
  * `NOSCRIPT` answer (the script cache was flushed) is answered by `EVAL` of the same script.
  */
-import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
+import { evalLua, type LuaScript, luaScript } from "../fleet/lua-script.js";
 
 /** The script's time: ms since the epoch with µs in the fraction, from the Redis server's clock. */
 const NOW = `local t = redis.call('TIME')
@@ -122,26 +122,22 @@ end
 if renewed > 0 then redis.call('PEXPIRE', KEYS[1], lease) end
 return renewed`;
 
-const SOURCES = {
-  budget: BUDGET,
-  gateClose: GATE_CLOSE,
-  gateList: GATE_LIST,
-  permitAcquire: PERMIT_ACQUIRE,
-  permitRelease: PERMIT_RELEASE,
-  permitRenew: PERMIT_RENEW,
-} as const;
+const SCRIPTS = {
+  budget: luaScript(BUDGET),
+  gateClose: luaScript(GATE_CLOSE),
+  gateList: luaScript(GATE_LIST),
+  permitAcquire: luaScript(PERMIT_ACQUIRE),
+  permitRelease: luaScript(PERMIT_RELEASE),
+  permitRenew: luaScript(PERMIT_RENEW),
+} satisfies Record<string, LuaScript>;
 
 /** The name of one of fleet mode's scripts. */
-export type FleetScriptName = keyof typeof SOURCES;
-
-const SHAS = Object.fromEntries(
-  Object.entries(SOURCES).map(([name, source]) => [name, createHash("sha1").update(source).digest("hex")]),
-) as Record<FleetScriptName, string>;
+export type FleetScriptName = keyof typeof SCRIPTS;
 
 /** Loads every script into the server's cache (one round trip, pipelined). Rejects when Redis does. */
 export async function loadFleetScripts(redis: Redis): Promise<void> {
   const pipeline = redis.pipeline();
-  for (const source of Object.values(SOURCES)) pipeline.script("LOAD", source);
+  for (const script of Object.values(SCRIPTS)) pipeline.script("LOAD", script.source);
   const results = (await pipeline.exec()) ?? [];
   for (const [error] of results) if (error) throw error;
 }
@@ -151,18 +147,13 @@ export async function loadFleetScripts(redis: Redis): Promise<void> {
  * on one connection run in the order they were sent, so a script sent without awaiting counts
  * before any later one (the NOSCRIPT fallback alone could reorder: the scripts are loaded first).
  */
-export async function runFleetScript(
+export function runFleetScript(
   redis: Redis,
   name: FleetScriptName,
   keys: readonly string[],
   args: readonly (string | number)[],
 ): Promise<unknown> {
-  try {
-    return await redis.evalsha(SHAS[name], keys.length, ...keys, ...args);
-  } catch (error) {
-    if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error;
-    return redis.eval(SOURCES[name], keys.length, ...keys, ...args);
-  }
+  return evalLua(redis, SCRIPTS[name], keys.length, [...keys, ...args]);
 }
 
 /**

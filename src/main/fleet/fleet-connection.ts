@@ -13,6 +13,7 @@ import { Redis, type RedisOptions } from "ioredis";
 import { errorText } from "../../shared/error-text.js";
 import { FleetUnavailableError, InvalidSettingsError } from "../../shared/errors.js";
 import type { FleetSettings } from "../../shared/settings.js";
+import { withTimeout } from "../../shared/with-timeout.js";
 
 /** How long {@link connectFleet} tries before ERR_FLEET_UNAVAILABLE. */
 const CONNECT_TIMEOUT_MS = 3000;
@@ -150,7 +151,7 @@ export async function connectFleet(
     lastError = error;
   });
   try {
-    await withTimeout(redis.connect(), timeoutMs);
+    await withTimeout(redis.connect(), timeoutMs, () => `no answer within ${timeoutMs} ms`);
   } catch (error) {
     redis.disconnect();
     const why = errorText(lastError ?? error);
@@ -208,20 +209,4 @@ function infoField(info: string, field: string): string | undefined {
     if (line.startsWith(`${field}:`)) return line.slice(field.length + 1).trim();
   }
   return undefined;
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
 }

@@ -14,6 +14,7 @@ import { errorText } from "../../shared/error-text.js";
 import { FleetUnavailableError, LifelineError } from "../../shared/errors.js";
 import type { ModelRef } from "../../shared/protocol.js";
 import { parseSettings, type SettingsInput } from "../../shared/settings.js";
+import { withTimeout } from "../../shared/with-timeout.js";
 import { connectFleet, type FleetConnection } from "../fleet/fleet-connection.js";
 import {
   type FleetEvent,
@@ -73,15 +74,6 @@ export interface PromptHandle {
 
 /** The longest one try of `submit` may take to reach Redis before it counts as failed. */
 const ADD_TRY_MS = 3000;
-
-/** `promise`, or a rejection after `ms`. */
-function bounded<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
-}
 
 /** How often a waiting `result()` also asks for the job's state (events may be missed while Redis restarts). */
 const RESULT_CHECK_MS = 1000;
@@ -152,7 +144,12 @@ export class FleetClient {
         // Each try is bounded too: a connection caught mid-reconnect can leave an add unanswered.
         // A try that lands after its bound is harmless: the next one has the same job id.
         const left = Math.max(0, deadline - Date.now());
-        await bounded(this.#queue.add(PROMPT_QUEUE, data, { ...JOB_OPTIONS, jobId }), Math.max(ADD_TRY_MS, left));
+        const bound = Math.max(ADD_TRY_MS, left);
+        await withTimeout(
+          this.#queue.add(PROMPT_QUEUE, data, { ...JOB_OPTIONS, jobId }),
+          bound,
+          () => `Redis did not answer within ${bound} ms`,
+        );
         break;
       } catch (error) {
         if (Date.now() >= deadline || this.#closed) {

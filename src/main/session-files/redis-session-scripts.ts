@@ -6,18 +6,16 @@
  * Scripts answer with a status word first (`ok`, `locked`, `fenced`, ...), never with a Redis
  * error, so a refusal is told apart from a connection that failed (which may be tried again).
  */
-import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
+import { evalLua, type LuaScript, luaScript } from "../fleet/lua-script.js";
 
-/** One Lua script, sent by its SHA1 once Redis has seen it. */
-export interface SessionScript {
-  readonly lua: string;
-  readonly sha: string;
+/** One Lua script of the store, with how many of its arguments are keys. */
+interface SessionScript extends LuaScript {
   readonly keys: number;
 }
 
 function script(keys: number, lua: string): SessionScript {
-  return { lua, sha: createHash("sha1").update(lua).digest("hex"), keys };
+  return { ...luaScript(lua), keys };
 }
 
 /** Milliseconds of Redis's own clock: one clock for every host of the fleet. */
@@ -122,15 +120,6 @@ return 0`,
  * Runs `script` (EVALSHA, or EVAL when Redis does not know it yet, as after a restart).
  * @throws the connection's error while Redis is away (commands fail fast in fleet mode).
  */
-export async function runScript(
-  redis: Redis,
-  { lua, sha, keys }: SessionScript,
-  args: readonly (string | number)[],
-): Promise<unknown> {
-  try {
-    return await redis.evalsha(sha, keys, ...args);
-  } catch (error) {
-    if (!String((error as Error).message).startsWith("NOSCRIPT")) throw error;
-    return await redis.eval(lua, keys, ...args);
-  }
+export function runScript(redis: Redis, script: SessionScript, args: readonly (string | number)[]): Promise<unknown> {
+  return evalLua(redis, script, script.keys, args);
 }

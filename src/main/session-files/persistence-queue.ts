@@ -1,17 +1,15 @@
 /**
  * The appends of one session file, batched and written off the host's critical path.
  *
- * `append(lines)` only queues the lines and returns; one write at a time runs through the libuv
- * thread pool (`FileHandle.write`, never `appendFileSync` on the main thread), taking every line
- * queued meanwhile as one batch. A caller that needs the line durable (write-ahead of a prompt)
- * awaits the promise, which resolves once its batch is written and synced as `fsync` says.
- *
- * A write that fails makes the queue failed: that batch's promises and every later `append`
- * reject with ERR_SESSION_FILE (the file's tail is then unknown, and appending after a gap would
- * link entries to parents that are not in the file).
+ * `append(lines)` only queues the lines and returns (batched-appends.ts); one write at a time runs
+ * through the libuv thread pool (`FileHandle.write`, never `appendFileSync` on the main thread),
+ * taking every line queued meanwhile as one batch. A caller that needs the line durable
+ * (write-ahead of a prompt) awaits the promise, which resolves once its batch is written and
+ * synced as `fsync` says. A write that fails fails the queue for good with ERR_SESSION_FILE.
  */
 import type { FileHandle } from "node:fs/promises";
 import { LifelineError } from "../../shared/errors.js";
+import { BatchedAppends } from "./batched-appends.js";
 
 /**
  * When the data reaches the disk:
@@ -21,26 +19,12 @@ import { LifelineError } from "../../shared/errors.js";
  */
 export type FsyncPolicy = "never" | "batch" | "always";
 
-/** How long a lazy append may wait for company (see {@link PersistenceQueue.append}). */
-const LAZY_WRITE_MS = 50;
-
-interface Waiter {
-  resolve: () => void;
-  reject: (error: Error) => void;
-}
-
 /** Queued appends to one open file (opened for append by the caller). */
 export class PersistenceQueue {
   readonly #handle: FileHandle;
   readonly #file: string;
   readonly #fsync: FsyncPolicy;
-  #lines: string[] = [];
-  #waiters: Waiter[] = [];
-  #running: Promise<void> | undefined;
-  /** A drain put off so lazy lines go out with later ones (see {@link append}). */
-  #lazyTimer: NodeJS.Timeout | undefined;
-  #failed: LifelineError | undefined;
-  #closed = false;
+  readonly #appends: BatchedAppends<string>;
   /** A torn last line ends without a newline: the first write starts a fresh line. */
   #needsNewline: boolean;
 
@@ -50,78 +34,39 @@ export class PersistenceQueue {
     this.#file = file;
     this.#fsync = fsync;
     this.#needsNewline = needsNewline;
+    this.#appends = new BatchedAppends({
+      store: (lines) => this.#write(lines),
+      failure: (error) =>
+        new LifelineError(
+          "ERR_SESSION_FILE",
+          `Could not append to session file ${this.#file}: ${String(error)}. Later entries of this session are not saved; check the disk and start a new session.`,
+          { cause: error },
+        ),
+      closed: () =>
+        new LifelineError("ERR_SESSION_FILE", `Session file ${this.#file} is closed; nothing more is written to it.`),
+    });
   }
 
   /**
    * Queues complete lines (each ending in "\n"). Resolves when they are written (and synced, per
    * policy); rejects with ERR_SESSION_FILE if the write fails or the queue is closed or failed.
-   * `lazy` lines (nobody waits for them: a reply, a model change) may wait up to
-   * {@link LAZY_WRITE_MS} to go out in one write with what follows (typically the next prompt's
-   * write-ahead, which is never delayed and takes them along): with many sessions, fewer writes
-   * cost the host's event loop less.
+   * `lazy` lines (nobody waits for them) may wait up to 50 ms to go out in one write with what
+   * follows (batched-appends.ts).
    */
   append(lines: readonly string[], lazy = false): Promise<void> {
-    if (this.#failed !== undefined) return Promise.reject(this.#failed);
-    if (this.#closed) {
-      return Promise.reject(
-        new LifelineError("ERR_SESSION_FILE", `Session file ${this.#file} is closed; nothing more is written to it.`),
-      );
-    }
-    this.#lines.push(...lines);
-    const done = new Promise<void>((resolve, reject) => this.#waiters.push({ resolve, reject }));
-    // A drain under way takes every line queued before it finishes, lazy or not.
-    if (this.#running !== undefined) return done;
-    if (lazy) {
-      // Ref'd: a pending write is work in flight; the process must not exit before it.
-      this.#lazyTimer ??= setTimeout(() => this.#startDrain(), LAZY_WRITE_MS);
-    } else {
-      this.#startDrain();
-    }
-    return done;
+    return this.#appends.append(lines, lazy);
   }
 
   /** Resolves when everything queued so far is written (or has failed). Never rejects. */
-  async flush(): Promise<void> {
-    if (this.#lazyTimer !== undefined) this.#startDrain();
-    while (this.#running !== undefined) await this.#running;
-  }
-
-  #startDrain(): void {
-    clearTimeout(this.#lazyTimer);
-    this.#lazyTimer = undefined;
-    this.#running ??= this.#drain();
+  flush(): Promise<void> {
+    return this.#appends.flush();
   }
 
   /** Flushes, then closes the file. Later appends reject. Idempotent. */
   async close(): Promise<void> {
-    this.#closed = true;
+    this.#appends.close();
     await this.flush();
     await this.#handle.close().catch(() => {});
-  }
-
-  async #drain(): Promise<void> {
-    try {
-      while (this.#lines.length > 0 && this.#failed === undefined) {
-        const lines = this.#lines;
-        const waiters = this.#waiters;
-        this.#lines = [];
-        this.#waiters = [];
-        try {
-          await this.#write(lines);
-          for (const waiter of waiters) waiter.resolve();
-        } catch (error) {
-          this.#failed = new LifelineError(
-            "ERR_SESSION_FILE",
-            `Could not append to session file ${this.#file}: ${String(error)}. Later entries of this session are not saved; check the disk and start a new session.`,
-            { cause: error },
-          );
-          for (const waiter of [...waiters, ...this.#waiters.splice(0)]) waiter.reject(this.#failed);
-          this.#lines = [];
-        }
-      }
-    } finally {
-      this.#running = undefined;
-    }
   }
 
   async #write(lines: string[]): Promise<void> {

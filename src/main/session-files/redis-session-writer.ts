@@ -15,6 +15,7 @@
 import { errorText } from "../../shared/error-text.js";
 import { LifelineError } from "../../shared/errors.js";
 import type { FleetConnection } from "../fleet/fleet-connection.js";
+import { BatchedAppends } from "./batched-appends.js";
 import type { SessionKeys } from "./redis-session-keys.js";
 import { fencedError, SessionLease } from "./redis-session-lease.js";
 import { APPEND, runScript } from "./redis-session-scripts.js";
@@ -22,15 +23,8 @@ import { type SessionEntry, serializeLine } from "./session-format.js";
 import type { SessionWriter } from "./session-store.js";
 import { summarizeEntries } from "./session-summary.js";
 
-/** How long a lazy append may wait for company (as the file store's queue). */
-const LAZY_WRITE_MS = 50;
 /** Longest pause between tries of a batch while Redis is away. */
 const MAX_RETRY_DELAY_MS = 500;
-
-interface Waiter {
-  resolve: () => void;
-  reject: (error: Error) => void;
-}
 
 /** Where a new writer starts. */
 export interface RedisWriterStart {
@@ -53,14 +47,9 @@ export class RedisSessionWriter implements SessionWriter {
   readonly #id: string;
   readonly #keys: SessionKeys;
   readonly #lease: SessionLease;
+  readonly #appends: BatchedAppends<SessionEntry>;
   #length: number;
   #hasFirstMessage: boolean;
-  #entries: SessionEntry[] = [];
-  #waiters: Waiter[] = [];
-  #running: Promise<void> | undefined;
-  #lazyTimer: NodeJS.Timeout | undefined;
-  #failed: LifelineError | undefined;
-  #closed = false;
   #closing: Promise<void> | undefined;
 
   /** Starts renewing the lease the store just took. */
@@ -71,79 +60,35 @@ export class RedisSessionWriter implements SessionWriter {
     this.#keys = start.keys;
     this.#length = start.length;
     this.#hasFirstMessage = start.hasFirstMessage;
+    this.#appends = new BatchedAppends({
+      store: (entries) => this.#store(entries),
+      failure: (error) =>
+        error instanceof LifelineError
+          ? error
+          : new LifelineError("ERR_SESSION_FILE", `Could not append to session ${this.#id}: ${errorText(error)}`, {
+              cause: error,
+            }),
+      closed: () =>
+        new LifelineError("ERR_SESSION_FILE", `Session ${this.#id} is closed; nothing more is written to it.`),
+    });
     this.#lease = new SessionLease(connection, start.keys, start.fence, start.owner, () =>
-      this.#fail(fencedError(this.#id, "")),
+      this.#appends.fail(fencedError(this.#id, "")),
     );
   }
 
   append(entries: readonly SessionEntry[], options: { lazy?: boolean } = {}): Promise<void> {
-    if (this.#failed !== undefined) return Promise.reject(this.#failed);
-    if (this.#closed) {
-      return Promise.reject(
-        new LifelineError("ERR_SESSION_FILE", `Session ${this.#id} is closed; nothing more is written to it.`),
-      );
-    }
-    this.#entries.push(...entries);
-    const done = new Promise<void>((resolve, reject) => this.#waiters.push({ resolve, reject }));
-    if (this.#running !== undefined) return done;
-    if (options.lazy === true) {
-      // Ref'd: a pending write is work in flight; the process must not exit before it.
-      this.#lazyTimer ??= setTimeout(() => this.#startDrain(), LAZY_WRITE_MS);
-    } else {
-      this.#startDrain();
-    }
-    return done;
+    return this.#appends.append(entries, options.lazy === true);
   }
 
-  async flush(): Promise<void> {
-    if (this.#lazyTimer !== undefined) this.#startDrain();
-    while (this.#running !== undefined) await this.#running;
+  flush(): Promise<void> {
+    return this.#appends.flush();
   }
 
   /** Flushes, then releases the lock at once (only if still this writer's). Idempotent. */
   close(): Promise<void> {
-    this.#closed = true;
+    this.#appends.close();
     this.#closing ??= this.flush().then(() => this.#lease.release());
     return this.#closing;
-  }
-
-  #startDrain(): void {
-    clearTimeout(this.#lazyTimer);
-    this.#lazyTimer = undefined;
-    this.#running ??= this.#drain();
-  }
-
-  async #drain(): Promise<void> {
-    try {
-      while (this.#entries.length > 0 && this.#failed === undefined) {
-        const entries = this.#entries;
-        const waiters = this.#waiters;
-        this.#entries = [];
-        this.#waiters = [];
-        try {
-          await this.#store(entries);
-          for (const waiter of waiters) waiter.resolve();
-        } catch (error) {
-          const failure =
-            error instanceof LifelineError
-              ? error
-              : new LifelineError("ERR_SESSION_FILE", `Could not append to session ${this.#id}: ${errorText(error)}`, {
-                  cause: error,
-                });
-          for (const waiter of waiters) waiter.reject(failure);
-          this.#fail(failure);
-        }
-      }
-    } finally {
-      this.#running = undefined;
-    }
-  }
-
-  /** Fails the writer for good: queued appends and later ones reject with `error`. */
-  #fail(error: LifelineError): void {
-    this.#failed ??= error;
-    for (const waiter of this.#waiters.splice(0)) waiter.reject(this.#failed);
-    this.#entries = [];
   }
 
   /** Stores one batch, trying again while Redis is away (see the file comment). */
@@ -172,7 +117,9 @@ export class RedisSessionWriter implements SessionWriter {
     ];
     const deadline = Date.now() + this.#lease.leaseMs;
     for (let attempt = 0; ; attempt++) {
-      if (this.#failed !== undefined) throw this.#failed;
+      // Failed meanwhile (the lease found the session taken over): no use trying again.
+      const failed = this.#appends.failed;
+      if (failed !== undefined) throw failed;
       let reply: unknown;
       try {
         reply = await runScript(this.#connection.redis, APPEND, args);

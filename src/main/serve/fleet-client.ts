@@ -81,8 +81,10 @@ const RESULT_CHECK_MS = 1000;
 /** A client of one fleet's queue of prompts. Create with {@link FleetClient.connect}; close when done. */
 export class FleetClient {
   readonly #connection: FleetConnection;
-  readonly #queue: Queue<PromptJobData, PromptJobResult>;
-  readonly #queueConnection: ReturnType<FleetConnection["duplicate"]>;
+  #queue: Queue<PromptJobData, PromptJobResult>;
+  #queueConnection: ReturnType<FleetConnection["duplicate"]>;
+  /** When the queue was last rebuilt (see {@link FleetClient.#renewQueue}). */
+  #queueBuiltAt = 0;
   #events: { queueEvents: QueueEvents; connection: ReturnType<FleetConnection["duplicate"]> } | undefined;
   readonly #readers = new Set<ReturnType<FleetConnection["duplicate"]>>();
   #closed = false;
@@ -103,13 +105,33 @@ export class FleetClient {
   /** @internal Use {@link FleetClient.connect}. */
   constructor(connection: FleetConnection) {
     this.#connection = connection;
-    // Fails fast while Redis is away (no offline queue), as submits promise.
-    this.#queueConnection = connection.duplicate();
-    this.#queue = new Queue<PromptJobData, PromptJobResult>(PROMPT_QUEUE, {
-      connection: this.#queueConnection,
-      prefix: queuePrefix(connection.settings.name),
+    [this.#queue, this.#queueConnection] = this.#newQueue();
+  }
+
+  /** The queue for submits and state reads, on a connection of its own that fails fast while Redis is away. */
+  #newQueue(): [Queue<PromptJobData, PromptJobResult>, ReturnType<FleetConnection["duplicate"]>] {
+    const connection = this.#connection.duplicate();
+    const queue = new Queue<PromptJobData, PromptJobResult>(PROMPT_QUEUE, {
+      connection,
+      prefix: queuePrefix(this.#connection.settings.name),
     });
-    this.#queue.on("error", () => {});
+    queue.on("error", () => {});
+    this.#queueBuiltAt = Date.now();
+    return [queue, connection];
+  }
+
+  /**
+   * After a failed call: a BullMQ queue whose first connection attempt failed (Redis was away when
+   * it was made) keeps that failure and rejects every later call with "Connection is closed", even
+   * once its connection is ready again. So a failed call replaces the queue (at most twice a
+   * second), and a submit that waits for Redis, or a result that polls, goes through once it is back.
+   */
+  #renewQueue(): void {
+    if (this.#closed || Date.now() - this.#queueBuiltAt < 500) return;
+    const [oldQueue, oldConnection] = [this.#queue, this.#queueConnection];
+    [this.#queue, this.#queueConnection] = this.#newQueue();
+    void oldQueue.close().catch(() => {});
+    oldConnection.disconnect();
   }
 
   /**
@@ -143,8 +165,8 @@ export class FleetClient {
       try {
         // Each try is bounded too: a connection caught mid-reconnect can leave an add unanswered.
         // A try that lands after its bound is harmless: the next one has the same job id.
-        const left = Math.max(0, deadline - Date.now());
-        const bound = Math.max(ADD_TRY_MS, left);
+        const left = deadline - Date.now();
+        const bound = left > 0 ? Math.min(ADD_TRY_MS, Math.max(left, 500)) : ADD_TRY_MS;
         await withTimeout(
           this.#queue.add(PROMPT_QUEUE, data, { ...JOB_OPTIONS, jobId }),
           bound,
@@ -152,6 +174,7 @@ export class FleetClient {
         );
         break;
       } catch (error) {
+        this.#renewQueue();
         if (Date.now() >= deadline || this.#closed) {
           throw new FleetUnavailableError(
             `Could not submit the prompt to the fleet's queue (fleet.redis): ${errorText(error)}. Start Redis, or pass waitMs to wait for it.`,
@@ -197,7 +220,7 @@ export class FleetClient {
             if (outcome.ok) finish(() => resolve(outcome.result));
             else finish(() => reject(outcome.error));
           },
-          () => {}, // Redis is away: the next check asks again.
+          () => this.#renewQueue(), // Redis is away: the next check asks again.
         );
       };
       const onEvent = (event: { jobId: string }) => {
@@ -266,7 +289,12 @@ export class FleetClient {
   async #finished(
     jobId: string,
   ): Promise<{ ok: true; result: PromptJobResult } | { ok: false; error: LifelineError } | undefined> {
-    const job = await Job.fromId<PromptJobData, PromptJobResult>(this.#queue, jobId);
+    // The state first, then the job: a job read before it finished and asked for its state after
+    // would say "completed" with the return value it had before (none). BullMQ writes the return
+    // value in the same script that moves the job to completed, so a job read after that has it.
+    const state = await this.#queue.getJobState(jobId);
+    if (state !== "completed" && state !== "failed" && state !== "unknown") return undefined;
+    const job = state === "unknown" ? undefined : await Job.fromId<PromptJobData, PromptJobResult>(this.#queue, jobId);
     if (job === undefined) {
       return {
         ok: false,
@@ -276,15 +304,16 @@ export class FleetClient {
         ),
       };
     }
-    const state = await job.getState();
-    if (state === "completed") return { ok: true, result: job.returnvalue };
-    if (state === "failed") {
-      return {
-        ok: false,
-        error: new LifelineError("ERR_FLEET_JOB_FAILED", `Prompt job ${jobId} failed: ${job.failedReason}`),
-      };
+    if (state === "completed") {
+      // Never resolve a waiter with nothing: a result still missing is asked for again.
+      return job.returnvalue === null || job.returnvalue === undefined
+        ? undefined
+        : { ok: true, result: job.returnvalue };
     }
-    return undefined;
+    return {
+      ok: false,
+      error: new LifelineError("ERR_FLEET_JOB_FAILED", `Prompt job ${jobId} failed: ${job.failedReason}`),
+    };
   }
 
   #queueEvents(): QueueEvents {

@@ -49,6 +49,8 @@ export class HostTelemetry {
   #closed = false;
   /** Fleet mode: the trace context each session's next prompt continues (a job's `traceparent`). */
   readonly #parents = new Map<string, Context>();
+  /** Prompts begun and not settled, across the host's sessions (`lifeline.prompts.in_flight`). */
+  #promptsLive = 0;
 
   constructor(options: TelemetryOptions | false | undefined, sources: HostTelemetrySources) {
     this.#options = options;
@@ -67,6 +69,9 @@ export class HostTelemetry {
       instruments: recording.instruments,
       spans: recording.tracer === undefined ? undefined : new PromptSpans(recording.otel, recording.tracer, sessionId),
       recordContent: this.#options !== false && this.#options?.recordContent === true,
+      promptsLive: (delta) => {
+        this.#promptsLive += delta;
+      },
       takeParent: () => {
         const parent = this.#parents.get(sessionId);
         this.#parents.delete(sessionId);
@@ -127,6 +132,12 @@ export class HostTelemetry {
     });
     const readSessions = (result: ObservableResult) => result.observe(sources.sessionCount());
     sessions.addCallback(readSessions);
+    const prompts = meter.createObservableUpDownCounter("lifeline.prompts.in_flight", {
+      unit: "{prompt}",
+      description: "Prompts begun and not yet settled.",
+    });
+    const readPrompts = (result: ObservableResult) => result.observe(this.#promptsLive);
+    prompts.addCallback(readPrompts);
     const budget = meter.createObservableGauge("lifeline.retry.budget.available", {
       unit: "{retry}",
       description: "Retries the host's retry budget of each provider would allow now (B8).",
@@ -153,6 +164,7 @@ export class HostTelemetry {
     const stopLoops = observeEventLoops(meter, sources.workerThreads);
     return () => {
       sessions.removeCallback(readSessions);
+      prompts.removeCallback(readPrompts);
       meter.removeBatchObservableCallback(readCoordination, coordinationGauges);
       stopLoops();
     };

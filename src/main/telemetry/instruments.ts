@@ -5,7 +5,7 @@
  * for what they leave out (retry chains, budgets, gates, permits, workers). Units are UCUM, times in
  * seconds. No attribute ever holds a session id, a prompt or a key (cardinality, secrets).
  */
-import type { Counter, Histogram, Meter, UpDownCounter } from "@opentelemetry/api";
+import type { Counter, Histogram, Meter } from "@opentelemetry/api";
 
 /** Bucket boundaries the GenAI conventions give for their duration histograms, in s. */
 const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
@@ -29,7 +29,6 @@ export interface Instruments {
   credentialRotations: Counter;
   workerExits: Counter;
   sessionRestores: Counter;
-  promptsInFlight: UpDownCounter;
   promptDuration: Histogram;
   compactions: Counter;
   toolExecutions: Counter;
@@ -90,10 +89,6 @@ export function createInstruments(meter: Meter): Instruments {
     sessionRestores: meter.createCounter("lifeline.session.restores", {
       unit: "{restore}",
       description: "Sessions restored on a fresh worker after theirs died (X7), by how it ended.",
-    }),
-    promptsInFlight: meter.createUpDownCounter("lifeline.prompts.in_flight", {
-      unit: "{prompt}",
-      description: "Prompts begun and not yet settled.",
     }),
     promptDuration: seconds(
       "lifeline.prompt.duration",

@@ -29,6 +29,8 @@ export interface SessionTelemetryParts {
   recordContent: boolean;
   /** The host's context for the next prompt of this session, if one was set (fleet mode's `traceparent`). */
   takeParent: () => Context | undefined;
+  /** A prompt began (+1) or ended (-1): the host's prompts in flight, observed at collection (no record per prompt). */
+  promptsLive: (delta: 1 | -1) => void;
 }
 
 /** See the file comment. Main thread only. */
@@ -66,7 +68,7 @@ export class SessionTelemetry implements PromptTracing {
     this.#settlePrompt(undefined);
     const now = Date.now();
     this.#promptStart = now;
-    this.#instruments?.promptsInFlight.add(1);
+    this.#parts.promptsLive(1);
     const explicit = this.#parts.takeParent();
     this.#spans?.begin(explicit ?? (captured as Context | undefined), now);
   }
@@ -231,7 +233,7 @@ export class SessionTelemetry implements PromptTracing {
     if (start === undefined) return;
     this.#promptStart = undefined;
     this.#retry = 0;
-    this.#instruments?.promptsInFlight.add(-1);
+    this.#parts.promptsLive(-1);
     this.#instruments?.promptDuration.record((Date.now() - start) / 1000, {
       "lifeline.prompt.stop_reason": stopReason ?? "interrupted",
     });

@@ -11,6 +11,8 @@
  *   (g) fleet-coordination.mjs  fleet mode: latency the Redis-backed budget, gate and permits add per
  *                          request attempt, vs the same decisions in memory (needs redis-server)
  *   (h) fleet-throughput.mjs  a fleet's queue: prompts/s with 1, 2, 3 `lifeline serve` processes, Redis calls per prompt
+ *   (i) telemetry.mjs      OpenTelemetry (B9): main-thread CPU per model request off / API without a
+ *                          provider / SDK recording; event-loop p99 with streaming sessions, off vs SDK
  *
  * Env: BENCH_QUICK=1 for smaller counts (a smoke run; noisier), BENCH_JSON=<path> to also write
  * the raw results as JSON, BENCH_ONLY=a,c to run some sections only.
@@ -33,6 +35,7 @@ const SECTIONS = [
     title: "(g) fleet mode: latency added per request attempt by B8 in Redis",
   },
   { id: "h", file: "./fleet-throughput.mjs", title: "(h) fleet: prompts/s with 1, 2, 3 serve processes on one Redis" },
+  { id: "i", file: "./telemetry.mjs", title: "(i) OpenTelemetry: main-thread cost of recording" },
 ];
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
@@ -276,6 +279,27 @@ function printH(h) {
   );
 }
 
+function printI(i) {
+  const base = i.cpuUsPerRequest.off;
+  console.log(
+    table(
+      ["mode", "main-thread CPU per model request (µs)", "vs off", "runs (µs)"],
+      ["off", "api", "sdk"].map((mode) => [
+        { off: "telemetry: false", api: "API installed, no provider", sdk: "SDK: metrics and traces" }[mode],
+        i.cpuUsPerRequest[mode].toFixed(1),
+        `${(((i.cpuUsPerRequest[mode] - base) / base) * 100).toFixed(1)} %`,
+        i.cpuRuns[mode].map((ns) => (ns / 1e3).toFixed(0)).join(", "),
+      ]),
+    ),
+  );
+  console.log(
+    table(
+      [`event-loop p99, ${i.config.STREAM_SESSIONS} streaming sessions (ms)`, "off", "sdk", "sdk / off"],
+      [["median of runs", ms2(i.loopP99Ms.off), ms2(i.loopP99Ms.sdk), ratio(i.loopP99Ms.sdk / i.loopP99Ms.off)]],
+    ),
+  );
+}
+
 function printF(f) {
   const base = f.runs[0];
   console.log(
@@ -364,7 +388,7 @@ for (const section of SECTIONS) {
     console.log(`FAILED: ${error instanceof Error ? error.message : String(error)}\n`);
     continue;
   }
-  ({ a: printA, b: printB, c: printC, d: printD, e: printE, f: printF, g: printG, h: printH })[section.id](
+  ({ a: printA, b: printB, c: printC, d: printD, e: printE, f: printF, g: printG, h: printH, i: printI })[section.id](
     results[section.id],
   );
   console.log(`(${((performance.now() - t0) / 1000).toFixed(1)} s; load average after: ${loadavg()[0].toFixed(2)})\n`);
@@ -473,6 +497,30 @@ if (g !== undefined) {
     "constant",
     `${g.roundTripsPerAttempt.first.toFixed(2)} / ${g.roundTripsPerAttempt.retry.toFixed(2)}`,
     "info",
+  ]);
+}
+const i = results.i;
+if (i !== undefined) {
+  const added = (i.cpuUsPerRequest.sdk - i.cpuUsPerRequest.off) / i.cpuUsPerRequest.off;
+  const noSdk = (i.cpuUsPerRequest.api - i.cpuUsPerRequest.off) / i.cpuUsPerRequest.off;
+  const loopRatio = i.loopP99Ms.sdk / i.loopP99Ms.off;
+  summary.push([
+    "(i) telemetry: main-thread CPU added per model request, SDK recording",
+    "≤ 5 %",
+    `${(added * 100).toFixed(1)} %`,
+    added <= 0.05 ? "PASS" : "FAIL",
+  ]);
+  summary.push([
+    "(i) telemetry: added with the API but no provider",
+    "0 (noise)",
+    `${(noSdk * 100).toFixed(1)} %`,
+    "info",
+  ]);
+  summary.push([
+    `(i) telemetry: event-loop p99, ${i.config.STREAM_SESSIONS} streaming sessions, SDK / off`,
+    "≤ 1.10",
+    ratio(loopRatio),
+    loopRatio <= 1.1 ? "PASS" : "FAIL",
   ]);
 }
 console.log("## Summary");

@@ -58,6 +58,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["compaction"], // summaries on overflow, at the threshold and on request
   ["extensions"], // pi extensions and their handlers
   ["session"], // AgentSession and what only it owns
+  ["telemetry"], // OpenTelemetry metrics and spans from session events (B9), the CLI's /metrics
   ["host"], // SessionHost: options, opening and resuming sessions
   ["load", "rpc", "serve", "tui"], // the CLI's modes (serve: a fleet host taking queued prompts)
   ["(entry)"], // index.ts, cli.ts

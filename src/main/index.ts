@@ -88,3 +88,8 @@ export type {
   SessionWriter,
   StoredSession,
 } from "./session-files/session-store.js";
+export type {
+  TelemetryMeterProvider,
+  TelemetryOptions,
+  TelemetryTracerProvider,
+} from "./telemetry/otel-api.js";

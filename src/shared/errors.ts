@@ -38,7 +38,8 @@ export type ErrorCode =
   | "ERR_EXTENSION_UNSUPPORTED"
   | "ERR_FLEET_UNAVAILABLE"
   | "ERR_FLEET_JOB_FAILED"
-  | "ERR_FLEET_TIMEOUT";
+  | "ERR_FLEET_TIMEOUT"
+  | "ERR_TELEMETRY_UNAVAILABLE";
 
 /** An error as plain data: what crosses a thread or goes into an event (SPEC X6). */
 export interface WireError {

@@ -33,6 +33,12 @@ interface PermitEntry {
   lease?: FleetLease;
 }
 
+/** What {@link HostCoordination.snapshot} reports. */
+export interface CoordinationSnapshot {
+  budgets: { provider: string; available: number }[];
+  permits: { provider: string; inUse: number; waiting: number }[];
+}
+
 /** The host-wide budgets, gates and permits. */
 export class HostCoordination {
   readonly gate: ProviderGate;
@@ -156,6 +162,23 @@ export class HostCoordination {
     const entries = this.#permits.get(owner);
     if (entries === undefined) return;
     for (const requestId of [...entries.keys()]) this.releasePermit(owner, requestId);
+  }
+
+  /**
+   * B9: the host's own budgets and permits as plain data, for its telemetry's gauges (read at each
+   * collection). One row per budget and per semaphore; providers repeat when settings differ.
+   */
+  snapshot(): CoordinationSnapshot {
+    const budgets = [...this.#budgets.entries()].map(([key, budget]) => ({
+      provider: key.slice(0, key.indexOf("\u0000")),
+      available: budget.state().available,
+    }));
+    const permits = [...this.#semaphores.entries()].map(([key, semaphore]) => ({
+      provider: key.slice(0, key.indexOf("\u0000")),
+      inUse: semaphore.inUse,
+      waiting: semaphore.waiting,
+    }));
+    return { budgets, permits };
   }
 
   /** Permits held by all workers: for tests and diagnostics. */

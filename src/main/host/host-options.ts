@@ -28,6 +28,7 @@ import {
   validate,
 } from "../config/option-schemas.js";
 import type { SessionsOptions } from "../session-files/session-persistence.js";
+import type { TelemetryOptions } from "../telemetry/otel-api.js";
 import type { LinkEndpoint } from "../workers/worker-link.js";
 
 /** Options of {@link createSessionHost}. Every field is optional. */
@@ -106,6 +107,13 @@ export interface SessionHostOptions {
    * @default none
    */
   extensions?: string[];
+  /**
+   * B9, OpenTelemetry (docs/observability.md): the meter and tracer providers to record into, and
+   * whether spans carry prompt and completion text. `false` records nothing, even into providers
+   * the application registered globally. Needs `@opentelemetry/api` installed (an optional peer).
+   * @default the globally registered providers, when there are any; else nothing is recorded
+   */
+  telemetry?: TelemetryOptions | false;
 }
 
 /** Options of {@link SessionHost.createSession}. */
@@ -194,7 +202,26 @@ const hostOptionsSchema = z.strictObject({
   sleep: fn.optional(),
   sessions: sessionsOptionsSchema.optional(),
   extensions: z.array(z.string().min(1)).optional(),
+  telemetry: z
+    .union([
+      z.literal(false),
+      z.strictObject({
+        meterProvider: providerOf("getMeter").optional(),
+        tracerProvider: providerOf("getTracer").optional(),
+        recordContent: z.boolean().optional(),
+      }),
+    ])
+    .optional(),
 });
+
+/** An OpenTelemetry provider: an object with the `method` that hands out meters or tracers. */
+function providerOf(method: "getMeter" | "getTracer") {
+  return z.custom<object>(
+    (value) =>
+      value !== null && typeof value === "object" && typeof (value as Record<string, unknown>)[method] === "function",
+    { message: `must be an OpenTelemetry provider (an object with ${method}())` },
+  );
+}
 
 const sessionOptionsSchema = z.strictObject({
   model: modelRefSchema.optional(),

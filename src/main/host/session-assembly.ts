@@ -19,6 +19,7 @@ import type { SessionPersistence } from "../session-files/session-persistence.js
 import type { SessionRecorder } from "../session-files/session-recorder.js";
 import type { OpenedSession, SessionStore } from "../session-files/session-store.js";
 import { restoreTranscript } from "../session-files/session-transcript.js";
+import type { HostTelemetry } from "../telemetry/host-telemetry.js";
 import type { WorkerRoster } from "../workers/worker-roster.js";
 import type { HostConfig } from "./host-config.js";
 import type { HostFleet } from "./host-fleet.js";
@@ -43,6 +44,8 @@ export interface SessionAssemblyParts {
   fleet: HostFleet;
   /** The host's extensions (the `extensions` option); undefined without any. */
   extensions: ExtensionRunner | undefined;
+  /** B9: gives each session its telemetry, when the host records. */
+  telemetry: HostTelemetry;
   /**
    * The host's open sessions by id: a new session is added in the same turn it is created (so that
    * `close()` and the permit bridge see it at once), and removed by its `onDisposed`.
@@ -120,6 +123,8 @@ export class SessionAssembly {
         `A session with id ${sessionId} is already open; pick another id.`,
       );
     }
+    const telemetry = await this.#parts.telemetry.openSession(sessionId);
+    telemetry?.keyServed(resolved.model.provider, resolved.apiKey);
     const messages =
       restored === undefined ? (options.messages ?? []) : [...restored.messages, ...restored.undelivered];
     const init = sessionInit(sessionId, resolved, settings, messages, options, config.cwd());
@@ -181,7 +186,11 @@ export class SessionAssembly {
         recorder,
         credentials: {
           authStorage: config.authStorage,
-          keyFor: (provider) => config.storedKey(provider, sessionId),
+          keyFor: (provider) => {
+            const key = config.storedKey(provider, sessionId);
+            telemetry?.keyServed(provider, key);
+            return key;
+          },
           ...(options.apiKey === undefined ? {} : { pinnedProvider: resolved.model.provider }),
           isProviderExhausted: (provider) => safely(() => config.authStorage?.isExhausted?.(provider)) === true,
           resolveModel: (ref) => config.resolveModel(ref, undefined, sessionId),
@@ -191,6 +200,7 @@ export class SessionAssembly {
         onContextOverflow: options.onContextOverflow,
         onListenerError: this.#parts.options.onListenerError ?? HOST_DEFAULTS.onListenerError,
         onDisposed: (id) => {
+          telemetry?.close();
           if (extensions !== undefined) runner?.close(extensions);
           sessions.delete(id);
           safely(() => config.authStorage?.releaseSession?.(id));
@@ -201,9 +211,12 @@ export class SessionAssembly {
         reopen: async (messages, model, isolate) =>
           (await workers.open(withModel(init, model, messages), isolate)).link,
         ...(this.#parts.options.sleep === undefined ? {} : { sleep: this.#parts.options.sleep }),
+        telemetry,
       },
     };
     const session = new AgentSession(setup);
+    // An ordinary listener, first after the extensions' (B9): it records, and never throws.
+    if (telemetry !== undefined) session.subscribe((event) => telemetry.handle(event));
     sessions.set(sessionId, session);
     return session;
   }

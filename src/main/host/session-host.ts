@@ -22,6 +22,7 @@ import type { AgentSession } from "../session/agent-session.js";
 import { assertValidSessionId } from "../session-files/session-format.js";
 import { SessionPersistence } from "../session-files/session-persistence.js";
 import type { SessionInfo } from "../session-files/session-store.js";
+import { HostTelemetry } from "../telemetry/host-telemetry.js";
 import { WorkerRoster } from "../workers/worker-roster.js";
 import { HostConfig } from "./host-config.js";
 import { HostFleet } from "./host-fleet.js";
@@ -74,6 +75,8 @@ export class SessionHost {
   /** Fleet mode: the connection to the fleet's Redis, made with the first session (host-fleet.ts). */
   readonly #fleet: HostFleet;
   #closed = false;
+  /** B9: the host's metrics and spans (telemetry/host-telemetry.ts); records nothing without a provider. */
+  readonly #telemetry: HostTelemetry;
   /** The host's extensions (the `extensions` option); undefined without any. */
   readonly #extensions: ExtensionRunner | undefined;
 
@@ -96,6 +99,11 @@ export class SessionHost {
       lifelineDir: () => this.#config.lifelineDir(),
       cwd: () => this.#config.cwd(),
     });
+    this.#telemetry = new HostTelemetry(options.telemetry, {
+      sessionCount: () => this.#sessions.size,
+      coordination: () => this.#coordination.snapshot(),
+      workerThreads: () => this.#workers.threads,
+    });
     const callTimeoutMs = options.callTimeoutMs ?? HOST_DEFAULTS.callTimeoutMs;
     this.#workers = new WorkerRoster({
       threads: options.threads ?? HOST_DEFAULTS.threads(),
@@ -112,6 +120,7 @@ export class SessionHost {
       connect: options.connect,
       isClosed: () => this.#closed,
       permits: permitBridge(this.#coordination, (sessionId) => this.#sessions.get(sessionId)?.permitTarget),
+      onWorkerExit: (cause) => this.#telemetry.workerExited(cause),
     });
     this.#assembly = new SessionAssembly({
       options,
@@ -121,6 +130,7 @@ export class SessionHost {
       coordination: this.#coordination,
       fleet: this.#fleet,
       extensions,
+      telemetry: this.#telemetry,
       sessions: this.#sessions,
       assertOpen: () => this.#assertOpen(),
     });
@@ -229,6 +239,15 @@ export class SessionHost {
     return this.#config.sessionSettings(undefined);
   }
 
+  /**
+   * @internal B9, fleet mode: the next prompt of session `sessionId` continues the trace named by
+   * `traceparent` (W3C), not the context its `prompt()` is called in. Ignored when the host records
+   * no spans or the value is malformed.
+   */
+  continueTrace(sessionId: string, traceparent: string | undefined): void {
+    this.#telemetry.continueTrace(sessionId, traceparent);
+  }
+
   /** Forgets the cached settings and models files; the next session reads them again. */
   reloadSettings(): void {
     this.#config.reload();
@@ -271,6 +290,7 @@ export class SessionHost {
     await this.#files.closeAll();
     await this.#workers.destroy();
     this.#coordination.leaveFleet();
+    this.#telemetry.close();
     await this.#fleet.close();
   }
 

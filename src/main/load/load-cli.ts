@@ -10,6 +10,7 @@ import { errorText } from "../../shared/error-text.js";
 import { LifelineError } from "../../shared/errors.js";
 import { resolveLifelineDir } from "../config/settings-store.js";
 import { type FleetFlags, fleetFromFlags } from "../fleet/fleet-flags.js";
+import { type MetricsEndpoint, parseMetricsPort, startMetricsEndpoint } from "../telemetry/metrics-endpoint.js";
 import { type LoadFlags, loadOptionsFromFlags } from "./load-flags.js";
 import type { LoadOptions } from "./load-options.js";
 import { createProgressView } from "./progress.js";
@@ -87,6 +88,12 @@ export function addLoadCommand(program: Command, setExitCode: (code: number) => 
         "the mock answers at most n requests per window (e.g. 50/1s), the others a 429 with the time left",
       ),
     )
+    .addOption(
+      new Option(
+        "--metrics-port <n>",
+        "serve OpenTelemetry metrics for Prometheus at http://<host>:<n>/metrics while the run lasts (needs the optional SDK packages)",
+      ),
+    )
     .action(async (flags: LoadFlags) => {
       const global = program.opts<{ model?: string; apiKey?: string; workerEntry?: string } & FleetFlags>();
       const merged: LoadFlags = { ...flags };
@@ -111,6 +118,16 @@ async function runLoadCommand(
     if (fleet !== undefined) options.settings = { ...options.settings, fleet };
   } catch (error) {
     return fail(error);
+  }
+  let metrics: MetricsEndpoint | undefined;
+  if (flags.metricsPort !== undefined) {
+    try {
+      metrics = await startMetricsEndpoint({ port: parseMetricsPort(flags.metricsPort) });
+    } catch (error) {
+      return fail(error);
+    }
+    options.telemetry = { meterProvider: metrics.meterProvider };
+    process.stderr.write(`lifeline load: metrics at http://127.0.0.1:${metrics.port}/metrics\n`);
   }
   options.outDir ??= defaultOutDir(cwd, new Date());
   if (workerEntry !== undefined && workerEntry !== "") options.workerEntry = workerEntry;
@@ -150,6 +167,7 @@ async function runLoadCommand(
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
+    await metrics?.close();
   }
 }
 

@@ -34,6 +34,8 @@ export interface LoadFlags {
   mockTokens?: string;
   mockTokenDelay?: string;
   mockRateLimit?: string;
+  /** B9: serve `/metrics` (Prometheus) on this port while the run lasts; read by load-cli.ts. */
+  metricsPort?: string;
 }
 
 /**

@@ -5,6 +5,7 @@
 import { z } from "zod";
 import type { SettingsInput } from "../../shared/settings.js";
 import { fn, settingsObject, timerMs, validate } from "../config/option-schemas.js";
+import type { TelemetryOptions } from "../telemetry/otel-api.js";
 import type { LoadProgress } from "./load-metrics.js";
 import { parseThreshold, type Threshold } from "./thresholds.js";
 
@@ -78,6 +79,8 @@ export interface LoadOptions {
   lifelineDir?: string | false;
   /** As the host option: the worker script. */
   workerEntry?: string | URL;
+  /** As the host option (B9): where the load host records metrics and spans (`--metrics-port`'s provider). */
+  telemetry?: TelemetryOptions | false;
   /** Aborting it stops the run: prompts in flight are aborted and a partial report is written. */
   signal?: AbortSignal;
   /** Called every `progressIntervalMs` with live counters, and once at the end. */
@@ -145,6 +148,10 @@ const loadOptionsSchema = z
     lifelineDir: z.union([z.string().min(1), z.literal(false)]).optional(),
     workerEntry: z.union([z.string().min(1), z.instanceof(URL)]).optional(),
     signal: z.instanceof(AbortSignal).optional(),
+    // Its content is checked by createSessionHost, as the host option's.
+    telemetry: z
+      .union([z.literal(false), z.custom<object>((value) => value !== null && typeof value === "object")])
+      .optional(),
     onProgress: fn.optional(),
     progressIntervalMs: timerMs(10).optional(),
     sampleIntervalMs: timerMs(10).optional(),

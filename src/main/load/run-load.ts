@@ -79,6 +79,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     if (options.lifelineDir !== undefined) hostOptions.lifelineDir = options.lifelineDir;
     if (options.workerEntry !== undefined) hostOptions.workerEntry = options.workerEntry;
     if (settings !== undefined) hostOptions.settings = settings;
+    if (options.telemetry !== undefined) hostOptions.telemetry = options.telemetry;
     host = createSessionHost(hostOptions);
     const model: string | Model<Api> = target?.model ?? (options.model as string);
     const apiKey = target === undefined ? options.apiKey : MOCK_API_KEY;

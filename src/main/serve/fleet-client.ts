@@ -16,6 +16,7 @@ import type { ModelRef } from "../../shared/protocol.js";
 import { parseSettings, type SettingsInput } from "../../shared/settings.js";
 import { withTimeout } from "../../shared/with-timeout.js";
 import { connectFleet, type FleetConnection } from "../fleet/fleet-connection.js";
+import { activeTraceparent } from "../telemetry/traceparent.js";
 import {
   type FleetEvent,
   JOB_OPTIONS,
@@ -160,6 +161,8 @@ export class FleetClient {
     const data: PromptJobData = { sessionId, text };
     if (options.model !== undefined) data.model = options.model;
     if (options.systemPrompt !== undefined) data.systemPrompt = options.systemPrompt;
+    const traceparent = await activeTraceparent();
+    if (traceparent !== undefined) data.traceparent = traceparent;
     const deadline = Date.now() + (options.waitMs ?? 0);
     for (;;) {
       try {

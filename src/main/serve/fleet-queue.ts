@@ -37,6 +37,11 @@ export interface PromptJobData {
   model?: string | ModelRef;
   /** For a new session: its system prompt. */
   systemPrompt?: string;
+  /**
+   * B9: the W3C `traceparent` of the span that was active where the prompt was submitted, so the
+   * serving host's `invoke_agent` span continues the client's trace. Absent without tracing.
+   */
+  traceparent?: string;
 }
 
 /** What a prompt job resolves to: how the prompt ended (as `prompt()` resolves), and where. */

@@ -89,6 +89,8 @@ export class PromptProcessor {
         events.push({ type: "job_taken", jobId, host: HOST, delivery: job.attemptsStarted });
         const off = session.subscribe((event) => events.push(event));
         try {
+          // B9: the prompt's span continues the submitting client's trace.
+          this.#parts.host.continueTrace(session.id, job.data.traceparent);
           const { result, replayed } = await runOnce(session, jobId, job.data.text);
           // The prompt's end entry is stored before the queue hears: a redelivery then replays it.
           await session.flushSession();

@@ -11,6 +11,7 @@
  *       `{"type":"result", …}` line (or `{"type":"error", "code", "message"}`); exit 0 answered,
  *       1 the prompt failed or the fleet could not serve it, 2 bad usage or settings.
  */
+import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { type Command, Option } from "commander";
 import { isFailedStop } from "../../shared/classify.js";
@@ -20,6 +21,7 @@ import { parseSettings } from "../../shared/settings.js";
 import { loadSettingsFiles, resolveLifelineDir } from "../config/settings-store.js";
 import { type FleetFlags, fleetFromFlags } from "../fleet/fleet-flags.js";
 import type { SessionHostOptions } from "../host/host-options.js";
+import { type MetricsEndpoint, parseMetricsPort, startMetricsEndpoint } from "../telemetry/metrics-endpoint.js";
 import { FleetClient } from "./fleet-client.js";
 import { SERVE_DEFAULTS, serveFleet } from "./serve-fleet.js";
 
@@ -44,6 +46,12 @@ export function addFleetCommands(program: Command, context: FleetCommandsContext
       new Option("--concurrency <n>", `prompt jobs run at once by this host (default ${SERVE_DEFAULTS.concurrency})`),
     )
     .addOption(new Option("--worker-module <file>", "a worker module giving every session its tools (setup())"))
+    .addOption(
+      new Option(
+        "--metrics-port <n>",
+        "serve OpenTelemetry metrics for Prometheus at http://<host>:<n>/metrics (needs the optional SDK packages)",
+      ),
+    )
     .action(async (flags: ServeFlags) => {
       context.setExitCode(await serve(flags, context));
     });
@@ -65,6 +73,7 @@ export function addFleetCommands(program: Command, context: FleetCommandsContext
 interface ServeFlags {
   concurrency?: string;
   workerModule?: string;
+  metricsPort?: string;
 }
 
 async function serve(flags: ServeFlags, context: FleetCommandsContext): Promise<number> {
@@ -76,12 +85,24 @@ async function serve(flags: ServeFlags, context: FleetCommandsContext): Promise<
   const hostOptions = await context.hostOptions();
   if (typeof hostOptions === "number") return hostOptions;
   let server: Awaited<ReturnType<typeof serveFleet>>;
+  let metrics: MetricsEndpoint | undefined;
   try {
+    if (flags.metricsPort !== undefined) {
+      // B9: the host and its fleet are the resource's attributes, never a metric's.
+      const fleet = await fleetSettings(context.globalFlags());
+      metrics = await startMetricsEndpoint({
+        port: parseMetricsPort(flags.metricsPort),
+        resource: { "service.instance.id": `${hostname()}/${process.pid}`, "lifeline.fleet.name": fleet.name },
+      });
+      hostOptions.telemetry = { meterProvider: metrics.meterProvider };
+      process.stderr.write(`lifeline serve: metrics at http://127.0.0.1:${metrics.port}/metrics\n`);
+    }
     server = await serveFleet(hostOptions, {
       ...(concurrency === undefined ? {} : { concurrency }),
       ...(flags.workerModule === undefined ? {} : { session: { workerModule: resolve(flags.workerModule) } }),
     });
   } catch (error) {
+    await metrics?.close();
     return fail(error);
   }
   const settings = await server.host.settings();
@@ -98,6 +119,7 @@ async function serve(flags: ServeFlags, context: FleetCommandsContext): Promise<
   process.once("SIGTERM", again(143));
   process.stderr.write(`lifeline serve: ${signal}: finishing the running prompts…\n`);
   await server.close();
+  await metrics?.close();
   return 0;
 }
 

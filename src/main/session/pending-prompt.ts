@@ -30,6 +30,8 @@ export interface QueuedPrompt {
   id?: string | undefined;
   resolve: (result: PromptResult) => void;
   reject: (error: Error) => void;
+  /** B9: the trace context `prompt()` was called in (opaque; see `PromptTracing`). */
+  trace?: unknown;
 }
 
 /** What `pending` settles with: its last reply's outcome, else how it failed. Pure. */

@@ -144,13 +144,15 @@ export class PromptRunner implements SessionRunsTarget, CompactionTarget, Linked
    * rejects it with SessionBusyError. The promise settles as `AgentSession.prompt()` documents.
    */
   submit(text: string, queue: boolean, id?: string): Promise<PromptResult> {
+    // B9: read here, synchronously, where the caller's trace context is active.
+    const trace = this.#setup.host.telemetry?.capture();
     return new Promise<PromptResult>((resolve, reject) => {
       if (this.#prompt === undefined && this.#compaction.reason === undefined) {
-        this.#begin({ text, resolve, reject, id });
+        this.#begin({ text, resolve, reject, id, trace });
         return;
       }
       if (queue) {
-        this.#queue.push({ text, resolve, reject, id });
+        this.#queue.push({ text, resolve, reject, id, trace });
         return;
       }
       const state = this.retry.isRetrying
@@ -254,9 +256,10 @@ export class PromptRunner implements SessionRunsTarget, CompactionTarget, Linked
     });
   }
 
-  #begin({ text, resolve, reject, id }: QueuedPrompt): void {
+  #begin({ text, resolve, reject, id, trace }: QueuedPrompt): void {
     const pending: PendingPrompt = { resolve, reject, retries: 0, lastAssistant: undefined, failure: undefined, id };
     this.#prompt = pending;
+    this.#setup.host.telemetry?.begin(trace);
     // Built here rather than in the worker so the same object can be stored first (write-ahead).
     const message: AgentMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
     this.#admission.admit(

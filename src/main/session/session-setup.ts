@@ -68,6 +68,20 @@ interface HostServices {
   reopen: (messages: AgentMessage[], model: ModelChange, isolate: boolean) => Promise<WorkerLink>;
   /** Test seam for the retry controller's sleep; production uses real timers. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** B9: the session's telemetry, told where each prompt begins; undefined when the host records nothing. */
+  telemetry?: PromptTracing | undefined;
+}
+
+/**
+ * B9: what the prompt runner tells the session's telemetry (telemetry/session-telemetry.ts). The
+ * rest of a prompt's telemetry comes from its events; these two calls exist because `prompt()` is
+ * where the caller's trace context is (events arrive later, in the worker link's async context).
+ */
+export interface PromptTracing {
+  /** Called synchronously in `prompt()`: the caller's trace context, opaque to the session. */
+  capture(): unknown;
+  /** The prompt whose `prompt()` returned `captured` begins (a queued one when its turn comes). */
+  begin(captured: unknown): void;
 }
 
 /** Where a session's keys and models come from (R4: asked again before each attempt). */

@@ -90,6 +90,7 @@ export class WorkerLink {
   readonly #terminate: (() => void) | undefined;
   readonly #onProtocolError: (reason: string) => void;
   readonly #permits: PermitHandler | undefined;
+  readonly #onExit: ((cause: WorkerExitCause | "start") => void) | undefined;
   #dead: LifelineError | undefined;
   #reserved = 0;
   /** `openSession` calls in flight: the watchdog allows their `setup()` more time. */
@@ -114,8 +115,11 @@ export class WorkerLink {
       onProtocolError: (reason: string) => void;
       isolated?: boolean;
       permits?: PermitHandler | undefined;
+      /** B9: told once how the worker ended (`start` when it never started), unless the host closed it. */
+      onExit?: ((cause: WorkerExitCause | "start") => void) | undefined;
     },
   ) {
+    this.#onExit = options.onExit;
     this.#permits = options.permits;
     this.isolated = options.isolated ?? false;
     this.#port = endpoint.port;
@@ -402,6 +406,7 @@ export class WorkerLink {
         ? new WorkerExitedError(exitMessage(finalCause, finalDetail), finalCause, workerError)
         : new WorkerStartError(startMessage(finalDetail, workerError), workerError);
     this.#dead = error;
+    if (!this.#closing) this.#onExit?.(error instanceof WorkerExitedError ? finalCause : "start");
     // B8: permits die with their worker, so the requests of other workers never wait for them.
     this.#permits?.releaseAll(this);
     this.#keepAlive.stop();

@@ -12,7 +12,7 @@
  *   AbortError, and a task still queued is simply dropped (fact F1 in docs/architecture.md: the worker gets no
  *   chance to clean up, which is the point for a thread stuck in synchronous code).
  */
-import { MessageChannel, type MessagePort, type ResourceLimits } from "node:worker_threads";
+import { MessageChannel, type MessagePort, type ResourceLimits, type Worker } from "node:worker_threads";
 import { Piscina } from "piscina";
 import { trackPoolThreads } from "./pool-threads.js";
 import type { LinkEndpoint } from "./worker-link.js";
@@ -53,6 +53,11 @@ export class WorkerPool {
       terminate: () => abort.abort(),
       setReferenced: (referenced) => poolThreads?.(port2, referenced),
     };
+  }
+
+  /** The pool's live threads (none before the first link or after `destroy()`). */
+  get threads(): readonly Worker[] {
+    return this.#pool?.threads ?? [];
   }
 
   /** Terminates every worker. Resolves when all have exited. */

@@ -3,7 +3,7 @@
  * (the least-loaded shared worker, or a worker of its own for a crash suspect), and opening a
  * session on one (SPEC X5, X7, X8). Main thread only; `SessionHost` owns one.
  */
-import type { ResourceLimits } from "node:worker_threads";
+import type { ResourceLimits, Worker } from "node:worker_threads";
 import { LifelineError, WorkerExitedError } from "../../shared/errors.js";
 import type { SessionInit, SessionOpened } from "../../shared/protocol.js";
 import { tickIntervalMs, Watchdog } from "./watchdog.js";
@@ -25,6 +25,8 @@ export interface WorkerRosterOptions extends LinkTimeouts {
   isClosed: () => boolean;
   /** B8: the host's answer to its workers' request permits. */
   permits?: PermitHandler | undefined;
+  /** B9: a worker died or was terminated (`start`: it never started); not called for workers the host closed. */
+  onWorkerExit?: ((cause: string) => void) | undefined;
 }
 
 type Reserved = { link: WorkerLink; release: () => void };
@@ -71,6 +73,11 @@ export class WorkerRoster {
   /** Workers the watchdog has terminated as hung (SPEC X8), for `lifeline load`'s report. */
   get watchdogTerminations(): number {
     return this.#watchdogTerminations;
+  }
+
+  /** B9: the pool's live worker threads, for their event-loop utilization. */
+  get threads(): readonly Worker[] {
+    return this.#pool.threads;
   }
 
   /** Live links (one per worker thread in use). */
@@ -182,6 +189,7 @@ export class WorkerRoster {
       controlTimeoutMs: this.#options.controlTimeoutMs,
       isolated,
       permits: this.#options.permits,
+      onExit: this.#options.onWorkerExit,
       onProtocolError: (reason) => process.emitWarning(`lifeline: ignored an invalid worker message (${reason})`),
     });
     this.#links.push(link);

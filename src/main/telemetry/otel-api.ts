@@ -1,0 +1,74 @@
+/**
+ * Where lifeline gets OpenTelemetry from (docs/observability.md, B9). `@opentelemetry/api` is an
+ * optional peer dependency: lifeline never imports it statically, so the package loads and runs
+ * without it. The first host that may record loads it with a dynamic `import()`, once per process;
+ * npm dedupes the peer to the application's copy, so lifeline reads the providers the
+ * application registered with that copy (a newer copy than the application's would see no-op
+ * providers: the API accepts a registered global only from a minor version not older than its own).
+ */
+import type * as OtelApi from "@opentelemetry/api";
+
+/** The API module as lifeline uses it. */
+export type Otel = typeof OtelApi;
+
+/** A meter provider: structurally `@opentelemetry/api`'s `MeterProvider`, so no type of the optional peer is needed. */
+export interface TelemetryMeterProvider {
+  getMeter(name: string, version?: string, options?: { schemaUrl?: string }): object;
+}
+
+/** A tracer provider: structurally `@opentelemetry/api`'s `TracerProvider`. */
+export interface TelemetryTracerProvider {
+  getTracer(name: string, version?: string, options?: { schemaUrl?: string }): object;
+}
+
+/**
+ * The host option `telemetry` (B9): what lifeline records into. Without it a host records into
+ * the providers the application registered globally (`metrics.setGlobalMeterProvider`,
+ * `trace.setGlobalTracerProvider`, or an SDK's `start()`), and into nothing when none is.
+ */
+export interface TelemetryOptions {
+  /** Record metrics here instead of the global meter provider. @default the global one, if registered */
+  meterProvider?: TelemetryMeterProvider;
+  /** Record spans here instead of the global tracer provider. @default the global one, if registered */
+  tracerProvider?: TelemetryTracerProvider;
+  /**
+   * Put prompt and completion text on spans (`gen_ai.input.messages`, `gen_ai.output.messages`).
+   * Off by default: text may hold personal data, and spans leave the process. @default false
+   */
+  recordContent?: boolean;
+}
+
+/** The instrumentation scope lifeline's meter and tracer are named after. */
+export const SCOPE = "lifeline";
+
+let loading: Promise<Otel | undefined> | undefined;
+
+/**
+ * The API module, or undefined when it is not installed. Loaded once per process; never rejects.
+ */
+export function loadOtel(): Promise<Otel | undefined> {
+  loading ??= import("@opentelemetry/api").then(
+    (module) => module,
+    () => undefined,
+  );
+  return loading;
+}
+
+/**
+ * Whether the application registered a meter provider globally: without one the API hands out
+ * its shared no-op meter, the same object `createNoopMeter()` returns.
+ */
+export function hasGlobalMeterProvider(otel: Otel): boolean {
+  return otel.metrics.getMeterProvider().getMeter(SCOPE) !== otel.createNoopMeter();
+}
+
+/**
+ * Whether the application registered a tracer provider globally. The API always returns its
+ * proxy provider; the proxy has a delegate tracer only once a provider was registered. (Another
+ * copy of the API registers its own proxy, so the method is looked up, not the class.)
+ */
+export function hasGlobalTracerProvider(otel: Otel): boolean {
+  const provider = otel.trace.getTracerProvider() as { getDelegateTracer?: (name: string) => unknown };
+  if (typeof provider.getDelegateTracer !== "function") return true;
+  return provider.getDelegateTracer(SCOPE) !== undefined;
+}

@@ -1,0 +1,259 @@
+/**
+ * One session's telemetry (B9): an ordinary listener of its events on the main thread, which
+ * records the metrics of {@link Instruments} and hands the spans to {@link PromptSpans}. Everything
+ * is derived from events the session already receives, so nothing extra crosses the port; the
+ * prompt's start and the caller's trace context come from the session's prompt runner through
+ * {@link PromptTracing} (events start later, in another async context).
+ *
+ * Timing: an attempt starts at its reply's own timestamp, taken in the worker as the request was
+ * made (the same wall clock as the main thread's); its end and its first chunk are when their events
+ * reached the main thread, so they lag by at most the worker's batch spacing (`batchIntervalMs`,
+ * 8 ms by default) plus any delay of the main thread's loop.
+ */
+import type { AssistantMessage } from "@mariozechner/pi-ai";
+import type { Attributes, Context } from "@opentelemetry/api";
+import type { SessionEvent } from "../../shared/events.js";
+import type { PromptTracing } from "../session/session-setup.js";
+import type { Instruments } from "./instruments.js";
+import { type ModelAttempt, modelAttempt } from "./model-attempt.js";
+import type { Otel } from "./otel-api.js";
+import type { AttemptContext, PromptSpans } from "./prompt-spans.js";
+
+/** A session's telemetry parts, given by the host's telemetry. */
+export interface SessionTelemetryParts {
+  otel: Otel;
+  /** Absent when only traces are recorded. */
+  instruments: Instruments | undefined;
+  /** Absent when only metrics are recorded. */
+  spans: PromptSpans | undefined;
+  recordContent: boolean;
+  /** The host's context for the next prompt of this session, if one was set (fleet mode's `traceparent`). */
+  takeParent: () => Context | undefined;
+  /** A prompt began (+1) or ended (-1): the host's prompts in flight, observed at collection (no record per prompt). */
+  promptsLive: (delta: 1 | -1) => void;
+}
+
+/** See the file comment. Main thread only. */
+export class SessionTelemetry implements PromptTracing {
+  readonly #parts: SessionTelemetryParts;
+  readonly #instruments: Instruments | undefined;
+  readonly #spans: PromptSpans | undefined;
+  /** Epoch ms the live prompt began; undefined between prompts. */
+  #promptStart: number | undefined;
+  /** The assistant reply being streamed: when it started, and its first chunk's arrival. */
+  #streamStart: number | undefined;
+  #firstChunk: number | undefined;
+  /** The live chain: the retry number of the next attempt, its backoff, and the hint it followed. */
+  #retry = 0;
+  #delayMs: number | undefined;
+  #lastHintMs: number | undefined;
+  /** The provider of the last attempt: a chain's end and a budget refusal are counted against it. */
+  #provider = "";
+  /** The key each provider's last attempt went out with, to count rotations (never recorded). */
+  readonly #keys = new Map<string, string>();
+
+  constructor(parts: SessionTelemetryParts) {
+    this.#parts = parts;
+    this.#instruments = parts.instruments;
+    this.#spans = parts.spans;
+  }
+
+  /** PromptTracing: the caller's context, read synchronously in `prompt()`. */
+  capture(): unknown {
+    return this.#parts.otel.context.active();
+  }
+
+  /** PromptTracing: the prompt whose `prompt()` ran in `captured` begins now. */
+  begin(captured: unknown): void {
+    this.#settlePrompt(undefined);
+    const now = Date.now();
+    this.#promptStart = now;
+    this.#parts.promptsLive(1);
+    const explicit = this.#parts.takeParent();
+    this.#spans?.begin(explicit ?? (captured as Context | undefined), now);
+  }
+
+  /** R4: the key `provider`'s next attempt goes out with; a change from the last one is a rotation. */
+  keyServed(provider: string, key: string | undefined): void {
+    if (key === undefined) return;
+    const last = this.#keys.get(provider);
+    this.#keys.set(provider, key);
+    if (last !== undefined && last !== key) {
+      this.#instruments?.credentialRotations.add(1, { "gen_ai.provider.name": provider });
+    }
+  }
+
+  /** The session's listener. */
+  handle(event: SessionEvent): void {
+    switch (event.type) {
+      case "agent_start":
+        // A prompt not begun through prompt() (resumeRun): its span starts with its first run.
+        if (this.#promptStart === undefined) this.begin(undefined);
+        return;
+      case "message_start":
+        if (event.message.role === "assistant") {
+          this.#streamStart = event.message.timestamp;
+          this.#firstChunk = undefined;
+        } else if (event.message.role === "user" && this.#parts.recordContent) {
+          this.#spans?.promptAttributes({ "gen_ai.input.messages": JSON.stringify([textOf(event.message)]) });
+        }
+        return;
+      case "message_update":
+        if (this.#firstChunk === undefined && this.#streamStart !== undefined) this.#firstChunk = Date.now();
+        return;
+      case "message_end":
+        if (event.message.role === "assistant") this.#attemptEnded(event.message);
+        return;
+      case "agent_end":
+        this.#spans?.agentEnd(event.willRetry);
+        return;
+      case "auto_retry_start":
+        this.#retry = event.attempt;
+        this.#delayMs = event.delayMs;
+        this.#instruments?.retryDelay.record(event.delayMs / 1000, { "gen_ai.provider.name": this.#provider });
+        return;
+      case "auto_retry_end":
+        this.#chainEnded(event.reason, event.attempt, event.success);
+        return;
+      case "provider_gate_wait": {
+        const attributes = { "gen_ai.provider.name": event.provider, "lifeline.gate.before": event.before };
+        this.#instruments?.gateWaits.add(1, attributes);
+        this.#instruments?.gateWaitDuration.record(event.waitMs / 1000, attributes);
+        this.#spans?.promptEvent("lifeline.provider_gate.wait", {
+          ...attributes,
+          "lifeline.gate.wait": event.waitMs / 1000,
+        });
+        return;
+      }
+      case "tool_execution_start":
+        this.#spans?.toolStart(event.toolCallId, event.toolName);
+        return;
+      case "tool_execution_end":
+        this.#instruments?.toolExecutions.add(1, {
+          "gen_ai.tool.name": event.toolName,
+          "lifeline.tool.error": event.isError,
+        });
+        this.#spans?.toolEnd(event.toolCallId, event.isError);
+        return;
+      case "compaction_end": {
+        const outcome =
+          event.result !== null ? "compacted" : event.aborted ? "aborted" : event.errorMessage ? "failed" : "none";
+        this.#instruments?.compactions.add(1, {
+          "lifeline.compaction.reason": event.reason,
+          "lifeline.compaction.outcome": outcome,
+        });
+        return;
+      }
+      case "session_restored":
+        this.#instruments?.sessionRestores.add(1, { "lifeline.worker.exit_cause": event.reason });
+        this.#spans?.promptEvent("lifeline.session.restored", {
+          "lifeline.worker.exit_cause": event.reason,
+          "lifeline.session.restarts": event.restarts,
+        });
+        return;
+      case "worker_exited":
+        this.#spans?.promptEvent("lifeline.session.crashed", { "error.type": event.error.code });
+        this.close("crashed", true);
+        return;
+      case "agent_settled":
+        this.#spans?.settled(event);
+        this.#settlePrompt(event.stopReason);
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** The session closed: an open prompt's span ends (as cut off) and it leaves the prompts in flight. */
+  close(reason = "disposed", error = false): void {
+    this.#spans?.close(reason, error);
+    this.#settlePrompt(undefined);
+  }
+
+  #attemptEnded(message: AssistantMessage): void {
+    const attempt = modelAttempt(message, Date.now());
+    this.#provider = attempt.provider;
+    const context: AttemptContext = { retry: this.#retry };
+    if (this.#retry > 0 && this.#delayMs !== undefined) {
+      context.delayMs = this.#delayMs;
+      if (this.#lastHintMs !== undefined) context.hintHonoured = this.#delayMs >= this.#lastHintMs * 0.99;
+    }
+    if (this.#firstChunk !== undefined) context.firstChunkMs = this.#firstChunk;
+    if (this.#parts.recordContent) context.output = JSON.stringify([textOf(message)]);
+    this.#lastHintMs = attempt.retryHintMs;
+    this.#delayMs = undefined;
+    this.#record(attempt, context);
+    if (attempt.errorType?.startsWith("worker_") === true) {
+      this.#spans?.promptEvent("lifeline.worker.exited", { "lifeline.worker.exit_cause": attempt.errorType.slice(7) });
+    }
+    this.#spans?.attempt(attempt, context);
+    this.#streamStart = undefined;
+    this.#firstChunk = undefined;
+  }
+
+  #record(attempt: ModelAttempt, context: AttemptContext): void {
+    const instruments = this.#instruments;
+    if (instruments === undefined) return;
+    const base: Attributes = {
+      "gen_ai.operation.name": "chat",
+      "gen_ai.provider.name": attempt.provider,
+      "gen_ai.request.model": attempt.model,
+    };
+    const withError = attempt.errorType === undefined ? base : { ...base, "error.type": attempt.errorType };
+    instruments.operationDuration.record((attempt.endMs - attempt.startMs) / 1000, withError);
+    instruments.attempts.add(1, {
+      ...withError,
+      "lifeline.attempt.outcome": attempt.outcome,
+      "lifeline.retry_class": attempt.retryClass,
+      "lifeline.attempt.kind": context.retry > 0 ? "retry" : "first",
+    });
+    if (attempt.inputTokens > 0)
+      instruments.tokenUsage.record(attempt.inputTokens, { ...base, "gen_ai.token.type": "input" });
+    if (attempt.outputTokens > 0)
+      instruments.tokenUsage.record(attempt.outputTokens, { ...base, "gen_ai.token.type": "output" });
+    if (context.firstChunkMs !== undefined) {
+      instruments.timeToFirstChunk.record((context.firstChunkMs - attempt.startMs) / 1000, base);
+    }
+  }
+
+  #chainEnded(reason: string, retries: number, success: boolean): void {
+    const attributes = { "gen_ai.provider.name": this.#provider, "lifeline.retry.end_reason": reason };
+    this.#instruments?.chains.add(1, attributes);
+    this.#instruments?.chainAttempts.record(retries, attributes);
+    if (reason === "budget_exhausted")
+      this.#instruments?.budgetRefusals.add(1, { "gen_ai.provider.name": this.#provider });
+    this.#spans?.chainEnded(reason, retries, success);
+    this.#retry = 0;
+    this.#delayMs = undefined;
+  }
+
+  /** The live prompt is over (settled with `stopReason`, or cut off when undefined). */
+  #settlePrompt(stopReason: string | undefined): void {
+    const start = this.#promptStart;
+    if (start === undefined) return;
+    this.#promptStart = undefined;
+    this.#retry = 0;
+    this.#parts.promptsLive(-1);
+    this.#instruments?.promptDuration.record((Date.now() - start) / 1000, {
+      "lifeline.prompt.stop_reason": stopReason ?? "interrupted",
+    });
+  }
+}
+
+/** A message's text as the GenAI conventions' message form (recorded only on opt-in). */
+function textOf(message: { role: string; content: unknown }): {
+  role: string;
+  parts: { type: "text"; content: string }[];
+} {
+  const content = message.content;
+  const text =
+    typeof content === "string"
+      ? content
+      : Array.isArray(content)
+        ? content
+            .filter((part): part is { type: "text"; text: string } => part?.type === "text")
+            .map((part) => part.text)
+            .join("")
+        : "";
+  return { role: message.role, parts: [{ type: "text", content: text }] };
+}

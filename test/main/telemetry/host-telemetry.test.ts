@@ -1,0 +1,82 @@
+/**
+ * B9 in-process: when a host records at all, the W3C `traceparent` it continues in fleet mode, and
+ * the `--metrics-port` flag's check. The real OpenTelemetry API and SDK, no mocks.
+ */
+import { context, metrics, ROOT_CONTEXT, trace } from "@opentelemetry/api";
+import { afterEach, describe, expect, it } from "vitest";
+import { HostTelemetry } from "../../../src/main/telemetry/host-telemetry.js";
+import { parseMetricsPort } from "../../../src/main/telemetry/metrics-endpoint.js";
+import { activeTraceparent, parseTraceparent } from "../../../src/main/telemetry/traceparent.js";
+import { AsyncLocalContextManager, recordInMemory } from "../../fixtures/otel.js";
+
+const sources = {
+  sessionCount: () => 0,
+  coordination: () => ({ budgets: [], permits: [] }),
+  workerThreads: () => [],
+};
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+describe("whether a host records", () => {
+  it("B9: with no provider registered and no telemetry option, a session gets no telemetry (no listener is added)", async () => {
+    const telemetry = new HostTelemetry(undefined, sources);
+    cleanups.push(() => telemetry.close());
+    expect(await telemetry.openSession("s1")).toBeUndefined();
+  });
+
+  it("B9: a provider registered after the host was created is used from the next session on", async () => {
+    const telemetry = new HostTelemetry(undefined, sources);
+    cleanups.push(() => telemetry.close());
+    expect(await telemetry.openSession("s1")).toBeUndefined();
+    const recorded = recordInMemory();
+    cleanups.push(() => recorded.shutdown());
+    metrics.setGlobalMeterProvider(recorded.meterProvider);
+    cleanups.push(() => metrics.disable());
+    expect(await telemetry.openSession("s2")).toBeDefined();
+  });
+
+  it("B9: telemetry false ignores registered providers", async () => {
+    const recorded = recordInMemory();
+    cleanups.push(() => recorded.shutdown());
+    trace.setGlobalTracerProvider(recorded.tracerProvider);
+    cleanups.push(() => trace.disable());
+    const telemetry = new HostTelemetry(false, sources);
+    expect(await telemetry.openSession("s1")).toBeUndefined();
+  });
+});
+
+describe("the fleet's traceparent", () => {
+  it("B9: submit()'s traceparent is the active span's, and reads back as the same remote span context", async () => {
+    expect(await activeTraceparent()).toBeUndefined();
+    context.setGlobalContextManager(new AsyncLocalContextManager());
+    cleanups.push(() => context.disable());
+    const recorded = recordInMemory();
+    cleanups.push(() => recorded.shutdown());
+    const span = recorded.tracerProvider.getTracer("t").startSpan("client");
+    const value = await context.with(trace.setSpan(ROOT_CONTEXT, span), () => activeTraceparent());
+    span.end();
+    const { traceId, spanId } = span.spanContext();
+    expect(value).toBe(`00-${traceId}-${spanId}-01`);
+    expect(parseTraceparent(value ?? "")).toEqual({ traceId, spanId, traceFlags: 1, isRemote: true });
+  });
+
+  it("B9: malformed and all-zero traceparents are refused", () => {
+    expect(parseTraceparent("01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")).toBeUndefined();
+    expect(parseTraceparent("00-00000000000000000000000000000000-b7ad6b7169203331-01")).toBeUndefined();
+    expect(parseTraceparent("00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01")).toBeUndefined();
+    expect(parseTraceparent("00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01")).toBeUndefined();
+  });
+});
+
+describe("--metrics-port", () => {
+  it("B9: takes 0 to 65535 and refuses anything else with ERR_INVALID_OPTIONS", () => {
+    expect(parseMetricsPort("0")).toBe(0);
+    expect(parseMetricsPort("9464")).toBe(9464);
+    for (const bad of ["", "-1", "65536", "12.5", "port"]) {
+      expect(() => parseMetricsPort(bad)).toThrow(expect.objectContaining({ code: "ERR_INVALID_OPTIONS" }));
+    }
+  });
+});

@@ -194,6 +194,20 @@ describe("the level survives what re-sends a request", () => {
     ]);
   });
 
+  it("a compaction's summary request reasons at the session's level, as pi's does", async () => {
+    const session = await hostWith().createSession({
+      model: "mock-openai/reasoner",
+      thinkingLevel: "low",
+      settings: { compaction: { keepRecentTokens: 1 } },
+    });
+    await within(session.prompt(conversation("before the compaction")), 10_000, "the first prompt");
+    await within(session.prompt("and a second turn"), 10_000, "the second prompt");
+    const since = suite.server.log.at(-1)?.seq ?? 0;
+    await within(session.compact(), 10_000, "the compaction");
+    const summary = suite.server.log.filter((record) => record.seq > since);
+    expect(summary.map((record) => record.reasoning)).toEqual([{ reasoning_effort: "low" }]);
+  });
+
   it("X7: after the worker dies mid-request, the restored worker's retried request still carries the level", async () => {
     const exit = new SharedArrayBuffer(4);
     const session = await hostWith().createSession({

@@ -3,6 +3,8 @@
  * The `lifeline` command.
  *
  *   lifeline [--provider P] [--model M]              on a terminal: the interactive session (tui/)
+ *            [--thinking L]                          (any mode with a session: its thinking level;
+ *                                                    or --model provider/id:L, as pi)
  *   lifeline -p "text" [--provider P] [--model M] [--api-key K]   one prompt; answer on stdout,
  *                                                               retry progress on stderr
  *   lifeline demo                                    the demo job behind `npm start`
@@ -39,6 +41,7 @@ import { isFailedStop } from "../shared/classify.js";
 import { errorText } from "../shared/error-text.js";
 import { LifelineError } from "../shared/errors.js";
 import type { PromptResult, SessionEvent } from "../shared/events.js";
+import { THINKING_LEVELS, type ThinkingLevel } from "../shared/thinking.js";
 import { addAuthCommand } from "./auth/auth-cli.js";
 import { compactionNotice } from "./compaction/compaction-notice.js";
 import { resolveLifelineDir } from "./config/settings-store.js";
@@ -47,7 +50,13 @@ import { resolveExtensions } from "./extensions/resolve-extensions.js";
 import { type FleetFlags, fleetFromFlags } from "./fleet/fleet-flags.js";
 import type { SessionHostOptions } from "./host/host-options.js";
 import { createSessionHost } from "./host/session-host.js";
-import { type CliSessionFlags, cliSessionsOption, openCliSession, resumeUsageError } from "./host/sessions-cli.js";
+import {
+  type CliSessionFlags,
+  cliSessionsOption,
+  cliThinking,
+  openCliSession,
+  resumeUsageError,
+} from "./host/sessions-cli.js";
 import { addStoredSessionsCommands } from "./host/stored-sessions-cli.js";
 import { addLoadCommand } from "./load/load-cli.js";
 import { runRpcMode } from "./rpc/rpc-mode.js";
@@ -218,6 +227,7 @@ interface ActionOptions {
   print?: string;
   provider?: string;
   model?: string;
+  thinking?: string;
   apiKey?: string;
   mode: string;
   continue?: boolean;
@@ -284,7 +294,13 @@ export async function main(argv: readonly string[]): Promise<number> {
     .configureOutput({ writeErr: (text) => process.stderr.write(text), writeOut: (text) => process.stdout.write(text) })
     .addOption(new Option("-p, --print <text>", "send one prompt, print the answer and exit"))
     .addOption(new Option("--provider <name>", 'model provider, for example "demo" or "openai"'))
-    .addOption(new Option("--model <id>", 'model id, or "provider/id"'))
+    .addOption(new Option("--model <id>", 'model id, or "provider/id"; a ":<level>" suffix sets the thinking level'))
+    .addOption(
+      new Option(
+        "--thinking <level>",
+        `thinking level, clamped to what the model supports: ${THINKING_LEVELS.join(", ")} (default: the session's stored level, else defaultThinkingLevel)`,
+      ),
+    )
     .addOption(
       new Option(
         "--api-key <key>",
@@ -338,7 +354,14 @@ export async function main(argv: readonly string[]): Promise<number> {
         program.outputHelp();
         return;
       }
-      const model = modelName(opts.provider, opts.model);
+      let model: string;
+      let thinkingLevel: ThinkingLevel | undefined;
+      try {
+        ({ model, thinkingLevel } = cliThinking(modelName(opts.provider, opts.model), opts.thinking));
+      } catch (error) {
+        exitCode = reportError(error);
+        return;
+      }
       if (model.endsWith("/")) {
         process.stderr.write(`Error: --provider ${opts.provider} needs --model <id> as well.\n`);
         exitCode = 2;
@@ -351,6 +374,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         continue: opts.continue,
         resume: opts.resume,
         explicitModel: opts.provider !== undefined || opts.model !== undefined,
+        thinkingLevel,
       };
       let sessions: SessionsOptions | false;
       try {

@@ -46,6 +46,7 @@ export type {
   SupervisionSettings,
 } from "../shared/settings.js";
 export { DEFAULT_SETTINGS } from "../shared/settings.js";
+export { THINKING_LEVELS, type ThinkingLevel } from "../shared/thinking.js";
 export type { WorkerModuleContext, WorkerModuleSetup, WorkerModuleSetupFn } from "../shared/worker-module.js";
 export type {
   AuthStorage,
@@ -79,6 +80,7 @@ export type {
   OtherEntry,
   SessionEntry,
   SessionHeader,
+  ThinkingLevelChangeEntry,
 } from "./session-files/session-format.js";
 export type { SessionsOptions } from "./session-files/session-persistence.js";
 export type {

@@ -254,6 +254,7 @@ class MockModelServer implements MockServer {
       startedAt: Date.now(),
     };
     if (ctx.apiKey !== undefined) record.apiKey = ctx.apiKey;
+    if (request.reasoning !== undefined) record.reasoning = request.reasoning;
     this.#requests.countRequest(request.conversation);
     const abort = new AbortController();
     const exchange: Exchange = {

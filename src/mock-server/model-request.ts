@@ -19,7 +19,16 @@ export interface ModelRequest {
   conversation: string;
   /** A rough count (4 characters a token), so usage fields are plausible. */
   promptTokens: number;
+  /** The body's reasoning parameters as sent ({@link REASONING_FIELDS}); absent when it has none. */
+  reasoning?: Record<string, unknown>;
 }
+
+/**
+ * Top-level body fields that carry a request's reasoning: OpenAI's `reasoning_effort` (and the
+ * `reasoning` object of OpenRouter-style endpoints), Anthropic's `thinking` and `output_config`
+ * (adaptive thinking's `effort`).
+ */
+const REASONING_FIELDS = ["reasoning_effort", "reasoning", "thinking", "output_config"] as const;
 
 /** Why a body is not a model request, worded for the client; `param` is the field at fault. */
 export interface RequestProblem {
@@ -53,7 +62,9 @@ export function parseModelRequest(body: string, headers: IncomingHttpHeaders): M
   }
   const header = headers[CONVERSATION_HEADER];
   const named = typeof header === "string" ? header : undefined;
+  const reasoning = Object.fromEntries(REASONING_FIELDS.filter((key) => key in value).map((key) => [key, value[key]]));
   return {
+    ...(Object.keys(reasoning).length === 0 ? {} : { reasoning }),
     model,
     stream: stream === true,
     includeUsage: isRecord(value.stream_options) && value.stream_options.include_usage === true,

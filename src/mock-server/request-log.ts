@@ -31,6 +31,11 @@ export interface MockRequestRecord {
   readonly step: StepKind | "none";
   /** The request's rough size in tokens (4 characters of its `messages` JSON a token); 0 for a malformed request. */
   readonly promptTokens: number;
+  /**
+   * The reasoning parameters the body carried, by their wire names (`reasoning_effort`,
+   * `reasoning`, `thinking`, `output_config`); absent when it carried none.
+   */
+  readonly reasoning?: Readonly<Record<string, unknown>>;
   /** The HTTP status sent, once headers are out; absent for `reset` and for requests closed before headers. */
   readonly status?: number;
   /** Set when the request ends. */

@@ -7,6 +7,7 @@
 import type { AgentEvent, AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { WireError, WorkerExitCause } from "./errors.js";
+import type { ThinkingLevel } from "./thinking.js";
 
 /** `agent_end` as listeners see it: the agent's event plus the retry decision made for it. */
 export interface AgentEndEvent {
@@ -193,6 +194,15 @@ export interface ExtensionErrorEvent {
 export type ForwardedAgentEvent = Exclude<AgentEvent, { type: "agent_end" }>;
 
 /** Everything a session listener can receive. Switch on `type`. */
+/**
+ * The session's thinking level changed (pi's event and shape): `setThinkingLevel()`, a cycle, or a
+ * model switch that clamped it. Not emitted when the level stays the same.
+ */
+export interface ThinkingLevelChangedEvent {
+  type: "thinking_level_changed";
+  level: ThinkingLevel;
+}
+
 export type SessionEvent =
   | ForwardedAgentEvent
   | AgentEndEvent
@@ -206,7 +216,8 @@ export type SessionEvent =
   | ExtensionErrorEvent
   | ProviderGateWaitEvent
   | CoordinationFallbackStartEvent
-  | CoordinationFallbackEndEvent;
+  | CoordinationFallbackEndEvent
+  | ThinkingLevelChangedEvent;
 
 /** The retry controller's events. */
 export type RetryEvent = AutoRetryStartEvent | AutoRetryEndEvent | ProviderGateWaitEvent;

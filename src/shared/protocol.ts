@@ -17,6 +17,7 @@ import type { Api, Model } from "@mariozechner/pi-ai";
 import type { SummaryRequest } from "./compaction/summary-prompt.js";
 import type { WireError } from "./errors.js";
 import type { WireUpdateEvent } from "./stream-wire.js";
+import type { ThinkingLevel } from "./thinking.js";
 
 /** The outcome of a worker call: a value or a typed error as data. */
 export type Result<T> = { ok: true; value: T } | { ok: false; error: WireError };
@@ -69,6 +70,11 @@ export interface SessionInit {
   storeToolCalls?: boolean;
   /** Extensions whose tools this session gets (the worker's copy; handlers run on main). */
   extensions?: SessionExtensions;
+  /**
+   * The thinking level main asks for (a restore: the session's current one); the worker clamps it
+   * to the model it resolves (pi-ai's `clampThinkingLevel`) and reports what it applied. @default "off"
+   */
+  thinkingLevel?: ThinkingLevel;
 }
 
 /** A session's extensions as the worker needs them: resolved files, in load order. */
@@ -79,9 +85,11 @@ export interface SessionExtensions {
   cwd: string;
 }
 
-/** What the worker reports about an opened session. */
+/** What the worker reports about an opened session, or about its model after a switch. */
 export interface SessionOpened {
   model: Model<Api>;
+  /** The thinking level the agent's requests now carry, clamped to `model`. */
+  thinkingLevel: ThinkingLevel;
 }
 
 /** A model switch: the reference and its key, resolved on the main thread like a session's. */
@@ -121,8 +129,14 @@ export interface WorkerApi {
   replaceMessages(sessionId: string, messages: AgentMessage[]): Result<null>;
   /** Queues a user message into the active (or next) run: `steer` or `followUp` (pi-agent-core). */
   queueMessage(sessionId: string, kind: "steer" | "followUp", message: AgentMessage): Result<null>;
-  /** Switches the model for the session's next request; returns the resolved model. */
-  setModel(sessionId: string, change: ModelChange): Result<Model<Api>>;
+  /**
+   * Switches the model for the session's next request. `thinkingLevel`: the level the session
+   * carries to the new model (pi's rule, decided on main), clamped to it; absent (a key rotation),
+   * the current level, clamped. Returns the resolved model and the level applied.
+   */
+  setModel(sessionId: string, change: ModelChange, thinkingLevel?: ThinkingLevel): Result<SessionOpened>;
+  /** Sets the thinking level of the session's next request, clamped to its model; returns the level applied. */
+  setThinkingLevel(sessionId: string, level: ThinkingLevel): Result<ThinkingLevel>;
   /** The models this worker provides itself (the demo models). */
   listBuiltInModels(): Result<Model<Api>[]>;
   /**

@@ -9,6 +9,7 @@
  */
 import { z } from "zod";
 import { InvalidSettingsError } from "./errors.js";
+import { DEFAULT_THINKING_LEVEL, THINKING_LEVELS, type ThinkingLevel } from "./thinking.js";
 import { MAX_TIMER_MESSAGE, MAX_TIMER_MS } from "./timer-ms.js";
 
 const nonNegativeInt = z.number().int().min(0);
@@ -181,6 +182,13 @@ const settingsSchema = z.looseObject({
   extensions: z.array(z.string().min(1)).optional(),
   compaction: compactionSchema.default({ enabled: true, reserveTokens: 16_384, keepRecentTokens: 20_000 }),
   fleet: fleetSchema.optional(),
+  /**
+   * pi's key: the thinking level of a new session (and of a stored one that records none), clamped
+   * to what the model supports; also the level a session goes back to when it moves from a model
+   * without reasoning to one with. A session's `setThinkingLevel()` changes it for that session
+   * only (no file is written, B5). @default "medium" (pi's)
+   */
+  defaultThinkingLevel: z.enum(THINKING_LEVELS).default(DEFAULT_THINKING_LEVEL),
 });
 
 /** Validated compaction settings, defaults applied. */
@@ -221,6 +229,7 @@ export interface SettingsInput {
   extensions?: string[];
   compaction?: { enabled?: boolean; reserveTokens?: number; keepRecentTokens?: number };
   fleet?: { redis?: string; name?: string; leaseMs?: number };
+  defaultThinkingLevel?: ThinkingLevel;
   [key: string]: unknown;
 }
 

@@ -101,7 +101,8 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
     appendMessage: (sessionId, message) => command(() => find(sessionId).appendMessage(message)),
     replaceMessages: (sessionId, messages) => command(() => find(sessionId).replaceMessages(messages)),
     queueMessage: (sessionId, kind, message) => command(() => find(sessionId).queueMessage(kind, message)),
-    setModel: (sessionId, change) => attempt(() => find(sessionId).setModel(change)),
+    setModel: (sessionId, change, thinkingLevel) => attempt(() => find(sessionId).setModel(change, thinkingLevel)),
+    setThinkingLevel: (sessionId, level) => attempt(() => find(sessionId).setThinkingLevel(level)),
     listBuiltInModels: () => attempt(() => [...demoModels().values()]),
     grantPermit: (requestId, granted) => command(() => permits.grant(requestId, granted)),
     closeSession: (sessionId) =>

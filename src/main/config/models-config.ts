@@ -22,6 +22,7 @@ import { type ParseError, parse as parseJsonc, printParseErrorCode } from "jsonc
 import { z } from "zod";
 import { LifelineError } from "../../shared/errors.js";
 import type { ModelChange, ModelRef, ProviderOverrides } from "../../shared/protocol.js";
+import { THINKING_LEVELS } from "../../shared/thinking.js";
 
 /** APIs a custom provider may use: pi's `models.json` set. */
 const CUSTOM_PROVIDER_APIS = [
@@ -50,6 +51,8 @@ const modelSchema = z.strictObject({
   name: z.string().min(1).optional(),
   api: apiSchema.optional(),
   reasoning: z.boolean().optional(),
+  /** pi's: the provider's value for each thinking level; null marks a level the model lacks (xhigh needs one). */
+  thinkingLevelMap: z.partialRecord(z.enum(THINKING_LEVELS), z.string().min(1).nullable()).optional(),
   input: z
     .array(z.enum(["text", "image"]))
     .min(1)
@@ -262,6 +265,7 @@ function toModel(
     contextWindow: model.contextWindow ?? 128_000,
     maxTokens: model.maxTokens ?? 16_384,
   };
+  if (model.thinkingLevelMap !== undefined) built.thinkingLevelMap = model.thinkingLevelMap;
   if (Object.keys(headers).length > 0) built.headers = headers;
   if (Object.keys(compat).length > 0) (built as { compat?: unknown }).compat = compat;
   return built;

@@ -2,7 +2,7 @@
  * The pieces the public calls check their arguments with, so that a bad value is refused at the
  * call that took it instead of failing later somewhere else: zod schemas of values several options
  * take (a function, timer milliseconds, a settings object, `resourceLimits`, an auth storage, a
- * model reference, a transcript message, `sessions`), the schemas of `AgentSession.prompt`'s and
+ * model reference, a transcript message, `sessions`, a thinking level), the schemas of `AgentSession.prompt`'s and
  * `SessionHost.listSessions`'s options, the argument checks of `subscribe`, `queueMessage`,
  * `resumeRun`, `compact` and a prompt's text, and
  * `validate` / `invalidOptions`, which turn a failed check into one ERR_INVALID_OPTIONS naming every
@@ -11,6 +11,7 @@
  */
 import { z } from "zod";
 import { LifelineError } from "../../shared/errors.js";
+import { THINKING_LEVELS } from "../../shared/thinking.js";
 import { MAX_TIMER_MESSAGE, MAX_TIMER_MS } from "../../shared/timer-ms.js";
 
 /** A function (zod 4 has no function schema that is also a value check). */
@@ -124,6 +125,11 @@ export const messageSchema = z.discriminatedUnion(
     error: 'must be a message with role "user", "assistant" or "toolResult" (pi-ai\'s Message), or "compactionSummary"',
   },
 );
+
+/** A thinking level (`createSession`'s option, `setThinkingLevel`, RPC `set_thinking_level`); the refusal lists them. */
+export const thinkingLevelSchema = z.enum(THINKING_LEVELS, {
+  error: `must be one of ${THINKING_LEVELS.join(", ")}`,
+});
 
 /** Options of `AgentSession.prompt`. */
 export const promptOptionsSchema = z.strictObject(

@@ -14,7 +14,7 @@ import {
 import { importExtension } from "../../shared/extensions/import-extension.js";
 import type { SessionExtensions as WorkerExtensions } from "../../shared/protocol.js";
 import type { ResolvedExtension } from "./resolve-extensions.js";
-import { type LoadedExtension, SessionExtensions } from "./session-extensions.js";
+import { type LoadedExtension, SessionExtensions, sessionActions } from "./session-extensions.js";
 
 /** Options of {@link ExtensionRunner.open}. */
 export interface OpenExtensionsOptions {
@@ -50,10 +50,13 @@ export class ExtensionRunner {
   async open(options: OpenExtensionsOptions): Promise<SessionExtensions> {
     const factories = await this.#load();
     const loaded: LoadedExtension[] = [];
+    // The factories run before the session exists; their pi's actions reach it once it is bound.
+    let session: SessionExtensions | undefined;
+    const actions = sessionActions(() => session);
     for (const [index, factory] of factories.entries()) {
       const { path } = this.#files[index] as ResolvedExtension;
       const registrations = await bounded(
-        runExtensionFactory(factory, "main", path),
+        runExtensionFactory(factory, "main", path, actions),
         options.setupTimeoutMs,
         () =>
           new ExtensionLoadError(
@@ -68,7 +71,7 @@ export class ExtensionRunner {
       }
       loaded.push({ path, registrations });
     }
-    const session = new SessionExtensions({
+    session = new SessionExtensions({
       extensions: loaded,
       reason: options.reason,
       cwd: this.#cwd,

@@ -8,13 +8,16 @@
  * as an `extension_error` event of the session, and the extension goes on with the next event.
  */
 import type { Api, Model } from "@mariozechner/pi-ai";
+import { ExtensionUnsupportedError } from "../../shared/errors.js";
 import type { ExtensionErrorEvent, SessionEvent } from "../../shared/events.js";
 import type {
   ExtensionContext,
   ExtensionEvent,
   ExtensionHandler,
   ExtensionRegistrations,
+  ExtensionSessionActions,
 } from "../../shared/extensions/extension-api.js";
+import type { ThinkingLevel } from "../../shared/thinking.js";
 import { HandlerQueue } from "./handler-queue.js";
 
 /** What handlers' `ctx` reads from the session, and where failures go; given by `AgentSession`. */
@@ -23,7 +26,9 @@ export interface SessionView {
   readonly model: Model<Api>;
   readonly isBusy: boolean;
   readonly pendingMessageCount: number;
+  readonly thinkingLevel: ThinkingLevel;
   abort(): Promise<void>;
+  setThinkingLevel(level: ThinkingLevel): Promise<ThinkingLevel>;
 }
 
 /** One extension as loaded for a session. */
@@ -39,6 +44,8 @@ export class SessionExtensions {
   readonly #start: "startup" | "resume";
   readonly #cwd: string;
   #view: SessionView | undefined;
+  /** The level `thinking_level_select` reports as `previousLevel`: the one of the last change. */
+  #thinkingLevel: ThinkingLevel = "off";
   #report: ((event: ExtensionErrorEvent) => void) | undefined;
   #closed = false;
 
@@ -79,6 +86,7 @@ export class SessionExtensions {
    */
   bind(view: SessionView, report: (event: ExtensionErrorEvent) => void): void {
     this.#view = view;
+    this.#thinkingLevel = view.thinkingLevel;
     this.#report = report;
     this.#push({ type: "session_start", reason: this.#start });
   }
@@ -87,7 +95,19 @@ export class SessionExtensions {
   deliver(event: SessionEvent): void {
     // Errors are the extensions' own: reporting them to extensions could loop.
     if (event.type === "extension_error" || this.#closed) return;
+    if (event.type === "thinking_level_changed") {
+      // pi gives extensions the change as thinking_level_select, with the level before.
+      const previousLevel = this.#thinkingLevel;
+      this.#thinkingLevel = event.level;
+      this.#push({ type: "thinking_level_select", level: event.level, previousLevel });
+      return;
+    }
     this.#push(event);
+  }
+
+  /** The session these handlers are bound to (`bind`); undefined before. */
+  get view(): SessionView | undefined {
+    return this.#view;
   }
 
   /** The session ended: `session_shutdown` is queued last and nothing after it. Idempotent. */
@@ -129,6 +149,30 @@ export class SessionExtensions {
       // The session's listeners are guarded by its SessionListeners; nothing else can throw here.
     }
   }
+}
+
+/**
+ * `pi.getThinkingLevel()`/`pi.setThinkingLevel()` of the main thread's copy: they reach the
+ * session `session()` is bound to, once it is. A set that fails (the session closed meanwhile)
+ * changes nothing and is not reported: pi's call returns nothing to report it to.
+ */
+export function sessionActions(session: () => SessionExtensions | undefined): ExtensionSessionActions {
+  const view = (member: string): SessionView => {
+    const bound = session()?.view;
+    if (bound !== undefined) return bound;
+    throw new ExtensionUnsupportedError(
+      member,
+      `pi.${member}() was called before the session was bound; call it from an event handler.`,
+    );
+  };
+  return {
+    getThinkingLevel: () => view("getThinkingLevel").thinkingLevel,
+    setThinkingLevel: (level) => {
+      view("setThinkingLevel")
+        .setThinkingLevel(level)
+        .catch(() => {});
+    },
+  };
 }
 
 /** The handlers as one-argument calls with a `ctx` made for each call. */

@@ -12,6 +12,7 @@ import { LifelineError } from "../../shared/errors.js";
 import type { SessionEvent } from "../../shared/events.js";
 import type { ModelRef } from "../../shared/protocol.js";
 import { parseSettings, type SettingsInput } from "../../shared/settings.js";
+import type { ThinkingLevel } from "../../shared/thinking.js";
 import type { AuthStorage } from "../auth/auth-storage.js";
 import type { FileAuthStorage } from "../auth/file-auth-storage.js";
 import type { ContextOverflowHook } from "../compaction/context-overflow-hook.js";
@@ -24,6 +25,7 @@ import {
   resourceLimitsSchema,
   sessionsOptionsSchema,
   settingsObject,
+  thinkingLevelSchema,
   timerMs,
   validate,
 } from "../config/option-schemas.js";
@@ -151,6 +153,12 @@ export interface SessionOptions {
   onContextOverflow?: ContextOverflowHook;
   /** Persist this session (B7), over the host's `sessions`; `false` turns it off. @default the host's */
   sessions?: SessionsOptions | false;
+  /**
+   * The session's thinking level (pi's levels: `off` … `xhigh`), clamped to what the model
+   * supports. For `resumeSession`, it replaces the level stored in the session.
+   * @default a resumed session's stored level, else the `defaultThinkingLevel` setting ("medium")
+   */
+  thinkingLevel?: ThinkingLevel;
 }
 
 /** Options of {@link SessionHost.resumeSession}: a session's options, without its id and transcript. */
@@ -236,6 +244,7 @@ const sessionOptionsSchema = z.strictObject({
   messages: z.array(messageSchema).optional(),
   onContextOverflow: fn.optional(),
   sessions: sessionsOptionsSchema.optional(),
+  thinkingLevel: thinkingLevelSchema.optional(),
 });
 
 const resumeOptionsSchema = sessionOptionsSchema.omit({ sessionId: true, messages: true });

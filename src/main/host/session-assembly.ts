@@ -127,7 +127,7 @@ export class SessionAssembly {
     telemetry?.keyServed(resolved.model.provider, resolved.apiKey);
     const messages =
       restored === undefined ? (options.messages ?? []) : [...restored.messages, ...restored.undelivered];
-    const init = sessionInit(sessionId, resolved, settings, messages, options, config.cwd());
+    const init = sessionInit(sessionId, resolved, settings, messages, options, config.cwd(), restored?.thinkingLevel);
     // Fleet mode: another host may continue this session, so a tool runs only once its call is stored.
     if (fleet !== undefined && store !== undefined) init.storeToolCalls = true;
     // The main thread's copy of the extensions first: a factory that fails costs no worker call.
@@ -158,7 +158,7 @@ export class SessionAssembly {
           : await files.record(
               store,
               sessionId,
-              opened.model,
+              opened,
               resumed === undefined || restored === undefined ? { messages: init.messages } : { resumed, restored },
             );
     } catch (error) {
@@ -172,6 +172,7 @@ export class SessionAssembly {
         link,
         model: opened.model,
         modelChange: resolved,
+        thinkingLevel: opened.thinkingLevel,
         settings,
         messages: init.messages,
         ...(restored === undefined
@@ -208,8 +209,8 @@ export class SessionAssembly {
           return recorder === undefined ? undefined : files.close(recorder);
         },
         // SPEC X7: opened again on a fresh worker from the main-side transcript; a suspect on its own.
-        reopen: async (messages, model, isolate) =>
-          (await workers.open(withModel(init, model, messages), isolate)).link,
+        reopen: async (messages, model, thinkingLevel, isolate) =>
+          (await workers.open(withModel(init, model, messages, thinkingLevel), isolate)).link,
         ...(this.#parts.options.sleep === undefined ? {} : { sleep: this.#parts.options.sleep }),
         telemetry,
       },

@@ -5,6 +5,7 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { ModelChange, SessionInit } from "../../shared/protocol.js";
 import type { Settings } from "../../shared/settings.js";
+import type { ThinkingLevel } from "../../shared/thinking.js";
 import { toModuleUrl } from "../config/module-url.js";
 import { SESSION_DEFAULTS } from "./host-options.js";
 
@@ -13,11 +14,14 @@ export interface SessionInitOptions {
   systemPrompt?: string;
   workerModule?: string | URL;
   workerModuleOptions?: unknown;
+  thinkingLevel?: ThinkingLevel;
 }
 
 /**
  * A session's init: its model and key (`resolved`), its settings' provider options and permit
- * flag, and its worker module (a relative path taken from `cwd`). Pure.
+ * flag, its worker module (a relative path taken from `cwd`) and the thinking level asked for
+ * (`options.thinkingLevel`, else the stored one of a resumed session, else the settings' default;
+ * the worker clamps it to the model). Pure.
  */
 export function sessionInit(
   sessionId: string,
@@ -26,6 +30,7 @@ export function sessionInit(
   messages: AgentMessage[],
   options: SessionInitOptions,
   cwd: string,
+  storedThinkingLevel?: ThinkingLevel,
 ): SessionInit {
   const init: SessionInit = {
     sessionId,
@@ -33,6 +38,7 @@ export function sessionInit(
     systemPrompt: options.systemPrompt ?? SESSION_DEFAULTS.systemPrompt,
     messages,
     provider: { ...settings.retry.provider },
+    thinkingLevel: options.thinkingLevel ?? storedThinkingLevel ?? settings.defaultThinkingLevel,
   };
   if (settings.retry.maxConcurrentRequests !== undefined) init.requestPermits = true;
   if (resolved.apiKey !== undefined) init.apiKey = resolved.apiKey;
@@ -42,10 +48,15 @@ export function sessionInit(
   return init;
 }
 
-/** `init` with the session's current model and key (they may have changed) and transcript. */
-export function withModel(init: SessionInit, change: ModelChange, messages: AgentMessage[]): SessionInit {
+/** `init` with the session's current model and key, thinking level and transcript (they may have changed). */
+export function withModel(
+  init: SessionInit,
+  change: ModelChange,
+  messages: AgentMessage[],
+  thinkingLevel: ThinkingLevel,
+): SessionInit {
   const { apiKey: _key, authHeader: _header, ...rest } = init;
-  const next: SessionInit = { ...rest, model: change.model, messages };
+  const next: SessionInit = { ...rest, model: change.model, messages, thinkingLevel };
   if (change.apiKey !== undefined) next.apiKey = change.apiKey;
   if (change.authHeader === true) next.authHeader = true;
   return next;

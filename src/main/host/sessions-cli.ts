@@ -4,9 +4,13 @@
  * `--session-dir` (or the `sessionDir` setting) puts files directly in a directory; the
  * `sessions.fsync` setting chooses the fsync policy; `-c` resumes
  * the cwd's most recent session (a new one when there is none); `--session <path|id>` opens one.
+ * The thinking level, as pi's CLI takes it: `--thinking <level>`, or a `:<level>` suffix on the
+ * model (`provider/id:high`); the flag wins over the suffix, and either wins over a resumed
+ * session's stored level.
  */
 import { LifelineError } from "../../shared/errors.js";
 import { parseSettings } from "../../shared/settings.js";
+import { isThinkingLevel, THINKING_LEVELS, type ThinkingLevel } from "../../shared/thinking.js";
 import { loadSettingsFiles, resolveLifelineDir } from "../config/settings-store.js";
 import type { AgentSession } from "../session/agent-session.js";
 import type { SessionsOptions } from "../session-files/session-persistence.js";
@@ -22,6 +26,31 @@ export interface CliSessionFlags {
   resume?: boolean | undefined;
   /** The user named a model (--provider/--model); otherwise a resumed session keeps the file's. */
   explicitModel?: boolean | undefined;
+  /** --thinking, or the model's `:<level>` suffix (see {@link cliThinking}). */
+  thinkingLevel?: ThinkingLevel | undefined;
+}
+
+/**
+ * Splits pi's `:<level>` suffix off the CLI's model (`"provider/id:high"`) and applies
+ * `--thinking` over it (pi's precedence). A suffix that is not a level stays part of the id (ids
+ * may hold colons); the model then fails to resolve with a hint (see {@link openCliSession}).
+ * @throws ERR_INVALID_OPTIONS when `thinking` is not a level, naming the levels.
+ */
+export function cliThinking(
+  model: string,
+  thinking: string | undefined,
+): { model: string; thinkingLevel?: ThinkingLevel } {
+  if (thinking !== undefined && !isThinkingLevel(thinking)) {
+    throw new LifelineError(
+      "ERR_INVALID_OPTIONS",
+      `Invalid thinking level "${thinking}" (--thinking). Valid values: ${THINKING_LEVELS.join(", ")}.`,
+    );
+  }
+  const colon = model.lastIndexOf(":");
+  const suffix = colon > model.indexOf("/") ? model.slice(colon + 1) : undefined;
+  const split = isThinkingLevel(suffix) ? { model: model.slice(0, colon), level: suffix } : { model };
+  const level = thinking ?? split.level;
+  return level === undefined ? { model: split.model } : { model: split.model, thinkingLevel: level };
 }
 
 /**
@@ -83,14 +112,33 @@ export async function cliSessionsOption(flags: CliSessionFlags): Promise<Session
 export async function openCliSession(
   host: SessionHost,
   flags: CliSessionFlags,
-  options: ResumeOptions,
+  given: ResumeOptions,
 ): Promise<AgentSession> {
+  const options = flags.thinkingLevel === undefined ? given : { ...given, thinkingLevel: flags.thinkingLevel };
   const { model: _default, ...withoutModel } = options;
   const resumeOptions = flags.explicitModel === true ? options : withoutModel;
-  if (typeof flags.session === "string") return host.resumeSession(flags.session, resumeOptions);
-  if (flags.continue === true) {
-    const recent = (await host.listSessions())[0];
-    if (recent !== undefined) return host.resumeSession(recent.path, resumeOptions);
+  try {
+    if (typeof flags.session === "string") return await host.resumeSession(flags.session, resumeOptions);
+    if (flags.continue === true) {
+      const recent = (await host.listSessions())[0];
+      if (recent !== undefined) return await host.resumeSession(recent.path, resumeOptions);
+    }
+    return await host.createSession(options);
+  } catch (error) {
+    throw withSuffixHint(error, options.model);
   }
-  return host.createSession(options);
+}
+
+/** An unknown model whose id ends in `:<word>`: the word may have been meant as a thinking level. */
+function withSuffixHint(error: unknown, model: ResumeOptions["model"]): unknown {
+  if (!(error instanceof LifelineError) || error.code !== "ERR_UNKNOWN_MODEL" || typeof model !== "string") {
+    return error;
+  }
+  const colon = model.lastIndexOf(":");
+  if (colon <= model.indexOf("/")) return error;
+  return new LifelineError(
+    "ERR_UNKNOWN_MODEL",
+    `${error.message} If ":${model.slice(colon + 1)}" was meant as a thinking level, use one of: ${THINKING_LEVELS.join(", ")}.`,
+    { cause: error },
+  );
 }

@@ -10,6 +10,7 @@ import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { LifelineError } from "../../shared/errors.js";
 import type { AgentSettledEvent, CompactionResult } from "../../shared/events.js";
+import type { ThinkingLevel } from "../../shared/thinking.js";
 import { MAX_TIMER_MS } from "../../shared/timer-ms.js";
 import { EventListeners } from "./event-listeners.js";
 import { CONTINUE, EventWatches, type Watch } from "./event-watches.js";
@@ -287,6 +288,16 @@ export class RpcClient {
   /** Turns this session's compaction on overflow and at the threshold on or off (no settings file is written). */
   setAutoCompaction(enabled: boolean): Promise<void> {
     return this.#request({ type: "set_auto_compaction", enabled });
+  }
+
+  /** Sets the session's thinking level (pi's levels), clamped to its model; `getState()` reads the result. */
+  setThinkingLevel(level: ThinkingLevel): Promise<void> {
+    return this.#request({ type: "set_thinking_level", level });
+  }
+
+  /** Moves to the model's next thinking level; resolves with it, or null when the model has no reasoning. */
+  cycleThinkingLevel(): Promise<{ level: ThinkingLevel } | null> {
+    return this.#request({ type: "cycle_thinking_level" });
   }
 
   /** Starts a fresh session in the child. */

@@ -102,6 +102,15 @@ export const rpcCommands: RpcCommandTable = {
     return { cancelled: false };
   },
   get_last_assistant_text: async (_command, ctx) => ({ text: lastAssistantText(ctx.session.current()) }),
+  set_thinking_level: async (command, ctx) => {
+    // B5, unlike pi: the session's defaultThinkingLevel changes, the settings file does not.
+    await ctx.session.live().setThinkingLevel(command.level);
+    return undefined;
+  },
+  cycle_thinking_level: async (_command, ctx) => {
+    const level = await ctx.session.live().cycleThinkingLevel();
+    return level === undefined ? null : { level };
+  },
   auth_list: async (_command, ctx) => {
     const storage = authFile(ctx.host);
     return { credentials: storage.list(), path: storage.path };
@@ -153,7 +162,7 @@ function authFile(host: SessionHost): FileAuthStorage {
 function stateOf(session: AgentSession): RpcSessionState {
   return {
     model: session.model,
-    thinkingLevel: "off",
+    thinkingLevel: session.thinkingLevel,
     isStreaming: session.isStreaming,
     isCompacting: session.isCompacting,
     steeringMode: "one-at-a-time",

@@ -13,7 +13,9 @@ import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { z } from "zod";
 import type { CompactionResult, SessionEvent } from "../../shared/events.js";
+import type { ThinkingLevel } from "../../shared/thinking.js";
 import type { AuthEntry } from "../auth/file-auth-storage.js";
+import { thinkingLevelSchema } from "../config/option-schemas.js";
 import type { CoordinationState } from "../coordination/session-coordination.js";
 
 const id = z.string().max(1000).optional();
@@ -47,6 +49,10 @@ export const rpcCommandSchemas = {
   /** B7: closes the session and resumes a stored one (a file path, or an id or prefix of one). */
   switch_session: z.strictObject({ id, type: z.literal("switch_session"), sessionPath: text }),
   get_last_assistant_text: z.strictObject({ id, type: z.literal("get_last_assistant_text") }),
+  /** pi's: sets the session's thinking level, clamped to the model. */
+  set_thinking_level: z.strictObject({ id, type: z.literal("set_thinking_level"), level: thinkingLevelSchema }),
+  /** pi's: the next level the model supports; `data` null for a model without reasoning. */
+  cycle_thinking_level: z.strictObject({ id, type: z.literal("cycle_thinking_level") }),
   /** lifeline extension: the keys of auth.json, masked. */
   auth_list: z.strictObject({ id, type: z.literal("auth_list") }),
   /** lifeline extension: adds a key to auth.json; the response never repeats it. */
@@ -95,7 +101,8 @@ export function parseRpcCommand<K extends RpcCommandType>(
 /** pi's `RpcSessionState` plus lifeline's retry fields (B4). */
 export interface RpcSessionState {
   model?: Model<Api>;
-  thinkingLevel: string;
+  /** The level of the session's next request, clamped to the model (pi's). */
+  thinkingLevel: ThinkingLevel;
   /** A run is in flight in the worker. */
   isStreaming: boolean;
   isCompacting: boolean;
@@ -141,6 +148,8 @@ export interface RpcResponseData {
   new_session: { cancelled: boolean };
   switch_session: { cancelled: boolean };
   get_last_assistant_text: { text: string | null };
+  set_thinking_level: undefined;
+  cycle_thinking_level: { level: ThinkingLevel } | null;
   auth_list: { credentials: AuthEntry[]; path: string };
   auth_add: { provider: string; index: number };
   auth_remove: { provider: string; removed: number };

@@ -6,6 +6,7 @@
 import { resolve } from "node:path";
 import { LifelineError } from "../../shared/errors.js";
 import type { SessionEvent } from "../../shared/events.js";
+import type { ThinkingLevel } from "../../shared/thinking.js";
 import type { SessionHost } from "../host/session-host.js";
 import { type CliSessionFlags, openCliSession } from "../host/sessions-cli.js";
 import type { AgentSession } from "../session/agent-session.js";
@@ -35,11 +36,12 @@ export class RpcSessionSlot {
     this.#sessionFlags = options.sessionFlags ?? {};
   }
 
-  /** Creates the session (again, for new_session) and forwards its events. */
-  async open(model: string): Promise<void> {
+  /** Creates the session (again, for new_session, at `thinkingLevel`) and forwards its events. */
+  async open(model: string, thinkingLevel?: ThinkingLevel): Promise<void> {
     const session = await openCliSession(this.#host, this.#sessionFlags, {
       model,
       ...(this.#apiKey === undefined ? {} : { apiKey: this.#apiKey }),
+      ...(thinkingLevel === undefined ? {} : { thinkingLevel }),
     });
     this.#sessionFlags = {};
     this.#unsubscribe();
@@ -49,14 +51,17 @@ export class RpcSessionSlot {
 
   /**
    * `new_session`: disposes the current session (a live prompt is aborted) and opens a new one on
-   * its model. @throws LifelineError ERR_SESSION_DISPOSED when no session is open.
+   * its model, at the thinking level pi's new session would have: the level last chosen on a model
+   * with reasoning (pi saves it as `defaultThinkingLevel`; here the session keeps it).
+   * @throws LifelineError ERR_SESSION_DISPOSED when no session is open.
    */
   async renew(): Promise<void> {
     const session = this.current();
     const model = `${session.model.provider}/${session.model.id}`;
+    const level = session.model.reasoning ? session.thinkingLevel : session.settings.defaultThinkingLevel;
     await session.dispose();
     this.#unsubscribe();
-    await this.open(model);
+    await this.open(model, level);
   }
 
   /**

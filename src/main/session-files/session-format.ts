@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { LifelineError } from "../../shared/errors.js";
 import type { PromptResult } from "../../shared/events.js";
+import type { ThinkingLevel } from "../../shared/thinking.js";
 
 /** The version lifeline writes. Files of versions 1 and 2 are migrated when opened (as pi does). */
 export const SESSION_VERSION = 3;
@@ -46,6 +47,12 @@ export interface ModelChangeEntry extends EntryBase {
   modelId: string;
 }
 
+/** pi's record of the session's thinking level: written when a session starts and when it changes. */
+export interface ThinkingLevelChangeEntry extends EntryBase {
+  type: "thinking_level_change";
+  thinkingLevel: ThinkingLevel;
+}
+
 /**
  * Extension data, outside the model's context. lifeline writes one with customType
  * {@link QUEUED_CUSTOM_TYPE} when it sends a steering or follow-up message to the worker, so
@@ -79,7 +86,13 @@ export interface OtherEntry extends EntryBase {
 }
 
 /** One line after the header. */
-export type SessionEntry = MessageEntry | ModelChangeEntry | CustomEntry | CompactionEntry | OtherEntry;
+export type SessionEntry =
+  | MessageEntry
+  | ModelChangeEntry
+  | ThinkingLevelChangeEntry
+  | CustomEntry
+  | CompactionEntry
+  | OtherEntry;
 
 /** `customType` of lifeline's record of a queued (steering or follow-up) message. */
 export const QUEUED_CUSTOM_TYPE = "lifeline.queued";

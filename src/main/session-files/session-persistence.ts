@@ -4,8 +4,8 @@
  * only when every accepted entry is stored and every lock released.
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
-import type { Api, Model } from "@mariozechner/pi-ai";
 import { LifelineError } from "../../shared/errors.js";
+import type { SessionOpened } from "../../shared/protocol.js";
 import type { FleetConnection } from "../fleet/fleet-connection.js";
 import { FileSessionStore } from "./file-session-store.js";
 import type { FsyncPolicy } from "./persistence-queue.js";
@@ -104,16 +104,19 @@ export class SessionPersistence {
   }
 
   /**
-   * Starts recording a session: a new stored session (header, model, initial messages), or the
-   * resumed one continued from its leaf (its undelivered queued messages stored as delivered now).
+   * Starts recording a session: a new stored session (header, model, thinking level, initial
+   * messages, as pi starts one), or the resumed one continued from its leaf (its undelivered
+   * queued messages stored as delivered now; the model and thinking level recorded when they are
+   * not the file's).
    * @throws what the store's `create` throws (ERR_SESSION_LOCKED, ERR_SESSION_FILE).
    */
   async record(
     store: SessionStore,
     sessionId: string,
-    model: Model<Api>,
+    opened: SessionOpened,
     start: { messages: readonly AgentMessage[] } | { resumed: OpenedSession; restored: RestoredTranscript },
   ): Promise<SessionRecorder> {
+    const { model, thinkingLevel } = opened;
     const onError = (error: Error) =>
       process.emitWarning(`lifeline: session ${sessionId}: ${error.message}`, { code: "LIFELINE_SESSION_FILE" });
     let recorder: SessionRecorder;
@@ -127,6 +130,7 @@ export class SessionPersistence {
       });
       recorder = new SessionRecorder(writer, { ids: [], leafId: null, historyIds: [] }, onError);
       recorder.modelChange(model.provider, model.id);
+      recorder.thinkingLevelChange(thinkingLevel);
       for (const message of start.messages) recorder.history(message);
     } else {
       const { resumed, restored } = start;
@@ -138,6 +142,7 @@ export class SessionPersistence {
       if (restored.model?.provider !== model.provider || restored.model?.id !== model.id) {
         recorder.modelChange(model.provider, model.id);
       }
+      if (restored.thinkingLevel !== thinkingLevel) recorder.thinkingLevelChange(thinkingLevel);
       for (const message of restored.undelivered) recorder.history(message);
     }
     this.#open.add(recorder);

@@ -8,6 +8,7 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { PromptResult } from "../../shared/events.js";
+import type { ThinkingLevel } from "../../shared/thinking.js";
 import {
   type CompactionEntry,
   type MessageEntry,
@@ -134,6 +135,11 @@ export class SessionRecorder {
   /** The session's model changed (also recorded when a session starts, as pi does). */
   modelChange(provider: string, modelId: string): void {
     this.#background([{ ...this.#base(), type: "model_change", provider, modelId }]);
+  }
+
+  /** The session's thinking level changed (also recorded when a session starts, as pi does). */
+  thinkingLevelChange(thinkingLevel: ThinkingLevel): void {
+    this.#background([{ ...this.#base(), type: "thinking_level_change", thinkingLevel }]);
   }
 
   /**

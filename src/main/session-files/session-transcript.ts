@@ -7,6 +7,7 @@ import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { isRemovableFailure } from "../../shared/classify.js";
 import { summaryMessage } from "../../shared/compaction/summary-message.js";
 import type { PromptResult } from "../../shared/events.js";
+import { isThinkingLevel, type ThinkingLevel } from "../../shared/thinking.js";
 import {
   type CompactionEntry,
   type CustomEntry,
@@ -43,6 +44,8 @@ export interface RestoredTranscript {
   undelivered: AgentMessage[];
   /** The last `model_change` on the path, else the last assistant message's model. */
   model: { provider: string; id: string } | undefined;
+  /** The last `thinking_level_change` on the path (as pi reads it); undefined when there is none. */
+  thinkingLevel: ThinkingLevel | undefined;
   /** The leaf: the last entry of the file (pi appends to it). */
   leafId: string | null;
   /**
@@ -79,6 +82,7 @@ export function restoreTranscript(entries: readonly SessionEntry[]): RestoredTra
   const history: AgentMessage[] = [];
   const historyIds: string[] = [];
   let model: RestoredTranscript["model"];
+  let thinkingLevel: ThinkingLevel | undefined;
   const queued: AgentMessage[] = [];
   const marks = new Map<string, string>();
   const prompts = new Map<string, PromptRecord>();
@@ -98,6 +102,9 @@ export function restoreTranscript(entries: readonly SessionEntry[]): RestoredTra
       if (typeof change.provider === "string" && typeof change.modelId === "string") {
         model = { provider: change.provider, id: change.modelId };
       }
+    } else if (entry.type === "thinking_level_change") {
+      const level = (entry as { thinkingLevel?: unknown }).thinkingLevel;
+      if (isThinkingLevel(level)) thinkingLevel = level;
     } else if (entry.type === "custom" && (entry as { customType?: unknown }).customType === QUEUED_CUSTOM_TYPE) {
       const data = (entry as { data?: Partial<QueuedData> }).data;
       if (data?.message !== undefined) queued.push(data.message);
@@ -131,7 +138,17 @@ export function restoreTranscript(entries: readonly SessionEntry[]): RestoredTra
     const summary = summaryMessage(entry.summary, entry.tokensBefore, Date.parse(entry.timestamp) || 0);
     messages = [summary, ...history.map((m, i) => (i >= from && runtime(m, i) ? m : undefined)).filter(isMessage)];
   }
-  return { history, historyIds, messages, undelivered: queued, model, leafId: leaf?.id ?? null, prompts, lastPromptId };
+  return {
+    history,
+    historyIds,
+    messages,
+    undelivered: queued,
+    model,
+    thinkingLevel,
+    leafId: leaf?.id ?? null,
+    prompts,
+    lastPromptId,
+  };
 }
 
 /** Reads a prompt's mark (its id → its message's entry id) or its end (its result) into the maps. */

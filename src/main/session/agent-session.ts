@@ -12,6 +12,7 @@ import { LifelineError, SessionBusyError } from "../../shared/errors.js";
 import type { CompactionResult, CoordinationFallbackEvent, PromptResult } from "../../shared/events.js";
 import type { ModelRef } from "../../shared/protocol.js";
 import type { Settings } from "../../shared/settings.js";
+import type { ThinkingLevel } from "../../shared/thinking.js";
 import { toModelRef } from "../config/model-ref.js";
 import {
   assertListener,
@@ -23,6 +24,7 @@ import {
   invalidResumeId,
   modelRefSchema,
   promptOptionsSchema,
+  thinkingLevelSchema,
   validate,
 } from "../config/option-schemas.js";
 import type { PermitTarget } from "../coordination/permit-bridge.js";
@@ -34,6 +36,7 @@ import { type SessionListener, SessionListeners } from "./session-listeners.js";
 import { SessionModel } from "./session-model.js";
 import { sessionCoordination } from "./session-retry.js";
 import type { SessionSetup } from "./session-setup.js";
+import { SessionThinking } from "./session-thinking.js";
 
 export type {
   ContextOverflowAnswer,
@@ -68,6 +71,7 @@ export class AgentSession {
   readonly #setup: SessionSetup;
   readonly #settings: Settings;
   readonly #model: SessionModel;
+  readonly #thinking: SessionThinking;
   readonly #events: SessionListeners;
   /** Steering and follow-up messages sent to the worker and not yet seen in the transcript. */
   readonly #queued = new QueuedMessages();
@@ -84,10 +88,13 @@ export class AgentSession {
     this.#model = model;
     const events = new SessionListeners(setup.host.onListenerError);
     this.#events = events;
+    const thinking = new SessionThinking(setup.start.thinkingLevel, { model, events, setup });
+    this.#thinking = thinking;
     this.#coordination = sessionCoordination(setup, model, events);
     this.#runner = new PromptRunner({
       setup,
       model,
+      thinking,
       events,
       queued: this.#queued,
       coordination: this.#coordination,
@@ -175,6 +182,28 @@ export class AgentSession {
     validate(modelRefSchema, model, "setModel() argument", "model");
     const change = await this.#setup.host.credentials.resolveModel(toModelRef(model));
     return this.#runner.link.setModel(change);
+  }
+
+  /** The thinking level of the next model request (pi's levels), clamped to the model. */
+  get thinkingLevel(): ThinkingLevel {
+    return this.#thinking.level;
+  }
+
+  /**
+   * Sets the thinking level from the next request (a retry's included), clamped to the model (see
+   * session-thinking.ts). Resolves with the level applied. @throws ERR_INVALID_OPTIONS, ERR_SESSION_DISPOSED.
+   */
+  async setThinkingLevel(level: ThinkingLevel): Promise<ThinkingLevel> {
+    if (this.#runner.closed !== undefined) throw this.#runner.closed;
+    validate(thinkingLevelSchema, level, "setThinkingLevel() argument", "level");
+    return this.#runner.link.setThinkingLevel(level);
+  }
+
+  /** pi's cycle to the next supported level; undefined (no change) without reasoning. @throws ERR_SESSION_DISPOSED. */
+  async cycleThinkingLevel(): Promise<ThinkingLevel | undefined> {
+    if (this.#runner.closed !== undefined) throw this.#runner.closed;
+    const next = this.#thinking.next();
+    return next === undefined ? undefined : this.#runner.link.setThinkingLevel(next);
   }
 
   /**

@@ -37,12 +37,14 @@ import type { SessionModel } from "./session-model.js";
 import { sessionRetryController } from "./session-retry.js";
 import { SessionRuns, type SessionRunsTarget } from "./session-runs.js";
 import type { SessionSetup } from "./session-setup.js";
+import type { SessionThinking } from "./session-thinking.js";
 import { TranscriptMirror } from "./transcript-mirror.js";
 
 /** What `AgentSession` hands its runner: the parts it shares with it, and its own `setModel`. */
 export interface PromptRunnerParts {
   readonly setup: SessionSetup;
   readonly model: SessionModel;
+  readonly thinking: SessionThinking;
   readonly events: SessionListeners;
   readonly queued: QueuedMessages;
   /** B8: the session's view of the host's budget, gate and permits; undefined without a host's. */
@@ -76,12 +78,12 @@ export class PromptRunner implements SessionRunsTarget, CompactionTarget, Linked
   #closed: LifelineError | undefined;
 
   /** Builds the session's lifecycle parts; nothing reaches it from the worker until `link.connect()`. */
-  constructor({ setup, model, events, queued, coordination, setModel }: PromptRunnerParts) {
+  constructor({ setup, model, thinking, events, queued, coordination, setModel }: PromptRunnerParts) {
     this.sessionId = setup.start.sessionId;
     this.#setup = setup;
     this.#events = events;
     this.#queued = queued;
-    this.link = new SessionLink(setup, this, { model, queued, events });
+    this.link = new SessionLink(setup, this, { model, thinking, queued, events });
     this.transcript = new TranscriptMirror(
       setup.start.messages,
       setup.start.history ?? setup.start.messages,

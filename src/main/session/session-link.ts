@@ -4,13 +4,15 @@
  * It owns the session's `SessionRestore` (X7): when the worker dies, the restore ends what ran
  * (through the prompt runner), opens the session again on a fresh worker from the main-side
  * transcript (`reopen`) and makes that worker's link the session's (`adopt`). The session's own
- * calls outside its runs are made here too: a model switch and steering, whose effects a restore
- * keeps (it reopens with the model and sends the steering again), and `abort()`'s.
+ * calls outside its runs are made here too: a model switch, a thinking level and steering, whose
+ * effects a restore keeps (it reopens with the model and level and sends the steering again), and
+ * `abort()`'s.
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import type { LifelineError } from "../../shared/errors.js";
 import type { BatchItem, ModelChange } from "../../shared/protocol.js";
+import type { ThinkingLevel } from "../../shared/thinking.js";
 import { type RestoreLink, type RestoreTarget, SessionRestore } from "../supervision/session-restore.js";
 import { isWorkerGone } from "../workers/worker-exit.js";
 import type { LinkClient, WorkerLink } from "../workers/worker-link.js";
@@ -19,6 +21,7 @@ import type { AfterRun } from "./run-events.js";
 import type { SessionListeners } from "./session-listeners.js";
 import type { SessionModel } from "./session-model.js";
 import type { SessionSetup } from "./session-setup.js";
+import type { SessionThinking } from "./session-thinking.js";
 import type { MirrorWorker } from "./transcript-mirror.js";
 
 /** What the link needs of its session's prompt lifecycle (the session's `PromptRunner` implements it). */
@@ -39,6 +42,7 @@ export class SessionLink implements RestoreLink, MirrorWorker {
   readonly #setup: SessionSetup;
   readonly #session: LinkedSession;
   readonly #model: SessionModel;
+  readonly #thinking: SessionThinking;
   readonly #queued: QueuedMessages;
   readonly #client: LinkClient;
   /** X7: restores on a fresh worker after this session's worker dies; calls to the worker wait for one. */
@@ -49,12 +53,13 @@ export class SessionLink implements RestoreLink, MirrorWorker {
   constructor(
     setup: SessionSetup,
     session: LinkedSession,
-    parts: { model: SessionModel; queued: QueuedMessages; events: SessionListeners },
+    parts: { model: SessionModel; thinking: SessionThinking; queued: QueuedMessages; events: SessionListeners },
   ) {
     this.sessionId = setup.start.sessionId;
     this.#setup = setup;
     this.#session = session;
     this.#model = parts.model;
+    this.#thinking = parts.thinking;
     this.#queued = parts.queued;
     this.#link = setup.start.link;
     this.#restore = new SessionRestore<AfterRun>(session, this, {
@@ -98,15 +103,30 @@ export class SessionLink implements RestoreLink, MirrorWorker {
   }
 
   /**
-   * `setModel()`, once `change` is resolved: the worker takes it, then it is the session's model
-   * (a restore reopens with it), recorded in its file. Resolves with the model the worker resolved.
-   * @throws the session's close error; the worker's refusal (the model is unchanged then).
+   * `setModel()`, once `change` is resolved: the worker takes it with the thinking level the
+   * session carries to it (pi's rule, clamped there), then it is the session's model (a restore
+   * reopens with it), recorded in its file, followed by the level when that changed. Resolves
+   * with the model the worker resolved.
+   * @throws the session's close error; the worker's refusal (model and level are unchanged then).
    */
   async setModel(change: ModelChange): Promise<Model<Api>> {
-    const resolved = await (await this.worker()).call("setModel", this.sessionId, change);
-    this.#model.switched(resolved, change);
-    this.#setup.host.recorder?.modelChange(resolved.provider, resolved.id);
-    return resolved;
+    const worker = await this.worker();
+    const switched = await worker.call("setModel", this.sessionId, change, this.#thinking.forModelSwitch());
+    this.#model.switched(switched.model, change);
+    this.#setup.host.recorder?.modelChange(switched.model.provider, switched.model.id);
+    this.#thinking.adopt(switched.thinkingLevel);
+    return switched.model;
+  }
+
+  /**
+   * `setThinkingLevel()`: the worker clamps `level` to the session's model and applies it from
+   * the next request; the session adopts what it applied. Resolves with that level.
+   * @throws the session's close error; the worker's refusal (the level is unchanged then).
+   */
+  async setThinkingLevel(level: ThinkingLevel): Promise<ThinkingLevel> {
+    const applied = await (await this.worker()).call("setThinkingLevel", this.sessionId, level);
+    this.#thinking.adopt(applied);
+    return applied;
   }
 
   /**
@@ -144,9 +164,10 @@ export class SessionLink implements RestoreLink, MirrorWorker {
     }
   }
 
-  /** X7: opens the session again on a fresh worker (its own if `isolate`) from the main-side transcript and model. */
+  /** X7: opens the session again on a fresh worker (its own if `isolate`) from the main-side transcript, model and thinking level. */
   reopen(isolate: boolean): Promise<WorkerLink> {
-    return this.#setup.host.reopen([...this.#session.transcript.messages], this.#model.change, isolate);
+    const messages = [...this.#session.transcript.messages];
+    return this.#setup.host.reopen(messages, this.#model.change, this.#thinking.level, isolate);
   }
 
   /** X7: `link`, the fresh worker's, becomes the session's; steering not yet delivered goes to it, once. */

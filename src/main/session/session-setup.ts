@@ -9,6 +9,7 @@ import type { Api, Model } from "@mariozechner/pi-ai";
 import type { SessionEvent } from "../../shared/events.js";
 import type { ModelChange, ModelRef } from "../../shared/protocol.js";
 import type { Settings } from "../../shared/settings.js";
+import type { ThinkingLevel } from "../../shared/thinking.js";
 import type { AuthStorage } from "../auth/auth-storage.js";
 import type { KeySource } from "../auth/session-credentials.js";
 import type { ContextOverflowHook } from "../compaction/context-overflow-hook.js";
@@ -32,6 +33,8 @@ interface SessionStart {
   /** The model the worker resolved, and the reference and key it was opened with. */
   model: Model<Api>;
   modelChange: ModelChange;
+  /** The thinking level the worker applied (clamped to `model`). */
+  thinkingLevel: ThinkingLevel;
   /** The session's effective settings; the session's toggles write into this object. */
   settings: Settings;
   /** The runtime transcript to start from. */
@@ -63,9 +66,14 @@ interface HostServices {
   onDisposed: (sessionId: string) => Promise<void> | undefined;
   /**
    * SPEC X7: opens this session again on a fresh worker from `messages` (its own worker if
-   * `isolate`), with the session's current model; resolves with the new link.
+   * `isolate`), with the session's current model and thinking level; resolves with the new link.
    */
-  reopen: (messages: AgentMessage[], model: ModelChange, isolate: boolean) => Promise<WorkerLink>;
+  reopen: (
+    messages: AgentMessage[],
+    model: ModelChange,
+    thinkingLevel: ThinkingLevel,
+    isolate: boolean,
+  ) => Promise<WorkerLink>;
   /** Test seam for the retry controller's sleep; production uses real timers. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** B9: the session's telemetry, told where each prompt begins; undefined when the host records nothing. */

@@ -13,8 +13,9 @@
 import type { AgentToolResult, AgentToolUpdateCallback } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { errorText } from "../error-text.js";
-import { ExtensionLoadError, ExtensionUnsupportedError } from "../errors.js";
+import { ExtensionLoadError, ExtensionUnsupportedError, LifelineError } from "../errors.js";
 import type { SessionEvent } from "../events.js";
+import { isThinkingLevel, THINKING_LEVELS, type ThinkingLevel } from "../thinking.js";
 
 /** Which copy of the extension a factory call builds. A lifeline addition to pi's API. */
 export type ExtensionThread = "main" | "worker";
@@ -43,13 +44,23 @@ export interface ExtensionContext {
   hasPendingMessages(): boolean;
 }
 
-/** Synthetic events delivered to extensions only, with pi's names and shapes. */
+/**
+ * Events delivered to extensions only, with pi's names and shapes: the lifecycle pair, and
+ * `thinking_level_select` where the session emits `thinking_level_changed` (pi gives extensions
+ * that event instead, with the level before).
+ */
 export type ExtensionLifecycleEvent =
   | { type: "session_start"; reason: "startup" | "resume" }
-  | { type: "session_shutdown"; reason: "quit" };
+  | { type: "session_shutdown"; reason: "quit" }
+  | { type: "thinking_level_select"; level: ThinkingLevel; previousLevel: ThinkingLevel };
 
-/** Every event an extension can receive: the session's events (but `extension_error`) and the lifecycle pair. */
-export type ExtensionEvent = Exclude<SessionEvent, { type: "extension_error" }> | ExtensionLifecycleEvent;
+/**
+ * Every event an extension can receive: the session's events (but `extension_error`, and
+ * `thinking_level_changed`, which reaches them as `thinking_level_select`) and the events above.
+ */
+export type ExtensionEvent =
+  | Exclude<SessionEvent, { type: "extension_error" | "thinking_level_changed" }>
+  | ExtensionLifecycleEvent;
 
 /** The event types `on()` accepts. */
 export type ExtensionEventType = ExtensionEvent["type"];
@@ -98,6 +109,30 @@ export interface ExtensionAPI {
   on<T extends ExtensionEventType>(event: T, handler: ExtensionHandler<Extract<ExtensionEvent, { type: T }>>): void;
   /** Registers a tool the model can call; it runs in the worker. Only during the factory call. */
   registerTool(tool: ExtensionToolDefinition): void;
+  /**
+   * The session's thinking level (pi's). Not while the factory runs (as in pi: the session is not
+   * bound yet). In a tool, the level of the worker's agent.
+   * @throws ExtensionUnsupportedError during the factory call.
+   */
+  getThinkingLevel(): ThinkingLevel;
+  /**
+   * Sets the session's thinking level, clamped to its model (pi's `setThinkingLevel`): in a
+   * handler on the main thread; the change takes effect, and `thinking_level_changed` is emitted,
+   * once the session's worker has taken it.
+   * @throws ExtensionUnsupportedError during the factory call, and in a tool (the level is the
+   *   main thread's: set it from a handler); LifelineError ERR_INVALID_OPTIONS for a value that is
+   *   not a thinking level.
+   */
+  setThinkingLevel(level: ThinkingLevel): void;
+}
+
+/**
+ * What `getThinkingLevel`/`setThinkingLevel` reach on a thread, given by whoever runs the factory
+ * and read only after it returned. `setThinkingLevel` absent: the thread cannot set the level.
+ */
+export interface ExtensionSessionActions {
+  getThinkingLevel(): ThinkingLevel;
+  setThinkingLevel?(level: ThinkingLevel): void;
 }
 
 /** An extension module's default export. */
@@ -120,7 +155,6 @@ const PI_EVENTS_NOT_EMITTED: Readonly<Record<string, string>> = {
   after_provider_response: "failed requests reach extensions as agent_end and auto_retry_start",
   before_agent_start: "extensions cannot inject messages or change the system prompt",
   model_select: "lifeline emits no model selection event",
-  thinking_level_select: "lifeline has no thinking level controls",
   tool_call: "tools cannot be blocked by extensions; observe tool_execution_start",
   tool_result: "tool results cannot be rewritten by extensions; observe tool_execution_end",
   user_bash: "lifeline has no ! commands",
@@ -154,6 +188,7 @@ const DELIVERED: Record<ExtensionEventType, true> = {
   session_restored: true,
   session_start: true,
   session_shutdown: true,
+  thinking_level_select: true,
 };
 
 /** The event types extensions can subscribe to, in a stable order (for messages and docs). */
@@ -178,8 +213,6 @@ const UNSUPPORTED_API_MEMBERS = [
   "setActiveTools",
   "getCommands",
   "setModel",
-  "getThinkingLevel",
-  "setThinkingLevel",
   "registerProvider",
   "unregisterProvider",
   "events",
@@ -197,13 +230,24 @@ export interface ExtensionRegistrations {
  * `close()` once it has returned (or its promise settled): later registrations throw, since the
  * other thread's copy could never learn of them.
  */
-function createExtensionApi(thread: ExtensionThread): {
+function createExtensionApi(
+  thread: ExtensionThread,
+  actions: ExtensionSessionActions,
+): {
   api: ExtensionAPI;
   registrations: ExtensionRegistrations;
   close: () => void;
 } {
   const registrations: ExtensionRegistrations = { handlers: new Map(), tools: [] };
   let open = true;
+  // pi refuses its action methods while extensions load: no session is bound yet.
+  const assertBound = (member: string) => {
+    if (!open) return;
+    throw new ExtensionUnsupportedError(
+      member,
+      `pi.${member}() cannot be called while the extension's factory runs (the session is not bound yet); call it from an event handler or a tool.`,
+    );
+  };
   const assertOpen = (member: string) => {
     if (open) return;
     throw new ExtensionUnsupportedError(
@@ -242,6 +286,26 @@ function createExtensionApi(thread: ExtensionThread): {
       assertOpen("registerTool");
       registrations.tools.push(tool);
     },
+    getThinkingLevel() {
+      assertBound("getThinkingLevel");
+      return actions.getThinkingLevel();
+    },
+    setThinkingLevel(level: ThinkingLevel) {
+      assertBound("setThinkingLevel");
+      if (actions.setThinkingLevel === undefined) {
+        throw new ExtensionUnsupportedError(
+          "setThinkingLevel",
+          "pi.setThinkingLevel() cannot be called from a tool: the session's thinking level is kept on the main thread; call it from an on() handler.",
+        );
+      }
+      if (!isThinkingLevel(level)) {
+        throw new LifelineError(
+          "ERR_INVALID_OPTIONS",
+          `pi.setThinkingLevel(${JSON.stringify(level)}): not a thinking level; use one of ${THINKING_LEVELS.join(", ")}.`,
+        );
+      }
+      actions.setThinkingLevel(level);
+    },
   };
   for (const member of UNSUPPORTED_API_MEMBERS) {
     const fail = () => {
@@ -270,8 +334,9 @@ export async function runExtensionFactory(
   factory: ExtensionFactory,
   thread: ExtensionThread,
   shownPath: string,
+  actions: ExtensionSessionActions,
 ): Promise<ExtensionRegistrations> {
-  const { api, registrations, close } = createExtensionApi(thread);
+  const { api, registrations, close } = createExtensionApi(thread, actions);
   try {
     await factory(api);
   } catch (error) {

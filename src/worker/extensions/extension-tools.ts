@@ -17,6 +17,7 @@ import {
 } from "../../shared/extensions/extension-api.js";
 import { importExtension } from "../../shared/extensions/import-extension.js";
 import type { SessionExtensions } from "../../shared/protocol.js";
+import type { ThinkingLevel } from "../../shared/thinking.js";
 
 /** What a tool's `ctx` reads from its session, bound once the session's agent exists. */
 export interface ToolSessionView {
@@ -24,6 +25,8 @@ export interface ToolSessionView {
   isStreaming(): boolean;
   abort(): void;
   hasPendingMessages(): boolean;
+  /** The agent's thinking level (pi's `getThinkingLevel()` in a tool). */
+  thinkingLevel(): ThinkingLevel;
 }
 
 /** Factories already imported in this thread, by file. */
@@ -53,7 +56,9 @@ export async function loadExtensionTools(
 ): Promise<AgentTool[]> {
   const tools = new Map<string, AgentTool>();
   for (const { file, path } of extensions.files) {
-    const registrations = await runExtensionFactory(await factoryOf(file, path), "worker", path);
+    // A tool reads the agent's level; setting it is the main thread's (no setThinkingLevel here).
+    const actions = { getThinkingLevel: () => view().thinkingLevel() };
+    const registrations = await runExtensionFactory(await factoryOf(file, path), "worker", path, actions);
     for (const definition of registrations.tools) {
       const tool = toAgentTool(definition, path, (signal) => toolContext(extensions.cwd, sessionId, view(), signal));
       if (!tools.has(tool.name)) tools.set(tool.name, tool);

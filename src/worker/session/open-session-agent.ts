@@ -4,7 +4,7 @@
  * session's model stream (model-stream.ts), with its request capture installed.
  */
 import { Agent, type StreamFn } from "@mariozechner/pi-agent-core";
-import type { Api, Model } from "@mariozechner/pi-ai";
+import { type Api, clampThinkingLevel, type Model } from "@mariozechner/pi-ai";
 import type { SessionInit } from "../../shared/protocol.js";
 import { convertToLlm } from "../convert-to-llm.js";
 import type { ToolSessionView } from "../extensions/extension-tools.js";
@@ -43,6 +43,7 @@ export async function openSessionAgent(init: SessionInit, permits?: RequestPermi
     isStreaming: () => agent.state.isStreaming,
     abort: () => agent.abort(),
     hasPendingMessages: () => agent.hasQueuedMessages(),
+    thinkingLevel: () => agent.state.thinkingLevel,
   };
   const tools = await loadSessionTools(init, () => view);
   assertRegisteredApi(model);
@@ -58,7 +59,14 @@ export async function openSessionAgent(init: SessionInit, permits?: RequestPermi
     permits: init.requestPermits === true && permits !== undefined ? { sessionId: init.sessionId, permits } : undefined,
   });
   const agent = new Agent({
-    initialState: { systemPrompt: init.systemPrompt, model, tools, messages: init.messages },
+    // pi's clamp: a model without reasoning runs at "off", xhigh only where the model names it.
+    initialState: {
+      systemPrompt: init.systemPrompt,
+      model,
+      tools,
+      messages: init.messages,
+      thinkingLevel: clampThinkingLevel(model, init.thinkingLevel ?? "off"),
+    },
     convertToLlm,
     sessionId: init.sessionId,
     getApiKey: () => credentials.apiKey,

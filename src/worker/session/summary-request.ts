@@ -3,7 +3,7 @@
  * streamed request on the session's own model, key and provider settings, whose reply text is the
  * summary.
  */
-import type { StreamFn } from "@mariozechner/pi-agent-core";
+import type { StreamFn, ThinkingLevel } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { SUMMARY_SYSTEM_PROMPT, type SummaryRequest, summaryPrompt } from "../../shared/compaction/summary-prompt.js";
 import { LifelineError } from "../../shared/errors.js";
@@ -13,6 +13,8 @@ export interface SummaryCall {
   /** The session's stream function: its request capture, key and permits apply. */
   streamFn: StreamFn;
   model: Model<Api>;
+  /** The session's thinking level: the summary request reasons at it, as pi's does. */
+  thinkingLevel: ThinkingLevel;
   apiKey: string | undefined;
   sessionId: string;
   /** Aborts the request; the summary is then undefined. */
@@ -42,6 +44,7 @@ export async function requestSummary(request: SummaryRequest, call: SummaryCall)
       sessionId: call.sessionId,
       ...(apiKey === undefined ? {} : { apiKey }),
       ...(maxTokens === undefined ? {} : { maxTokens }),
+      ...(model.reasoning && call.thinkingLevel !== "off" ? { reasoning: call.thinkingLevel } : {}),
     },
   );
   const reply = await stream.result();

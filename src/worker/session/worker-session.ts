@@ -5,11 +5,12 @@
  * summary-request.ts; a failed reply is finished by finish-failed-message.ts.
  */
 import type { Agent, AgentMessage, StreamFn } from "@mariozechner/pi-agent-core";
-import type { Api, Model } from "@mariozechner/pi-ai";
+import { clampThinkingLevel } from "@mariozechner/pi-ai";
 import { isRemovableFailure } from "../../shared/classify.js";
 import type { SummaryRequest } from "../../shared/compaction/summary-prompt.js";
 import { LifelineError, toWireError } from "../../shared/errors.js";
 import type { ModelChange, RunInput, SessionInit, SessionOpened } from "../../shared/protocol.js";
+import { isThinkingLevel, type ThinkingLevel } from "../../shared/thinking.js";
 import { forgetDemoSession } from "../demo-provider.js";
 import type { EventBatcher } from "../event-batcher.js";
 import { redactSecrets } from "../redact.js";
@@ -75,20 +76,35 @@ export class WorkerSession {
   ): Promise<{ session: WorkerSession; opened: SessionOpened }> {
     const parts = await openSessionAgent(init, permits);
     const session = new WorkerSession(init.sessionId, parts, batcher);
-    return { session, opened: { model: parts.model } };
+    return { session, opened: { model: parts.model, thinkingLevel: parts.agent.state.thinkingLevel } };
   }
 
   /**
    * Switches the model for the next request (a retried one included); the active request keeps
-   * its model. @throws LifelineError ERR_UNKNOWN_MODEL, ERR_INVALID_OPTIONS (no provider for its
-   * api) or ERR_MISSING_API_KEY; the model is unchanged then.
+   * its model. The thinking level becomes `thinkingLevel` (else the current one), clamped to the
+   * new model. @throws LifelineError ERR_UNKNOWN_MODEL, ERR_INVALID_OPTIONS (no provider for its
+   * api, or not a thinking level) or ERR_MISSING_API_KEY; model and level are unchanged then.
    */
-  setModel(change: ModelChange): Model<Api> {
+  setModel(change: ModelChange, thinkingLevel?: ThinkingLevel): SessionOpened {
+    const level = thinkingLevel ?? this.#agent.state.thinkingLevel;
+    assertThinkingLevel(level);
     const model = resolveModel(change.model);
     assertRegisteredApi(model);
     this.#credentials.set(model, change.apiKey, change.authHeader === true);
     this.#agent.state.model = model;
-    return model;
+    this.#agent.state.thinkingLevel = clampThinkingLevel(model, level);
+    return { model, thinkingLevel: this.#agent.state.thinkingLevel };
+  }
+
+  /**
+   * Sets the thinking level of the next request (a retried one included; the active request keeps
+   * its own), clamped to the session's model; returns the level applied.
+   * @throws LifelineError ERR_INVALID_OPTIONS for a value that is not a thinking level.
+   */
+  setThinkingLevel(level: ThinkingLevel): ThinkingLevel {
+    assertThinkingLevel(level);
+    this.#agent.state.thinkingLevel = clampThinkingLevel(this.#agent.state.model, level);
+    return this.#agent.state.thinkingLevel;
   }
 
   /**
@@ -140,6 +156,7 @@ export class WorkerSession {
       return await requestSummary(request, {
         streamFn: this.#streamFn,
         model: this.#agent.state.model,
+        thinkingLevel: this.#agent.state.thinkingLevel,
         apiKey: this.#credentials.apiKey,
         sessionId: this.id,
         signal: controller.signal,
@@ -213,5 +230,12 @@ export class WorkerSession {
       item.error = wire;
     }
     this.#batcher.pushRunEnd(item);
+  }
+}
+
+/** Main validates levels at its boundary; a value that is none still never reaches the agent. */
+function assertThinkingLevel(level: unknown): asserts level is ThinkingLevel {
+  if (!isThinkingLevel(level)) {
+    throw new LifelineError("ERR_INVALID_OPTIONS", `${JSON.stringify(level)} is not a thinking level.`);
   }
 }

@@ -144,6 +144,40 @@ describe("pi reads lifeline's compaction (R1, B7)", () => {
   });
 });
 
+describe("pi reads lifeline's thinking levels, and the reverse (B7)", () => {
+  it("B7: pi's SessionManager reopens a lifeline session at the level lifeline last recorded", async () => {
+    const SessionManager = await piSessionManager();
+    const dir = tempDir(cleanups);
+    const sessionDir = join(dir, "sessions");
+    const { host } = freshHost(dir, sessionDir);
+    const scripted = script([{ text: "ok" }]);
+    const session = await host.createSession({ model: { ...scripted.model, reasoning: true }, thinkingLevel: "high" });
+    await session.setThinkingLevel("minimal");
+    const file = session.sessionFile ?? "";
+    await host.close();
+
+    expect(SessionManager.open(file, sessionDir).buildSessionContext().thinkingLevel).toBe("minimal");
+  });
+
+  it("B7: a level pi's SessionManager recorded is the level lifeline resumes the session at", async () => {
+    const SessionManager = await piSessionManager();
+    const dir = tempDir(cleanups);
+    const sessionDir = join(dir, "pi-sessions");
+    const pi = SessionManager.create(dir, sessionDir);
+    const scripted = script([{ text: "ok" }]);
+    pi.appendModelChange(scripted.model.provider, scripted.model.id);
+    pi.appendThinkingLevelChange("low");
+    pi.appendMessage({ role: "user", content: [{ type: "text", text: "written by pi" }], timestamp: 1 });
+    pi.appendMessage({ ...fauxAssistantMessage("pi's answer"), timestamp: 2 });
+
+    const { host } = freshHost(dir, sessionDir);
+    const resumed = await host.resumeSession(pi.getSessionFile() ?? "", {
+      model: { ...scripted.model, reasoning: true },
+    });
+    expect(resumed.thinkingLevel).toBe("low");
+  });
+});
+
 function textOf(message: AgentMessage): string {
   if (!("content" in message)) return "";
   const content = message.content;

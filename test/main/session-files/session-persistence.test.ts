@@ -65,7 +65,7 @@ describe("persisted sessions (B7)", () => {
     await host.close();
     const [header, ...rest] = entries(file);
     expect(header).toMatchObject({ type: "session", version: 3, id: "abc-123", cwd: dir });
-    expect(rest.map((entry) => entry.type)).toEqual(["model_change", "message", "message"]);
+    expect(rest.map((entry) => entry.type)).toEqual(["model_change", "thinking_level_change", "message", "message"]);
     rest.forEach((entry, index) => {
       expect(entry.id).toMatch(/^[0-9a-f]{8}$/);
       expect(entry.parentId).toBe(index === 0 ? null : rest[index - 1]?.id);

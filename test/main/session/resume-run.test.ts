@@ -82,7 +82,15 @@ describe("prompts given an id", () => {
     const file = session.sessionFile ?? "";
     await first.host.close();
     const types = lines(file).map((entry) => entry.customType ?? entry.type);
-    expect(types).toEqual(["session", "model_change", "lifeline.prompt", "message", "message", "lifeline.prompt_end"]);
+    expect(types).toEqual([
+      "session",
+      "model_change",
+      "thinking_level_change",
+      "lifeline.prompt",
+      "message",
+      "message",
+      "lifeline.prompt_end",
+    ]);
 
     const second = freshHost();
     const resumed = await second.host.resumeSession(file, { model: scripted.model });

@@ -68,6 +68,7 @@ export type {
 } from "./session/agent-session.js";
 export { AgentSession } from "./session/agent-session.js";
 export type { SessionListener } from "./session/session-listeners.js";
+export type { ContextUsage, SessionStats } from "./session/session-stats.js";
 export { FileSessionStore, type FileSessionStoreOptions } from "./session-files/file-session-store.js";
 export type { FsyncPolicy } from "./session-files/persistence-queue.js";
 export type {

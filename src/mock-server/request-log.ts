@@ -4,7 +4,7 @@
  */
 import { MockServerError } from "./errors.js";
 import type { StepKind } from "./script.js";
-import type { WireApi } from "./wire.js";
+import type { MockUsage, WireApi } from "./wire.js";
 
 /**
  * How a request ended:
@@ -31,6 +31,13 @@ export interface MockRequestRecord {
   readonly step: StepKind | "none";
   /** The request's rough size in tokens (4 characters of its `messages` JSON a token); 0 for a malformed request. */
   readonly promptTokens: number;
+  /**
+   * The token usage the response reported to the client so far, as its SDK adds it up: set by a
+   * stream's preamble when it reports one (Anthropic's `message_start`, which a stream that
+   * fails later leaves standing), replaced by the end of a stream or a non-streaming answer.
+   * Absent when the response reported none (errors, OpenAI streams without `include_usage`).
+   */
+  readonly usage?: MockUsage;
   /** The HTTP status sent, once headers are out; absent for `reset` and for requests closed before headers. */
   readonly status?: number;
   /** Set when the request ends. */

@@ -4,6 +4,8 @@
  * the CLI's (`lifeline --mode rpc`): it owns its process's stdin, stdout and signals, so it is no
  * library call. Re-exports only; see docs/rpc.md.
  */
+
+export type { ContextUsage, SessionStats } from "../session/session-stats.js";
 export { RpcClient, type RpcClientOptions } from "./rpc-client.js";
 export type {
   RpcCommand,

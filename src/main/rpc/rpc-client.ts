@@ -11,6 +11,7 @@ import type { Api, Model } from "@mariozechner/pi-ai";
 import { LifelineError } from "../../shared/errors.js";
 import type { AgentSettledEvent, CompactionResult } from "../../shared/events.js";
 import { MAX_TIMER_MS } from "../../shared/timer-ms.js";
+import type { SessionStats } from "../session/session-stats.js";
 import { EventListeners } from "./event-listeners.js";
 import { CONTINUE, EventWatches, type Watch } from "./event-watches.js";
 import { PendingRequests } from "./pending-requests.js";
@@ -302,6 +303,11 @@ export class RpcClient {
   /** The text of the session's last assistant message, or null when there is none. */
   async getLastAssistantText(): Promise<string | null> {
     return (await this.#request({ type: "get_last_assistant_text" })).text;
+  }
+
+  /** pi's session statistics: counts, tokens and cost (failed attempts included), context usage. */
+  getSessionStats(): Promise<SessionStats> {
+    return this.#request({ type: "get_session_stats" });
   }
 
   /**

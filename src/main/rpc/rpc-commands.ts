@@ -114,6 +114,7 @@ export const rpcCommands: RpcCommandTable = {
     const storage = authFile(ctx.host);
     return { provider: command.provider, removed: await storage.remove(command.provider, command.index) };
   },
+  get_session_stats: async (_command, ctx) => ctx.session.current().stats,
 };
 
 /** `steer` and `follow_up`: queued while a prompt is live, a prompt of their own otherwise. */

@@ -15,6 +15,7 @@ import { z } from "zod";
 import type { CompactionResult, SessionEvent } from "../../shared/events.js";
 import type { AuthEntry } from "../auth/file-auth-storage.js";
 import type { CoordinationState } from "../coordination/session-coordination.js";
+import type { SessionStats } from "../session/session-stats.js";
 
 const id = z.string().max(1000).optional();
 const text = z.string().min(1, "must be a non-empty string");
@@ -58,6 +59,8 @@ export const rpcCommandSchemas = {
     provider: text,
     index: z.number().int().min(0).optional(),
   }),
+  /** pi's SessionStats; tokens and cost include failed attempts. */
+  get_session_stats: z.strictObject({ id, type: z.literal("get_session_stats") }),
 } as const;
 
 /** The `type` of a supported command. */
@@ -144,6 +147,7 @@ export interface RpcResponseData {
   auth_list: { credentials: AuthEntry[]; path: string };
   auth_add: { provider: string; index: number };
   auth_remove: { provider: string; removed: number };
+  get_session_stats: SessionStats;
 }
 
 /** A response line. `command` is the command's type, or "parse" when the line was not a command. */

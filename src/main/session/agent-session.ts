@@ -34,6 +34,7 @@ import { type SessionListener, SessionListeners } from "./session-listeners.js";
 import { SessionModel } from "./session-model.js";
 import { sessionCoordination } from "./session-retry.js";
 import type { SessionSetup } from "./session-setup.js";
+import { type SessionStats, sessionStats } from "./session-stats.js";
 
 export type {
   ContextOverflowAnswer,
@@ -342,6 +343,11 @@ export class AgentSession {
   /** Every message the session produced, failed attempts included (R4's persisted history). */
   get history(): readonly AgentMessage[] {
     return this.#runner.transcript.history;
+  }
+
+  /** pi's session statistics; tokens and cost count failed attempts too (session-stats.ts). */
+  get stats(): SessionStats {
+    return sessionStats(this);
   }
 
   /** B7: the file this session is persisted to; undefined when persistence is off. */

@@ -79,6 +79,9 @@ export interface SessionExtensions {
   cwd: string;
 }
 
+/** How a steering or follow-up queue delivers: every queued message at once, or one per turn. */
+export type QueueMode = "all" | "one-at-a-time";
+
 /** What the worker reports about an opened session. */
 export interface SessionOpened {
   model: Model<Api>;
@@ -121,6 +124,11 @@ export interface WorkerApi {
   replaceMessages(sessionId: string, messages: AgentMessage[]): Result<null>;
   /** Queues a user message into the active (or next) run: `steer` or `followUp` (pi-agent-core). */
   queueMessage(sessionId: string, kind: "steer" | "followUp", message: AgentMessage): Result<null>;
+  /**
+   * How the session's `kind` queue delivers (pi-agent-core's `steeringMode`/`followUpMode`): all
+   * queued messages at once, or one per turn. Applies from the next time the agent reads the queue.
+   */
+  setQueueMode(sessionId: string, kind: "steer" | "followUp", mode: QueueMode): Result<null>;
   /** Switches the model for the session's next request; returns the resolved model. */
   setModel(sessionId: string, change: ModelChange): Result<Model<Api>>;
   /** The models this worker provides itself (the demo models). */

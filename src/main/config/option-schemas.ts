@@ -131,6 +131,12 @@ export const promptOptionsSchema = z.strictObject(
   { error: (issue) => (issue.code === "invalid_type" ? "must be an object such as { queue: true }" : undefined) },
 );
 
+/** `setQueueMode(kind, mode)`: pi's steering and follow-up modes. */
+export const queueModeSchema = z.strictObject({
+  kind: z.enum(["steer", "followUp"]),
+  mode: z.enum(["all", "one-at-a-time"]),
+});
+
 /**
  * Checks `value` against `schema`.
  * @param root the name of the value itself, for a problem with the value as a whole.

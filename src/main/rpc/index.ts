@@ -15,4 +15,5 @@ export type {
   RpcResponse,
   RpcResponseData,
   RpcSessionState,
+  RpcSlashCommand,
 } from "./rpc-protocol.js";

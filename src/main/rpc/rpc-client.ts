@@ -17,7 +17,14 @@ import { CONTINUE, EventWatches, type Watch } from "./event-watches.js";
 import { PendingRequests } from "./pending-requests.js";
 import { RpcChild } from "./rpc-child.js";
 import { RpcClientPhase } from "./rpc-client-phase.js";
-import type { RpcCommandOf, RpcCommandType, RpcEvent, RpcResponseData, RpcSessionState } from "./rpc-protocol.js";
+import type {
+  RpcCommandOf,
+  RpcCommandType,
+  RpcEvent,
+  RpcResponseData,
+  RpcSessionState,
+  RpcSlashCommand,
+} from "./rpc-protocol.js";
 
 /** Options of {@link RpcClient}. Validated by the constructor. */
 export interface RpcClientOptions {
@@ -308,6 +315,31 @@ export class RpcClient {
   /** pi's session statistics: counts, tokens and cost (failed attempts included), context usage. */
   getSessionStats(): Promise<SessionStats> {
     return this.#request({ type: "get_session_stats" });
+  }
+
+  /** Switches to the next available model (pi's `cycle_model`); null when there is only one. */
+  cycleModel(): Promise<RpcResponseData["cycle_model"]> {
+    return this.#request({ type: "cycle_model" });
+  }
+
+  /** How queued steering messages are delivered: all at once, or one per turn (this session only). */
+  setSteeringMode(mode: "all" | "one-at-a-time"): Promise<void> {
+    return this.#request({ type: "set_steering_mode", mode });
+  }
+
+  /** How queued follow-up messages are delivered: all at once, or one per turn (this session only). */
+  setFollowUpMode(mode: "all" | "one-at-a-time"): Promise<void> {
+    return this.#request({ type: "set_follow_up_mode", mode });
+  }
+
+  /** Names the session (pi's `session_info` entry); a blank name is refused. */
+  setSessionName(name: string): Promise<void> {
+    return this.#request({ type: "set_session_name", name });
+  }
+
+  /** The commands a prompt can invoke: always empty in lifeline (docs/rpc.md). */
+  async getCommands(): Promise<RpcSlashCommand[]> {
+    return (await this.#request({ type: "get_commands" })).commands;
   }
 
   /**

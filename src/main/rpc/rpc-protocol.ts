@@ -22,6 +22,8 @@ const text = z.string().min(1, "must be a non-empty string");
 // pi clients may send `images: []`; images themselves are not supported yet.
 const images = z.array(z.unknown()).max(0, "images are not supported by lifeline yet; send text only").optional();
 
+const queueMode = z.enum(["all", "one-at-a-time"]);
+
 /** Every command lifeline's RPC mode accepts, keyed by `type`. */
 export const rpcCommandSchemas = {
   prompt: z.strictObject({
@@ -61,6 +63,13 @@ export const rpcCommandSchemas = {
   }),
   /** pi's SessionStats; tokens and cost include failed attempts. */
   get_session_stats: z.strictObject({ id, type: z.literal("get_session_stats") }),
+  /** Switches to the next model `get_available_models` lists (lifeline has no scoped models). */
+  cycle_model: z.strictObject({ id, type: z.literal("cycle_model") }),
+  set_steering_mode: z.strictObject({ id, type: z.literal("set_steering_mode"), mode: queueMode }),
+  set_follow_up_mode: z.strictObject({ id, type: z.literal("set_follow_up_mode"), mode: queueMode }),
+  /** Any string: a blank one is refused with pi's error text. */
+  set_session_name: z.strictObject({ id, type: z.literal("set_session_name"), name: z.string() }),
+  get_commands: z.strictObject({ id, type: z.literal("get_commands") }),
 } as const;
 
 /** The `type` of a supported command. */
@@ -107,6 +116,8 @@ export interface RpcSessionState {
   sessionId: string;
   /** B7: the session file, when the session is persisted (pi reports it too). */
   sessionFile?: string;
+  /** pi's session name (`set_session_name`), when the session has one. */
+  sessionName?: string;
   autoCompactionEnabled: boolean;
   messageCount: number;
   /** Steering and follow-up messages not yet delivered to the model. */
@@ -148,6 +159,23 @@ export interface RpcResponseData {
   auth_add: { provider: string; index: number };
   auth_remove: { provider: string; removed: number };
   get_session_stats: SessionStats;
+  cycle_model: { model: Model<Api>; thinkingLevel: string; isScoped: boolean } | null;
+  set_steering_mode: undefined;
+  set_follow_up_mode: undefined;
+  set_session_name: undefined;
+  get_commands: { commands: RpcSlashCommand[] };
+}
+
+/**
+ * pi's `RpcSlashCommand`: a command a prompt can invoke (`/name`). lifeline has none of pi's three
+ * kinds: its extension API does not provide `registerCommand`, and it loads no prompt templates
+ * or skills; so `get_commands` answers an empty list.
+ */
+export interface RpcSlashCommand {
+  name: string;
+  description?: string;
+  source: "extension" | "prompt" | "skill";
+  sourceInfo: unknown;
 }
 
 /** A response line. `command` is the command's type, or "parse" when the line was not a command. */

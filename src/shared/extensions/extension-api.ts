@@ -152,6 +152,7 @@ const DELIVERED: Record<ExtensionEventType, true> = {
   compaction_end: true,
   worker_exited: true,
   session_restored: true,
+  session_info_changed: true,
   session_start: true,
   session_shutdown: true,
 };

@@ -12,8 +12,8 @@ import { describe, expect, it } from "vitest";
 import { RpcClient } from "../../../src/main/rpc/rpc-client.js";
 import { tempDir } from "../../fixtures/bounded.js";
 import { mockServerSuite } from "../../fixtures/mock-server-suite.js";
-import { piPackage } from "../../fixtures/pi-package.js";
-import { spawnRpc } from "../../fixtures/rpc-child.js";
+import { piPackage, piSessionManager } from "../../fixtures/pi-package.js";
+import { type RpcRecord, spawnRpc } from "../../fixtures/rpc-child.js";
 
 const CLI = fileURLToPath(new URL("../../../dist/main/cli.js", import.meta.url));
 const suite = mockServerSuite({ script: { reply: "Mock reply." } });
@@ -127,5 +127,111 @@ describe("get_session_stats", () => {
     const data = response.data as Record<string, unknown>;
     expect("sessionFile" in data).toBe(false);
     expect(data).toMatchObject({ userMessages: 0, totalMessages: 0, cost: 0 });
+  });
+});
+
+/** models.json: provider "mock" (OpenAI format, the suite's server) with two models. */
+function twoMockModels(): string {
+  return JSON.stringify({
+    providers: {
+      mock: {
+        baseUrl: `${suite.server.url}/v1`,
+        api: "openai-completions",
+        apiKey: "mock-key",
+        compat: { supportsDeveloperRole: false, supportsReasoningEffort: false },
+        models: [{ id: "mock-1" }, { id: "mock-2" }],
+      },
+    },
+  });
+}
+
+const isSettled = (record: RpcRecord) => record.type === "agent_settled";
+
+describe("cycle_model", () => {
+  it("steps through the models get_available_models lists, wrapping around, and the next request uses the new one", async () => {
+    const rpc = spawnRpc(cleanups, { models: twoMockModels(), args: ["--provider", "mock", "--model", "mock-1"] });
+    const listed = (await rpc.request({ type: "get_available_models" })).data as {
+      models: { provider: string; id: string }[];
+    };
+    const names = listed.models.map((model) => `${model.provider}/${model.id}`);
+    const start = names.indexOf("mock/mock-1");
+    expect(start).toBeGreaterThanOrEqual(0);
+    const seen: string[] = [];
+    for (let i = 1; i <= names.length; i++) {
+      const response = await rpc.request({ type: "cycle_model" });
+      expect(response).toMatchObject({ success: true, data: { thinkingLevel: "off", isScoped: false } });
+      const model = (response.data as { model: { provider: string; id: string } }).model;
+      seen.push(`${model.provider}/${model.id}`);
+      const state = (await rpc.request({ type: "get_state" })).data as { model: { provider: string; id: string } };
+      expect(`${state.model.provider}/${state.model.id}`).toBe(seen.at(-1));
+      if (i === 1) {
+        // mock-2 follows mock-1 in models.json: the next prompt is sent to it.
+        expect(seen[0]).toBe("mock/mock-2");
+        const text = scripted("cycled", ["ok"]);
+        await rpc.request({ type: "prompt", message: text });
+        await rpc.waitFor(isSettled, "agent_settled");
+        expect(suite.server.log.filter((record) => record.conversation.includes(text)).map((r) => r.model)).toEqual([
+          "mock-2",
+        ]);
+      }
+    }
+    expect(seen).toEqual(names.map((_, i) => names[(start + 1 + i) % names.length]));
+    expect(seen.at(-1)).toBe("mock/mock-1");
+  });
+});
+
+describe("set_steering_mode, set_follow_up_mode", () => {
+  it("set the modes get_state reports, and refuse another mode naming the field", async () => {
+    const client = await startClient();
+    expect(await client.getState()).toMatchObject({ steeringMode: "one-at-a-time", followUpMode: "one-at-a-time" });
+    await client.setSteeringMode("all");
+    expect(await client.getState()).toMatchObject({ steeringMode: "all", followUpMode: "one-at-a-time" });
+    await client.setFollowUpMode("all");
+    await client.setSteeringMode("one-at-a-time");
+    expect(await client.getState()).toMatchObject({ steeringMode: "one-at-a-time", followUpMode: "all" });
+    await expect(client.setFollowUpMode("each" as "all")).rejects.toMatchObject({
+      code: "ERR_RPC_FAILED",
+      message: expect.stringContaining("Invalid set_follow_up_mode: mode:"),
+    });
+  });
+});
+
+describe("set_session_name", () => {
+  it("stores pi's session_info entry, which pi and a resume read back, announces session_info_changed, and refuses a blank name", async () => {
+    const rpc = spawnRpc(cleanups, { args: ["--model", "demo/demo-fast"] });
+    const named = await rpc.request({ type: "set_session_name", name: "  Release notes  " });
+    expect(named).toMatchObject({ success: true, command: "set_session_name" });
+    expect(named.data).toBeUndefined();
+    expect(await rpc.waitFor((r) => r.type === "session_info_changed", "session_info_changed")).toEqual({
+      type: "session_info_changed",
+      name: "Release notes",
+    });
+    const state = (await rpc.request({ type: "get_state" })).data as { sessionName?: string; sessionFile: string };
+    expect(state.sessionName).toBe("Release notes");
+
+    const blank = await rpc.request({ type: "set_session_name", name: "   " });
+    expect(blank).toMatchObject({ success: false, error: expect.stringContaining("Session name cannot be empty") });
+
+    // Stored: a resume of the file (switch_session) reads the name back, and so does pi.
+    await rpc.request({ type: "prompt", message: "remember me" });
+    await rpc.waitFor(isSettled, "agent_settled");
+    await rpc.request({ type: "new_session" });
+    expect(((await rpc.request({ type: "get_state" })).data as { sessionName?: string }).sessionName).toBeUndefined();
+    expect(await rpc.request({ type: "switch_session", sessionPath: state.sessionFile })).toMatchObject({
+      success: true,
+    });
+    expect(((await rpc.request({ type: "get_state" })).data as { sessionName?: string }).sessionName).toBe(
+      "Release notes",
+    );
+    const SessionManager = await piSessionManager();
+    const pi = SessionManager.open(state.sessionFile) as unknown as { getSessionName(): string | undefined };
+    expect(pi.getSessionName()).toBe("Release notes");
+  });
+});
+
+describe("get_commands", () => {
+  it("answers pi's shape with no commands: lifeline has no extension commands, prompt templates or skills", async () => {
+    const client = await startClient(["--model", "demo/demo-fast", "--no-session"]);
+    expect(await client.getCommands()).toEqual([]);
   });
 });

@@ -131,6 +131,12 @@ export const promptOptionsSchema = z.strictObject(
   { error: (issue) => (issue.code === "invalid_type" ? "must be an object such as { queue: true }" : undefined) },
 );
 
+/** `forkSession(session, entryId, { position })`. */
+export const forkArgumentsSchema = z.strictObject({
+  entryId: z.string().min(1, "must be an entry id (get_fork_messages lists them)"),
+  position: z.enum(["before", "at"]).optional(),
+});
+
 /** `setQueueMode(kind, mode)`: pi's steering and follow-up modes. */
 export const queueModeSchema = z.strictObject({
   kind: z.enum(["steer", "followUp"]),

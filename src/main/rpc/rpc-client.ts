@@ -342,6 +342,21 @@ export class RpcClient {
     return (await this.#request({ type: "get_commands" })).commands;
   }
 
+  /** Replaces the session with a new file holding what came before the user message `entryId`; resolves with that message's text. */
+  fork(entryId: string): Promise<{ text: string; cancelled: boolean }> {
+    return this.#request({ type: "fork", entryId });
+  }
+
+  /** Replaces the session with a copy of it in a new file. */
+  clone(): Promise<{ cancelled: boolean }> {
+    return this.#request({ type: "clone" });
+  }
+
+  /** The user messages a fork can start from, with their entry ids. */
+  async getForkMessages(): Promise<{ entryId: string; text: string }[]> {
+    return (await this.#request({ type: "get_fork_messages" })).messages;
+  }
+
   /**
    * Resolves with the next agent_settled (NOT the first agent_end: under auto-retry a prompt has
    * several). If the session is idle when called (get_state isIdle) and no settle is pending (no

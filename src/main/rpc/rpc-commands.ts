@@ -140,6 +140,12 @@ export const rpcCommands: RpcCommandTable = {
     ctx.session.current();
     return { commands: [] };
   },
+  fork: async (command, ctx) => ({ text: (await ctx.session.fork(command.entryId)) ?? "", cancelled: false }),
+  clone: async (_command, ctx) => {
+    await ctx.session.fork(undefined);
+    return { cancelled: false };
+  },
+  get_fork_messages: async (_command, ctx) => ({ messages: await ctx.host.forkMessages(ctx.session.current()) }),
 };
 
 /** `steer` and `follow_up`: queued while a prompt is live, a prompt of their own otherwise. */

@@ -70,6 +70,11 @@ export const rpcCommandSchemas = {
   /** Any string: a blank one is refused with pi's error text. */
   set_session_name: z.strictObject({ id, type: z.literal("set_session_name"), name: z.string() }),
   get_commands: z.strictObject({ id, type: z.literal("get_commands") }),
+  /** A new session file with the path before the user message `entryId`, in place of this one. */
+  fork: z.strictObject({ id, type: z.literal("fork"), entryId: text }),
+  /** A new session file with this one's whole path, in place of this one. */
+  clone: z.strictObject({ id, type: z.literal("clone") }),
+  get_fork_messages: z.strictObject({ id, type: z.literal("get_fork_messages") }),
 } as const;
 
 /** The `type` of a supported command. */
@@ -164,6 +169,9 @@ export interface RpcResponseData {
   set_follow_up_mode: undefined;
   set_session_name: undefined;
   get_commands: { commands: RpcSlashCommand[] };
+  fork: { text: string; cancelled: boolean };
+  clone: { cancelled: boolean };
+  get_fork_messages: { messages: { entryId: string; text: string }[] };
 }
 
 /**

@@ -235,3 +235,97 @@ describe("get_commands", () => {
     expect(await client.getCommands()).toEqual([]);
   });
 });
+
+/** A session file's header and entries. */
+function readSession(file: string): { header: Record<string, unknown>; entries: { id: string; type: string }[] } {
+  const [header, ...entries] = readFileSync(file, "utf8")
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => JSON.parse(line) as { id: string; type: string });
+  return { header: header as unknown as Record<string, unknown>, entries };
+}
+
+describe("fork, clone, get_fork_messages", () => {
+  it("fork writes a new file with the path before the chosen user message, its parent named as pi names it, which pi opens to the same messages", async () => {
+    const rpc = spawnRpc(cleanups, { args: ["--model", "demo/demo-fast"] });
+    for (const message of ["first question", "second question"]) {
+      const from = rpc.records.length;
+      await rpc.request({ type: "prompt", message });
+      await rpc.waitFor(isSettled, `agent_settled of ${message}`, from);
+    }
+    const before = (await rpc.request({ type: "get_state" })).data as { sessionFile: string; sessionId: string };
+    const listed = (await rpc.request({ type: "get_fork_messages" })).data as {
+      messages: { entryId: string; text: string }[];
+    };
+    expect(listed.messages.map((m) => m.text)).toEqual(["first question", "second question"]);
+    const second = listed.messages[1] as { entryId: string };
+
+    const forked = await rpc.request({ type: "fork", entryId: second.entryId });
+    expect(forked).toMatchObject({ success: true, data: { text: "second question", cancelled: false } });
+    // The original session was flushed and closed by the fork.
+    const original = readSession(before.sessionFile);
+    expect(original.entries.some((entry) => entry.id === second.entryId)).toBe(true);
+    const after = (await rpc.request({ type: "get_state" })).data as { sessionFile: string; sessionId: string };
+    expect(after.sessionFile).not.toBe(before.sessionFile);
+    expect(after.sessionId).not.toBe(before.sessionId);
+    const messages = ((await rpc.request({ type: "get_messages" })).data as { messages: { role: string }[] }).messages;
+    expect(messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+
+    const fork = readSession(after.sessionFile);
+    expect(fork.header).toMatchObject({
+      type: "session",
+      version: 3,
+      id: after.sessionId,
+      parentSession: before.sessionFile,
+    });
+    const cut = original.entries.findIndex((entry) => entry.id === second.entryId);
+    expect(fork.entries.map((entry) => entry.id)).toEqual(original.entries.slice(0, cut).map((entry) => entry.id));
+
+    const SessionManager = await piSessionManager();
+    const pi = SessionManager.open(after.sessionFile);
+    expect(pi.buildSessionContext().messages).toEqual(messages);
+    expect((pi as unknown as { getHeader(): { parentSession?: string } }).getHeader().parentSession).toBe(
+      before.sessionFile,
+    );
+
+    // The fork is the live session: the next prompt goes to its file, the original is left as it was.
+    const from = rpc.records.length;
+    await rpc.request({ type: "prompt", message: "third question" });
+    await rpc.waitFor(isSettled, "agent_settled of the fork's prompt", from);
+    expect(readSession(before.sessionFile).entries).toEqual(original.entries);
+    expect(readSession(after.sessionFile).entries.length).toBeGreaterThan(fork.entries.length);
+  });
+
+  it("clone copies the whole path into a new file whose parent is the current one; bad entry ids and unpersisted sessions are refused", async () => {
+    const rpc = spawnRpc(cleanups, { args: ["--model", "demo/demo-fast"] });
+    await rpc.request({ type: "prompt", message: "only question" });
+    await rpc.waitFor(isSettled, "agent_settled");
+    const before = (await rpc.request({ type: "get_state" })).data as { sessionFile: string };
+    const messages = (await rpc.request({ type: "get_messages" })).data;
+
+    expect(await rpc.request({ type: "clone" })).toMatchObject({ success: true, data: { cancelled: false } });
+    const original = readSession(before.sessionFile);
+    const after = (await rpc.request({ type: "get_state" })).data as { sessionFile: string };
+    expect(after.sessionFile).not.toBe(before.sessionFile);
+    expect((await rpc.request({ type: "get_messages" })).data).toEqual(messages);
+    const clone = readSession(after.sessionFile);
+    expect(clone.header.parentSession).toBe(before.sessionFile);
+    expect(clone.entries).toEqual(original.entries);
+
+    const assistantEntry = clone.entries.find(
+      (entry) =>
+        entry.type === "message" && (entry as unknown as { message: { role: string } }).message.role === "assistant",
+    );
+    for (const entryId of ["nope", assistantEntry?.id ?? ""]) {
+      const refused = await rpc.request({ type: "fork", entryId });
+      expect(refused).toMatchObject({ success: false, error: expect.stringContaining("Invalid entry ID for forking") });
+    }
+    expect(((await rpc.request({ type: "get_state" })).data as { sessionFile: string }).sessionFile).toBe(
+      after.sessionFile,
+    );
+
+    const unpersisted = spawnRpc(cleanups, { args: ["--model", "demo/demo-fast", "--no-session"] });
+    const noFile = await unpersisted.request({ type: "get_fork_messages" });
+    expect(noFile).toMatchObject({ success: false, error: expect.stringContaining("needs a persisted session") });
+  });
+});

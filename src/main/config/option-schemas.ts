@@ -137,6 +137,9 @@ export const forkArgumentsSchema = z.strictObject({
   position: z.enum(["before", "at"]).optional(),
 });
 
+/** `exportHtml(session, outputPath?)`. */
+export const htmlPathSchema = z.string().min(1, "must be a file path").optional();
+
 /** `setQueueMode(kind, mode)`: pi's steering and follow-up modes. */
 export const queueModeSchema = z.strictObject({
   kind: z.enum(["steer", "followUp"]),

@@ -357,6 +357,13 @@ export class RpcClient {
     return (await this.#request({ type: "get_fork_messages" })).messages;
   }
 
+  /** Writes the transcript as a self-contained HTML page; resolves with the file's path. */
+  async exportHtml(outputPath?: string): Promise<string> {
+    return (
+      await this.#request(outputPath === undefined ? { type: "export_html" } : { type: "export_html", outputPath })
+    ).path;
+  }
+
   /**
    * Resolves with the next agent_settled (NOT the first agent_end: under auto-retry a prompt has
    * several). If the session is idle when called (get_state isIdle) and no settle is pending (no

@@ -146,6 +146,9 @@ export const rpcCommands: RpcCommandTable = {
     return { cancelled: false };
   },
   get_fork_messages: async (_command, ctx) => ({ messages: await ctx.host.forkMessages(ctx.session.current()) }),
+  export_html: async (command, ctx) => ({
+    path: await ctx.host.exportHtml(ctx.session.current(), command.outputPath),
+  }),
 };
 
 /** `steer` and `follow_up`: queued while a prompt is live, a prompt of their own otherwise. */

@@ -75,6 +75,8 @@ export const rpcCommandSchemas = {
   /** A new session file with this one's whole path, in place of this one. */
   clone: z.strictObject({ id, type: z.literal("clone") }),
   get_fork_messages: z.strictObject({ id, type: z.literal("get_fork_messages") }),
+  /** The transcript as a self-contained HTML page, at `outputPath` or a default name in the cwd. */
+  export_html: z.strictObject({ id, type: z.literal("export_html"), outputPath: text.optional() }),
 } as const;
 
 /** The `type` of a supported command. */
@@ -172,6 +174,7 @@ export interface RpcResponseData {
   fork: { text: string; cancelled: boolean };
   clone: { cancelled: boolean };
   get_fork_messages: { messages: { entryId: string; text: string }[] };
+  export_html: { path: string };
 }
 
 /**

@@ -59,6 +59,7 @@ export { InMemoryAuthStorage } from "./auth/auth-storage.js";
 export { type AuthEntry, FileAuthStorage, type FileAuthStorageOptions } from "./auth/file-auth-storage.js";
 export type { CoordinationState } from "./coordination/session-coordination.js";
 export type { ResumeOptions, SessionHostOptions, SessionOptions } from "./host/host-options.js";
+export type { ForkResult } from "./host/session-forks.js";
 export { createSessionHost, SessionHost } from "./host/session-host.js";
 export type {
   ContextOverflowAnswer,
@@ -69,8 +70,10 @@ export type {
 } from "./session/agent-session.js";
 export { AgentSession } from "./session/agent-session.js";
 export type { SessionListener } from "./session/session-listeners.js";
+export type { ContextUsage, SessionStats } from "./session/session-stats.js";
 export { FileSessionStore, type FileSessionStoreOptions } from "./session-files/file-session-store.js";
 export type { FsyncPolicy } from "./session-files/persistence-queue.js";
+export type { ForkMessage, ForkPosition } from "./session-files/session-fork.js";
 export type {
   CompactionEntry,
   CustomEntry,

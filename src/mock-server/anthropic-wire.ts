@@ -82,6 +82,9 @@ function event(type: string, data: Record<string, unknown>): string {
 
 const messageId = (ctx: AnswerContext) => `msg_mock${ctx.seq}`;
 
+/** The output count `message_start` reports, as Anthropic's does before any token. */
+const START_OUTPUT_TOKENS = 1;
+
 /** The Anthropic messages wire format. */
 export const anthropicWire: WireFormat = {
   api: "anthropic",
@@ -104,7 +107,7 @@ export const anthropicWire: WireFormat = {
         model: ctx.model,
         stop_reason: null,
         stop_sequence: null,
-        usage: { input_tokens: ctx.promptTokens, output_tokens: 1 },
+        usage: { input_tokens: ctx.promptTokens, output_tokens: START_OUTPUT_TOKENS },
       },
     }) +
     event("content_block_start", { index: 0, content_block: { type: "text", text: "" } }) +
@@ -130,4 +133,7 @@ export const anthropicWire: WireFormat = {
     stop_sequence: null,
     usage: { input_tokens: ctx.promptTokens, output_tokens: completionTokens },
   }),
+  // `message_start` reports the input; `message_delta` only replaces the output count.
+  startUsage: (ctx) => ({ input: ctx.promptTokens, output: START_OUTPUT_TOKENS }),
+  endUsage: (ctx, completionTokens) => ({ input: ctx.promptTokens, output: completionTokens }),
 };

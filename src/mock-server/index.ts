@@ -18,4 +18,4 @@ export {
   STEP_KINDS,
   type StepKind,
 } from "./script.js";
-export type { WireApi } from "./wire.js";
+export type { MockUsage, WireApi } from "./wire.js";

@@ -178,4 +178,8 @@ export const openAiWire: WireFormat = {
     ],
     usage: usage(ctx, completionTokens),
   }),
+  startUsage: () => undefined,
+  // The usage chunk comes only when the request asked for it (`stream_options.include_usage`).
+  endUsage: (ctx, completionTokens) =>
+    ctx.includeUsage ? { input: ctx.promptTokens, output: completionTokens } : undefined,
 };

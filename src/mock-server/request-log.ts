@@ -4,7 +4,7 @@
  */
 import { MockServerError } from "./errors.js";
 import type { StepKind } from "./script.js";
-import type { WireApi } from "./wire.js";
+import type { MockUsage, WireApi } from "./wire.js";
 
 /**
  * How a request ended:
@@ -36,6 +36,13 @@ export interface MockRequestRecord {
    * `reasoning`, `thinking`, `output_config`); absent when it carried none.
    */
   readonly reasoning?: Readonly<Record<string, unknown>>;
+  /**
+   * The token usage the response reported to the client so far, as its SDK adds it up: set by a
+   * stream's preamble when it reports one (Anthropic's `message_start`, which a stream that
+   * fails later leaves standing), replaced by the end of a stream or a non-streaming answer.
+   * Absent when the response reported none (errors, OpenAI streams without `include_usage`).
+   */
+  readonly usage?: MockUsage;
   /** The HTTP status sent, once headers are out; absent for `reset` and for requests closed before headers. */
   readonly status?: number;
   /** Set when the request ends. */

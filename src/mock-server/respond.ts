@@ -88,12 +88,22 @@ export async function respond(ex: Exchange, step: MockStep): Promise<void> {
 async function answer(ex: Exchange, tokens: readonly string[], tokenDelayMs: number): Promise<void> {
   const { res, wire, ctx } = ex;
   if (!ex.stream) {
+    if (!res.destroyed) ex.record.usage = { input: ctx.promptTokens, output: tokens.length };
     return sendJson(ex, 200, wire.completion(ctx, tokens.join(""), tokens.length), wire.headers(ctx));
   }
   writeHead(ex, 200, { ...SSE_HEADERS, ...wire.headers(ctx) });
-  res.write(wire.streamStart(ctx));
+  writeStreamStart(ex);
   if (!(await streamTokens(ex, tokens, tokenDelayMs))) return;
+  const usage = wire.endUsage(ctx, tokens.length);
+  if (usage !== undefined) ex.record.usage = usage;
   res.end(wire.streamEnd(ctx, tokens.length));
+}
+
+/** Writes the stream's preamble and records the usage it reports, if any. */
+function writeStreamStart(ex: Exchange): void {
+  ex.res.write(ex.wire.streamStart(ex.ctx));
+  const usage = ex.wire.startUsage(ex.ctx);
+  if (usage !== undefined) ex.record.usage = usage;
 }
 
 /** The 200 of a `cut` or `stall`: headers, the tokens (streaming only), then a cut or silence. */
@@ -107,7 +117,7 @@ async function partial(
   const headers = ex.stream ? SSE_HEADERS : { "content-type": "application/json" };
   writeHead(ex, 200, { ...headers, ...wire.headers(ctx) });
   if (ex.stream && tokens.length > 0) {
-    res.write(wire.streamStart(ctx));
+    writeStreamStart(ex);
     if (!(await streamTokens(ex, tokens, tokenDelayMs))) return;
   }
   // Wait until everything written is handed to the kernel: destroy() drops data still queued.
@@ -129,7 +139,7 @@ async function streamError(
   ex.finishAs = "fault";
   writeHead(ex, 200, { ...SSE_HEADERS, ...wire.headers(ctx) });
   if (tokens.length > 0) {
-    res.write(wire.streamStart(ctx));
+    writeStreamStart(ex);
     if (!(await streamTokens(ex, tokens, tokenDelayMs))) return;
   }
   if (!res.destroyed) res.end(wire.streamError(spec, ctx));

@@ -51,6 +51,12 @@ export interface RenderedError {
   headers: Record<string, string>;
 }
 
+/** Token usage as a response reports it: the prompt's tokens and the completion's. */
+export interface MockUsage {
+  input: number;
+  output: number;
+}
+
 /** One wire format. Pure functions of their arguments. */
 export interface WireFormat {
   readonly api: WireApi;
@@ -70,6 +76,13 @@ export interface WireFormat {
   streamEnd(ctx: AnswerContext, completionTokens: number): string;
   /** The JSON body of a non-streaming answer. */
   completion(ctx: AnswerContext, text: string, completionTokens: number): unknown;
+  /**
+   * The usage `streamStart` reports, which a client keeps if the stream fails later (Anthropic's
+   * `message_start`); undefined when the preamble reports none (OpenAI).
+   */
+  startUsage(ctx: AnswerContext): MockUsage | undefined;
+  /** The usage `streamEnd` leaves the client with; undefined when the stream reports none. */
+  endUsage(ctx: AnswerContext, completionTokens: number): MockUsage | undefined;
 }
 
 /** Masks a secret the way OpenAI does in 401 texts: a short head and tail, never the whole key. */

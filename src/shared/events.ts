@@ -190,6 +190,12 @@ export interface ExtensionErrorEvent {
   error: string;
 }
 
+/** pi's: the session's display name changed (`setSessionName`); `name` is undefined when cleared. */
+export interface SessionInfoChangedEvent {
+  type: "session_info_changed";
+  name: string | undefined;
+}
+
 /** The agent's own events, except `agent_end`, which gains `willRetry`. */
 export type ForwardedAgentEvent = Exclude<AgentEvent, { type: "agent_end" }>;
 
@@ -217,7 +223,8 @@ export type SessionEvent =
   | ProviderGateWaitEvent
   | CoordinationFallbackStartEvent
   | CoordinationFallbackEndEvent
-  | ThinkingLevelChangedEvent;
+  | ThinkingLevelChangedEvent
+  | SessionInfoChangedEvent;
 
 /** The retry controller's events. */
 export type RetryEvent = AutoRetryStartEvent | AutoRetryEndEvent | ProviderGateWaitEvent;

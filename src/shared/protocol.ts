@@ -85,6 +85,9 @@ export interface SessionExtensions {
   cwd: string;
 }
 
+/** How a steering or follow-up queue delivers: every queued message at once, or one per turn. */
+export type QueueMode = "all" | "one-at-a-time";
+
 /** What the worker reports about an opened session, or about its model after a switch. */
 export interface SessionOpened {
   model: Model<Api>;
@@ -129,6 +132,11 @@ export interface WorkerApi {
   replaceMessages(sessionId: string, messages: AgentMessage[]): Result<null>;
   /** Queues a user message into the active (or next) run: `steer` or `followUp` (pi-agent-core). */
   queueMessage(sessionId: string, kind: "steer" | "followUp", message: AgentMessage): Result<null>;
+  /**
+   * How the session's `kind` queue delivers (pi-agent-core's `steeringMode`/`followUpMode`): all
+   * queued messages at once, or one per turn. Applies from the next time the agent reads the queue.
+   */
+  setQueueMode(sessionId: string, kind: "steer" | "followUp", mode: QueueMode): Result<null>;
   /**
    * Switches the model for the session's next request. `thinkingLevel`: the level the session
    * carries to the new model (pi's rule, decided on main), clamped to it; absent (a key rotation),

@@ -101,6 +101,7 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
     appendMessage: (sessionId, message) => command(() => find(sessionId).appendMessage(message)),
     replaceMessages: (sessionId, messages) => command(() => find(sessionId).replaceMessages(messages)),
     queueMessage: (sessionId, kind, message) => command(() => find(sessionId).queueMessage(kind, message)),
+    setQueueMode: (sessionId, kind, mode) => command(() => find(sessionId).setQueueMode(kind, mode)),
     setModel: (sessionId, change, thinkingLevel) => attempt(() => find(sessionId).setModel(change, thinkingLevel)),
     setThinkingLevel: (sessionId, level) => attempt(() => find(sessionId).setThinkingLevel(level)),
     listBuiltInModels: () => attempt(() => [...demoModels().values()]),

@@ -335,6 +335,35 @@ describe("through pi-ai as lifeline's workers call it", () => {
   }
 });
 
+describe("the usage each record says the response reported", () => {
+  for (const api of ["openai-completions", "anthropic-messages"] as const) {
+    it(`${api}: record.usage is the usage pi-ai's reply carries, for answers and failed streams alike`, async () => {
+      const steps = [
+        { type: "ok", tokens: 4 },
+        { type: "stream_error", afterTokens: 2 },
+        { type: "cut", afterTokens: 2 },
+        503,
+      ];
+      server.setScript({ conversations: [{ match: "", steps }] });
+      for (const step of steps) {
+        const message = await piAsk(api, "count my tokens");
+        const record = server.log.at(-1);
+        const reported = record?.usage ?? { input: 0, output: 0 };
+        expect({ step, input: message.usage.input, output: message.usage.output }).toEqual({ step, ...reported });
+      }
+      const usages = server.log.map((record) => record.usage);
+      // pi-ai asks OpenAI for the usage chunk, which only a finished stream sends; Anthropic's
+      // message_start reports the input before any token, so its failed streams keep it.
+      const input = server.log[0]?.promptTokens ?? 0;
+      expect(usages).toEqual(
+        api === "openai-completions"
+          ? [{ input, output: 4 }, undefined, undefined, undefined]
+          : [{ input, output: 4 }, { input, output: 1 }, { input, output: 1 }, undefined],
+      );
+    });
+  }
+});
+
 describe("fault steps as the client sees them", () => {
   it("reset destroys the connection before any response", async () => {
     server.setScript({ conversations: [{ match: "", steps: ["reset"] }] });

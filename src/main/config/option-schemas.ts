@@ -137,6 +137,21 @@ export const promptOptionsSchema = z.strictObject(
   { error: (issue) => (issue.code === "invalid_type" ? "must be an object such as { queue: true }" : undefined) },
 );
 
+/** `forkSession(session, entryId, { position })`. */
+export const forkArgumentsSchema = z.strictObject({
+  entryId: z.string().min(1, "must be an entry id (get_fork_messages lists them)"),
+  position: z.enum(["before", "at"]).optional(),
+});
+
+/** `exportHtml(session, outputPath?)`. */
+export const htmlPathSchema = z.string().min(1, "must be a file path").optional();
+
+/** `setQueueMode(kind, mode)`: pi's steering and follow-up modes. */
+export const queueModeSchema = z.strictObject({
+  kind: z.enum(["steer", "followUp"]),
+  mode: z.enum(["all", "one-at-a-time"]),
+});
+
 /**
  * Checks `value` against `schema`.
  * @param root the name of the value itself, for a problem with the value as a whole.

@@ -18,6 +18,7 @@ import type { SessionSetup } from "../session/session-setup.js";
 import type { SessionPersistence } from "../session-files/session-persistence.js";
 import type { SessionRecorder } from "../session-files/session-recorder.js";
 import type { OpenedSession, SessionStore } from "../session-files/session-store.js";
+import { summarizeEntries } from "../session-files/session-summary.js";
 import { restoreTranscript } from "../session-files/session-transcript.js";
 import type { HostTelemetry } from "../telemetry/host-telemetry.js";
 import type { WorkerRoster } from "../workers/worker-roster.js";
@@ -181,6 +182,7 @@ export class SessionAssembly {
               history: [...restored.history, ...restored.undelivered],
               prompts: restored.prompts,
               ...(restored.lastPromptId === undefined ? {} : { lastPromptId: restored.lastPromptId }),
+              ...storedName(resumed),
             }),
       },
       host: {
@@ -221,6 +223,12 @@ export class SessionAssembly {
     sessions.set(sessionId, session);
     return session;
   }
+}
+
+/** pi's session name of a stored session: its last `session_info` entry's, blank meaning none. */
+function storedName(stored: OpenedSession | undefined): { name?: string } {
+  const name = stored === undefined ? undefined : summarizeEntries(stored.entries).name?.trim();
+  return name === undefined || name === "" ? {} : { name };
 }
 
 /** Runs a storage hook; a throw is ignored (a storage never breaks a session). */

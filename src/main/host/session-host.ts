@@ -5,13 +5,14 @@
  * sessions through its {@link SessionAssembly}, keeps the open ones by id, and closes it all in
  * order. Placing sessions on workers, and a worker's death, are the roster's (workers/worker-roster.ts).
  */
+import { basename, resolve } from "node:path";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { LifelineError } from "../../shared/errors.js";
 import type { Settings, SettingsInput } from "../../shared/settings.js";
 import type { AuthStorage } from "../auth/auth-storage.js";
 import { listConfiguredModels } from "../config/models-config.js";
 import { toModuleUrl } from "../config/module-url.js";
-import { listSessionsOptionsSchema, validate } from "../config/option-schemas.js";
+import { forkArgumentsSchema, htmlPathSchema, listSessionsOptionsSchema, validate } from "../config/option-schemas.js";
 import { writeUserSettings } from "../config/settings-store.js";
 import { HostCoordination } from "../coordination/host-coordination.js";
 import { permitBridge } from "../coordination/permit-bridge.js";
@@ -19,6 +20,8 @@ import { ExtensionRunner } from "../extensions/extension-runner.js";
 import { resolveExtensions } from "../extensions/resolve-extensions.js";
 import { abortableSleep } from "../retry/sleep.js";
 import type { AgentSession } from "../session/agent-session.js";
+import { writeSessionHtml } from "../session/session-html.js";
+import type { ForkMessage, ForkPosition } from "../session-files/session-fork.js";
 import { assertValidSessionId } from "../session-files/session-format.js";
 import { SessionPersistence } from "../session-files/session-persistence.js";
 import type { SessionInfo } from "../session-files/session-store.js";
@@ -37,6 +40,7 @@ import {
   type SessionOptions,
 } from "./host-options.js";
 import { SessionAssembly } from "./session-assembly.js";
+import { type ForkHost, type ForkResult, forkSession, sessionForkMessages } from "./session-forks.js";
 
 /** The option types of this module's functions, for callers that import the host alone. */
 export type { ResumeOptions, SessionHostOptions, SessionOptions } from "./host-options.js";
@@ -213,6 +217,62 @@ export class SessionHost {
     }
     await this.#fleet.connection();
     return this.#files.exportSession(ref, this.#config.cwd());
+  }
+
+  /**
+   * pi's `/fork`: a new persisted session holding `session`'s path up to (`position: "before"`,
+   * the default) the user message `entryId`, or up to and including the entry (`"at"`); its
+   * header's `parentSession` names `session`'s file. Opened and returned with the user message's
+   * text (for `"before"`). `session` stays open. Needs `session` persisted in this host's store.
+   * @throws ERR_INVALID_OPTIONS (not persisted, an entry that is not one), and what
+   *   `resumeSession` throws.
+   */
+  async forkSession(
+    session: AgentSession,
+    entryId: string,
+    options: { position?: ForkPosition } = {},
+  ): Promise<ForkResult> {
+    this.#assertOpen();
+    validate(forkArgumentsSchema, { entryId, ...options }, "forkSession() arguments");
+    return forkSession(this.#forkHost(), session, entryId, options.position ?? "before");
+  }
+
+  /** pi's clone: {@link forkSession} at `session`'s last entry (a copy under a new id). */
+  async cloneSession(session: AgentSession): Promise<AgentSession> {
+    this.#assertOpen();
+    return (await forkSession(this.#forkHost(), session, undefined, "at")).session;
+  }
+
+  /** The user messages of persisted `session` a fork may start from: `{ entryId, text }`, in order. */
+  async forkMessages(session: AgentSession): Promise<ForkMessage[]> {
+    this.#assertOpen();
+    return sessionForkMessages(this.#forkHost(), session);
+  }
+
+  /**
+   * pi's `export_html`: writes `session`'s transcript (its whole history, failed attempts and
+   * retries marked) as one self-contained HTML page with no script and nothing to load, to
+   * `outputPath` (relative to the host's cwd), by default `lifeline-session-<file name or id>.html`
+   * in the host's cwd. Resolves with the file's absolute path.
+   * @throws ERR_INVALID_OPTIONS for an empty or non-string path; ERR_SESSION_FILE when it cannot be written.
+   */
+  async exportHtml(session: AgentSession, outputPath?: string): Promise<string> {
+    this.#assertOpen();
+    validate(htmlPathSchema, outputPath, "exportHtml() outputPath", "outputPath");
+    const file = session.sessionFile;
+    const name = file === undefined ? session.id : basename(file, ".jsonl");
+    const path = resolve(this.#config.cwd(), outputPath ?? `lifeline-session-${name}.html`);
+    const { id, sessionName, model, history, stats } = session;
+    await writeSessionHtml({ id, sessionFile: file, sessionName, model, history, stats }, path);
+    return path;
+  }
+
+  #forkHost(): ForkHost {
+    return {
+      store: (what) => this.#files.requireStore(undefined, what),
+      cwd: () => this.#config.cwd(),
+      resume: (path) => this.resumeSession(path),
+    };
   }
 
   /**

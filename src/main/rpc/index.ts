@@ -6,6 +6,7 @@
  */
 
 export type { ThinkingLevel } from "../../shared/thinking.js";
+export type { ContextUsage, SessionStats } from "../session/session-stats.js";
 export { RpcClient, type RpcClientOptions } from "./rpc-client.js";
 export type {
   RpcCommand,
@@ -15,4 +16,5 @@ export type {
   RpcResponse,
   RpcResponseData,
   RpcSessionState,
+  RpcSlashCommand,
 } from "./rpc-protocol.js";

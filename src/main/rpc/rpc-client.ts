@@ -12,12 +12,20 @@ import { LifelineError } from "../../shared/errors.js";
 import type { AgentSettledEvent, CompactionResult } from "../../shared/events.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
 import { MAX_TIMER_MS } from "../../shared/timer-ms.js";
+import type { SessionStats } from "../session/session-stats.js";
 import { EventListeners } from "./event-listeners.js";
 import { CONTINUE, EventWatches, type Watch } from "./event-watches.js";
 import { PendingRequests } from "./pending-requests.js";
 import { RpcChild } from "./rpc-child.js";
 import { RpcClientPhase } from "./rpc-client-phase.js";
-import type { RpcCommandOf, RpcCommandType, RpcEvent, RpcResponseData, RpcSessionState } from "./rpc-protocol.js";
+import type {
+  RpcCommandOf,
+  RpcCommandType,
+  RpcEvent,
+  RpcResponseData,
+  RpcSessionState,
+  RpcSlashCommand,
+} from "./rpc-protocol.js";
 
 /** Options of {@link RpcClient}. Validated by the constructor. */
 export interface RpcClientOptions {
@@ -313,6 +321,58 @@ export class RpcClient {
   /** The text of the session's last assistant message, or null when there is none. */
   async getLastAssistantText(): Promise<string | null> {
     return (await this.#request({ type: "get_last_assistant_text" })).text;
+  }
+
+  /** pi's session statistics: counts, tokens and cost (failed attempts included), context usage. */
+  getSessionStats(): Promise<SessionStats> {
+    return this.#request({ type: "get_session_stats" });
+  }
+
+  /** Switches to the next available model (pi's `cycle_model`); null when there is only one. */
+  cycleModel(): Promise<RpcResponseData["cycle_model"]> {
+    return this.#request({ type: "cycle_model" });
+  }
+
+  /** How queued steering messages are delivered: all at once, or one per turn (this session only). */
+  setSteeringMode(mode: "all" | "one-at-a-time"): Promise<void> {
+    return this.#request({ type: "set_steering_mode", mode });
+  }
+
+  /** How queued follow-up messages are delivered: all at once, or one per turn (this session only). */
+  setFollowUpMode(mode: "all" | "one-at-a-time"): Promise<void> {
+    return this.#request({ type: "set_follow_up_mode", mode });
+  }
+
+  /** Names the session (pi's `session_info` entry); a blank name is refused. */
+  setSessionName(name: string): Promise<void> {
+    return this.#request({ type: "set_session_name", name });
+  }
+
+  /** The commands a prompt can invoke: always empty in lifeline (docs/rpc.md). */
+  async getCommands(): Promise<RpcSlashCommand[]> {
+    return (await this.#request({ type: "get_commands" })).commands;
+  }
+
+  /** Replaces the session with a new file holding what came before the user message `entryId`; resolves with that message's text. */
+  fork(entryId: string): Promise<{ text: string; cancelled: boolean }> {
+    return this.#request({ type: "fork", entryId });
+  }
+
+  /** Replaces the session with a copy of it in a new file. */
+  clone(): Promise<{ cancelled: boolean }> {
+    return this.#request({ type: "clone" });
+  }
+
+  /** The user messages a fork can start from, with their entry ids. */
+  async getForkMessages(): Promise<{ entryId: string; text: string }[]> {
+    return (await this.#request({ type: "get_fork_messages" })).messages;
+  }
+
+  /** Writes the transcript as a self-contained HTML page; resolves with the file's path. */
+  async exportHtml(outputPath?: string): Promise<string> {
+    return (
+      await this.#request(outputPath === undefined ? { type: "export_html" } : { type: "export_html", outputPath })
+    ).path;
   }
 
   /**

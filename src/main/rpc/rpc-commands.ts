@@ -12,6 +12,7 @@ import type { SessionHost } from "../host/session-host.js";
 import type { AgentSession } from "../session/agent-session.js";
 import type { RpcCommandOf, RpcCommandType, RpcResponseData, RpcSessionState } from "./rpc-protocol.js";
 import type { RpcSessionSlot } from "./rpc-session-slot.js";
+import { nextModel } from "./session-commands.js";
 
 /** What a command handler may use. */
 export interface RpcCommandContext {
@@ -123,6 +124,40 @@ export const rpcCommands: RpcCommandTable = {
     const storage = authFile(ctx.host);
     return { provider: command.provider, removed: await storage.remove(command.provider, command.index) };
   },
+  get_session_stats: async (_command, ctx) => ctx.session.current().stats,
+  cycle_model: async (_command, ctx) => {
+    const session = ctx.session.live();
+    const model = await nextModel(ctx.host, session);
+    // pi reports the thinking level the session has after the switch; get_state reads it the same way.
+    return model === undefined ? null : { model, thinkingLevel: stateOf(session).thinkingLevel, isScoped: false };
+  },
+  set_steering_mode: async (command, ctx) => {
+    // This session only, unlike pi (no settings file is written), as set_auto_retry (B5).
+    await ctx.session.live().setQueueMode("steer", command.mode);
+    return undefined;
+  },
+  set_follow_up_mode: async (command, ctx) => {
+    await ctx.session.live().setQueueMode("followUp", command.mode);
+    return undefined;
+  },
+  set_session_name: async (command, ctx) => {
+    ctx.session.live().setSessionName(command.name);
+    return undefined;
+  },
+  // See RpcSlashCommand: lifeline has no extension commands, prompt templates or skills.
+  get_commands: async (_command, ctx) => {
+    ctx.session.current();
+    return { commands: [] };
+  },
+  fork: async (command, ctx) => ({ text: (await ctx.session.fork(command.entryId)) ?? "", cancelled: false }),
+  clone: async (_command, ctx) => {
+    await ctx.session.fork(undefined);
+    return { cancelled: false };
+  },
+  get_fork_messages: async (_command, ctx) => ({ messages: await ctx.host.forkMessages(ctx.session.current()) }),
+  export_html: async (command, ctx) => ({
+    path: await ctx.host.exportHtml(ctx.session.current(), command.outputPath),
+  }),
 };
 
 /** `steer` and `follow_up`: queued while a prompt is live, a prompt of their own otherwise. */
@@ -165,10 +200,11 @@ function stateOf(session: AgentSession): RpcSessionState {
     thinkingLevel: session.thinkingLevel,
     isStreaming: session.isStreaming,
     isCompacting: session.isCompacting,
-    steeringMode: "one-at-a-time",
-    followUpMode: "one-at-a-time",
+    steeringMode: session.queueModes.steer,
+    followUpMode: session.queueModes.followUp,
     sessionId: session.id,
     ...(session.sessionFile === undefined ? {} : { sessionFile: session.sessionFile }),
+    ...(session.sessionName === undefined ? {} : { sessionName: session.sessionName }),
     autoCompactionEnabled: session.autoCompactionEnabled,
     messageCount: session.messages.length,
     pendingMessageCount: session.pendingMessageCount,

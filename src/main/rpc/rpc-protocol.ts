@@ -17,11 +17,14 @@ import type { ThinkingLevel } from "../../shared/thinking.js";
 import type { AuthEntry } from "../auth/file-auth-storage.js";
 import { thinkingLevelSchema } from "../config/option-schemas.js";
 import type { CoordinationState } from "../coordination/session-coordination.js";
+import type { SessionStats } from "../session/session-stats.js";
 
 const id = z.string().max(1000).optional();
 const text = z.string().min(1, "must be a non-empty string");
 // pi clients may send `images: []`; images themselves are not supported yet.
 const images = z.array(z.unknown()).max(0, "images are not supported by lifeline yet; send text only").optional();
+
+const queueMode = z.enum(["all", "one-at-a-time"]);
 
 /** Every command lifeline's RPC mode accepts, keyed by `type`. */
 export const rpcCommandSchemas = {
@@ -64,6 +67,22 @@ export const rpcCommandSchemas = {
     provider: text,
     index: z.number().int().min(0).optional(),
   }),
+  /** pi's SessionStats; tokens and cost include failed attempts. */
+  get_session_stats: z.strictObject({ id, type: z.literal("get_session_stats") }),
+  /** Switches to the next model `get_available_models` lists (lifeline has no scoped models). */
+  cycle_model: z.strictObject({ id, type: z.literal("cycle_model") }),
+  set_steering_mode: z.strictObject({ id, type: z.literal("set_steering_mode"), mode: queueMode }),
+  set_follow_up_mode: z.strictObject({ id, type: z.literal("set_follow_up_mode"), mode: queueMode }),
+  /** Any string: a blank one is refused with pi's error text. */
+  set_session_name: z.strictObject({ id, type: z.literal("set_session_name"), name: z.string() }),
+  get_commands: z.strictObject({ id, type: z.literal("get_commands") }),
+  /** A new session file with the path before the user message `entryId`, in place of this one. */
+  fork: z.strictObject({ id, type: z.literal("fork"), entryId: text }),
+  /** A new session file with this one's whole path, in place of this one. */
+  clone: z.strictObject({ id, type: z.literal("clone") }),
+  get_fork_messages: z.strictObject({ id, type: z.literal("get_fork_messages") }),
+  /** The transcript as a self-contained HTML page, at `outputPath` or a default name in the cwd. */
+  export_html: z.strictObject({ id, type: z.literal("export_html"), outputPath: text.optional() }),
 } as const;
 
 /** The `type` of a supported command. */
@@ -111,6 +130,8 @@ export interface RpcSessionState {
   sessionId: string;
   /** B7: the session file, when the session is persisted (pi reports it too). */
   sessionFile?: string;
+  /** pi's session name (`set_session_name`), when the session has one. */
+  sessionName?: string;
   autoCompactionEnabled: boolean;
   messageCount: number;
   /** Steering and follow-up messages not yet delivered to the model. */
@@ -153,6 +174,28 @@ export interface RpcResponseData {
   auth_list: { credentials: AuthEntry[]; path: string };
   auth_add: { provider: string; index: number };
   auth_remove: { provider: string; removed: number };
+  get_session_stats: SessionStats;
+  cycle_model: { model: Model<Api>; thinkingLevel: string; isScoped: boolean } | null;
+  set_steering_mode: undefined;
+  set_follow_up_mode: undefined;
+  set_session_name: undefined;
+  get_commands: { commands: RpcSlashCommand[] };
+  fork: { text: string; cancelled: boolean };
+  clone: { cancelled: boolean };
+  get_fork_messages: { messages: { entryId: string; text: string }[] };
+  export_html: { path: string };
+}
+
+/**
+ * pi's `RpcSlashCommand`: a command a prompt can invoke (`/name`). lifeline has none of pi's three
+ * kinds: its extension API does not provide `registerCommand`, and it loads no prompt templates
+ * or skills; so `get_commands` answers an empty list.
+ */
+export interface RpcSlashCommand {
+  name: string;
+  description?: string;
+  source: "extension" | "prompt" | "skill";
+  sourceInfo: unknown;
 }
 
 /** A response line. `command` is the command's type, or "parse" when the line was not a command. */

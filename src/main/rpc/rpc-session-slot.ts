@@ -81,6 +81,25 @@ export class RpcSessionSlot {
   }
 
   /**
+   * `fork` (at `entryId`, before that user message) and `clone` (undefined: at the last entry): a
+   * new session file from the current one's (see `SessionHost.forkSession`) takes its place; the
+   * current one is closed once the new one is open (it stays if the fork fails). Resolves with the
+   * user message's text of a fork. @throws what `forkSession` throws; ERR_SESSION_DISPOSED.
+   */
+  async fork(entryId: string | undefined): Promise<string | undefined> {
+    const current = this.current();
+    const forked =
+      entryId === undefined
+        ? { session: await this.#host.cloneSession(current), text: undefined }
+        : await this.#host.forkSession(current, entryId);
+    await current.dispose();
+    this.#unsubscribe();
+    this.#session = forked.session;
+    this.#unsubscribe = forked.session.subscribe((event) => this.#forward(event));
+    return forked.text;
+  }
+
+  /**
    * The session, ended or not: reading commands and the ones that replace it work on an ended one.
    * @throws LifelineError ERR_SESSION_DISPOSED when no session is open.
    */

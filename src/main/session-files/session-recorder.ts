@@ -151,6 +151,11 @@ export class SessionRecorder {
     this.#background([{ ...this.#base(), type: "compaction", ...record }]);
   }
 
+  /** The session's display name (pi's `session_info` entry; its last one counts). Stored in the background. */
+  sessionInfo(name: string): void {
+    this.#background([{ ...this.#base(), type: "session_info", name }]);
+  }
+
   /** Resolves once everything recorded so far is stored or has failed. */
   flush(): Promise<void> {
     return this.#writer.flush();

@@ -10,7 +10,7 @@ import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { LifelineError, SessionBusyError } from "../../shared/errors.js";
 import type { CompactionResult, CoordinationFallbackEvent, PromptResult } from "../../shared/events.js";
-import type { ModelRef } from "../../shared/protocol.js";
+import type { ModelRef, QueueMode } from "../../shared/protocol.js";
 import type { Settings } from "../../shared/settings.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
 import { toModelRef } from "../config/model-ref.js";
@@ -24,6 +24,7 @@ import {
   invalidResumeId,
   modelRefSchema,
   promptOptionsSchema,
+  queueModeSchema,
   thinkingLevelSchema,
   validate,
 } from "../config/option-schemas.js";
@@ -31,11 +32,13 @@ import type { PermitTarget } from "../coordination/permit-bridge.js";
 import type { CoordinationState, SessionCoordination } from "../coordination/session-coordination.js";
 import type { PromptRecord } from "./prompt-records.js";
 import { PromptRunner } from "./prompt-runner.js";
-import { QueuedMessages } from "./queued-messages.js";
+import { QueuedMessages, type QueueKind } from "./queued-messages.js";
 import { type SessionListener, SessionListeners } from "./session-listeners.js";
 import { SessionModel } from "./session-model.js";
+import { SessionName } from "./session-name.js";
 import { sessionCoordination } from "./session-retry.js";
 import type { SessionSetup } from "./session-setup.js";
+import { type SessionStats, sessionStats } from "./session-stats.js";
 import { SessionThinking } from "./session-thinking.js";
 
 export type {
@@ -78,6 +81,7 @@ export class AgentSession {
   /** B8: this session's view of the host's budget, gate and permits; undefined without a host's. */
   readonly #coordination: SessionCoordination | undefined;
   readonly #runner: PromptRunner;
+  readonly #name: SessionName;
 
   /** @internal Use `SessionHost.createSession()`. */
   constructor(setup: SessionSetup) {
@@ -100,6 +104,7 @@ export class AgentSession {
       coordination: this.#coordination,
       setModel: (name) => this.setModel(name),
     });
+    this.#name = new SessionName(setup.start.name, setup.host.recorder, (event) => events.emit(event));
     const extensions = setup.host.extensions;
     if (extensions !== undefined) {
       // An ordinary listener that only enqueues: handlers never delay delivery or the retry path.
@@ -227,6 +232,33 @@ export class AgentSession {
       throw new LifelineError("ERR_INVALID_OPTIONS", `Nothing to ${kind}: session ${this.id} is idle; use prompt().`);
     }
     await this.#runner.link.queueMessage(kind, text);
+  }
+
+  /**
+   * pi's steering/follow-up mode of `kind`'s queue: every message at once (`all`) or one per turn
+   * (`one-at-a-time`, the default); this session only, kept by a restore. Resolves once the worker
+   * has it. @throws ERR_INVALID_OPTIONS for another kind or mode; ERR_SESSION_DISPOSED.
+   */
+  async setQueueMode(kind: QueueKind, mode: QueueMode): Promise<void> {
+    if (this.#runner.closed !== undefined) throw this.#runner.closed;
+    validate(queueModeSchema, { kind, mode }, "setQueueMode() arguments", "arguments");
+    await this.#runner.link.setQueueMode(kind, mode);
+  }
+
+  /** The queues' modes (see {@link setQueueMode}). */
+  get queueModes(): Readonly<Record<QueueKind, QueueMode>> {
+    return this.#runner.link.queueModes;
+  }
+
+  /** pi's display name (the file's last `session_info` entry); undefined without one. */
+  get sessionName(): string | undefined {
+    return this.#name.current;
+  }
+
+  /** Names the session (session-name.ts). @throws ERR_INVALID_OPTIONS when blank; ERR_SESSION_DISPOSED. */
+  setSessionName(name: string): void {
+    if (this.#runner.closed !== undefined) throw this.#runner.closed;
+    this.#name.set(name);
   }
 
   /** Steering and follow-up messages not yet delivered to the model. */
@@ -371,6 +403,11 @@ export class AgentSession {
   /** Every message the session produced, failed attempts included (R4's persisted history). */
   get history(): readonly AgentMessage[] {
     return this.#runner.transcript.history;
+  }
+
+  /** pi's session statistics; tokens and cost count failed attempts too (session-stats.ts). */
+  get stats(): SessionStats {
+    return sessionStats(this);
   }
 
   /** B7: the file this session is persisted to; undefined when persistence is off. */

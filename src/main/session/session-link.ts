@@ -11,7 +11,7 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import type { LifelineError } from "../../shared/errors.js";
-import type { BatchItem, ModelChange } from "../../shared/protocol.js";
+import type { BatchItem, ModelChange, QueueMode } from "../../shared/protocol.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
 import { type RestoreLink, type RestoreTarget, SessionRestore } from "../supervision/session-restore.js";
 import { isWorkerGone } from "../workers/worker-exit.js";
@@ -48,6 +48,8 @@ export class SessionLink implements RestoreLink, MirrorWorker {
   /** X7: restores on a fresh worker after this session's worker dies; calls to the worker wait for one. */
   readonly #restore: SessionRestore<AfterRun>;
   #link: WorkerLink;
+  /** pi's steering and follow-up modes as the worker has them (a restore sets them again). */
+  readonly #queueModes: Record<QueueKind, QueueMode> = { steer: "one-at-a-time", followUp: "one-at-a-time" };
 
   /** Nothing reaches the session until {@link connect}. */
   constructor(
@@ -148,6 +150,20 @@ export class SessionLink implements RestoreLink, MirrorWorker {
     }
   }
 
+  /** The queues' modes: `all` delivers every queued message at once, `one-at-a-time` one per turn. */
+  get queueModes(): Readonly<Record<QueueKind, QueueMode>> {
+    return this.#queueModes;
+  }
+
+  /**
+   * `setQueueMode()`: the worker's agent takes `mode` for its `kind` queue, from the next time it
+   * reads the queue; a restore sets it again. @throws the session's close error.
+   */
+  async setQueueMode(kind: QueueKind, mode: QueueMode): Promise<void> {
+    await (await this.worker()).call("setQueueMode", this.sessionId, kind, mode);
+    this.#queueModes[kind] = mode;
+  }
+
   /**
    * `abort()`'s call to the worker (X3), once any restore is over; resolves when the worker has
    * acted on it. A worker that is gone, or does not answer, is no failure of the call.
@@ -174,6 +190,10 @@ export class SessionLink implements RestoreLink, MirrorWorker {
   adopt(link: WorkerLink): void {
     this.#link = link;
     link.attach(this.sessionId, this.#client);
+    // Posted before the steering below, on the same port: the modes apply to it.
+    for (const [kind, mode] of Object.entries(this.#queueModes) as [QueueKind, QueueMode][]) {
+      if (mode !== "one-at-a-time") void link.call("setQueueMode", this.sessionId, kind, mode).catch(() => {});
+    }
     for (const [message, kind] of this.#queued) {
       void link.call("queueMessage", this.sessionId, kind, message).catch(() => {});
     }

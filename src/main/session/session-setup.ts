@@ -45,6 +45,8 @@ interface SessionStart {
   prompts?: ReadonlyMap<string, PromptRecord>;
   /** The id of the stored session's last prompt given an id (a resumed session). */
   lastPromptId?: string;
+  /** The stored session's display name (its last `session_info` entry), when it has one. */
+  name?: string;
 }
 
 /** What the host lends a session for its whole life. */

@@ -186,6 +186,7 @@ const DELIVERED: Record<ExtensionEventType, true> = {
   compaction_end: true,
   worker_exited: true,
   session_restored: true,
+  session_info_changed: true,
   session_start: true,
   session_shutdown: true,
   thinking_level_select: true,

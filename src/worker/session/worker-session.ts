@@ -9,7 +9,7 @@ import { clampThinkingLevel } from "@mariozechner/pi-ai";
 import { isRemovableFailure } from "../../shared/classify.js";
 import type { SummaryRequest } from "../../shared/compaction/summary-prompt.js";
 import { LifelineError, toWireError } from "../../shared/errors.js";
-import type { ModelChange, RunInput, SessionInit, SessionOpened } from "../../shared/protocol.js";
+import type { ModelChange, QueueMode, RunInput, SessionInit, SessionOpened } from "../../shared/protocol.js";
 import { isThinkingLevel, type ThinkingLevel } from "../../shared/thinking.js";
 import { forgetDemoSession } from "../demo-provider.js";
 import type { EventBatcher } from "../event-batcher.js";
@@ -116,6 +116,13 @@ export class WorkerSession {
     if (this.#closed) throw new LifelineError("ERR_SESSION_DISPOSED", `Session ${this.id} is closed.`);
     if (kind === "steer") this.#agent.steer(message);
     else this.#agent.followUp(message);
+  }
+
+  /** pi's steering and follow-up modes: how many queued messages the agent takes per turn. */
+  setQueueMode(kind: "steer" | "followUp", mode: QueueMode): void {
+    if (this.#closed) throw new LifelineError("ERR_SESSION_DISPOSED", `Session ${this.id} is closed.`);
+    if (kind === "steer") this.#agent.steeringMode = mode;
+    else this.#agent.followUpMode = mode;
   }
 
   /** Starts a run without waiting for it; its end is reported as a `run_end` item. */

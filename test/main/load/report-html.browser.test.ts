@@ -10,8 +10,6 @@
  * This test does not skip: without a Chromium it fails and says what to do. The system libraries
  * that Chromium links to are installed by `npm test` (scripts/test-prereqs.mjs).
  */
-import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { type Browser, chromium } from "playwright-core";
@@ -21,6 +19,7 @@ import { runLoad } from "../../../dist/main/load/index.js";
 import { requirePrerequisites } from "../../../scripts/test-prereqs.mjs";
 import { CHART_IDS } from "../../../src/main/load/report-html.js";
 import { tempDir } from "../../fixtures/bounded.js";
+import { chromiumPath } from "../../fixtures/chromium.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -28,34 +27,6 @@ afterEach(async () => {
 });
 
 beforeAll(() => requirePrerequisites("browser"));
-
-/**
- * Chromium's path: $LIFELINE_CHROMIUM when set; else @sparticuz/chromium's (x64 Linux; the first
- * call unpacks it into the temp folder, a few seconds); else a system Chromium (`chromium` on the
- * PATH, as Debian's /usr/bin/chromium). Throws with the fix when there is none.
- */
-async function chromiumPath(): Promise<string> {
-  const given = process.env.LIFELINE_CHROMIUM;
-  if (given !== undefined && given !== "") return given;
-  let npmFailure = "";
-  if (process.platform === "linux" && process.arch === "x64") {
-    try {
-      const { default: npmChromium } = await import("@sparticuz/chromium");
-      return await npmChromium.executablePath();
-    } catch (error) {
-      npmFailure = ` (@sparticuz/chromium failed: ${String(error)})`;
-    }
-  }
-  try {
-    const found = execFileSync("sh", ["-c", "command -v chromium"], { encoding: "utf8" }).trim();
-    if (found !== "" && existsSync(found)) return found;
-  } catch {
-    // Not found: the error below says what to do.
-  }
-  throw new Error(
-    `This test needs Chromium and found none${npmFailure}. On x64 Linux, \`npm install\` brings it (the devDependency @sparticuz/chromium); elsewhere install one (Debian: apt-get install -y chromium) or set LIFELINE_CHROMIUM to a Chromium binary.`,
-  );
-}
 
 /** Pixels inside `box` whose colour is clearly not grey or white (Chart.js axes and text are grey). */
 function colouredPixels(png: PNG, box: { x: number; y: number; width: number; height: number }): number {

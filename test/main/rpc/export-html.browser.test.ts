@@ -1,0 +1,71 @@
+/**
+ * RPC `export_html` in a real browser: headless Chromium (test/fixtures/chromium.ts) opens the page
+ * a real `lifeline --mode rpc` child wrote for a prompt that failed once (a 503 from the mock model
+ * server) and was retried. The page renders from file:// with no console or page error and no
+ * fetch, the failed attempt and the retry are visible, and user text holding a `<script>` is
+ * shown as text, never run. Run `npm run build` first.
+ */
+import { pathToFileURL } from "node:url";
+import { type Browser, chromium } from "playwright-core";
+import { beforeAll, describe, expect, it } from "vitest";
+import { requirePrerequisites } from "../../../scripts/test-prereqs.mjs";
+import { chromiumPath } from "../../fixtures/chromium.js";
+import { mockServerSuite } from "../../fixtures/mock-server-suite.js";
+import { mockModelsJson } from "../../fixtures/models.mjs";
+import { spawnRpc } from "../../fixtures/rpc-child.js";
+
+const suite = mockServerSuite();
+const { cleanups } = suite;
+
+beforeAll(() => requirePrerequisites("browser"));
+
+describe("export_html in headless Chromium", () => {
+  it("renders the transcript offline with the failed attempt and its retry visible, and user <script> as text", async () => {
+    const text = 'Hi <script>window.__ran = true; console.error("ran")</script> & bye';
+    suite.server.setScript({ reply: "All good.", conversations: [{ match: "Hi", steps: [503, "ok"] }] });
+    const rpc = spawnRpc(cleanups, {
+      models: mockModelsJson(suite.server.url),
+      args: ["--provider", "mock", "--model", "mock-1"],
+    });
+    await rpc.request({ type: "prompt", message: text });
+    await rpc.waitFor((record) => record.type === "agent_settled", "agent_settled");
+    const response = await rpc.request({ type: "export_html", outputPath: "transcript.html" });
+    expect(response).toMatchObject({ success: true, data: { path: `${rpc.dir}/transcript.html` } });
+    const path = (response.data as { path: string }).path;
+
+    const executablePath = await chromiumPath();
+    const browser: Browser = await chromium.launch({ executablePath, headless: true, args: ["--no-sandbox"] });
+    cleanups.push(() => browser.close());
+    const page = await browser.newPage({ viewport: { width: 1000, height: 800 } });
+    const problems: string[] = [];
+    page.on("console", (message) => {
+      if (message.type() === "error") problems.push(`console: ${message.text()}`);
+    });
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    page.on("request", (request) => {
+      if (!request.url().startsWith("file:")) problems.push(`fetched ${request.url()}`);
+    });
+    await page.goto(pathToFileURL(path).href);
+
+    // Page code as text: the tests are type-checked without the DOM library.
+    const articles = await page.evaluate<{ text: string; classes: string; visible: boolean }[]>(`
+      [...document.querySelectorAll("article")].map((article) => {
+        const rect = article.getBoundingClientRect();
+        return { text: article.innerText, classes: article.className, visible: rect.width > 0 && rect.height > 0 };
+      })
+    `);
+    expect(articles.map((article) => article.classes)).toEqual([
+      "message user",
+      "message assistant failed",
+      "message assistant retry",
+    ]);
+    expect(articles.every((article) => article.visible)).toBe(true);
+    expect(articles[0]?.text).toContain(text);
+    expect(articles[1]?.text).toContain("Failed attempt 1");
+    expect(articles[1]?.text).toContain("503 The engine is currently overloaded, please try again later.");
+    expect(articles[2]?.text).toContain("Retry after 1 failed attempt");
+    expect(articles[2]?.text).toContain("All good.");
+    expect(await page.evaluate<unknown>("window.__ran")).toBeUndefined();
+    expect(problems).toEqual([]);
+  }, 60_000);
+});

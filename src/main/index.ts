@@ -7,6 +7,7 @@
 // every embedding app), "lifeline/rpc" (rpc/index.ts), "lifeline/load" (load/index.ts) and
 // "lifeline/mock-server" (src/mock-server/index.ts). README.md, "Entry points", says why.
 
+export type { BashExecutionMessage, BashResult } from "../shared/bash/bash-message.js";
 export type { ClassifiableMessage, Classification, FailureClass } from "../shared/classify.js";
 export { explainMessage } from "../shared/classify.js";
 export type { CompactionSummaryMessage } from "../shared/compaction/summary-message.js";
@@ -60,6 +61,7 @@ export type { CoordinationState } from "./coordination/session-coordination.js";
 export type { ResumeOptions, SessionHostOptions, SessionOptions } from "./host/host-options.js";
 export { createSessionHost, SessionHost } from "./host/session-host.js";
 export type {
+  BashOptions,
   ContextOverflowAnswer,
   ContextOverflowHook,
   ContextOverflowInfo,

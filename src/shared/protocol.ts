@@ -14,6 +14,7 @@
  */
 import type { AgentEvent, AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
+import type { BashResult } from "./bash/bash-message.js";
 import type { SummaryRequest } from "./compaction/summary-prompt.js";
 import type { WireError } from "./errors.js";
 import type { WireUpdateEvent } from "./stream-wire.js";
@@ -69,6 +70,8 @@ export interface SessionInit {
   storeToolCalls?: boolean;
   /** Extensions whose tools this session gets (the worker's copy; handlers run on main). */
   extensions?: SessionExtensions;
+  /** The host's working directory: where the session's `bash` commands run. @default the worker's `process.cwd()` */
+  cwd?: string;
 }
 
 /** A session's extensions as the worker needs them: resolved files, in load order. */
@@ -105,7 +108,7 @@ export type RunInput =
 
 /**
  * The worker's API, called from the main thread through comlink.
- * Every method returns quickly; a run's progress arrives as batch items.
+ * Every method returns quickly (but `awaitBash`, see there); a run's progress arrives as batch items.
  */
 export interface WorkerApi {
   openSession(init: SessionInit): Promise<Result<SessionOpened>>;
@@ -134,6 +137,20 @@ export interface WorkerApi {
   shutdown(): Result<null>;
   /** B8: main's answer to a `permit_request`: the model request may be sent, or not (`granted` false). */
   grantPermit(requestId: number, granted: boolean): Result<null>;
+  /**
+   * Starts a shell command for the session in its `cwd` (one at a time per session); answers at
+   * once with the shell's pid, which leads the command's process group, so main can kill the tree
+   * if this worker dies. Refused with ERR_SESSION_BUSY while the session's last command runs.
+   */
+  startBash(sessionId: string, command: string): Result<{ pid: number }>;
+  /**
+   * The result of the session's command started by `startBash`: the one call that answers only
+   * when something is over (the command), so main makes it without a timeout; a worker's death
+   * still settles it (X5).
+   */
+  awaitBash(sessionId: string): Promise<Result<BashResult>>;
+  /** Kills the session's running command (its whole process group); `value`: whether one ran. */
+  abortBash(sessionId: string): Result<boolean>;
 }
 
 /** An agent event as it crosses; `message_update` travels slimmed down (see stream-wire.ts). */

@@ -9,6 +9,7 @@ import { expose } from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { LifelineError, toWireError } from "../shared/errors.js";
 import type { Result, SessionInit, SessionOpened, WorkerApi, WorkerMessage } from "../shared/protocol.js";
+import { BashRuns } from "./bash/bash-runs.js";
 import { demoModels } from "./demo-provider.js";
 import { EventBatcher } from "./event-batcher.js";
 import { RequestPermits } from "./request-permits.js";
@@ -42,6 +43,7 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
   // Posted at once, not batched: a permit request is on the critical path of a model request.
   const permits = new RequestPermits(post, () => batcher.flush());
   const sessions = new Map<string, WorkerSession>();
+  const bash = new BashRuns();
   /** Sessions whose `openSession` is awaiting the worker module; a closeSession cancels them. */
   const opening = new Map<string, { cancelled: boolean }>();
   const heartbeatMs = options.heartbeatMs ?? 0;
@@ -104,18 +106,29 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
     setModel: (sessionId, change) => attempt(() => find(sessionId).setModel(change)),
     listBuiltInModels: () => attempt(() => [...demoModels().values()]),
     grantPermit: (requestId, granted) => command(() => permits.grant(requestId, granted)),
+    startBash: (sessionId, line) => attempt(() => bash.start(sessionId, line, find(sessionId).cwd)),
+    async awaitBash(sessionId) {
+      try {
+        return { ok: true, value: await bash.wait(sessionId) };
+      } catch (error) {
+        return { ok: false, error: toWireError(error) };
+      }
+    },
+    abortBash: (sessionId) => attempt(() => bash.abort(sessionId)),
     closeSession: (sessionId) =>
       command(() => {
         const pending = opening.get(sessionId);
         if (pending !== undefined) pending.cancelled = true;
         sessions.get(sessionId)?.close();
         sessions.delete(sessionId);
+        bash.abort(sessionId);
       }),
     shutdown: () =>
       command(() => {
         for (const pending of opening.values()) pending.cancelled = true;
         for (const session of sessions.values()) session.close();
         sessions.clear();
+        bash.abortAll();
         batcher.flush();
         // Let comlink post this call's reply before the port goes away.
         setImmediate(() => {
@@ -128,6 +141,7 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
   port.on("close", () => {
     for (const session of sessions.values()) session.close();
     sessions.clear();
+    bash.abortAll();
     stop();
   });
   expose(api, nodeEndpoint(port));

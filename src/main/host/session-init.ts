@@ -33,6 +33,7 @@ export function sessionInit(
     systemPrompt: options.systemPrompt ?? SESSION_DEFAULTS.systemPrompt,
     messages,
     provider: { ...settings.retry.provider },
+    cwd,
   };
   if (settings.retry.maxConcurrentRequests !== undefined) init.requestPermits = true;
   if (resolved.apiKey !== undefined) init.apiKey = resolved.apiKey;

@@ -8,6 +8,7 @@
 import { fileURLToPath } from "node:url";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
+import type { BashResult } from "../../shared/bash/bash-message.js";
 import { LifelineError } from "../../shared/errors.js";
 import type { AgentSettledEvent, CompactionResult } from "../../shared/events.js";
 import { MAX_TIMER_MS } from "../../shared/timer-ms.js";
@@ -297,6 +298,20 @@ export class RpcClient {
   /** Closes the session and resumes a stored one: a session file path, or an id or a unique prefix of one. */
   switchSession(sessionPath: string): Promise<{ cancelled: boolean }> {
     return this.#request({ type: "switch_session", sessionPath });
+  }
+
+  /**
+   * Runs `command` with bash in the session's worker (pi's `bash`); resolves with pi's BashResult
+   * when it ends. Its output reaches the model with the next prompt. The request timer applies:
+   * for long commands give the client a larger `requestTimeoutMs`, or `Infinity`.
+   */
+  bash(command: string): Promise<BashResult> {
+    return this.#request({ type: "bash", command });
+  }
+
+  /** Kills the running bash command's process tree; its `bash()` resolves with `cancelled: true`. */
+  abortBash(): Promise<void> {
+    return this.#request({ type: "abort_bash" });
   }
 
   /** The text of the session's last assistant message, or null when there is none. */

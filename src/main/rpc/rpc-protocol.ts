@@ -12,6 +12,7 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { z } from "zod";
+import type { BashResult } from "../../shared/bash/bash-message.js";
 import type { CompactionResult, SessionEvent } from "../../shared/events.js";
 import type { AuthEntry } from "../auth/file-auth-storage.js";
 import type { CoordinationState } from "../coordination/session-coordination.js";
@@ -47,6 +48,10 @@ export const rpcCommandSchemas = {
   /** B7: closes the session and resumes a stored one (a file path, or an id or prefix of one). */
   switch_session: z.strictObject({ id, type: z.literal("switch_session"), sessionPath: text }),
   get_last_assistant_text: z.strictObject({ id, type: z.literal("get_last_assistant_text") }),
+  /** Runs a shell command in the session's worker; answered with pi's BashResult when it ends. */
+  bash: z.strictObject({ id, type: z.literal("bash"), command: text }),
+  /** Kills the running bash command's process tree. */
+  abort_bash: z.strictObject({ id, type: z.literal("abort_bash") }),
   /** lifeline extension: the keys of auth.json, masked. */
   auth_list: z.strictObject({ id, type: z.literal("auth_list") }),
   /** lifeline extension: adds a key to auth.json; the response never repeats it. */
@@ -141,6 +146,8 @@ export interface RpcResponseData {
   new_session: { cancelled: boolean };
   switch_session: { cancelled: boolean };
   get_last_assistant_text: { text: string | null };
+  bash: BashResult;
+  abort_bash: undefined;
   auth_list: { credentials: AuthEntry[]; path: string };
   auth_add: { provider: string; index: number };
   auth_remove: { provider: string; removed: number };

@@ -260,6 +260,20 @@ export class WorkerLink {
   }
 
   /**
+   * `awaitBash`, the one call that answers only when a command is over: no timeout (a long command
+   * is not a hung worker; the watchdog judges that from heartbeats), but the worker's death still
+   * rejects it (X5), and it holds the process alive meanwhile. @throws as {@link call}.
+   */
+  awaitBash(sessionId: string): Promise<Unwrapped<ApiResult<"awaitBash">>> {
+    return this.#invoke(
+      "awaitBash",
+      [sessionId],
+      Number.POSITIVE_INFINITY,
+      () => new LifelineError("ERR_PROTOCOL", "unreachable"),
+    );
+  }
+
+  /**
    * Opens a session. The timeout is `setupTimeoutMs`, counted from the worker's start (a worker
    * still booting is the watchdog's business): a slow worker module `setup()` rejects this open
    * with ERR_WORKER_MODULE and cancels it in the worker, which keeps serving its other sessions.

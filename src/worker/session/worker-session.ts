@@ -27,6 +27,8 @@ import { requestSummary } from "./summary-request.js";
  */
 export class WorkerSession {
   readonly id: string;
+  /** Where the session's `bash` commands run (the host's cwd). */
+  readonly cwd: string;
   readonly #agent: Agent;
   readonly #batcher: EventBatcher;
   #activeRunId: number | undefined;
@@ -39,9 +41,10 @@ export class WorkerSession {
   /** Aborts the summary request of an active `summarize` run. */
   #summaryAbort: AbortController | undefined;
 
-  private constructor(id: string, parts: SessionAgent, batcher: EventBatcher) {
+  private constructor(id: string, cwd: string, parts: SessionAgent, batcher: EventBatcher) {
     const { agent, capture, credentials } = parts;
     this.id = id;
+    this.cwd = cwd;
     this.#agent = agent;
     this.#streamFn = parts.streamFn;
     this.#batcher = batcher;
@@ -74,7 +77,7 @@ export class WorkerSession {
     permits?: RequestPermits,
   ): Promise<{ session: WorkerSession; opened: SessionOpened }> {
     const parts = await openSessionAgent(init, permits);
-    const session = new WorkerSession(init.sessionId, parts, batcher);
+    const session = new WorkerSession(init.sessionId, init.cwd ?? process.cwd(), parts, batcher);
     return { session, opened: { model: parts.model } };
   }
 

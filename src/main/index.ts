@@ -35,6 +35,15 @@ export type {
   ExtensionThread,
   ExtensionToolDefinition,
 } from "../shared/extensions/extension-api.js";
+export type {
+  ExtensionUIContext,
+  ExtensionUIDialogOptions,
+  UiAnswer,
+  UiDialogRequest,
+  UiNotice,
+  UiRequest,
+  UiTransport,
+} from "../shared/extensions/extension-ui.js";
 export type { ModelRef, ProviderOverrides } from "../shared/protocol.js";
 export type { RequestFailure } from "../shared/request-failure.js";
 export { requestFailureOf } from "../shared/request-failure.js";

@@ -12,6 +12,7 @@ import type { Result, SessionInit, SessionOpened, WorkerApi, WorkerMessage } fro
 import { BashRuns } from "./bash/bash-runs.js";
 import { demoModels } from "./demo-provider.js";
 import { EventBatcher } from "./event-batcher.js";
+import { WorkerUi } from "./extensions/worker-ui.js";
 import { RequestPermits } from "./request-permits.js";
 import { WorkerSession } from "./session/worker-session.js";
 
@@ -44,6 +45,7 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
   const permits = new RequestPermits(post, () => batcher.flush());
   const sessions = new Map<string, WorkerSession>();
   const bash = new BashRuns();
+  const ui = new WorkerUi(post, () => batcher.flush());
   /** Sessions whose `openSession` is awaiting the worker module; a closeSession cancels them. */
   const opening = new Map<string, { cancelled: boolean }>();
   const heartbeatMs = options.heartbeatMs ?? 0;
@@ -82,7 +84,12 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
         opening.set(init.sessionId, state);
         let result: Awaited<ReturnType<typeof WorkerSession.open>>;
         try {
-          result = await WorkerSession.open(init, batcher, permits);
+          result = await WorkerSession.open(
+            init,
+            batcher,
+            permits,
+            init.hasUI === true ? ui.forSession(init.sessionId) : undefined,
+          );
         } finally {
           if (opening.get(init.sessionId) === state) opening.delete(init.sessionId);
         }
@@ -115,6 +122,7 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
       }
     },
     abortBash: (sessionId) => attempt(() => bash.abort(sessionId)),
+    answerUi: (requestId, answer) => command(() => ui.answer(requestId, answer)),
     closeSession: (sessionId) =>
       command(() => {
         const pending = opening.get(sessionId);

@@ -15,6 +15,7 @@ import type {
   ExtensionHandler,
   ExtensionRegistrations,
 } from "../../shared/extensions/extension-api.js";
+import { createUiContext, type ExtensionUIContext, type UiTransport } from "../../shared/extensions/extension-ui.js";
 import { HandlerQueue } from "./handler-queue.js";
 
 /** What handlers' `ctx` reads from the session, and where failures go; given by `AgentSession`. */
@@ -38,6 +39,9 @@ export class SessionExtensions {
   readonly #extensions: { path: string; queue: HandlerQueue<ExtensionEvent> }[];
   readonly #start: "startup" | "resume";
   readonly #cwd: string;
+  readonly #hasUI: boolean;
+  /** The handlers' `ctx.ui`: the host's UI, or pi's defaults without one. */
+  readonly #ui: ExtensionUIContext;
   #view: SessionView | undefined;
   #report: ((event: ExtensionErrorEvent) => void) | undefined;
   #closed = false;
@@ -47,9 +51,12 @@ export class SessionExtensions {
     reason: "startup" | "resume";
     cwd: string;
     timeoutMs: () => number;
+    ui?: UiTransport | undefined;
   }) {
     this.#start = options.reason;
     this.#cwd = options.cwd;
+    this.#hasUI = options.ui !== undefined;
+    this.#ui = createUiContext(options.ui);
     this.#extensions = options.extensions.map(({ path, registrations }) => {
       const handlers = new Map<string, ((event: ExtensionEvent) => unknown)[]>();
       for (const [type, list] of registrations.handlers as Map<string, ExtensionHandler[]>) {
@@ -110,7 +117,8 @@ export class SessionExtensions {
     const view = this.#view;
     return {
       cwd: this.#cwd,
-      hasUI: false,
+      hasUI: this.#hasUI,
+      ui: this.#ui,
       sessionId: view?.id ?? "",
       model: view?.model,
       signal: undefined,

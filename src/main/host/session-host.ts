@@ -51,7 +51,7 @@ export function createSessionHost(options: SessionHostOptions = {}): SessionHost
   const extensions =
     options.extensions === undefined || options.extensions.length === 0
       ? undefined
-      : new ExtensionRunner(resolveExtensions(options.extensions, cwd), cwd);
+      : new ExtensionRunner(resolveExtensions(options.extensions, cwd), cwd, options.extensionUi);
   return new SessionHost(options, extensions);
 }
 
@@ -112,6 +112,7 @@ export class SessionHost {
       connect: options.connect,
       isClosed: () => this.#closed,
       permits: permitBridge(this.#coordination, (sessionId) => this.#sessions.get(sessionId)?.permitTarget),
+      ui: options.extensionUi,
     });
     this.#assembly = new SessionAssembly({
       options,

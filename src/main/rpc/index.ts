@@ -5,10 +5,13 @@
  * library call. Re-exports only; see docs/rpc.md.
  */
 export { RpcClient, type RpcClientOptions } from "./rpc-client.js";
+export type { RpcExtensionUiAnswer, RpcExtensionUiHandler } from "./rpc-client-ui.js";
 export type {
   RpcCommand,
   RpcCommandType,
   RpcEvent,
+  RpcExtensionUiRequest,
+  RpcExtensionUiResponse,
   RpcOutput,
   RpcResponse,
   RpcResponseData,

@@ -14,10 +14,19 @@ import type { AgentSettledEvent, CompactionResult } from "../../shared/events.js
 import { MAX_TIMER_MS } from "../../shared/timer-ms.js";
 import { EventListeners } from "./event-listeners.js";
 import { CONTINUE, EventWatches, type Watch } from "./event-watches.js";
+import { serializeJsonLine } from "./jsonl.js";
 import { PendingRequests } from "./pending-requests.js";
 import { RpcChild } from "./rpc-child.js";
 import { RpcClientPhase } from "./rpc-client-phase.js";
-import type { RpcCommandOf, RpcCommandType, RpcEvent, RpcResponseData, RpcSessionState } from "./rpc-protocol.js";
+import { RpcClientUi, type RpcExtensionUiHandler } from "./rpc-client-ui.js";
+import type {
+  RpcCommandOf,
+  RpcCommandType,
+  RpcEvent,
+  RpcExtensionUiRequest,
+  RpcResponseData,
+  RpcSessionState,
+} from "./rpc-protocol.js";
 
 /** Options of {@link RpcClient}. Validated by the constructor. */
 export interface RpcClientOptions {
@@ -98,6 +107,7 @@ export class RpcClient {
   readonly #requests: PendingRequests;
   readonly #listeners: EventListeners;
   readonly #watches = new EventWatches();
+  readonly #ui = new RpcClientUi();
   /** Prompt, steer and follow_up requests not answered yet: each may still start a run that settles. */
   readonly #promptsInFlight = new Set<Promise<unknown>>();
 
@@ -202,6 +212,17 @@ export class RpcClient {
    */
   onEvent(listener: (event: RpcEvent) => void): () => void {
     return this.#listeners.add(listener);
+  }
+
+  /**
+   * Answers extensions' `ctx.ui` requests (pi's `extension_ui_request` lines, which never reach
+   * `onEvent`): `handler` gets each one, and what it returns or resolves to for a dialog (`select`,
+   * `confirm`, `input`, `editor`) is sent back as the `extension_ui_response`. Returning undefined
+   * sends nothing (the dialog then ends at its timeout, if it has one); throwing sends
+   * `cancelled`. One handler at a time; returns a function that removes it.
+   */
+  onExtensionUiRequest(handler: RpcExtensionUiHandler): () => void {
+    return this.#ui.set(handler);
   }
 
   /** The child's stderr so far: its last 64 Ki characters. Still readable after the child exited. */
@@ -414,7 +435,11 @@ export class RpcClient {
     const type = (record as { type?: unknown }).type;
     if (typeof type !== "string") return;
     if (type === "response") this.#requests.receiveResponse(record as Record<string, unknown>);
-    else this.#dispatch(record as RpcEvent);
+    else if (type === "extension_ui_request") {
+      this.#ui.receive(record as RpcExtensionUiRequest, (response) =>
+        this.#child?.write(serializeJsonLine(response), () => {}),
+      );
+    } else this.#dispatch(record as RpcEvent);
   }
 
   #dispatch(event: RpcEvent): void {

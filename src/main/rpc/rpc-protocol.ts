@@ -14,6 +14,7 @@ import type { Api, Model } from "@mariozechner/pi-ai";
 import { z } from "zod";
 import type { BashResult } from "../../shared/bash/bash-message.js";
 import type { CompactionResult, SessionEvent } from "../../shared/events.js";
+import type { UiRequest } from "../../shared/extensions/extension-ui.js";
 import type { AuthEntry } from "../auth/file-auth-storage.js";
 import type { CoordinationState } from "../coordination/session-coordination.js";
 
@@ -161,5 +162,19 @@ export type RpcResponse =
 /** An event line: a session event as `subscribe()` listeners see it. Events never carry `id`. */
 export type RpcEvent = SessionEvent;
 
+/**
+ * pi's extension UI sub-protocol: an extension's `ctx.ui` call as written to stdout. Dialogs
+ * (`select`, `confirm`, `input`, `editor`) wait for an {@link RpcExtensionUiResponse} with the same
+ * `id`; the other methods are notices that need none.
+ */
+export type RpcExtensionUiRequest = { type: "extension_ui_request"; id: string } & UiRequest;
+
+/** The client's answer to a dialog, on stdin. It gets no response line. */
+export type RpcExtensionUiResponse = { type: "extension_ui_response"; id: string } & (
+  | { value: string }
+  | { confirmed: boolean }
+  | { cancelled: true }
+);
+
 /** Anything RPC mode writes to stdout. */
-export type RpcOutput = RpcResponse | RpcEvent;
+export type RpcOutput = RpcResponse | RpcEvent | RpcExtensionUiRequest;

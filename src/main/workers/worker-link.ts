@@ -12,6 +12,7 @@ import type { MessagePort } from "node:worker_threads";
 import { wrap } from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { LifelineError, type WorkerExitCause, WorkerExitedError, WorkerStartError } from "../../shared/errors.js";
+import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import {
   type BatchItem,
   decodeWorkerMessage,
@@ -21,6 +22,7 @@ import {
 } from "../../shared/protocol.js";
 import { type ApiResult, BoundedCalls, type Unwrapped } from "./bounded-calls.js";
 import { KeepAlive } from "./keep-alive.js";
+import { LinkUi } from "./link-ui.js";
 import { describeError, exitCauseOf, exitMessage, startMessage } from "./worker-exit.js";
 
 /** A worker's port plus a promise that settles when its serve loop ends (rejects on a crash). */
@@ -90,6 +92,8 @@ export class WorkerLink {
   readonly #terminate: (() => void) | undefined;
   readonly #onProtocolError: (reason: string) => void;
   readonly #permits: PermitHandler | undefined;
+  /** Extension tools' `ctx.ui` requests, to the host's UI; undefined without one. */
+  readonly #ui: LinkUi | undefined;
   #dead: LifelineError | undefined;
   #reserved = 0;
   /** `openSession` calls in flight: the watchdog allows their `setup()` more time. */
@@ -114,9 +118,14 @@ export class WorkerLink {
       onProtocolError: (reason: string) => void;
       isolated?: boolean;
       permits?: PermitHandler | undefined;
+      ui?: UiTransport | undefined;
     },
   ) {
     this.#permits = options.permits;
+    this.#ui =
+      options.ui === undefined
+        ? undefined
+        : new LinkUi(options.ui, (requestId, answer) => void this.call("answerUi", requestId, answer).catch(() => {}));
     this.isolated = options.isolated ?? false;
     this.#port = endpoint.port;
     this.#timeouts = options;
@@ -379,6 +388,14 @@ export class WorkerLink {
         void stored.then(() => this.call("grantPermit", message.requestId, true)).catch(() => {});
         return;
       }
+      case "ui_request":
+        if (this.#ui === undefined) {
+          if (message.requestId !== undefined) void this.call("answerUi", message.requestId, null).catch(() => {});
+        } else this.#ui.request(message);
+        return;
+      case "ui_cancel":
+        this.#ui?.cancel(message.requestId);
+        return;
       case "batch":
         for (const item of message.items) {
           if (item.type === "run_end") this.#endRun(`${item.sessionId}#${item.runId}`);
@@ -418,6 +435,7 @@ export class WorkerLink {
     this.#dead = error;
     // B8: permits die with their worker, so the requests of other workers never wait for them.
     this.#permits?.releaseAll(this);
+    this.#ui?.closeAll();
     this.#keepAlive.stop();
     this.#calls.failAll(error);
     this.#port.close();

@@ -5,6 +5,7 @@
  */
 import type { ResourceLimits } from "node:worker_threads";
 import { LifelineError, WorkerExitedError } from "../../shared/errors.js";
+import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import type { SessionInit, SessionOpened } from "../../shared/protocol.js";
 import { tickIntervalMs, Watchdog } from "./watchdog.js";
 import { type LinkEndpoint, type LinkTimeouts, type PermitHandler, WorkerLink } from "./worker-link.js";
@@ -25,6 +26,8 @@ export interface WorkerRosterOptions extends LinkTimeouts {
   isClosed: () => boolean;
   /** B8: the host's answer to its workers' request permits. */
   permits?: PermitHandler | undefined;
+  /** Where extension tools' `ctx.ui` requests go (the host's `extensionUi`). */
+  ui?: UiTransport | undefined;
 }
 
 type Reserved = { link: WorkerLink; release: () => void };
@@ -182,6 +185,7 @@ export class WorkerRoster {
       controlTimeoutMs: this.#options.controlTimeoutMs,
       isolated,
       permits: this.#options.permits,
+      ui: this.#options.ui,
       onProtocolError: (reason) => process.emitWarning(`lifeline: ignored an invalid worker message (${reason})`),
     });
     this.#links.push(link);

@@ -15,6 +15,7 @@ import {
   runExtensionFactory,
   toolProblem,
 } from "../../shared/extensions/extension-api.js";
+import { createUiContext, type UiTransport } from "../../shared/extensions/extension-ui.js";
 import { importExtension } from "../../shared/extensions/import-extension.js";
 import type { SessionExtensions } from "../../shared/protocol.js";
 
@@ -24,6 +25,8 @@ export interface ToolSessionView {
   isStreaming(): boolean;
   abort(): void;
   hasPendingMessages(): boolean;
+  /** Where `ctx.ui` goes: main, through the port (the host has a UI); undefined: pi's no-UI defaults. */
+  readonly ui?: UiTransport | undefined;
 }
 
 /** Factories already imported in this thread, by file. */
@@ -95,7 +98,8 @@ function toolContext(
 ): ExtensionContext {
   return {
     cwd,
-    hasUI: false,
+    hasUI: view.ui !== undefined,
+    ui: createUiContext(view.ui),
     sessionId,
     model: view.model(),
     signal,

@@ -9,6 +9,7 @@ import type { Api, Model } from "@mariozechner/pi-ai";
 import { isRemovableFailure } from "../../shared/classify.js";
 import type { SummaryRequest } from "../../shared/compaction/summary-prompt.js";
 import { LifelineError, toWireError } from "../../shared/errors.js";
+import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import type { ModelChange, RunInput, SessionInit, SessionOpened } from "../../shared/protocol.js";
 import { forgetDemoSession } from "../demo-provider.js";
 import type { EventBatcher } from "../event-batcher.js";
@@ -75,8 +76,9 @@ export class WorkerSession {
     init: SessionInit,
     batcher: EventBatcher,
     permits?: RequestPermits,
+    ui?: UiTransport,
   ): Promise<{ session: WorkerSession; opened: SessionOpened }> {
-    const parts = await openSessionAgent(init, permits);
+    const parts = await openSessionAgent(init, permits, ui);
     const session = new WorkerSession(init.sessionId, init.cwd ?? process.cwd(), parts, batcher);
     return { session, opened: { model: parts.model } };
   }

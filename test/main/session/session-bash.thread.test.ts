@@ -113,6 +113,8 @@ describe("executeBash", () => {
       "50 MB of output",
     );
     busy.disable();
+    if (result.fullOutputPath !== undefined)
+      cleanups.push(() => rmSync(result.fullOutputPath as string, { force: true }));
     expect(result.exitCode, result.output.slice(0, 200)).toBe(0);
     expect(result.truncated, JSON.stringify({ ...result, output: result.output.length })).toBe(true);
     expect(Buffer.byteLength(result.output)).toBeLessThanOrEqual(50 * 1024);

@@ -7,6 +7,7 @@
 // every embedding app), "lifeline/rpc" (rpc/index.ts), "lifeline/load" (load/index.ts) and
 // "lifeline/mock-server" (src/mock-server/index.ts). README.md, "Entry points", says why.
 
+export type { BashExecutionMessage, BashResult } from "../shared/bash/bash-message.js";
 export type { ClassifiableMessage, Classification, FailureClass } from "../shared/classify.js";
 export { explainMessage } from "../shared/classify.js";
 export type { CompactionSummaryMessage } from "../shared/compaction/summary-message.js";
@@ -34,6 +35,15 @@ export type {
   ExtensionThread,
   ExtensionToolDefinition,
 } from "../shared/extensions/extension-api.js";
+export type {
+  ExtensionUIContext,
+  ExtensionUIDialogOptions,
+  UiAnswer,
+  UiDialogRequest,
+  UiNotice,
+  UiRequest,
+  UiTransport,
+} from "../shared/extensions/extension-ui.js";
 export type { ModelRef, ProviderOverrides } from "../shared/protocol.js";
 export type { RequestFailure } from "../shared/request-failure.js";
 export { requestFailureOf } from "../shared/request-failure.js";
@@ -62,6 +72,7 @@ export type { ResumeOptions, SessionHostOptions, SessionOptions } from "./host/h
 export type { ForkResult } from "./host/session-forks.js";
 export { createSessionHost, SessionHost } from "./host/session-host.js";
 export type {
+  BashOptions,
   ContextOverflowAnswer,
   ContextOverflowHook,
   ContextOverflowInfo,

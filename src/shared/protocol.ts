@@ -14,8 +14,10 @@
  */
 import type { AgentEvent, AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
+import type { BashResult } from "./bash/bash-message.js";
 import type { SummaryRequest } from "./compaction/summary-prompt.js";
 import type { WireError } from "./errors.js";
+import type { UiAnswer, UiRequest } from "./extensions/extension-ui.js";
 import type { WireUpdateEvent } from "./stream-wire.js";
 import type { ThinkingLevel } from "./thinking.js";
 
@@ -75,6 +77,10 @@ export interface SessionInit {
    * to the model it resolves (pi-ai's `clampThinkingLevel`) and reports what it applied. @default "off"
    */
   thinkingLevel?: ThinkingLevel;
+  /** The host's working directory: where the session's `bash` commands run. @default the worker's `process.cwd()` */
+  cwd?: string;
+  /** The host has a UI for extensions (`extensionUi`): tools' `ctx.ui` requests go to main as `ui_request`. */
+  hasUI?: boolean;
 }
 
 /** A session's extensions as the worker needs them: resolved files, in load order. */
@@ -116,7 +122,7 @@ export type RunInput =
 
 /**
  * The worker's API, called from the main thread through comlink.
- * Every method returns quickly; a run's progress arrives as batch items.
+ * Every method returns quickly (but `awaitBash`, see there); a run's progress arrives as batch items.
  */
 export interface WorkerApi {
   openSession(init: SessionInit): Promise<Result<SessionOpened>>;
@@ -156,6 +162,22 @@ export interface WorkerApi {
   shutdown(): Result<null>;
   /** B8: main's answer to a `permit_request`: the model request may be sent, or not (`granted` false). */
   grantPermit(requestId: number, granted: boolean): Result<null>;
+  /**
+   * Starts a shell command for the session in its `cwd` (one at a time per session); answers at
+   * once with the shell's pid, which leads the command's process group, so main can kill the tree
+   * if this worker dies. Refused with ERR_SESSION_BUSY while the session's last command runs.
+   */
+  startBash(sessionId: string, command: string): Result<{ pid: number }>;
+  /**
+   * The result of the session's command started by `startBash`: the one call that answers only
+   * when something is over (the command), so main makes it without a timeout; a worker's death
+   * still settles it (X5).
+   */
+  awaitBash(sessionId: string): Promise<Result<BashResult>>;
+  /** Kills the session's running command (its whole process group); `value`: whether one ran. */
+  abortBash(sessionId: string): Result<boolean>;
+  /** Main's answer to a dialog's `ui_request` (null: none will come); the tool's `ctx.ui` call resolves. */
+  answerUi(requestId: number, answer: UiAnswer | null): Result<null>;
 }
 
 /** An agent event as it crosses; `message_update` travels slimmed down (see stream-wire.ts). */
@@ -190,6 +212,9 @@ export type BatchItem =
  * - `tool_calls_ready` (sessions opened with `storeToolCalls`): a session's reply with tool calls
  *   has ended (its `message_end` was flushed just before, on the same port); its tools wait until
  *   main answers `grantPermit` once the reply is stored. Ids share the permits' counter.
+ * - `ui_request` (sessions opened with `hasUI`): an extension tool's `ctx.ui` call, for the host's
+ *   UI. A dialog carries a `requestId` that main answers with `answerUi`; a notice has none.
+ *   `ui_cancel`: the dialog's timeout passed or its signal aborted; main withdraws it.
  */
 export type WorkerMessage =
   | { type: "hello"; threadId: number }
@@ -197,7 +222,9 @@ export type WorkerMessage =
   | BatchMessage
   | { type: "permit_request"; sessionId: string; requestId: number }
   | { type: "permit_release"; requestId: number }
-  | { type: "tool_calls_ready"; sessionId: string; requestId: number };
+  | { type: "tool_calls_ready"; sessionId: string; requestId: number }
+  | { type: "ui_request"; sessionId: string; requestId?: number; request: UiRequest }
+  | { type: "ui_cancel"; requestId: number };
 
 /** A batch of session items (see EventBatcher). */
 export interface BatchMessage {
@@ -236,11 +263,38 @@ export function decodeWorkerMessage(data: unknown): DecodedMessage {
   ) {
     return { kind: "message", message: data as WorkerMessage };
   }
-  if (record.type === "permit_release" && Number.isInteger(permit.requestId)) {
+  if (
+    record.type === "ui_request" &&
+    typeof permit.sessionId === "string" &&
+    isUiRequest((data as { request?: unknown }).request)
+  ) {
+    const requestId = permit.requestId;
+    if (requestId === undefined || Number.isInteger(requestId))
+      return { kind: "message", message: data as WorkerMessage };
+  }
+  if ((record.type === "permit_release" || record.type === "ui_cancel") && Number.isInteger(permit.requestId)) {
     return { kind: "message", message: data as WorkerMessage };
   }
   if (record.type === "hello" && typeof (data as { threadId?: unknown }).threadId === "number") {
     return { kind: "message", message: data as WorkerMessage };
   }
   return { kind: "invalid", reason: `unknown message type ${JSON.stringify(record.type)}` };
+}
+
+const UI_METHODS = new Set([
+  "select",
+  "confirm",
+  "input",
+  "editor",
+  "notify",
+  "setStatus",
+  "setWidget",
+  "setTitle",
+  "set_editor_text",
+]);
+
+function isUiRequest(value: unknown): value is UiRequest {
+  return (
+    value !== null && typeof value === "object" && UI_METHODS.has((value as { method?: unknown }).method as string)
+  );
 }

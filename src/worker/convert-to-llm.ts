@@ -3,13 +3,14 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Message, UserMessage } from "@mariozechner/pi-ai";
+import { bashAsUser } from "../shared/bash/bash-message.js";
 import { isFailedStop } from "../shared/classify.js";
 import { summaryAsUser } from "../shared/compaction/summary-message.js";
 
 /**
- * Keeps user, assistant and tool-result messages, turns a compaction summary into a user turn,
- * drops failed (error or aborted) assistant messages, and merges user messages that end up
- * adjacent into one.
+ * Keeps user, assistant and tool-result messages, turns a compaction summary and a command the
+ * client ran (`bashExecution`, unless `excludeFromContext`) into user turns, drops failed (error or
+ * aborted) assistant messages, and merges user messages that end up adjacent into one.
  *
  * Why: a cancelled or exhausted retry chain leaves `user, assistant(error)` in the transcript
  * (SPEC B3 keeps the record). pi-ai drops the failed assistant message when it builds the request,
@@ -27,8 +28,11 @@ export function convertToLlm(messages: AgentMessage[]): Message[] {
       out.push(message);
       continue;
     }
-    if (message.role !== "user" && message.role !== "compactionSummary") continue;
-    const user = message.role === "user" ? message : summaryAsUser(message);
+    let user: UserMessage;
+    if (message.role === "user") user = message;
+    else if (message.role === "compactionSummary") user = summaryAsUser(message);
+    else if (message.role === "bashExecution" && message.excludeFromContext !== true) user = bashAsUser(message);
+    else continue;
     const previous = out[out.length - 1];
     if (previous?.role === "user") {
       out[out.length - 1] = mergeUsers(previous, user);

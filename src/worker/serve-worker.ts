@@ -9,8 +9,10 @@ import { expose } from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { LifelineError, toWireError } from "../shared/errors.js";
 import type { Result, SessionInit, SessionOpened, WorkerApi, WorkerMessage } from "../shared/protocol.js";
+import { BashRuns } from "./bash/bash-runs.js";
 import { demoModels } from "./demo-provider.js";
 import { EventBatcher } from "./event-batcher.js";
+import { WorkerUi } from "./extensions/worker-ui.js";
 import { RequestPermits } from "./request-permits.js";
 import { WorkerSession } from "./session/worker-session.js";
 
@@ -42,6 +44,8 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
   // Posted at once, not batched: a permit request is on the critical path of a model request.
   const permits = new RequestPermits(post, () => batcher.flush());
   const sessions = new Map<string, WorkerSession>();
+  const bash = new BashRuns();
+  const ui = new WorkerUi(post, () => batcher.flush());
   /** Sessions whose `openSession` is awaiting the worker module; a closeSession cancels them. */
   const opening = new Map<string, { cancelled: boolean }>();
   const heartbeatMs = options.heartbeatMs ?? 0;
@@ -80,7 +84,12 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
         opening.set(init.sessionId, state);
         let result: Awaited<ReturnType<typeof WorkerSession.open>>;
         try {
-          result = await WorkerSession.open(init, batcher, permits);
+          result = await WorkerSession.open(
+            init,
+            batcher,
+            permits,
+            init.hasUI === true ? ui.forSession(init.sessionId) : undefined,
+          );
         } finally {
           if (opening.get(init.sessionId) === state) opening.delete(init.sessionId);
         }
@@ -106,18 +115,30 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
     setThinkingLevel: (sessionId, level) => attempt(() => find(sessionId).setThinkingLevel(level)),
     listBuiltInModels: () => attempt(() => [...demoModels().values()]),
     grantPermit: (requestId, granted) => command(() => permits.grant(requestId, granted)),
+    startBash: (sessionId, line) => attempt(() => bash.start(sessionId, line, find(sessionId).cwd)),
+    async awaitBash(sessionId) {
+      try {
+        return { ok: true, value: await bash.wait(sessionId) };
+      } catch (error) {
+        return { ok: false, error: toWireError(error) };
+      }
+    },
+    abortBash: (sessionId) => attempt(() => bash.abort(sessionId)),
+    answerUi: (requestId, answer) => command(() => ui.answer(requestId, answer)),
     closeSession: (sessionId) =>
       command(() => {
         const pending = opening.get(sessionId);
         if (pending !== undefined) pending.cancelled = true;
         sessions.get(sessionId)?.close();
         sessions.delete(sessionId);
+        bash.abort(sessionId);
       }),
     shutdown: () =>
       command(() => {
         for (const pending of opening.values()) pending.cancelled = true;
         for (const session of sessions.values()) session.close();
         sessions.clear();
+        bash.abortAll();
         batcher.flush();
         // Let comlink post this call's reply before the port goes away.
         setImmediate(() => {
@@ -130,6 +151,7 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
   port.on("close", () => {
     for (const session of sessions.values()) session.close();
     sessions.clear();
+    bash.abortAll();
     stop();
   });
   expose(api, nodeEndpoint(port));

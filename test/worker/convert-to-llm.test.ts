@@ -1,6 +1,7 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { fauxAssistantMessage } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
+import { bashExecutionMessage } from "../../src/shared/bash/bash-message.js";
 import { convertToLlm } from "../../src/worker/convert-to-llm.js";
 
 const user = (text: string): AgentMessage => ({ role: "user", content: text, timestamp: 1 });
@@ -29,5 +30,48 @@ describe("convertToLlm", () => {
   it("drops aborted assistant messages too", () => {
     const aborted = fauxAssistantMessage("partial", { stopReason: "aborted" });
     expect(convertToLlm([user("a"), aborted]).map((m) => m.role)).toEqual(["user"]);
+  });
+
+  it("shows a command the client ran as a user turn in pi's wording, merged with the prompt after it", () => {
+    const ran = bashExecutionMessage(
+      "make",
+      { output: "boom", exitCode: 2, cancelled: false, truncated: false },
+      1,
+      false,
+    );
+    const out = convertToLlm([ran, user("why?")]);
+    expect(out).toHaveLength(1);
+    expect(out[0]).toMatchObject({
+      role: "user",
+      content: [
+        { type: "text", text: "Ran `make`\n```\nboom\n```\n\nCommand exited with code 2" },
+        { type: "text", text: "\n\n" },
+        { type: "text", text: "why?" },
+      ],
+    });
+  });
+
+  it("leaves out a command run with excludeFromContext, and says when one was cancelled or truncated", () => {
+    const hidden = bashExecutionMessage(
+      "secret",
+      { output: "x", exitCode: 0, cancelled: false, truncated: false },
+      1,
+      true,
+    );
+    expect(convertToLlm([hidden, user("a")]).map((m) => m.content)).toEqual(["a"]);
+    const cut = bashExecutionMessage(
+      "yes",
+      { output: "", exitCode: undefined, cancelled: true, truncated: true, fullOutputPath: "/tmp/f.log" },
+      1,
+      false,
+    );
+    expect(convertToLlm([cut])[0]).toMatchObject({
+      content: [
+        {
+          type: "text",
+          text: "Ran `yes`\n(no output)\n\n(command cancelled)\n\n[Output truncated. Full output: /tmp/f.log]",
+        },
+      ],
+    });
   });
 });

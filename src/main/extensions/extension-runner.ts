@@ -11,6 +11,7 @@ import {
   runExtensionFactory,
   toolProblem,
 } from "../../shared/extensions/extension-api.js";
+import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import { importExtension } from "../../shared/extensions/import-extension.js";
 import type { SessionExtensions as WorkerExtensions } from "../../shared/protocol.js";
 import type { ResolvedExtension } from "./resolve-extensions.js";
@@ -29,13 +30,21 @@ export interface OpenExtensionsOptions {
 export class ExtensionRunner {
   readonly #files: readonly ResolvedExtension[];
   readonly #cwd: string;
+  /** The host's UI for `ctx.ui` (its `extensionUi`); undefined without one. */
+  readonly #ui: UiTransport | undefined;
   #factories: Promise<ExtensionFactory[]> | undefined;
   /** Sessions whose queues may still hold events; drained (bounded) when the host closes. */
   readonly #live = new Map<SessionExtensions, () => number>();
 
-  constructor(files: readonly ResolvedExtension[], cwd: string) {
+  constructor(files: readonly ResolvedExtension[], cwd: string, ui?: UiTransport) {
     this.#files = files;
     this.#cwd = cwd;
+    this.#ui = ui;
+  }
+
+  /** Whether `ctx.ui` reaches a UI (the host's `extensionUi`): the sessions' `hasUI`. */
+  get hasUI(): boolean {
+    return this.#ui !== undefined;
   }
 
   /** What a session's worker needs to load the same extensions for their tools. */
@@ -76,6 +85,7 @@ export class ExtensionRunner {
       reason: options.reason,
       cwd: this.#cwd,
       timeoutMs: options.timeoutMs,
+      ui: this.#ui,
     });
     this.#live.set(session, options.timeoutMs);
     return session;

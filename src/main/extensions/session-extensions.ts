@@ -17,6 +17,7 @@ import type {
   ExtensionRegistrations,
   ExtensionSessionActions,
 } from "../../shared/extensions/extension-api.js";
+import { createUiContext, type ExtensionUIContext, type UiTransport } from "../../shared/extensions/extension-ui.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
 import { HandlerQueue } from "./handler-queue.js";
 
@@ -43,6 +44,9 @@ export class SessionExtensions {
   readonly #extensions: { path: string; queue: HandlerQueue<ExtensionEvent> }[];
   readonly #start: "startup" | "resume";
   readonly #cwd: string;
+  readonly #hasUI: boolean;
+  /** The handlers' `ctx.ui`: the host's UI, or pi's defaults without one. */
+  readonly #ui: ExtensionUIContext;
   #view: SessionView | undefined;
   /** The level `thinking_level_select` reports as `previousLevel`: the one of the last change. */
   #thinkingLevel: ThinkingLevel = "off";
@@ -54,9 +58,12 @@ export class SessionExtensions {
     reason: "startup" | "resume";
     cwd: string;
     timeoutMs: () => number;
+    ui?: UiTransport | undefined;
   }) {
     this.#start = options.reason;
     this.#cwd = options.cwd;
+    this.#hasUI = options.ui !== undefined;
+    this.#ui = createUiContext(options.ui);
     this.#extensions = options.extensions.map(({ path, registrations }) => {
       const handlers = new Map<string, ((event: ExtensionEvent) => unknown)[]>();
       for (const [type, list] of registrations.handlers as Map<string, ExtensionHandler[]>) {
@@ -130,7 +137,8 @@ export class SessionExtensions {
     const view = this.#view;
     return {
       cwd: this.#cwd,
-      hasUI: false,
+      hasUI: this.#hasUI,
+      ui: this.#ui,
       sessionId: view?.id ?? "",
       model: view?.model,
       signal: undefined,

@@ -10,6 +10,7 @@ import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { z } from "zod";
 import { LifelineError } from "../../shared/errors.js";
 import type { SessionEvent } from "../../shared/events.js";
+import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import type { ModelRef } from "../../shared/protocol.js";
 import { parseSettings, type SettingsInput } from "../../shared/settings.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
@@ -116,6 +117,13 @@ export interface SessionHostOptions {
    * @default the globally registered providers, when there are any; else nothing is recorded
    */
   telemetry?: TelemetryOptions | false;
+  /**
+   * Where extensions' `ctx.ui` dialogs and notices go (`select`, `confirm`, `input`, `editor`,
+   * `notify`, …): an app's own UI. RPC mode sets it to its `extension_ui_request` lines. Without it
+   * `ctx.hasUI` is false and dialogs resolve with pi's defaults at once (docs/extensions.md).
+   * @default none
+   */
+  extensionUi?: UiTransport;
 }
 
 /** Options of {@link SessionHost.createSession}. */
@@ -219,6 +227,9 @@ const hostOptionsSchema = z.strictObject({
         recordContent: z.boolean().optional(),
       }),
     ])
+    .optional(),
+  extensionUi: z
+    .looseObject({ dialog: fn, notify: fn }, { error: "must be an object with dialog() and notify() methods" })
     .optional(),
 });
 

@@ -141,6 +141,7 @@ export class SessionAssembly {
         setupTimeoutMs: this.#parts.options.setupTimeoutMs ?? HOST_DEFAULTS.setupTimeoutMs,
       });
       init.extensions = runner.forWorker;
+      if (runner.hasUI) init.hasUI = true;
     }
     let opening: Awaited<ReturnType<WorkerRoster["open"]>>;
     try {

@@ -56,7 +56,7 @@ export function createSessionHost(options: SessionHostOptions = {}): SessionHost
   const extensions =
     options.extensions === undefined || options.extensions.length === 0
       ? undefined
-      : new ExtensionRunner(resolveExtensions(options.extensions, cwd), cwd);
+      : new ExtensionRunner(resolveExtensions(options.extensions, cwd), cwd, options.extensionUi);
   return new SessionHost(options, extensions);
 }
 
@@ -125,6 +125,7 @@ export class SessionHost {
       isClosed: () => this.#closed,
       permits: permitBridge(this.#coordination, (sessionId) => this.#sessions.get(sessionId)?.permitTarget),
       onWorkerExit: (cause) => this.#telemetry.workerExited(cause),
+      ui: options.extensionUi,
     });
     this.#assembly = new SessionAssembly({
       options,

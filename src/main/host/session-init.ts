@@ -39,6 +39,7 @@ export function sessionInit(
     messages,
     provider: { ...settings.retry.provider },
     thinkingLevel: options.thinkingLevel ?? storedThinkingLevel ?? settings.defaultThinkingLevel,
+    cwd,
   };
   if (settings.retry.maxConcurrentRequests !== undefined) init.requestPermits = true;
   if (resolved.apiKey !== undefined) init.apiKey = resolved.apiKey;

@@ -8,6 +8,7 @@
 import { fileURLToPath } from "node:url";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
+import type { BashResult } from "../../shared/bash/bash-message.js";
 import { LifelineError } from "../../shared/errors.js";
 import type { AgentSettledEvent, CompactionResult } from "../../shared/events.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
@@ -15,13 +16,16 @@ import { MAX_TIMER_MS } from "../../shared/timer-ms.js";
 import type { SessionStats } from "../session/session-stats.js";
 import { EventListeners } from "./event-listeners.js";
 import { CONTINUE, EventWatches, type Watch } from "./event-watches.js";
+import { serializeJsonLine } from "./jsonl.js";
 import { PendingRequests } from "./pending-requests.js";
 import { RpcChild } from "./rpc-child.js";
 import { RpcClientPhase } from "./rpc-client-phase.js";
+import { RpcClientUi, type RpcExtensionUiHandler } from "./rpc-client-ui.js";
 import type {
   RpcCommandOf,
   RpcCommandType,
   RpcEvent,
+  RpcExtensionUiRequest,
   RpcResponseData,
   RpcSessionState,
   RpcSlashCommand,
@@ -106,6 +110,7 @@ export class RpcClient {
   readonly #requests: PendingRequests;
   readonly #listeners: EventListeners;
   readonly #watches = new EventWatches();
+  readonly #ui = new RpcClientUi();
   /** Prompt, steer and follow_up requests not answered yet: each may still start a run that settles. */
   readonly #promptsInFlight = new Set<Promise<unknown>>();
 
@@ -212,6 +217,17 @@ export class RpcClient {
     return this.#listeners.add(listener);
   }
 
+  /**
+   * Answers extensions' `ctx.ui` requests (pi's `extension_ui_request` lines, which never reach
+   * `onEvent`): `handler` gets each one, and what it returns or resolves to for a dialog (`select`,
+   * `confirm`, `input`, `editor`) is sent back as the `extension_ui_response`. Returning undefined
+   * sends nothing (the dialog then ends at its timeout, if it has one); throwing sends
+   * `cancelled`. One handler at a time; returns a function that removes it.
+   */
+  onExtensionUiRequest(handler: RpcExtensionUiHandler): () => void {
+    return this.#ui.set(handler);
+  }
+
   /** The child's stderr so far: its last 64 Ki characters. Still readable after the child exited. */
   getStderr(): string {
     return this.#child?.getStderr() ?? "";
@@ -316,6 +332,20 @@ export class RpcClient {
   /** Closes the session and resumes a stored one: a session file path, or an id or a unique prefix of one. */
   switchSession(sessionPath: string): Promise<{ cancelled: boolean }> {
     return this.#request({ type: "switch_session", sessionPath });
+  }
+
+  /**
+   * Runs `command` with bash in the session's worker (pi's `bash`); resolves with pi's BashResult
+   * when it ends. Its output reaches the model with the next prompt. The request timer applies:
+   * for long commands give the client a larger `requestTimeoutMs`, or `Infinity`.
+   */
+  bash(command: string): Promise<BashResult> {
+    return this.#request({ type: "bash", command });
+  }
+
+  /** Kills the running bash command's process tree; its `bash()` resolves with `cancelled: true`. */
+  abortBash(): Promise<void> {
+    return this.#request({ type: "abort_bash" });
   }
 
   /** The text of the session's last assistant message, or null when there is none. */
@@ -470,7 +500,11 @@ export class RpcClient {
     const type = (record as { type?: unknown }).type;
     if (typeof type !== "string") return;
     if (type === "response") this.#requests.receiveResponse(record as Record<string, unknown>);
-    else this.#dispatch(record as RpcEvent);
+    else if (type === "extension_ui_request") {
+      this.#ui.receive(record as RpcExtensionUiRequest, (response) =>
+        this.#child?.write(serializeJsonLine(response), () => {}),
+      );
+    } else this.#dispatch(record as RpcEvent);
   }
 
   #dispatch(event: RpcEvent): void {

@@ -36,10 +36,11 @@ export type RpcCommandTable = { [K in RpcCommandType]: RpcCommandHandler<K> };
 
 /**
  * Commands that are started in input order but answered when they end, without holding up the
- * commands after them: an `abort` sent during a compaction must reach the session to cancel it.
+ * commands after them: an `abort` sent during a compaction, or an `abort_bash` during a `bash`,
+ * must reach the session to cancel it.
  * Their handlers throw synchronously for a command that cannot start.
  */
-export const DETACHED_COMMANDS: ReadonlySet<RpcCommandType> = new Set<RpcCommandType>(["compact"]);
+export const DETACHED_COMMANDS: ReadonlySet<RpcCommandType> = new Set<RpcCommandType>(["compact", "bash"]);
 
 /**
  * Every command RPC mode runs. Reading commands, `get_available_models`, `new_session` and
@@ -111,6 +112,12 @@ export const rpcCommands: RpcCommandTable = {
   cycle_thinking_level: async (_command, ctx) => {
     const level = await ctx.session.live().cycleThinkingLevel();
     return level === undefined ? null : { level };
+  },
+  // Detached (see DETACHED_COMMANDS): answered with pi's BashResult when the command ends.
+  bash: (command, ctx) => ctx.session.live().executeBash(command.command),
+  abort_bash: async (_command, ctx) => {
+    await ctx.session.live().abortBash();
+    return undefined;
   },
   auth_list: async (_command, ctx) => {
     const storage = authFile(ctx.host);

@@ -12,7 +12,8 @@
 import { errorText } from "../../shared/error-text.js";
 import { createSessionHost, type SessionHostOptions } from "../host/session-host.js";
 import type { CliSessionFlags } from "../host/sessions-cli.js";
-import { attachJsonlReader } from "./jsonl.js";
+import { attachJsonlReader, serializeJsonLine } from "./jsonl.js";
+import { RpcExtensionUi } from "./rpc-extension-ui.js";
 import { RpcServer } from "./rpc-server.js";
 
 /** Options of {@link runRpcMode}. */
@@ -43,10 +44,13 @@ export interface RpcModeOptions {
 export async function runRpcMode(options: RpcModeOptions = {}): Promise<number> {
   const errors = options.errors ?? ((text: string) => process.stderr.write(text));
   const output = options.output ?? takeOverStdout();
-  const host = createSessionHost(options.host);
+  // Extensions' ctx.ui goes to the client as pi's extension_ui_request lines.
+  const ui = new RpcExtensionUi((request) => output(serializeJsonLine(request)), errors);
+  const host = createSessionHost({ ...options.host, extensionUi: ui });
   const server = new RpcServer(host, output, errors, {
     apiKey: options.apiKey,
     sessionFlags: options.sessionFlags,
+    ui,
   });
   try {
     await server.open(options.model ?? "demo/demo-1");

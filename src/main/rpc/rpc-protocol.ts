@@ -12,7 +12,9 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { z } from "zod";
+import type { BashResult } from "../../shared/bash/bash-message.js";
 import type { CompactionResult, SessionEvent } from "../../shared/events.js";
+import type { UiRequest } from "../../shared/extensions/extension-ui.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
 import type { AuthEntry } from "../auth/file-auth-storage.js";
 import { thinkingLevelSchema } from "../config/option-schemas.js";
@@ -56,6 +58,10 @@ export const rpcCommandSchemas = {
   set_thinking_level: z.strictObject({ id, type: z.literal("set_thinking_level"), level: thinkingLevelSchema }),
   /** pi's: the next level the model supports; `data` null for a model without reasoning. */
   cycle_thinking_level: z.strictObject({ id, type: z.literal("cycle_thinking_level") }),
+  /** Runs a shell command in the session's worker; answered with pi's BashResult when it ends. */
+  bash: z.strictObject({ id, type: z.literal("bash"), command: text }),
+  /** Kills the running bash command's process tree. */
+  abort_bash: z.strictObject({ id, type: z.literal("abort_bash") }),
   /** lifeline extension: the keys of auth.json, masked. */
   auth_list: z.strictObject({ id, type: z.literal("auth_list") }),
   /** lifeline extension: adds a key to auth.json; the response never repeats it. */
@@ -171,6 +177,8 @@ export interface RpcResponseData {
   get_last_assistant_text: { text: string | null };
   set_thinking_level: undefined;
   cycle_thinking_level: { level: ThinkingLevel } | null;
+  bash: BashResult;
+  abort_bash: undefined;
   auth_list: { credentials: AuthEntry[]; path: string };
   auth_add: { provider: string; index: number };
   auth_remove: { provider: string; removed: number };
@@ -206,5 +214,19 @@ export type RpcResponse =
 /** An event line: a session event as `subscribe()` listeners see it. Events never carry `id`. */
 export type RpcEvent = SessionEvent;
 
+/**
+ * pi's extension UI sub-protocol: an extension's `ctx.ui` call as written to stdout. Dialogs
+ * (`select`, `confirm`, `input`, `editor`) wait for an {@link RpcExtensionUiResponse} with the same
+ * `id`; the other methods are notices that need none.
+ */
+export type RpcExtensionUiRequest = { type: "extension_ui_request"; id: string } & UiRequest;
+
+/** The client's answer to a dialog, on stdin. It gets no response line. */
+export type RpcExtensionUiResponse = { type: "extension_ui_response"; id: string } & (
+  | { value: string }
+  | { confirmed: boolean }
+  | { cancelled: true }
+);
+
 /** Anything RPC mode writes to stdout. */
-export type RpcOutput = RpcResponse | RpcEvent;
+export type RpcOutput = RpcResponse | RpcEvent | RpcExtensionUiRequest;

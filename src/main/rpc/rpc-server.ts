@@ -8,6 +8,7 @@ import { errorText } from "../../shared/error-text.js";
 import type { SessionHost } from "../host/session-host.js";
 import { serializeJsonLine } from "./jsonl.js";
 import { DETACHED_COMMANDS, type RpcCommandContext, rpcCommands } from "./rpc-commands.js";
+import type { RpcExtensionUi } from "./rpc-extension-ui.js";
 import {
   isRpcCommandType,
   parseRpcCommand,
@@ -31,6 +32,8 @@ export class RpcServer {
   readonly #write: (line: string) => void;
   readonly #session: RpcSessionSlot;
   readonly #context: RpcCommandContext;
+  /** Where `extension_ui_response` lines go: they answer a dialog, not a command. */
+  readonly #ui: RpcExtensionUi | undefined;
   /** Commands run one at a time, in arrival order. */
   #tail: Promise<void> = Promise.resolve();
   #closing = false;
@@ -43,9 +46,10 @@ export class RpcServer {
     host: SessionHost,
     write: (line: string) => void,
     errors: (text: string) => void,
-    options: RpcSessionSlotOptions,
+    options: RpcSessionSlotOptions & { ui?: RpcExtensionUi },
   ) {
     this.#write = write;
+    this.#ui = options.ui;
     this.#session = new RpcSessionSlot(host, (event) => this.#send(event), options);
     this.#context = {
       host,
@@ -64,7 +68,11 @@ export class RpcServer {
     return this.#session.open(model);
   }
 
-  /** Handles one input line: parse, validate, queue. Exactly one response per non-blank line. */
+  /**
+   * Handles one input line: parse, validate, queue. Exactly one response per non-blank line, but
+   * for `extension_ui_response` lines, which answer an extension's dialog at once (not queued
+   * behind commands: the command waiting may be the prompt whose tool asked) and get none, as in pi.
+   */
   receive(text: string): void {
     if (text.trim() === "") return;
     let value: unknown;
@@ -78,8 +86,12 @@ export class RpcServer {
       this.refuse(text, 'Failed to parse command: a command is a JSON object like {"type": "get_state"}.');
       return;
     }
-    const id = "id" in value && typeof value.id === "string" ? value.id : undefined;
     const type = "type" in value ? value.type : undefined;
+    if (type === "extension_ui_response" && this.#ui !== undefined) {
+      this.#ui.receive(value as Record<string, unknown>);
+      return;
+    }
+    const id = "id" in value && typeof value.id === "string" ? value.id : undefined;
     if (typeof type !== "string" || !isRpcCommandType(type)) {
       const command = typeof type === "string" ? type : "parse";
       const problem = typeof type === "string" ? `Unknown command: ${type}.` : 'The command has no string "type".';

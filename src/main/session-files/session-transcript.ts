@@ -31,7 +31,7 @@ export interface RestoredTranscript {
   /**
    * The runtime transcript: `history` without the failed attempts that a retry replaced (an
    * assistant error directly followed by another assistant message) and without the roles the
-   * worker does not send to models (pi's bashExecution, custom, ...). After a `compaction` entry
+   * worker does not send to models (pi's custom, branchSummary, ...). After a `compaction` entry
    * on the path (the last one counts, as in pi), it starts with that entry's summary and goes on
    * from its first kept message.
    */
@@ -63,7 +63,8 @@ export interface PromptRecord {
   result?: PromptResult;
 }
 
-const MODEL_ROLES = new Set(["user", "assistant", "toolResult"]);
+/** The roles the worker shows the model (a `bashExecution` as a user turn); pi's others (custom, ...) stay in `history`. */
+const MODEL_ROLES = new Set(["user", "assistant", "toolResult", "bashExecution"]);
 
 /** Builds the transcript of the path that ends at the file's last entry. */
 export function restoreTranscript(entries: readonly SessionEntry[]): RestoredTranscript {

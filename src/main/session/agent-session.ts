@@ -8,6 +8,7 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
+import type { BashResult } from "../../shared/bash/bash-message.js";
 import { LifelineError, SessionBusyError } from "../../shared/errors.js";
 import type { CompactionResult, CoordinationFallbackEvent, PromptResult } from "../../shared/events.js";
 import type { ModelRef, QueueMode } from "../../shared/protocol.js";
@@ -33,6 +34,7 @@ import type { CoordinationState, SessionCoordination } from "../coordination/ses
 import type { PromptRecord } from "./prompt-records.js";
 import { PromptRunner } from "./prompt-runner.js";
 import { QueuedMessages, type QueueKind } from "./queued-messages.js";
+import { type BashOptions, SessionBash } from "./session-bash.js";
 import { type SessionListener, SessionListeners } from "./session-listeners.js";
 import { SessionModel } from "./session-model.js";
 import { SessionName } from "./session-name.js";
@@ -47,6 +49,7 @@ export type {
   ContextOverflowInfo,
 } from "../compaction/context-overflow-hook.js";
 export type { PromptRecord } from "./prompt-records.js";
+export type { BashOptions } from "./session-bash.js";
 
 /** Options of {@link AgentSession.prompt}. */
 export interface PromptOptions {
@@ -82,6 +85,7 @@ export class AgentSession {
   readonly #coordination: SessionCoordination | undefined;
   readonly #runner: PromptRunner;
   readonly #name: SessionName;
+  readonly #bash: SessionBash;
 
   /** @internal Use `SessionHost.createSession()`. */
   constructor(setup: SessionSetup) {
@@ -103,8 +107,10 @@ export class AgentSession {
       queued: this.#queued,
       coordination: this.#coordination,
       setModel: (name) => this.setModel(name),
+      beforePrompt: () => this.#bash.flush(),
     });
     this.#name = new SessionName(setup.start.name, setup.host.recorder, (event) => events.emit(event));
+    this.#bash = new SessionBash(this.#runner.link, this.#runner.transcript, () => this.isBusy);
     const extensions = setup.host.extensions;
     if (extensions !== undefined) {
       // An ordinary listener that only enqueues: handlers never delay delivery or the retry path.
@@ -338,6 +344,30 @@ export class AgentSession {
     const badInstructions = invalidInstructions(customInstructions);
     if (badInstructions !== undefined) return Promise.reject(badInstructions);
     return this.#runner.compact(customInstructions);
+  }
+
+  /**
+   * Runs `command` with bash in the session's worker, in the host's cwd (pi's `executeBash`): never
+   * on the main thread; output bounded to the last 2000 lines or 50 KiB (the whole of it in a temp
+   * file, `fullOutputPath`); one command at a time. The result enters the transcript as pi's
+   * `bashExecution` message, seen by the model with the next prompt (deferred to it while a prompt
+   * or compaction is live) and stored in the session file.
+   * @throws ERR_INVALID_OPTIONS; SessionBusyError while a command runs; WorkerExitedError if the
+   *   worker dies meanwhile (the command's process group is killed); ERR_SESSION_DISPOSED.
+   */
+  executeBash(command: string, options: BashOptions = {}): Promise<BashResult> {
+    const closed = this.#runner.closed;
+    return closed === undefined ? this.#bash.execute(command, options) : Promise.reject(closed);
+  }
+
+  /** Kills the running command's process tree; its `executeBash` resolves with `cancelled: true`. No-op when none runs. */
+  abortBash(): Promise<void> {
+    return this.#bash.abort();
+  }
+
+  /** True while an {@link executeBash} command runs. */
+  get isBashRunning(): boolean {
+    return this.#bash.isRunning;
   }
 
   /** R12: true while a retry chain is live. */

@@ -51,6 +51,8 @@ export interface PromptRunnerParts {
   readonly coordination: SessionCoordination | undefined;
   /** The session's public `setModel()`: R4's move to a fallback model goes through it. */
   setModel(name: string): Promise<unknown>;
+  /** Called as a prompt begins, before its user message is built: deferred bash messages go in first. */
+  beforePrompt(): void;
 }
 
 /** One session's prompts. All methods are called on the main thread. */
@@ -76,10 +78,12 @@ export class PromptRunner implements SessionRunsTarget, CompactionTarget, Linked
   #prompt: PendingPrompt | undefined;
   readonly #queue: QueuedPrompt[] = [];
   #closed: LifelineError | undefined;
+  readonly #beforePrompt: () => void;
 
   /** Builds the session's lifecycle parts; nothing reaches it from the worker until `link.connect()`. */
-  constructor({ setup, model, thinking, events, queued, coordination, setModel }: PromptRunnerParts) {
+  constructor({ setup, model, thinking, events, queued, coordination, setModel, beforePrompt }: PromptRunnerParts) {
     this.sessionId = setup.start.sessionId;
+    this.#beforePrompt = beforePrompt;
     this.#setup = setup;
     this.#events = events;
     this.#queued = queued;
@@ -262,6 +266,7 @@ export class PromptRunner implements SessionRunsTarget, CompactionTarget, Linked
     const pending: PendingPrompt = { resolve, reject, retries: 0, lastAssistant: undefined, failure: undefined, id };
     this.#prompt = pending;
     this.#setup.host.telemetry?.begin(trace);
+    this.#beforePrompt();
     // Built here rather than in the worker so the same object can be stored first (write-ahead).
     const message: AgentMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
     this.#admission.admit(

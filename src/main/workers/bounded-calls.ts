@@ -41,7 +41,7 @@ export class BoundedCalls {
 
   /**
    * Calls `method` and unwraps its {@link Result}. Rejects with the worker's typed error, with
-   * `onTimeout()` after `timeoutMs` (counted from the worker's start), with ERR_PROTOCOL when
+   * `onTimeout()` after `timeoutMs` (counted from the worker's start; `Infinity`: never), with ERR_PROTOCOL when
    * comlink itself fails, or with the error given to {@link failAll}.
    */
   invoke<K extends keyof WorkerApi>(
@@ -58,7 +58,7 @@ export class BoundedCalls {
         reject(error);
       };
       const arm = () => {
-        if (!this.#pending.has(fail)) return;
+        if (!this.#pending.has(fail) || timeoutMs === Number.POSITIVE_INFINITY) return;
         timer = setTimeout(() => {
           if (this.#pending.has(fail)) fail(onTimeout());
         }, timeoutMs);

@@ -12,6 +12,7 @@ import type { MessagePort } from "node:worker_threads";
 import { wrap } from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { LifelineError, type WorkerExitCause, WorkerExitedError, WorkerStartError } from "../../shared/errors.js";
+import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import {
   type BatchItem,
   decodeWorkerMessage,
@@ -21,6 +22,7 @@ import {
 } from "../../shared/protocol.js";
 import { type ApiResult, BoundedCalls, type Unwrapped } from "./bounded-calls.js";
 import { KeepAlive } from "./keep-alive.js";
+import { LinkUi } from "./link-ui.js";
 import { describeError, exitCauseOf, exitMessage, startMessage } from "./worker-exit.js";
 
 /** A worker's port plus a promise that settles when its serve loop ends (rejects on a crash). */
@@ -91,6 +93,8 @@ export class WorkerLink {
   readonly #onProtocolError: (reason: string) => void;
   readonly #permits: PermitHandler | undefined;
   readonly #onExit: ((cause: WorkerExitCause | "start") => void) | undefined;
+  /** Extension tools' `ctx.ui` requests, to the host's UI; undefined without one. */
+  readonly #ui: LinkUi | undefined;
   #dead: LifelineError | undefined;
   #reserved = 0;
   /** `openSession` calls in flight: the watchdog allows their `setup()` more time. */
@@ -117,10 +121,15 @@ export class WorkerLink {
       permits?: PermitHandler | undefined;
       /** B9: told once how the worker ended (`start` when it never started), unless the host closed it. */
       onExit?: ((cause: WorkerExitCause | "start") => void) | undefined;
+      ui?: UiTransport | undefined;
     },
   ) {
     this.#onExit = options.onExit;
     this.#permits = options.permits;
+    this.#ui =
+      options.ui === undefined
+        ? undefined
+        : new LinkUi(options.ui, (requestId, answer) => void this.call("answerUi", requestId, answer).catch(() => {}));
     this.isolated = options.isolated ?? false;
     this.#port = endpoint.port;
     this.#timeouts = options;
@@ -264,6 +273,20 @@ export class WorkerLink {
   }
 
   /**
+   * `awaitBash`, the one call that answers only when a command is over: no timeout (a long command
+   * is not a hung worker; the watchdog judges that from heartbeats), but the worker's death still
+   * rejects it (X5), and it holds the process alive meanwhile. @throws as {@link call}.
+   */
+  awaitBash(sessionId: string): Promise<Unwrapped<ApiResult<"awaitBash">>> {
+    return this.#invoke(
+      "awaitBash",
+      [sessionId],
+      Number.POSITIVE_INFINITY,
+      () => new LifelineError("ERR_PROTOCOL", "unreachable"),
+    );
+  }
+
+  /**
    * Opens a session. The timeout is `setupTimeoutMs`, counted from the worker's start (a worker
    * still booting is the watchdog's business): a slow worker module `setup()` rejects this open
    * with ERR_WORKER_MODULE and cancels it in the worker, which keeps serving its other sessions.
@@ -369,6 +392,14 @@ export class WorkerLink {
         void stored.then(() => this.call("grantPermit", message.requestId, true)).catch(() => {});
         return;
       }
+      case "ui_request":
+        if (this.#ui === undefined) {
+          if (message.requestId !== undefined) void this.call("answerUi", message.requestId, null).catch(() => {});
+        } else this.#ui.request(message);
+        return;
+      case "ui_cancel":
+        this.#ui?.cancel(message.requestId);
+        return;
       case "batch":
         for (const item of message.items) {
           if (item.type === "run_end") this.#endRun(`${item.sessionId}#${item.runId}`);
@@ -409,6 +440,7 @@ export class WorkerLink {
     if (!this.#closing) this.#onExit?.(error instanceof WorkerExitedError ? finalCause : "start");
     // B8: permits die with their worker, so the requests of other workers never wait for them.
     this.#permits?.releaseAll(this);
+    this.#ui?.closeAll();
     this.#keepAlive.stop();
     this.#calls.failAll(error);
     this.#port.close();

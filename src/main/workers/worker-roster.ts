@@ -5,6 +5,7 @@
  */
 import type { ResourceLimits, Worker } from "node:worker_threads";
 import { LifelineError, WorkerExitedError } from "../../shared/errors.js";
+import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import type { SessionInit, SessionOpened } from "../../shared/protocol.js";
 import { tickIntervalMs, Watchdog } from "./watchdog.js";
 import { type LinkEndpoint, type LinkTimeouts, type PermitHandler, WorkerLink } from "./worker-link.js";
@@ -27,6 +28,8 @@ export interface WorkerRosterOptions extends LinkTimeouts {
   permits?: PermitHandler | undefined;
   /** B9: a worker died or was terminated (`start`: it never started); not called for workers the host closed. */
   onWorkerExit?: ((cause: string) => void) | undefined;
+  /** Where extension tools' `ctx.ui` requests go (the host's `extensionUi`). */
+  ui?: UiTransport | undefined;
 }
 
 type Reserved = { link: WorkerLink; release: () => void };
@@ -190,6 +193,7 @@ export class WorkerRoster {
       isolated,
       permits: this.#options.permits,
       onExit: this.#options.onWorkerExit,
+      ui: this.#options.ui,
       onProtocolError: (reason) => process.emitWarning(`lifeline: ignored an invalid worker message (${reason})`),
     });
     this.#links.push(link);

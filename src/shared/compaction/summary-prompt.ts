@@ -80,6 +80,15 @@ export function transcriptText(messages: readonly AgentMessage[]): string {
       case "compactionSummary":
         lines.push(`EARLIER NOTES: ${message.summary}`);
         break;
+      case "bashExecution": {
+        if (message.excludeFromContext === true) break;
+        const out =
+          message.output.length > TOOL_RESULT_CHARS
+            ? `[…] ${message.output.slice(-TOOL_RESULT_CHARS)}`
+            : message.output;
+        lines.push(`USER RAN \`${message.command}\`${message.cancelled ? " (cancelled)" : ""}: ${out}`);
+        break;
+      }
       default:
         break;
     }

@@ -34,6 +34,7 @@ export function estimateTokens(message: AgentMessage): number {
     }
   };
   if (message.role === "compactionSummary") chars += message.summary.length;
+  else if (message.role === "bashExecution") chars += message.command.length + message.output.length;
   else if ("content" in message) blocks(message.content);
   return Math.ceil(chars / CHARS_PER_TOKEN) + images * IMAGE_TOKENS;
 }

@@ -16,20 +16,22 @@ import { errorText } from "../error-text.js";
 import { ExtensionLoadError, ExtensionUnsupportedError, LifelineError } from "../errors.js";
 import type { SessionEvent } from "../events.js";
 import { isThinkingLevel, THINKING_LEVELS, type ThinkingLevel } from "../thinking.js";
+import type { ExtensionUIContext } from "./extension-ui.js";
 
 /** Which copy of the extension a factory call builds. A lifeline addition to pi's API. */
 export type ExtensionThread = "main" | "worker";
 
 /**
  * What handlers (main thread) and tools (worker) receive as `ctx`: the part of pi's
- * `ExtensionContext` that lifeline provides. There is no `ctx.ui` (`hasUI` is always false, as in
- * pi's print mode: check it before using UI methods), no `sessionManager`, no `modelRegistry`.
+ * `ExtensionContext` that lifeline provides. No `sessionManager`, no `modelRegistry`.
  */
 export interface ExtensionContext {
   /** The host's working directory. */
   cwd: string;
-  /** Always false: lifeline gives extensions no UI. */
-  hasUI: false;
+  /** Whether the host has a UI for `ui` (RPC mode, or a library host's `extensionUi`); check it before dialogs, as in pi. */
+  hasUI: boolean;
+  /** Dialogs and notices (extension-ui.ts); without a UI, dialogs resolve with pi's defaults at once. */
+  ui: ExtensionUIContext;
   /** The session this call belongs to (a lifeline addition: one host serves many sessions). */
   sessionId: string;
   /** The session's current model. */

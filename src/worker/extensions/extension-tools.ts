@@ -15,6 +15,7 @@ import {
   runExtensionFactory,
   toolProblem,
 } from "../../shared/extensions/extension-api.js";
+import { createUiContext, type UiTransport } from "../../shared/extensions/extension-ui.js";
 import { importExtension } from "../../shared/extensions/import-extension.js";
 import type { SessionExtensions } from "../../shared/protocol.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
@@ -27,6 +28,8 @@ export interface ToolSessionView {
   hasPendingMessages(): boolean;
   /** The agent's thinking level (pi's `getThinkingLevel()` in a tool). */
   thinkingLevel(): ThinkingLevel;
+  /** Where `ctx.ui` goes: main, through the port (the host has a UI); undefined: pi's no-UI defaults. */
+  readonly ui?: UiTransport | undefined;
 }
 
 /** Factories already imported in this thread, by file. */
@@ -100,7 +103,8 @@ function toolContext(
 ): ExtensionContext {
   return {
     cwd,
-    hasUI: false,
+    hasUI: view.ui !== undefined,
+    ui: createUiContext(view.ui),
     sessionId,
     model: view.model(),
     signal,

@@ -5,6 +5,7 @@
  */
 import { Agent, type StreamFn } from "@mariozechner/pi-agent-core";
 import { type Api, clampThinkingLevel, type Model } from "@mariozechner/pi-ai";
+import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import type { SessionInit } from "../../shared/protocol.js";
 import { convertToLlm } from "../convert-to-llm.js";
 import type { ToolSessionView } from "../extensions/extension-tools.js";
@@ -35,7 +36,11 @@ export interface SessionAgent {
  *   whose api no provider serves (checked after the module's setup, which may register it), or
  *   ERR_MISSING_API_KEY.
  */
-export async function openSessionAgent(init: SessionInit, permits?: RequestPermits): Promise<SessionAgent> {
+export async function openSessionAgent(
+  init: SessionInit,
+  permits?: RequestPermits,
+  ui?: UiTransport,
+): Promise<SessionAgent> {
   const model = resolveModel(init.model);
   // A tool's ctx reads the agent when the tool runs; the agent exists only below.
   const view: ToolSessionView = {
@@ -44,6 +49,7 @@ export async function openSessionAgent(init: SessionInit, permits?: RequestPermi
     abort: () => agent.abort(),
     hasPendingMessages: () => agent.hasQueuedMessages(),
     thinkingLevel: () => agent.state.thinkingLevel,
+    ui,
   };
   const tools = await loadSessionTools(init, () => view);
   assertRegisteredApi(model);

@@ -9,6 +9,7 @@ import { clampThinkingLevel } from "@mariozechner/pi-ai";
 import { isRemovableFailure } from "../../shared/classify.js";
 import type { SummaryRequest } from "../../shared/compaction/summary-prompt.js";
 import { LifelineError, toWireError } from "../../shared/errors.js";
+import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import type { ModelChange, QueueMode, RunInput, SessionInit, SessionOpened } from "../../shared/protocol.js";
 import { isThinkingLevel, type ThinkingLevel } from "../../shared/thinking.js";
 import { forgetDemoSession } from "../demo-provider.js";
@@ -28,6 +29,8 @@ import { requestSummary } from "./summary-request.js";
  */
 export class WorkerSession {
   readonly id: string;
+  /** Where the session's `bash` commands run (the host's cwd). */
+  readonly cwd: string;
   readonly #agent: Agent;
   readonly #batcher: EventBatcher;
   #activeRunId: number | undefined;
@@ -40,9 +43,10 @@ export class WorkerSession {
   /** Aborts the summary request of an active `summarize` run. */
   #summaryAbort: AbortController | undefined;
 
-  private constructor(id: string, parts: SessionAgent, batcher: EventBatcher) {
+  private constructor(id: string, cwd: string, parts: SessionAgent, batcher: EventBatcher) {
     const { agent, capture, credentials } = parts;
     this.id = id;
+    this.cwd = cwd;
     this.#agent = agent;
     this.#streamFn = parts.streamFn;
     this.#batcher = batcher;
@@ -73,9 +77,10 @@ export class WorkerSession {
     init: SessionInit,
     batcher: EventBatcher,
     permits?: RequestPermits,
+    ui?: UiTransport,
   ): Promise<{ session: WorkerSession; opened: SessionOpened }> {
-    const parts = await openSessionAgent(init, permits);
-    const session = new WorkerSession(init.sessionId, parts, batcher);
+    const parts = await openSessionAgent(init, permits, ui);
+    const session = new WorkerSession(init.sessionId, init.cwd ?? process.cwd(), parts, batcher);
     return { session, opened: { model: parts.model, thinkingLevel: parts.agent.state.thinkingLevel } };
   }
 

@@ -108,4 +108,4 @@ export type {
   TelemetryMeterProvider,
   TelemetryOptions,
   TelemetryTracerProvider,
-} from "./telemetry/otel-api.js";
+} from "./telemetry/telemetry-options.js";

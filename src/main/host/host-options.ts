@@ -31,7 +31,7 @@ import {
   validate,
 } from "../config/option-schemas.js";
 import type { SessionsOptions } from "../session-files/session-persistence.js";
-import type { TelemetryOptions } from "../telemetry/otel-api.js";
+import type { TelemetryOptions } from "../telemetry/telemetry-options.js";
 import type { LinkEndpoint } from "../workers/worker-link.js";
 
 /** Options of {@link createSessionHost}. Every field is optional. */

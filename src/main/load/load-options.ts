@@ -5,7 +5,7 @@
 import { z } from "zod";
 import type { SettingsInput } from "../../shared/settings.js";
 import { fn, settingsObject, timerMs, validate } from "../config/option-schemas.js";
-import type { TelemetryOptions } from "../telemetry/otel-api.js";
+import type { TelemetryOptions } from "../telemetry/telemetry-options.js";
 import type { LoadProgress } from "./load-metrics.js";
 import { parseThreshold, type Threshold } from "./thresholds.js";
 

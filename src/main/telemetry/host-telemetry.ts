@@ -14,16 +14,10 @@ import type { BatchObservableResult, Context, Meter, ObservableResult, Tracer } 
 import type { CoordinationSnapshot } from "../coordination/host-coordination.js";
 import { observeEventLoops } from "./event-loop-metrics.js";
 import { createInstruments, type Instruments } from "./instruments.js";
-import {
-  hasGlobalMeterProvider,
-  hasGlobalTracerProvider,
-  loadOtel,
-  type Otel,
-  SCOPE,
-  type TelemetryOptions,
-} from "./otel-api.js";
+import { hasGlobalMeterProvider, hasGlobalTracerProvider, loadOtel, type Otel, SCOPE } from "./otel-api.js";
 import { PromptSpans } from "./prompt-spans.js";
 import { SessionTelemetry } from "./session-telemetry.js";
+import type { TelemetryOptions } from "./telemetry-options.js";
 import { parseTraceparent } from "./traceparent.js";
 
 /** What the host lets its telemetry read, at each collection. */

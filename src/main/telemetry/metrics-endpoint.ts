@@ -12,7 +12,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { LifelineError } from "../../shared/errors.js";
-import type { TelemetryMeterProvider } from "./otel-api.js";
+import type { TelemetryMeterProvider } from "./telemetry-options.js";
 
 /** The command that installs what the endpoint needs (versions of the SDK's Node 20 line). */
 const METRICS_INSTALL =

@@ -67,19 +67,19 @@ export type {
 } from "./auth/auth-storage.js";
 export { InMemoryAuthStorage } from "./auth/auth-storage.js";
 export { type AuthEntry, FileAuthStorage, type FileAuthStorageOptions } from "./auth/file-auth-storage.js";
+export type {
+  ContextOverflowAnswer,
+  ContextOverflowHook,
+  ContextOverflowInfo,
+} from "./compaction/context-overflow-hook.js";
 export type { CoordinationState } from "./coordination/session-coordination.js";
 export type { ResumeOptions, SessionHostOptions, SessionOptions } from "./host/host-options.js";
 export type { ForkResult } from "./host/session-forks.js";
 export { createSessionHost, SessionHost } from "./host/session-host.js";
-export type {
-  BashOptions,
-  ContextOverflowAnswer,
-  ContextOverflowHook,
-  ContextOverflowInfo,
-  PromptOptions,
-  PromptRecord,
-} from "./session/agent-session.js";
 export { AgentSession } from "./session/agent-session.js";
+export type { PromptOptions } from "./session/pending-prompt.js";
+export type { PromptRecord } from "./session/prompt-records.js";
+export type { BashOptions } from "./session/session-bash.js";
 export type { SessionListener } from "./session/session-listeners.js";
 export type { ContextUsage, SessionStats } from "./session/session-stats.js";
 export { FileSessionStore, type FileSessionStoreOptions } from "./session-files/file-session-store.js";

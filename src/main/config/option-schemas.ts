@@ -3,8 +3,8 @@
  * call that took it instead of failing later somewhere else: zod schemas of values several options
  * take (a function, timer milliseconds, a settings object, `resourceLimits`, an auth storage, a
  * model reference, a transcript message, `sessions`, a thinking level), the schemas of `AgentSession.prompt`'s and
- * `SessionHost.listSessions`'s options, the argument checks of `subscribe`, `queueMessage`,
- * `resumeRun`, `compact` and a prompt's text, and
+ * `SessionHost.listSessions`'s options and of `setQueueMode`'s arguments, the argument checks of
+ * `prompt`, `subscribe`, `queueMessage`, `resumeRun` and `compact`, and
  * `validate` / `invalidOptions`, which turn a failed check into one ERR_INVALID_OPTIONS naming every
  * bad field (STYLE 9). The schema of each call's whole options object lives with its options type
  * (host/host-options.ts, load/load-options.ts).
@@ -132,7 +132,7 @@ export const thinkingLevelSchema = z.enum(THINKING_LEVELS, {
 });
 
 /** Options of `AgentSession.prompt`. */
-export const promptOptionsSchema = z.strictObject(
+const promptOptionsSchema = z.strictObject(
   { queue: z.boolean().optional(), id: z.string().min(1).max(200).optional() },
   { error: (issue) => (issue.code === "invalid_type" ? "must be an object such as { queue: true }" : undefined) },
 );
@@ -212,6 +212,13 @@ export function invalidMessageText(method: string, text: unknown): LifelineError
   return new LifelineError(
     "ERR_INVALID_OPTIONS",
     `${method}() needs a non-empty string; pass the user's message text.`,
+  );
+}
+
+/** ERR_INVALID_OPTIONS for `prompt(text, options)`: malformed options first, then a blank text; undefined when valid. */
+export function invalidPrompt(text: unknown, options: unknown): LifelineError | undefined {
+  return (
+    invalidOptions(promptOptionsSchema, options, "prompt() options", "options") ?? invalidMessageText("prompt", text)
   );
 }
 

@@ -11,6 +11,7 @@ import type { RetrySettings } from "../../shared/settings.js";
 import type { RetryCoordination } from "../retry/retry-controller.js";
 import type { CoordinationSource } from "./fleet-coordination.js";
 import { gateKey, type HostCoordination } from "./host-coordination.js";
+import type { PermitTarget } from "./permit-bridge.js";
 import { describeBudget, type RetryBudgetState } from "./retry-budget.js";
 
 /** What the session tells its coordination about itself. */
@@ -108,9 +109,22 @@ export class SessionCoordination implements RetryCoordination {
     return this.#view.settings().coordinate && this.#host.gate.remainingMs(this.#gateKey()) > 0;
   }
 
-  /** The gate key of the session's current endpoint and key, when it coordinates (for permits). */
-  get permitGateKey(): string | undefined {
-    return this.#view.settings().coordinate ? this.#gateKey() : undefined;
+  /** Whether the session's settings turn on any of the three (a fleet's fallback then concerns it). */
+  get inUse(): boolean {
+    const settings = this.#view.settings();
+    return settings.budget !== false || settings.coordinate || settings.maxConcurrentRequests !== undefined;
+  }
+
+  /**
+   * For the host's permit requests: the provider, its permit count and the gate key (when the
+   * session coordinates) of the session's model requests; undefined when `retry.maxConcurrentRequests`
+   * is not set.
+   */
+  permitTarget(): PermitTarget | undefined {
+    const settings = this.#view.settings();
+    const limit = settings.maxConcurrentRequests;
+    if (limit === undefined) return undefined;
+    return { provider: this.#view.provider(), limit, gateKey: settings.coordinate ? this.#gateKey() : undefined };
   }
 
   state(): CoordinationState {

@@ -32,7 +32,7 @@ import {
 } from "../config/option-schemas.js";
 import type { SessionsOptions } from "../session-files/session-persistence.js";
 import type { TelemetryOptions } from "../telemetry/telemetry-options.js";
-import type { LinkEndpoint } from "../workers/worker-link.js";
+import type { LinkEndpoint } from "../workers/link-options.js";
 
 /** Options of {@link createSessionHost}. Every field is optional. */
 export interface SessionHostOptions {

@@ -4,83 +4,30 @@
  * fixes its users asked for: a readiness handshake instead of a fixed wait, completion on
  * `agent_settled` instead of the first `agent_end` (a retried prompt has several), a timer per
  * request, and every waiter released at once, with the child's stderr, when the child dies.
+ * The class is the command API, one method per command; its options are checked in
+ * rpc-client-options.ts, the child and what flows over it are its `RpcConnection`'s
+ * (rpc-connection.ts), and the waits for `agent_settled` its `SettleWaits`' (settle-waits.ts).
  */
-import { fileURLToPath } from "node:url";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import type { BashResult } from "../../shared/bash/bash-message.js";
-import { LifelineError } from "../../shared/errors.js";
 import type { AgentSettledEvent, CompactionResult } from "../../shared/events.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
-import { MAX_TIMER_MS } from "../../shared/timer-ms.js";
 import type { SessionStats } from "../session/session-stats.js";
-import { EventListeners } from "./event-listeners.js";
-import { CONTINUE, EventWatches, type Watch } from "./event-watches.js";
-import { serializeJsonLine } from "./jsonl.js";
-import { PendingRequests } from "./pending-requests.js";
-import { RpcChild } from "./rpc-child.js";
-import { RpcClientPhase } from "./rpc-client-phase.js";
-import { RpcClientUi, type RpcExtensionUiHandler } from "./rpc-client-ui.js";
+import { CLIENT_DEFAULTS, type RpcClientOptions, resolveClientOptions } from "./rpc-client-options.js";
+import type { RpcExtensionUiHandler } from "./rpc-client-ui.js";
+import { RpcConnection } from "./rpc-connection.js";
 import type {
   RpcCommandOf,
   RpcCommandType,
   RpcEvent,
-  RpcExtensionUiRequest,
   RpcResponseData,
   RpcSessionState,
   RpcSlashCommand,
 } from "./rpc-protocol.js";
+import { SettleWaits } from "./settle-waits.js";
 
-/** Options of {@link RpcClient}. Validated by the constructor. */
-export interface RpcClientOptions {
-  /**
-   * Path of lifeline's CLI, run with `execPath`.
-   * @default the package's own `dist/main/cli.js` (resolved from this module's location)
-   */
-  cliPath?: string;
-  /**
-   * The program that runs the CLI. In an Electron main process `process.execPath` is the Electron
-   * binary: keep it and add `ELECTRON_RUN_AS_NODE: "1"` to `env` so that it runs the CLI as plain
-   * Node, or name a `node` executable here. `LIFELINE_WORKER_ENTRY` in `env` tells the child where
-   * an unpacked worker bundle is (see docs/embedding.md).
-   * @default process.execPath
-   */
-  execPath?: string;
-  /** Working directory of the child, where `.lifeline/settings.json` is looked up. @default process.cwd() */
-  cwd?: string;
-  /** Environment variables merged over `process.env` for the child (for example `LIFELINE_DIR`). */
-  env?: NodeJS.ProcessEnv;
-  /** Passed as `--provider`. @default the CLI's, "demo" */
-  provider?: string;
-  /** Passed as `--model`: an id, or "provider/id". @default the CLI's, "demo-1" */
-  model?: string;
-  /** The provider's key, passed in the child's environment as `LIFELINE_API_KEY` (a command line is visible to other local users in `ps`). */
-  apiKey?: string;
-  /** Extra CLI arguments, after the ones above (for example `["--no-session"]`). */
-  args?: string[];
-  /**
-   * Longest wait for the response to one command, the start handshake included. Past it the call
-   * rejects with `ERR_RPC_TIMEOUT`; the child is left running. `Infinity` waits without limit.
-   * @default 30000
-   */
-  requestTimeoutMs?: number;
-  /**
-   * Receives errors thrown by `onEvent` listeners; such an error never stops event delivery.
-   * @default writes the error to process.stderr
-   */
-  onListenerError?: (error: unknown, event: RpcEvent) => void;
-}
-
-const DEFAULTS = {
-  requestTimeoutMs: 30_000,
-  /** waitForIdle, collectEvents and promptAndWait. */
-  waitTimeoutMs: 60_000,
-  /**
-   * Longest stdout record read. Larger than the server's 8 MiB command limit: the child is trusted,
-   * and a long transcript from get_messages is a legitimate large response.
-   */
-  maxResponseBytes: 256 * 1024 * 1024,
-} as const;
+export type { RpcClientOptions } from "./rpc-client-options.js";
 
 /**
  * A client for one `lifeline --mode rpc` child process: one session, driven by pi's commands.
@@ -96,23 +43,8 @@ const DEFAULTS = {
  * Commands are written in call order; RPC mode handles them one at a time, in that order.
  */
 export class RpcClient {
-  readonly #cliPath: string;
-  readonly #execPath: string;
-  readonly #args: string[];
-  readonly #cwd: string | undefined;
-  readonly #env: NodeJS.ProcessEnv;
-
-  readonly #phase = new RpcClientPhase();
-  #child: RpcChild | undefined;
-  #startPromise: Promise<void> | undefined;
-  #stopPromise: Promise<void> | undefined;
-
-  readonly #requests: PendingRequests;
-  readonly #listeners: EventListeners;
-  readonly #watches = new EventWatches();
-  readonly #ui = new RpcClientUi();
-  /** Prompt, steer and follow_up requests not answered yet: each may still start a run that settles. */
-  readonly #promptsInFlight = new Set<Promise<unknown>>();
+  readonly #connection: RpcConnection;
+  readonly #waits: SettleWaits;
 
   /**
    * Creates a client; spawns nothing until `start()`.
@@ -120,31 +52,13 @@ export class RpcClient {
    *   `requestTimeoutMs` that is not a positive number of milliseconds.
    */
   constructor(options: RpcClientOptions = {}) {
-    const cliPath = options.cliPath ?? fileURLToPath(new URL("../cli.js", import.meta.url));
-    if (cliPath === "") throw invalidOption("cliPath", "must be a non-empty path to lifeline's cli.js");
-    this.#cliPath = cliPath;
-    const execPath = options.execPath ?? process.execPath;
-    if (execPath === "") throw invalidOption("execPath", "must be a non-empty path to node or Electron's binary");
-    this.#execPath = execPath;
-    const requestTimeoutMs = checkTimeout("requestTimeoutMs", options.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs);
-    this.#requests = new PendingRequests(requestTimeoutMs);
-    this.#cwd = options.cwd;
-    this.#env = {
-      ...process.env,
-      ...options.env,
-      ...(options.apiKey === undefined ? {} : { LIFELINE_API_KEY: options.apiKey }),
-    };
-    this.#args = [
-      ...(options.provider === undefined ? [] : ["--provider", options.provider]),
-      ...(options.model === undefined ? [] : ["--model", options.model]),
-      ...(options.args ?? []),
-    ];
-    this.#listeners = new EventListeners(options.onListenerError);
+    this.#connection = new RpcConnection(resolveClientOptions(options));
+    this.#waits = new SettleWaits(this.#connection);
   }
 
   /** The child's process id once spawned (for diagnostics, and for tests that signal the child); undefined before start(). */
   get pid(): number | undefined {
-    return this.#child?.pid;
+    return this.#connection.pid;
   }
 
   /**
@@ -158,35 +72,7 @@ export class RpcClient {
    * `ERR_RPC_NOT_STARTED`.
    */
   start(): Promise<void> {
-    if (this.#startPromise !== undefined) return this.#startPromise;
-    if (this.#phase.value !== "new") return Promise.reject(this.#phase.notStarted("start"));
-    this.#startPromise = this.#start();
-    return this.#startPromise;
-  }
-
-  async #start(): Promise<void> {
-    this.#child = new RpcChild(
-      {
-        cliPath: this.#cliPath,
-        execPath: this.#execPath,
-        args: this.#args,
-        cwd: this.#cwd,
-        env: this.#env,
-        maxLineBytes: DEFAULTS.maxResponseBytes,
-      },
-      {
-        line: (text) => this.#receive(text),
-        oversize: (bytes, head) => this.#requests.receiveOversize(bytes, head, DEFAULTS.maxResponseBytes),
-        gone: (error) => this.#childGone(error),
-      },
-    );
-    this.#phase.run();
-    try {
-      await this.#request({ type: "get_state" });
-    } catch (error) {
-      if (this.#phase.value === "running") await this.stop();
-      throw error;
-    }
+    return this.#connection.start();
   }
 
   /**
@@ -196,16 +82,7 @@ export class RpcClient {
    * Afterwards no timer or handle of this client keeps the process alive.
    */
   stop(): Promise<void> {
-    if (this.#stopPromise !== undefined) return this.#stopPromise;
-    this.#phase.stop();
-    this.#failAll(
-      new LifelineError(
-        "ERR_RPC_EXITED",
-        "RpcClient.stop() was called before this completed; nothing more will arrive.",
-      ),
-    );
-    this.#stopPromise = this.#child?.stop() ?? Promise.resolve();
-    return this.#stopPromise;
+    return this.#connection.stop();
   }
 
   /**
@@ -214,7 +91,7 @@ export class RpcClient {
    * May be called before `start()`. Returns a function that unsubscribes.
    */
   onEvent(listener: (event: RpcEvent) => void): () => void {
-    return this.#listeners.add(listener);
+    return this.#connection.onEvent(listener);
   }
 
   /**
@@ -225,12 +102,12 @@ export class RpcClient {
    * `cancelled`. One handler at a time; returns a function that removes it.
    */
   onExtensionUiRequest(handler: RpcExtensionUiHandler): () => void {
-    return this.#ui.set(handler);
+    return this.#connection.onExtensionUiRequest(handler);
   }
 
   /** The child's stderr so far: its last 64 Ki characters. Still readable after the child exited. */
   getStderr(): string {
-    return this.#child?.getStderr() ?? "";
+    return this.#connection.stderr;
   }
 
   /**
@@ -241,27 +118,17 @@ export class RpcClient {
   prompt(message: string, options: { streamingBehavior?: "steer" | "followUp" } = {}): Promise<void> {
     const command: RpcCommandOf<"prompt"> = { type: "prompt", message };
     if (options.streamingBehavior !== undefined) command.streamingBehavior = options.streamingBehavior;
-    return this.#trackPrompt(this.#request(command));
+    return this.#waits.track(this.#request(command));
   }
 
   /** Queues a message delivered to the live run before its next model call; on an idle session it starts a prompt. */
   steer(message: string): Promise<void> {
-    return this.#trackPrompt(this.#request({ type: "steer", message }));
+    return this.#waits.track(this.#request({ type: "steer", message }));
   }
 
   /** Queues a message delivered after the live run ends; on an idle session it starts a prompt. */
   followUp(message: string): Promise<void> {
-    return this.#trackPrompt(this.#request({ type: "follow_up", message }));
-  }
-
-  /** Remembers a request that may start a run until it is answered (see waitForIdle). */
-  #trackPrompt(request: Promise<void>): Promise<void> {
-    this.#promptsInFlight.add(request);
-    const forget = () => {
-      this.#promptsInFlight.delete(request);
-    };
-    request.then(forget, forget);
-    return request;
+    return this.#waits.track(this.#request({ type: "follow_up", message }));
   }
 
   /** Aborts the live run and any retry chain; resolves when the server has done so. */
@@ -413,30 +280,8 @@ export class RpcClient {
    * called); `ERR_RPC_NOT_STARTED` outside start()…stop().
    * @param timeoutMs @default 60000; `Infinity` waits without limit
    */
-  async waitForIdle(timeoutMs: number = DEFAULTS.waitTimeoutMs): Promise<AgentSettledEvent | undefined> {
-    this.#phase.assertUsable("waitForIdle");
-    const watch = this.#watches.watch<AgentSettledEvent | undefined>(
-      checkTimeout("timeoutMs", timeoutMs),
-      "agent_settled",
-      (event) => (event.type === "agent_settled" ? event : CONTINUE),
-    );
-    // Subscribed before asking: a settle that arrives while get_state is in flight is caught by the
-    // watch, and one written before the state the server reports would make isIdle true.
-    void this.#settleIfIdle(watch);
-    return watch.promise;
-  }
-
-  async #settleIfIdle(watch: Watch<AgentSettledEvent | undefined>): Promise<void> {
-    try {
-      // A prompt sent before this call but not yet answered may be about to start a run: wait for
-      // its answer so the state below reflects it.
-      await Promise.allSettled([...this.#promptsInFlight]);
-      if (watch.done) return;
-      const state = await this.getState();
-      if (state.isIdle) watch.resolve(undefined);
-    } catch (error) {
-      watch.reject(error);
-    }
+  waitForIdle(timeoutMs: number = CLIENT_DEFAULTS.waitTimeoutMs): Promise<AgentSettledEvent | undefined> {
+    return this.#waits.idle(timeoutMs);
   }
 
   /**
@@ -444,14 +289,8 @@ export class RpcClient {
    * called on an idle session it waits for a settle until `timeoutMs`. Rejects like `waitForIdle`.
    * @param timeoutMs @default 60000; `Infinity` waits without limit
    */
-  async collectEvents(timeoutMs: number = DEFAULTS.waitTimeoutMs): Promise<RpcEvent[]> {
-    this.#phase.assertUsable("collectEvents");
-    const events: RpcEvent[] = [];
-    const watch = this.#watches.watch(checkTimeout("timeoutMs", timeoutMs), "agent_settled", (event) => {
-      events.push(event);
-      return event.type === "agent_settled" ? events : CONTINUE;
-    });
-    return watch.promise;
+  collectEvents(timeoutMs: number = CLIENT_DEFAULTS.waitTimeoutMs): Promise<RpcEvent[]> {
+    return this.#waits.collect(timeoutMs);
   }
 
   /**
@@ -460,84 +299,15 @@ export class RpcClient {
    * timeout covers the whole exchange, response and run.
    * @param timeoutMs @default 60000; `Infinity` waits without limit
    */
-  async promptAndWait(
+  promptAndWait(
     message: string,
-    timeoutMs: number = DEFAULTS.waitTimeoutMs,
+    timeoutMs: number = CLIENT_DEFAULTS.waitTimeoutMs,
   ): Promise<{ events: RpcEvent[]; settled: AgentSettledEvent }> {
-    this.#phase.assertUsable("promptAndWait");
-    const events: RpcEvent[] = [];
-    const watch = this.#watches.watch(checkTimeout("timeoutMs", timeoutMs), "agent_settled", (event) => {
-      events.push(event);
-      return event.type === "agent_settled" ? event : CONTINUE;
-    });
-    try {
-      await this.prompt(message);
-    } catch (error) {
-      watch.cancel();
-      throw error;
-    }
-    return { events, settled: await watch.promise };
+    return this.#waits.promptAndWait(() => this.prompt(message), timeoutMs);
   }
 
   /** Sends one command with a fresh id and resolves with its response's data. */
   #request<K extends RpcCommandType>(command: RpcCommandOf<K>): Promise<RpcResponseData[K]> {
-    const blocked = this.#phase.blocked(command.type);
-    const child = this.#child;
-    if (blocked !== undefined || child === undefined)
-      return Promise.reject(blocked ?? this.#phase.notStarted(command.type));
-    return this.#requests.send(child, command);
+    return this.#connection.request(command);
   }
-
-  /** One stdout record: a response, an event, or something else (ignored, as pi does). */
-  #receive(text: string): void {
-    let record: unknown;
-    try {
-      record = JSON.parse(text);
-    } catch {
-      return;
-    }
-    if (typeof record !== "object" || record === null || Array.isArray(record)) return;
-    const type = (record as { type?: unknown }).type;
-    if (typeof type !== "string") return;
-    if (type === "response") this.#requests.receiveResponse(record as Record<string, unknown>);
-    else if (type === "extension_ui_request") {
-      this.#ui.receive(record as RpcExtensionUiRequest, (response) =>
-        this.#child?.write(serializeJsonLine(response), () => {}),
-      );
-    } else this.#dispatch(record as RpcEvent);
-  }
-
-  #dispatch(event: RpcEvent): void {
-    // Internal watchers first: they only collect and settle promises, and never throw.
-    this.#watches.dispatch(event);
-    this.#listeners.dispatch(event);
-  }
-
-  /** Rejects every pending request and watch with `error`. */
-  #failAll(error: LifelineError): void {
-    this.#requests.failAll(error);
-    this.#watches.failAll(error);
-  }
-
-  /** The child is gone (exited, killed, or never spawned): release everything at once. */
-  #childGone(error: LifelineError): void {
-    this.#phase.exit(error);
-    this.#failAll(error);
-  }
-}
-
-function invalidOption(name: string, problem: string): LifelineError {
-  return new LifelineError("ERR_INVALID_OPTIONS", `RpcClient option ${name} ${problem}.`);
-}
-
-/** A timeout in ms: a positive number no larger than Node's timer limit, or Infinity for none. */
-function checkTimeout(name: string, ms: number): number {
-  if (ms === Number.POSITIVE_INFINITY) return ms;
-  if (typeof ms !== "number" || !Number.isFinite(ms) || ms <= 0 || ms > MAX_TIMER_MS) {
-    throw invalidOption(
-      name,
-      `must be a positive number of milliseconds up to ${MAX_TIMER_MS}, or Infinity; got ${ms}`,
-    );
-  }
-  return ms;
 }

@@ -1,15 +1,16 @@
 /**
  * The public session API on the main thread: `AgentSession`, a facade that validates each call's
- * arguments (with config/option-schemas.ts), refuses calls on a closed session, and delegates. It
- * owns the session's listeners, its model (`SessionModel`), the steering it sent (`QueuedMessages`)
- * and its B8 coordination view; the prompt lifecycle, the transcript, the retry controller and the
- * link to the worker (its X7 restore; the calls of `setModel`, `queueMessage` and `abort`) are the
- * `PromptRunner`'s (prompt-runner.ts), and the runs in the worker `SessionRuns`' (session-runs.ts).
+ * arguments (with config/option-schemas.ts), refuses calls on a closed session, and delegates to
+ * the parts it is made of (session-parts.ts): its listeners, model, thinking level, B8 coordination
+ * view, steering, name and bash commands, and the `PromptRunner` (prompt-runner.ts), which owns the
+ * prompt lifecycle, the transcript, the retry controller and the link to the worker (its X7
+ * restore; the calls of `setModel`, `queueMessage` and `abort`); the runs in the worker are
+ * `SessionRuns`' (session-runs.ts).
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import type { BashResult } from "../../shared/bash/bash-message.js";
-import { LifelineError, SessionBusyError } from "../../shared/errors.js";
+import { LifelineError } from "../../shared/errors.js";
 import type { CompactionResult, CoordinationFallbackEvent, PromptResult } from "../../shared/events.js";
 import type { ModelRef, QueueMode } from "../../shared/protocol.js";
 import type { Settings } from "../../shared/settings.js";
@@ -17,55 +18,25 @@ import type { ThinkingLevel } from "../../shared/thinking.js";
 import { toModelRef } from "../config/model-ref.js";
 import {
   assertListener,
-  assertQueueKind,
   assertToggle,
   invalidInstructions,
-  invalidMessageText,
-  invalidOptions,
+  invalidPrompt,
   invalidResumeId,
   modelRefSchema,
-  promptOptionsSchema,
-  queueModeSchema,
   thinkingLevelSchema,
   validate,
 } from "../config/option-schemas.js";
 import type { PermitTarget } from "../coordination/permit-bridge.js";
-import type { CoordinationState, SessionCoordination } from "../coordination/session-coordination.js";
+import type { CoordinationState } from "../coordination/session-coordination.js";
+import type { PromptOptions } from "./pending-prompt.js";
 import type { PromptRecord } from "./prompt-records.js";
-import { PromptRunner } from "./prompt-runner.js";
-import { QueuedMessages, type QueueKind } from "./queued-messages.js";
-import { type BashOptions, SessionBash } from "./session-bash.js";
-import { type SessionListener, SessionListeners } from "./session-listeners.js";
-import { SessionModel } from "./session-model.js";
-import { SessionName } from "./session-name.js";
-import { sessionCoordination } from "./session-retry.js";
+import type { PromptRunner } from "./prompt-runner.js";
+import type { QueueKind } from "./queued-messages.js";
+import type { BashOptions } from "./session-bash.js";
+import type { SessionListener } from "./session-listeners.js";
+import { SessionParts } from "./session-parts.js";
 import type { SessionSetup } from "./session-setup.js";
 import { type SessionStats, sessionStats } from "./session-stats.js";
-import { SessionThinking } from "./session-thinking.js";
-
-export type {
-  ContextOverflowAnswer,
-  ContextOverflowHook,
-  ContextOverflowInfo,
-} from "../compaction/context-overflow-hook.js";
-export type { PromptRecord } from "./prompt-records.js";
-export type { BashOptions } from "./session-bash.js";
-
-/** Options of {@link AgentSession.prompt}. */
-export interface PromptOptions {
-  /**
-   * When the session is busy, wait for the current prompt to settle and then run, instead of
-   * rejecting with ERR_SESSION_BUSY. @default false
-   */
-  queue?: boolean;
-  /**
-   * The caller's id for this prompt (1 to 200 characters), such as a queue job's id. A persisted
-   * session stores it with the prompt's user message (a `lifeline.prompt` entry in the same
-   * append) and with its outcome (`lifeline.prompt_end`, when it settles), so that whoever opens
-   * the session later can tell what became of the prompt: {@link AgentSession.promptRecord}.
-   */
-  id?: string;
-}
 
 /**
  * One conversation with a model whose agent loop runs in a worker thread.
@@ -76,48 +47,18 @@ export class AgentSession {
   readonly id: string;
   readonly #setup: SessionSetup;
   readonly #settings: Settings;
-  readonly #model: SessionModel;
-  readonly #thinking: SessionThinking;
-  readonly #events: SessionListeners;
-  /** Steering and follow-up messages sent to the worker and not yet seen in the transcript. */
-  readonly #queued = new QueuedMessages();
-  /** B8: this session's view of the host's budget, gate and permits; undefined without a host's. */
-  readonly #coordination: SessionCoordination | undefined;
+  readonly #parts: SessionParts;
+  /** The prompt lifecycle, and through it the transcript, the retry controller and the link (one of the parts). */
   readonly #runner: PromptRunner;
-  readonly #name: SessionName;
-  readonly #bash: SessionBash;
 
   /** @internal Use `SessionHost.createSession()`. */
   constructor(setup: SessionSetup) {
     this.id = setup.start.sessionId;
     this.#setup = setup;
     this.#settings = setup.start.settings;
-    const model = new SessionModel(setup.start.model, setup.start.modelChange);
-    this.#model = model;
-    const events = new SessionListeners(setup.host.onListenerError);
-    this.#events = events;
-    const thinking = new SessionThinking(setup.start.thinkingLevel, { model, events, setup });
-    this.#thinking = thinking;
-    this.#coordination = sessionCoordination(setup, model, events);
-    this.#runner = new PromptRunner({
-      setup,
-      model,
-      thinking,
-      events,
-      queued: this.#queued,
-      coordination: this.#coordination,
-      setModel: (name) => this.setModel(name),
-      beforePrompt: () => this.#bash.flush(),
-    });
-    this.#name = new SessionName(setup.start.name, setup.host.recorder, (event) => events.emit(event));
-    this.#bash = new SessionBash(this.#runner.link, this.#runner.transcript, () => this.isBusy);
-    const extensions = setup.host.extensions;
-    if (extensions !== undefined) {
-      // An ordinary listener that only enqueues: handlers never delay delivery or the retry path.
-      events.subscribe((event) => extensions.deliver(event));
-      extensions.bind(this, (event) => events.emit(event));
-    }
-    this.#runner.link.connect();
+    this.#parts = new SessionParts(setup, this);
+    this.#runner = this.#parts.runner;
+    this.#parts.connect();
   }
 
   /**
@@ -128,13 +69,10 @@ export class AgentSession {
    * @throws ERR_SESSION_DISPOSED after dispose(); WorkerExitedError if the worker dies; ERR_INVALID_OPTIONS for empty text or malformed options.
    */
   prompt(text: string, options: PromptOptions = {}): Promise<PromptResult> {
-    const closed = this.#runner.closed;
-    if (closed !== undefined) return Promise.reject(closed);
-    const badOptions = invalidOptions(promptOptionsSchema, options, "prompt() options", "options");
-    if (badOptions !== undefined) return Promise.reject(badOptions);
-    const badText = invalidMessageText("prompt", text);
-    if (badText !== undefined) return Promise.reject(badText);
-    return this.#runner.submit(text, options.queue === true, options.id);
+    const refusal = this.#runner.closed ?? invalidPrompt(text, options);
+    return refusal === undefined
+      ? this.#runner.submit(text, options.queue === true, options.id)
+      : Promise.reject(refusal);
   }
 
   /**
@@ -158,27 +96,22 @@ export class AgentSession {
 
   /**
    * SPEC X7 for a session resumed after the host running it stopped mid-run (fleet mode): finishes
-   * the run its transcript ends in, as a restore finishes a run whose worker died. A transcript
-   * that ends in a finished reply settles with it at once; one that ends in a failed reply gets
-   * the retry decision any failure gets; one cut off mid-run (ending in the user message, a tool
-   * result, or a reply calling tools) gets an "interrupted" result for each tool call without one
-   * (the tool is never run again) and a failed reply marked as a worker exit, which is retried
-   * like a 503. Resolves as `prompt()` does, after `agent_settled`; with `id`, the outcome is
-   * recorded under it as a prompt's would be.
+   * the run its transcript ends in, as a restore finishes a run whose worker died (docs/sessions.md):
+   * a finished reply settles at once, a failed one gets its retry decision, a run cut off gets an
+   * "interrupted" result for each tool call without one (never run again) and a failed reply marked
+   * as a worker exit, retried like a 503. Resolves as `prompt()` does, after `agent_settled`; with
+   * `id`, the outcome is recorded under it as a prompt's would be.
    * @throws SessionBusyError while a prompt or compaction is live; ERR_INVALID_OPTIONS when the
    *   transcript holds no run; ERR_SESSION_DISPOSED after dispose(); as `prompt()` otherwise.
    */
   resumeRun(id?: string): Promise<PromptResult> {
-    const closed = this.#runner.closed;
-    if (closed !== undefined) return Promise.reject(closed);
-    const badId = invalidResumeId(id);
-    if (badId !== undefined) return Promise.reject(badId);
-    return this.#runner.resumeRun(id);
+    const refusal = this.#runner.closed ?? invalidResumeId(id);
+    return refusal === undefined ? this.#runner.resumeRun(id) : Promise.reject(refusal);
   }
 
   /** The session's model; {@link setModel} changes it. */
   get model(): Model<Api> {
-    return this.#model.current;
+    return this.#parts.model.current;
   }
 
   /**
@@ -197,7 +130,7 @@ export class AgentSession {
 
   /** The thinking level of the next model request (pi's levels), clamped to the model. */
   get thinkingLevel(): ThinkingLevel {
-    return this.#thinking.level;
+    return this.#parts.thinking.level;
   }
 
   /**
@@ -213,7 +146,7 @@ export class AgentSession {
   /** pi's cycle to the next supported level; undefined (no change) without reasoning. @throws ERR_SESSION_DISPOSED. */
   async cycleThinkingLevel(): Promise<ThinkingLevel | undefined> {
     if (this.#runner.closed !== undefined) throw this.#runner.closed;
-    const next = this.#thinking.next();
+    const next = this.#parts.thinking.next();
     return next === undefined ? undefined : this.#runner.link.setThinkingLevel(next);
   }
 
@@ -223,21 +156,10 @@ export class AgentSession {
    * retried run delivers them. Messages still queued when the prompt settles (it failed or was
    * cancelled) are delivered by the next prompt; `abort()` drops them.
    * @throws ERR_INVALID_OPTIONS when no prompt is live (use `prompt()`), the text is empty or `kind`
-   *   is neither "steer" nor "followUp";
-   *   ERR_SESSION_DISPOSED after dispose().
+   *   is neither "steer" nor "followUp"; ERR_SESSION_DISPOSED after dispose().
    */
   async queueMessage(kind: "steer" | "followUp", text: string): Promise<void> {
-    if (this.#runner.closed !== undefined) throw this.#runner.closed;
-    assertQueueKind(kind);
-    const badText = invalidMessageText(kind, text);
-    if (badText !== undefined) throw badText;
-    if (!this.#runner.hasLivePrompt && this.#runner.isCompacting) {
-      throw new SessionBusyError(`Session ${this.id} is compacting; wait for compaction_end, then prompt.`);
-    }
-    if (!this.#runner.hasLivePrompt) {
-      throw new LifelineError("ERR_INVALID_OPTIONS", `Nothing to ${kind}: session ${this.id} is idle; use prompt().`);
-    }
-    await this.#runner.link.queueMessage(kind, text);
+    await this.#parts.steering.send(kind, text);
   }
 
   /**
@@ -246,30 +168,28 @@ export class AgentSession {
    * has it. @throws ERR_INVALID_OPTIONS for another kind or mode; ERR_SESSION_DISPOSED.
    */
   async setQueueMode(kind: QueueKind, mode: QueueMode): Promise<void> {
-    if (this.#runner.closed !== undefined) throw this.#runner.closed;
-    validate(queueModeSchema, { kind, mode }, "setQueueMode() arguments", "arguments");
-    await this.#runner.link.setQueueMode(kind, mode);
+    await this.#parts.steering.setMode(kind, mode);
   }
 
   /** The queues' modes (see {@link setQueueMode}). */
   get queueModes(): Readonly<Record<QueueKind, QueueMode>> {
-    return this.#runner.link.queueModes;
+    return this.#parts.steering.modes;
   }
 
   /** pi's display name (the file's last `session_info` entry); undefined without one. */
   get sessionName(): string | undefined {
-    return this.#name.current;
+    return this.#parts.name.current;
   }
 
   /** Names the session (session-name.ts). @throws ERR_INVALID_OPTIONS when blank; ERR_SESSION_DISPOSED. */
   setSessionName(name: string): void {
     if (this.#runner.closed !== undefined) throw this.#runner.closed;
-    this.#name.set(name);
+    this.#parts.name.set(name);
   }
 
   /** Steering and follow-up messages not yet delivered to the model. */
   get pendingMessageCount(): number {
-    return this.#queued.count;
+    return this.#parts.steering.pending;
   }
 
   /**
@@ -296,7 +216,7 @@ export class AgentSession {
    */
   subscribe(listener: SessionListener): () => void {
     assertListener(listener);
-    return this.#events.subscribe(listener);
+    return this.#parts.events.subscribe(listener);
   }
 
   /** B5: turns auto-retry on or off for this session only; no file is written. */
@@ -339,35 +259,31 @@ export class AgentSession {
    *   ERR_INVALID_OPTIONS for instructions that are not a string; ERR_SESSION_DISPOSED.
    */
   compact(customInstructions?: string): Promise<CompactionResult> {
-    const closed = this.#runner.closed;
-    if (closed !== undefined) return Promise.reject(closed);
-    const badInstructions = invalidInstructions(customInstructions);
-    if (badInstructions !== undefined) return Promise.reject(badInstructions);
-    return this.#runner.compact(customInstructions);
+    const refusal = this.#runner.closed ?? invalidInstructions(customInstructions);
+    return refusal === undefined ? this.#runner.compact(customInstructions) : Promise.reject(refusal);
   }
 
   /**
-   * Runs `command` with bash in the session's worker, in the host's cwd (pi's `executeBash`): never
-   * on the main thread; output bounded to the last 2000 lines or 50 KiB (the whole of it in a temp
-   * file, `fullOutputPath`); one command at a time. The result enters the transcript as pi's
-   * `bashExecution` message, seen by the model with the next prompt (deferred to it while a prompt
-   * or compaction is live) and stored in the session file.
+   * Runs `command` with bash in the session's worker (never on the main thread), in the host's cwd,
+   * one at a time (pi's `executeBash`); output bounded to the last 2000 lines or 50 KiB, the whole in
+   * `fullOutputPath`. The result enters the transcript as pi's `bashExecution` message, stored, and
+   * seen by the model with the next prompt (deferred to it while a prompt or compaction is live).
    * @throws ERR_INVALID_OPTIONS; SessionBusyError while a command runs; WorkerExitedError if the
    *   worker dies meanwhile (the command's process group is killed); ERR_SESSION_DISPOSED.
    */
   executeBash(command: string, options: BashOptions = {}): Promise<BashResult> {
     const closed = this.#runner.closed;
-    return closed === undefined ? this.#bash.execute(command, options) : Promise.reject(closed);
+    return closed === undefined ? this.#parts.bash.execute(command, options) : Promise.reject(closed);
   }
 
   /** Kills the running command's process tree; its `executeBash` resolves with `cancelled: true`. No-op when none runs. */
   abortBash(): Promise<void> {
-    return this.#bash.abort();
+    return this.#parts.bash.abort();
   }
 
   /** True while an {@link executeBash} command runs. */
   get isBashRunning(): boolean {
-    return this.#bash.isRunning;
+    return this.#parts.bash.isRunning;
   }
 
   /** R12: true while a retry chain is live. */
@@ -385,29 +301,17 @@ export class AgentSession {
    * as far as its settings turn them on (an empty object with the defaults).
    */
   get coordinationState(): CoordinationState {
-    return this.#coordination?.state() ?? {};
+    return this.#parts.coordination?.state() ?? {};
   }
 
-  /**
-   * Fleet mode, from the host: its B8 decisions fell back to the host, or returned to the fleet.
-   * Emitted to this session's listeners when its settings use any of them. @internal
-   */
+  /** Fleet mode, from the host: its B8 decisions fell back or returned; emitted when the settings use any. @internal */
   announceCoordination(event: CoordinationFallbackEvent): void {
-    if (this.#coordination === undefined || this.#runner.isClosed()) return;
-    const retry = this.#settings.retry;
-    if (retry.budget === false && !retry.coordinate && retry.maxConcurrentRequests === undefined) return;
-    this.#events.emit(event);
+    if (this.#parts.coordination?.inUse === true && !this.#runner.isClosed()) this.#parts.events.emit(event);
   }
 
-  /**
-   * B8, for the host's permit requests: the provider, its permit count and the gate key of this
-   * session's model requests; undefined when `retry.maxConcurrentRequests` is not set.
-   * @internal
-   */
+  /** B8, for the host's permit requests: undefined when `retry.maxConcurrentRequests` is not set. @internal */
   get permitTarget(): PermitTarget | undefined {
-    const limit = this.#settings.retry.maxConcurrentRequests;
-    if (limit === undefined || this.#coordination === undefined || this.#runner.isClosed()) return undefined;
-    return { provider: this.#model.current.provider, limit, gateKey: this.#coordination.permitGateKey };
+    return this.#runner.isClosed() ? undefined : this.#parts.coordination?.permitTarget();
   }
 
   /** True while a run of the agent is in flight in the worker (a compaction's summary request is not one). */

@@ -1,12 +1,28 @@
 /**
- * A prompt's state on the main thread from `prompt()` to its `agent_settled`, and the result it
- * settles with (R11).
+ * A prompt on the main thread: the options `prompt()` takes, its state from `prompt()` to its
+ * `agent_settled`, and the result it settles with (R11).
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { isFailedStop } from "../../shared/classify.js";
 import type { PromptResult } from "../../shared/events.js";
 import type { CompactingPrompt } from "../compaction/session-compaction.js";
+
+/** Options of `AgentSession.prompt`. */
+export interface PromptOptions {
+  /**
+   * When the session is busy, wait for the current prompt to settle and then run, instead of
+   * rejecting with ERR_SESSION_BUSY. @default false
+   */
+  queue?: boolean;
+  /**
+   * The caller's id for this prompt (1 to 200 characters), such as a queue job's id. A persisted
+   * session stores it with the prompt's user message (a `lifeline.prompt` entry in the same
+   * append) and with its outcome (`lifeline.prompt_end`, when it settles), so that whoever opens
+   * the session later can tell what became of the prompt: `AgentSession.promptRecord`.
+   */
+  id?: string;
+}
 
 /** The session's live prompt. */
 export interface PendingPrompt extends CompactingPrompt {

@@ -1,56 +1,27 @@
 /**
  * The main thread's end of one worker: the port, the bounded calls of {@link WorkerApi}
- * (bounded-calls.ts: no call can hang), what keeps the process alive for it, and the dispatch of
- * the worker's messages (batch items to the sessions it serves, permit requests to the host).
+ * (bounded-calls.ts: no call can hang), what keeps the process alive for it (in-flight-work.ts),
+ * and the dispatch of the worker's messages: batch items to the sessions it serves
+ * (link-sessions.ts), permit requests to the host, extension UI requests to the host's UI
+ * (link-ui.ts).
  *
  * Life of a link: starting (until the worker's `hello`) → serving → dead. It dies once: the worker
  * exits, crashes, runs out of memory, is terminated as hung, or the host closes it. Its death is
- * typed: {@link WorkerStartError} if the worker never served, else {@link WorkerExitedError}
+ * typed: `WorkerStartError` if the worker never served, else {@link WorkerExitedError}
  * with the cause (SPEC X5).
  */
 import type { MessagePort } from "node:worker_threads";
 import { wrap } from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
-import { LifelineError, type WorkerExitCause, WorkerExitedError, WorkerStartError } from "../../shared/errors.js";
+import { LifelineError, type WorkerExitCause, WorkerExitedError } from "../../shared/errors.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
-import {
-  type BatchItem,
-  decodeWorkerMessage,
-  type SessionInit,
-  type SessionOpened,
-  type WorkerApi,
-} from "../../shared/protocol.js";
+import { decodeWorkerMessage, type SessionInit, type SessionOpened, type WorkerApi } from "../../shared/protocol.js";
 import { type ApiResult, BoundedCalls, type Unwrapped } from "./bounded-calls.js";
-import { KeepAlive } from "./keep-alive.js";
+import { InFlightWork } from "./in-flight-work.js";
+import type { LinkEndpoint, LinkTimeouts } from "./link-options.js";
+import { type LinkClient, LinkSessions } from "./link-sessions.js";
 import { LinkUi } from "./link-ui.js";
-import { describeError, exitCauseOf, exitMessage, startMessage } from "./worker-exit.js";
-
-/** A worker's port plus a promise that settles when its serve loop ends (rejects on a crash). */
-export interface LinkEndpoint {
-  port: MessagePort;
-  done: Promise<unknown>;
-  /**
-   * Terminates the worker thread (which then settles `done`). Absent for in-process endpoints:
-   * a link that must stop one is abandoned instead.
-   */
-  terminate?: () => void;
-  /** Refs or unrefs what else of the worker holds the process (the pool's own port for it). */
-  setReferenced?: (referenced: boolean) => void;
-}
-
-/** What a session registers with its link. */
-export interface LinkClient {
-  handleItem(item: BatchItem): void;
-  /** True while the session has a run in the worker (it is then suspected of a crash). */
-  hasRunInFlight(): boolean;
-  /** Resolves once everything the session recorded so far is stored (`tool_calls_ready`); never rejects. */
-  stored?(): Promise<void>;
-  /**
-   * The worker died. `suspect` says whether the session is blamed for it (SPEC X7): it had a run
-   * in flight, or no session of the worker had one (a module's timer, say), so all are suspects.
-   */
-  handleWorkerExit(error: WorkerExitedError, suspect: boolean): void;
-}
+import { describeError, exitCauseOf, linkDeath } from "./worker-exit.js";
 
 /**
  * B8: where a worker's permit messages go (the host's coordination). Each is called on the main
@@ -65,16 +36,6 @@ export interface PermitHandler {
   releaseAll(link: WorkerLink): void;
 }
 
-/** Timeouts of a link, resolved by the host from its options. */
-export interface LinkTimeouts {
-  /** Longest wait for an ordinary call; past it the worker is taken to be hung. */
-  callTimeoutMs: number;
-  /** Longest wait for `openSession` once the worker has started (its module's `setup()`). */
-  setupTimeoutMs: number;
-  /** Longest wait for `abort`, `closeSession` and `shutdown`: the bound on `abort()` and `close()`. */
-  controlTimeoutMs: number;
-}
-
 /** How long a closed port waits for the pool to say why the worker ended. */
 const EXIT_REASON_WAIT_MS = 1000;
 
@@ -86,27 +47,24 @@ export class WorkerLink {
   readonly #port: MessagePort;
   readonly #calls: BoundedCalls;
   readonly #timeouts: LinkTimeouts;
-  readonly #clients = new Map<string, LinkClient>();
+  readonly #sessions = new LinkSessions();
   /** Settles (never rejects) once the worker's serve loop is over and the pool has let go of it. */
   readonly #done: Promise<void>;
   readonly #terminate: (() => void) | undefined;
   readonly #onProtocolError: (reason: string) => void;
   readonly #permits: PermitHandler | undefined;
   readonly #onExit: ((cause: WorkerExitCause | "start") => void) | undefined;
-  /** Extension tools' `ctx.ui` requests, to the host's UI; undefined without one. */
-  readonly #ui: LinkUi | undefined;
+  /** Extension tools' `ctx.ui` requests, to the host's UI (answered with nothing without one). */
+  readonly #ui: LinkUi;
   #dead: LifelineError | undefined;
-  #reserved = 0;
   /** `openSession` calls in flight: the watchdog allows their `setup()` more time. */
   #opening = 0;
   /** Why lifeline itself terminated the worker, when it did. */
   #hung: string | undefined;
   #closing = false;
   #lastSeenAt = performance.now();
-  /** Only in-flight work keeps the process alive (keep-alive.ts): pending calls and open runs. */
-  readonly #keepAlive: KeepAlive;
-  /** Runs started and not yet ended (`sessionId#runId`), each counted once in #keepAlive. */
-  readonly #openRuns = new Set<string>();
+  /** Only in-flight work keeps the process alive: pending calls and open runs. */
+  readonly #work: InFlightWork;
   /**
    * SPEC X7: this worker serves only sessions suspected of crashing their previous worker, so that
    * a poison session stops taking its neighbours down. New sessions never go to it.
@@ -126,16 +84,16 @@ export class WorkerLink {
   ) {
     this.#onExit = options.onExit;
     this.#permits = options.permits;
-    this.#ui =
-      options.ui === undefined
-        ? undefined
-        : new LinkUi(options.ui, (requestId, answer) => void this.call("answerUi", requestId, answer).catch(() => {}));
+    this.#ui = new LinkUi(
+      options.ui,
+      (requestId, answer) => void this.call("answerUi", requestId, answer).catch(() => {}),
+    );
     this.isolated = options.isolated ?? false;
     this.#port = endpoint.port;
     this.#timeouts = options;
     this.#terminate = endpoint.terminate;
     this.#onProtocolError = options.onProtocolError;
-    this.#keepAlive = new KeepAlive((referenced) => {
+    this.#work = new InFlightWork((referenced) => {
       if (referenced) this.#port.ref();
       else this.#port.unref();
       endpoint.setReferenced?.(referenced);
@@ -151,7 +109,7 @@ export class WorkerLink {
 
   /** Sessions served by this worker, counting those still opening (see {@link reserve}). */
   get clientCount(): number {
-    return this.#clients.size + this.#reserved;
+    return this.#sessions.count;
   }
 
   /**
@@ -159,13 +117,7 @@ export class WorkerLink {
    * see the load they are adding. Returns the function that drops the reservation.
    */
   reserve(): () => void {
-    this.#reserved++;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.#reserved--;
-    };
+    return this.#sessions.reserve();
   }
 
   /** True once the worker has exited or the link was closed. */
@@ -222,17 +174,17 @@ export class WorkerLink {
   }
 
   attach(sessionId: string, client: LinkClient): void {
-    this.#clients.set(sessionId, client);
+    this.#sessions.attach(sessionId, client);
   }
 
   detach(sessionId: string): void {
-    this.#clients.delete(sessionId);
-    for (const run of this.#openRuns) if (run.startsWith(`${sessionId}#`)) this.#endRun(run);
+    this.#sessions.detach(sessionId);
+    this.#work.sessionDetached(sessionId);
   }
 
   /** Pending calls plus runs between their start and their `run_end`: what keeps the process alive. */
   get inFlight(): number {
-    return this.#keepAlive.inFlight;
+    return this.#work.count;
   }
 
   /**
@@ -317,7 +269,7 @@ export class WorkerLink {
     if (this.#dead !== undefined) return;
     this.#closing = true;
     // Closing is work in flight: the wait for the pool to finish the task must hold the process.
-    this.#keepAlive.begin();
+    this.#work.beginClosing();
     try {
       await this.control("shutdown");
       await Promise.race([this.#done, delay(this.#timeouts.controlTimeoutMs)]);
@@ -335,22 +287,7 @@ export class WorkerLink {
     onTimeout: () => LifelineError,
   ): Promise<Unwrapped<ApiResult<K>>> {
     if (this.#dead !== undefined) return Promise.reject(this.#dead);
-    const run = method === "startRun" ? `${String(args[0])}#${String(args[1])}` : undefined;
-    if (run !== undefined && !this.#openRuns.has(run)) {
-      this.#openRuns.add(run);
-      this.#keepAlive.begin();
-    }
-    this.#keepAlive.begin();
-    const call = this.#calls.invoke(method, args, timeoutMs, onTimeout);
-    call.then(
-      () => this.#keepAlive.end(),
-      () => {
-        this.#keepAlive.end();
-        // A refused start opens no run, so no run_end will come for it.
-        if (run !== undefined) this.#endRun(run);
-      },
-    );
-    return call;
+    return this.#work.track(method, args, () => this.#calls.invoke(method, args, timeoutMs, onTimeout));
   }
 
   #onMessage(data: unknown): void {
@@ -388,22 +325,22 @@ export class WorkerLink {
         return;
       case "tool_calls_ready": {
         // The reply's message_end came first on this port, so it is recorded; once stored, go.
-        const stored = this.#clients.get(message.sessionId)?.stored?.() ?? Promise.resolve();
-        void stored.then(() => this.call("grantPermit", message.requestId, true)).catch(() => {});
+        void this.#sessions
+          .stored(message.sessionId)
+          .then(() => this.call("grantPermit", message.requestId, true))
+          .catch(() => {});
         return;
       }
       case "ui_request":
-        if (this.#ui === undefined) {
-          if (message.requestId !== undefined) void this.call("answerUi", message.requestId, null).catch(() => {});
-        } else this.#ui.request(message);
+        this.#ui.request(message);
         return;
       case "ui_cancel":
-        this.#ui?.cancel(message.requestId);
+        this.#ui.cancel(message.requestId);
         return;
       case "batch":
         for (const item of message.items) {
-          if (item.type === "run_end") this.#endRun(`${item.sessionId}#${item.runId}`);
-          this.#clients.get(item.sessionId)?.handleItem(item);
+          if (item.type === "run_end") this.#work.runEnded(item.sessionId, item.runId);
+          this.#sessions.route(item);
         }
         return;
       default: {
@@ -411,10 +348,6 @@ export class WorkerLink {
         throw new LifelineError("ERR_PROTOCOL", `Unhandled worker message ${JSON.stringify(unreachable)}`);
       }
     }
-  }
-
-  #endRun(run: string): void {
-    if (this.#openRuns.delete(run)) this.#keepAlive.end();
   }
 
   /**
@@ -428,28 +361,22 @@ export class WorkerLink {
 
   #die(cause: WorkerExitCause, detail: string, workerError?: unknown): void {
     if (this.#dead !== undefined) return;
-    // Once lifeline has terminated a worker as hung, that is its cause, whatever the pool reports.
-    const finalCause = this.#hung === undefined ? cause : "hung";
-    const finalDetail = this.#hung ?? detail;
-    const error = this.#closing
-      ? new WorkerExitedError("The session host was closed.", "exit")
-      : this.#calls.started
-        ? new WorkerExitedError(exitMessage(finalCause, finalDetail), finalCause, workerError)
-        : new WorkerStartError(startMessage(finalDetail, workerError), workerError);
+    const closing = this.#closing;
+    const { error, cause: reported } = linkDeath(
+      { closing, started: this.#calls.started, hung: this.#hung },
+      cause,
+      detail,
+      workerError,
+    );
     this.#dead = error;
-    if (!this.#closing) this.#onExit?.(error instanceof WorkerExitedError ? finalCause : "start");
+    if (!closing) this.#onExit?.(reported);
     // B8: permits die with their worker, so the requests of other workers never wait for them.
     this.#permits?.releaseAll(this);
-    this.#ui?.closeAll();
-    this.#keepAlive.stop();
+    this.#ui.closeAll();
+    this.#work.stop();
     this.#calls.failAll(error);
     this.#port.close();
-    const clients = [...this.#clients.values()];
-    this.#clients.clear();
-    if (!this.#closing && error instanceof WorkerExitedError) {
-      const running = clients.filter((client) => client.hasRunInFlight());
-      for (const client of clients) client.handleWorkerExit(error, running.length === 0 || running.includes(client));
-    }
+    this.#sessions.end(!closing && error instanceof WorkerExitedError ? error : undefined);
   }
 }
 

@@ -14,8 +14,8 @@
  */
 import { MessageChannel, type MessagePort, type ResourceLimits, type Worker } from "node:worker_threads";
 import { Piscina } from "piscina";
+import type { LinkEndpoint } from "./link-options.js";
 import { trackPoolThreads } from "./pool-threads.js";
-import type { LinkEndpoint } from "./worker-link.js";
 
 /** Options of {@link WorkerPool}. */
 export interface WorkerPoolOptions {

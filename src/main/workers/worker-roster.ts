@@ -7,8 +7,9 @@ import type { ResourceLimits, Worker } from "node:worker_threads";
 import { LifelineError, WorkerExitedError } from "../../shared/errors.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import type { SessionInit, SessionOpened } from "../../shared/protocol.js";
+import type { LinkEndpoint, LinkTimeouts } from "./link-options.js";
 import { tickIntervalMs, Watchdog } from "./watchdog.js";
-import { type LinkEndpoint, type LinkTimeouts, type PermitHandler, WorkerLink } from "./worker-link.js";
+import { type PermitHandler, WorkerLink } from "./worker-link.js";
 import { WorkerPool } from "./worker-pool.js";
 
 /** What {@link WorkerRoster} needs from the host's options, resolved. */

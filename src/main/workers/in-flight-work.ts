@@ -1,0 +1,70 @@
+/**
+ * The work one worker has in flight, as its link counts it for keep-alive.ts: each pending call,
+ * and each run from its `startRun` to its `run_end` (or until its session detaches, or the start is
+ * refused, since no `run_end` comes then). Only this work keeps the process alive for the worker.
+ */
+import { KeepAlive } from "./keep-alive.js";
+
+/** One link's calls and runs in flight. */
+export class InFlightWork {
+  readonly #keepAlive: KeepAlive;
+  /** Runs started and not yet ended (`sessionId#runId`), each counted once in #keepAlive. */
+  readonly #openRuns = new Set<string>();
+
+  /** @param setReferenced refs or unrefs the worker's handles (see `KeepAlive`). */
+  constructor(setReferenced: (referenced: boolean) => void) {
+    this.#keepAlive = new KeepAlive(setReferenced);
+  }
+
+  /** Pending calls plus open runs. */
+  get count(): number {
+    return this.#keepAlive.inFlight;
+  }
+
+  /**
+   * Counts the call `invoke()` makes while it is pending; a `startRun` (its `args` are the session
+   * and run ids) also counts its run until {@link runEnded}. Returns the call.
+   */
+  track<T>(method: string, args: unknown[], invoke: () => Promise<T>): Promise<T> {
+    const run = method === "startRun" ? `${String(args[0])}#${String(args[1])}` : undefined;
+    if (run !== undefined && !this.#openRuns.has(run)) {
+      this.#openRuns.add(run);
+      this.#keepAlive.begin();
+    }
+    this.#keepAlive.begin();
+    const call = invoke();
+    call.then(
+      () => this.#keepAlive.end(),
+      () => {
+        this.#keepAlive.end();
+        // A refused start opens no run, so no run_end will come for it.
+        if (run !== undefined) this.#end(run);
+      },
+    );
+    return call;
+  }
+
+  /** A `run_end` arrived. */
+  runEnded(sessionId: string, runId: number): void {
+    this.#end(`${sessionId}#${runId}`);
+  }
+
+  /** The session detached: its runs will send nothing more to this link. */
+  sessionDetached(sessionId: string): void {
+    for (const run of this.#openRuns) if (run.startsWith(`${sessionId}#`)) this.#end(run);
+  }
+
+  /** Closing the link is work too: the wait for the pool must hold the process (never ended; see {@link stop}). */
+  beginClosing(): void {
+    this.#keepAlive.begin();
+  }
+
+  /** The worker is gone: nothing more to count. */
+  stop(): void {
+    this.#keepAlive.stop();
+  }
+
+  #end(run: string): void {
+    if (this.#openRuns.delete(run)) this.#keepAlive.end();
+  }
+}

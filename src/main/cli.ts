@@ -5,11 +5,11 @@
  *   lifeline [--provider P] [--model M]              on a terminal: the interactive session (tui/)
  *            [--thinking L]                          (any mode with a session: its thinking level;
  *                                                    or --model provider/id:L, as pi)
- *   lifeline -p "text" [--provider P] [--model M] [--api-key K]   one prompt; answer on stdout,
+ *   lifeline -p "text" [--provider P] [--model M] [--api-key K]   one prompt (host/print-mode.ts); answer on stdout,
  *                                                               retry progress on stderr
  *   lifeline demo                                    the demo job behind `npm start`
  *   lifeline --mode rpc [--provider P] [--model M]   pi's RPC protocol on stdin/stdout (rpc/rpc-mode.ts)
- *   lifeline mock-server [--port N] [--script F]     the fault-injecting model server, until Ctrl+C
+ *   lifeline mock-server [--port N] [--script F]     the fault-injecting model server, until Ctrl+C (mock-server/mock-server-cli.ts)
  *   lifeline auth add|list|remove                    keys in $LIFELINE_DIR/auth.json (auth/auth-cli.ts)
  *   lifeline load --sessions N --prompts M [...]     a load test with reports (load/load-cli.ts)
  *   lifeline serve --fleet URL [--concurrency N]     serve a fleet's queue of prompts (serve/serve-cli.ts)
@@ -34,189 +34,26 @@
  * that cannot be opened; 130 interrupted
  * (SIGINT), 143 terminated (SIGTERM): both abort the prompt and close the session file first.
  */
-import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { Command, CommanderError, Option } from "commander";
-import { loadMockScript, type MockScript, startMockServer } from "../mock-server/index.js";
-import { isFailedStop } from "../shared/classify.js";
+import { runMockServerCommand } from "../mock-server/mock-server-cli.js";
 import { errorText } from "../shared/error-text.js";
-import { LifelineError } from "../shared/errors.js";
-import type { PromptResult, SessionEvent } from "../shared/events.js";
 import { THINKING_LEVELS, type ThinkingLevel } from "../shared/thinking.js";
 import { addAuthCommand } from "./auth/auth-cli.js";
-import { compactionNotice } from "./compaction/compaction-notice.js";
+import { reportCliError } from "./config/cli-errors.js";
 import { resolveLifelineDir } from "./config/settings-store.js";
 import { cliExtensionPaths } from "./extensions/extensions-cli.js";
 import { resolveExtensions } from "./extensions/resolve-extensions.js";
 import { type FleetFlags, fleetFromFlags } from "./fleet/fleet-flags.js";
 import type { SessionHostOptions } from "./host/host-options.js";
-import { createSessionHost } from "./host/session-host.js";
-import {
-  type CliSessionFlags,
-  cliSessionsOption,
-  cliThinking,
-  openCliSession,
-  resumeUsageError,
-} from "./host/sessions-cli.js";
+import { runPrintMode, SESSION_USAGE_ERRORS } from "./host/print-mode.js";
+import { type CliSessionFlags, cliSessionsOption, cliThinking, resumeUsageError } from "./host/sessions-cli.js";
 import { addStoredSessionsCommands } from "./host/stored-sessions-cli.js";
 import { addLoadCommand } from "./load/load-cli.js";
 import { runRpcMode } from "./rpc/rpc-mode.js";
 import { addFleetCommands } from "./serve/serve-cli.js";
 import type { SessionsOptions } from "./session-files/session-persistence.js";
-import { workerFate } from "./supervision/interrupted-run.js";
 
 const DEMO_PROMPT = "Say hello to lifeline.";
-
-interface RunOptions {
-  text: string;
-  model: string;
-  apiKey?: string | undefined;
-  banner?: string;
-  sessions: SessionsOptions | false;
-  flags: CliSessionFlags;
-  host: SessionHostOptions;
-}
-
-/** Errors that mean "fix your command or configuration", exit 2. */
-const USAGE_ERRORS = new Set([
-  "ERR_INVALID_SETTINGS",
-  "ERR_INVALID_OPTIONS",
-  "ERR_INVALID_MODELS",
-  "ERR_UNKNOWN_MODEL",
-  "ERR_MISSING_API_KEY",
-  "ERR_AUTH_FILE",
-  "ERR_SESSION_NOT_FOUND",
-  "ERR_SESSION_LOCKED",
-  "ERR_SESSION_FILE",
-  "ERR_EXTENSION_LOAD",
-]);
-
-/** Whole seconds, rounded up as pi's loader counts them; short delays in ms so they don't read as 1s. */
-function formatDelay(ms: number): string {
-  return ms < 1000 ? `${ms}ms` : `${Math.ceil(ms / 1000)}s`;
-}
-
-/** One line of stderr progress for an event, or undefined for events the CLI does not show. */
-export function progressLine(event: SessionEvent): string | undefined {
-  switch (event.type) {
-    case "auto_retry_start":
-      return `Retrying (${event.attempt}/${event.maxAttempts})${event.model === undefined ? "" : ` on ${event.model}`} in ${formatDelay(event.delayMs)}… after: ${event.errorMessage}`;
-    case "auto_retry_end":
-      if (event.success) return `Recovered after ${event.attempt} ${event.attempt === 1 ? "retry" : "retries"}.`;
-      return `Retry failed after ${event.attempt} attempts: ${event.finalError ?? "Unknown error"}`;
-    case "compaction_start":
-    case "compaction_end":
-      return compactionNotice(event);
-    case "worker_exited":
-      return `Worker exited: ${event.error.message}`;
-    case "provider_gate_wait":
-      return `Provider ${event.provider} is rate limited: waiting ${formatDelay(event.waitMs)} before the ${event.before === "retry" ? "retry" : "prompt"} (retry.coordinate).`;
-    case "coordination_fallback_start":
-      return `Lost the Redis of fleet ${event.fleet} (${event.reason}); retry budget, gates and permits are this host's own until it returns.`;
-    case "coordination_fallback_end":
-      return `Rejoined fleet ${event.fleet} after ${formatDelay(event.fallbackMs)}; retry budget, gates and permits are fleet-wide again.`;
-    case "session_restored":
-      return `The session's worker ${workerFate(event.reason)}; the session was restored on a fresh worker (restart ${event.restarts}).`;
-    case "extension_error":
-      return `Extension ${event.extensionPath} failed on ${event.event}: ${event.error}`;
-    default:
-      return undefined;
-  }
-}
-
-function answerText(message: AssistantMessage | undefined): string {
-  if (message === undefined) return "";
-  return message.content.map((block) => (block.type === "text" ? block.text : "")).join("");
-}
-
-async function run(options: RunOptions): Promise<number> {
-  let host: ReturnType<typeof createSessionHost>;
-  try {
-    host = createSessionHost({ threads: 1, ...options.host, sessions: options.sessions });
-  } catch (error) {
-    return reportError(error);
-  }
-  let interrupted: number | undefined;
-  try {
-    if (options.banner !== undefined) process.stderr.write(`${options.banner}\n`);
-    const session = await openCliSession(host, options.flags, {
-      model: options.model,
-      ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
-    });
-    session.subscribe((event) => {
-      const line = progressLine(event);
-      if (line !== undefined) process.stderr.write(`${line}\n`);
-    });
-    // Both end the prompt and let the finally below close the host, which flushes the session file.
-    const onInterrupt = () => {
-      interrupted = 130;
-      void session.abort();
-    };
-    const onTerminate = () => {
-      interrupted = 143;
-      void session.abort();
-    };
-    process.once("SIGINT", onInterrupt);
-    process.once("SIGTERM", onTerminate);
-    let result: PromptResult;
-    try {
-      result = await session.prompt(options.text);
-    } finally {
-      process.off("SIGINT", onInterrupt);
-      process.off("SIGTERM", onTerminate);
-    }
-    if (interrupted !== undefined) return interrupted;
-    if (isFailedStop(result.stopReason)) {
-      process.stderr.write(`Error: ${result.errorMessage ?? result.stopReason}\n`);
-      return 1;
-    }
-    process.stdout.write(`${answerText(result.message)}\n`);
-    return 0;
-  } catch (error) {
-    return reportError(error);
-  } finally {
-    await host.close();
-  }
-}
-
-/** Writes the error's message to stderr; returns its exit code (2 for what the user must fix). */
-function reportError(error: unknown): number {
-  process.stderr.write(`Error: ${errorText(error)}\n`);
-  return error instanceof LifelineError && USAGE_ERRORS.has(error.code) ? 2 : 1;
-}
-
-async function mockServer(opts: { port: string; host: string; script?: string }): Promise<number> {
-  const port = Number(opts.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
-    process.stderr.write(`Error: --port must be a whole number from 0 to 65535, got "${opts.port}".\n`);
-    return 2;
-  }
-  let script: MockScript | undefined;
-  try {
-    if (opts.script !== undefined) script = await loadMockScript(opts.script);
-  } catch (error) {
-    process.stderr.write(`Error: ${errorText(error)}\n`);
-    return 2;
-  }
-  let server: Awaited<ReturnType<typeof startMockServer>>;
-  try {
-    server = await startMockServer({ port, host: opts.host, ...(script === undefined ? {} : { script }) });
-  } catch (error) {
-    process.stderr.write(`Error: cannot start the mock server: ${errorText(error)}\n`);
-    return 1;
-  }
-  process.stdout.write(
-    `Mock model server listening on ${server.url}\n` +
-      `  OpenAI chat completions: ${server.url}/v1   Anthropic messages: ${server.url}\n` +
-      `  Counters: GET ${server.url}/_mock/stats   Press Ctrl+C to stop.\n`,
-  );
-  await new Promise<void>((resolve) => {
-    process.once("SIGINT", resolve);
-    process.once("SIGTERM", resolve);
-  });
-  await server.close();
-  process.stderr.write(`Mock model server stopped after ${server.stats().total} model requests.\n`);
-  return 0;
-}
 
 function modelName(provider: string | undefined, model: string | undefined): string {
   if (model?.includes("/") && provider === undefined) return model;
@@ -280,7 +117,7 @@ async function hostOptionsOrExit(opts: HostFlags): Promise<SessionHostOptions | 
   try {
     return await hostOptions(opts);
   } catch (error) {
-    return reportError(error);
+    return reportCliError(error, SESSION_USAGE_ERRORS);
   }
 }
 
@@ -359,7 +196,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       try {
         ({ model, thinkingLevel } = cliThinking(modelName(opts.provider, opts.model), opts.thinking));
       } catch (error) {
-        exitCode = reportError(error);
+        exitCode = reportCliError(error, SESSION_USAGE_ERRORS);
         return;
       }
       if (model.endsWith("/")) {
@@ -395,7 +232,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         // Loaded only here: the terminal UI (pi-tui) costs startup time the other modes don't need.
         const { runInteractive } = await import("./tui/interactive-mode.js");
         exitCode = await runInteractive({ model, ...key, host, sessionFlags: flags });
-      } else exitCode = await run({ text: opts.print, model, ...key, sessions, flags, host: global });
+      } else exitCode = await runPrintMode({ text: opts.print, model, ...key, sessions, flags, host: global });
     });
   program
     .command("demo")
@@ -406,7 +243,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         exitCode = host;
         return;
       }
-      exitCode = await run({
+      exitCode = await runPrintMode({
         text: DEMO_PROMPT,
         model: "demo/demo-1",
         sessions: false,
@@ -427,7 +264,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .addOption(new Option("--host <address>", "address to listen on").default("127.0.0.1"))
     .addOption(new Option("--script <file>", "fault script (JSON or JSONC), see docs/mock-server.md"))
     .action(async (opts: { port: string; host: string; script?: string }) => {
-      exitCode = await mockServer(opts);
+      exitCode = await runMockServerCommand(opts);
     });
   addLoadCommand(program, (code) => {
     exitCode = code;

@@ -15,14 +15,14 @@
  */
 import { writeFile } from "node:fs/promises";
 import type { Command } from "commander";
-import { errorText } from "../../shared/error-text.js";
-import { LifelineError } from "../../shared/errors.js";
+import type { ErrorCode } from "../../shared/errors.js";
+import { reportCliError } from "../config/cli-errors.js";
 import type { SessionInfo } from "../session-files/session-store.js";
 import { createSessionHost, type SessionHost } from "./session-host.js";
 import { cliSessionsOption } from "./sessions-cli.js";
 
 /** Codes that mean "fix the command or the configuration": exit 2. */
-const USAGE_CODES = new Set([
+const USAGE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   "ERR_INVALID_OPTIONS",
   "ERR_INVALID_SETTINGS",
   "ERR_SESSION_NOT_FOUND",
@@ -86,8 +86,7 @@ async function withHost(sessionDir: string | undefined, body: (host: SessionHost
     host = createSessionHost({ threads: 1, sessions: await cliSessionsOption({ sessionDir }) });
     return await body(host);
   } catch (error) {
-    process.stderr.write(`Error: ${errorText(error)}\n`);
-    return error instanceof LifelineError && USAGE_CODES.has(error.code) ? 2 : 1;
+    return reportCliError(error, USAGE_CODES);
   } finally {
     await host?.close();
   }

@@ -6,8 +6,8 @@
  * still written then.
  */
 import { type Command, Option } from "commander";
-import { errorText } from "../../shared/error-text.js";
-import { LifelineError } from "../../shared/errors.js";
+import type { ErrorCode } from "../../shared/errors.js";
+import { reportCliError } from "../config/cli-errors.js";
 import { resolveLifelineDir } from "../config/settings-store.js";
 import { type FleetFlags, fleetFromFlags } from "../fleet/fleet-flags.js";
 import { type MetricsEndpoint, parseMetricsPort, startMetricsEndpoint } from "../telemetry/metrics-endpoint.js";
@@ -24,7 +24,7 @@ const EXIT_INTERRUPTED = 130;
 const EXIT_TERMINATED = 143;
 
 /** Errors that mean "fix your command or configuration": exit 2. */
-const USAGE_ERRORS = new Set([
+const USAGE_ERRORS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   "ERR_INVALID_OPTIONS",
   "ERR_INVALID_SETTINGS",
   "ERR_INVALID_MODELS",
@@ -190,6 +190,5 @@ function banner(options: LoadOptions): string {
 
 /** Writes the error to stderr; 2 for what the user must fix, else 1. */
 function fail(error: unknown): number {
-  process.stderr.write(`Error: ${errorText(error)}\n`);
-  return error instanceof LifelineError && USAGE_ERRORS.has(error.code) ? 2 : 1;
+  return reportCliError(error, USAGE_ERRORS);
 }

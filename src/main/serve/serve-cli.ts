@@ -16,8 +16,9 @@ import { resolve } from "node:path";
 import { type Command, Option } from "commander";
 import { isFailedStop } from "../../shared/classify.js";
 import { errorText } from "../../shared/error-text.js";
-import { LifelineError } from "../../shared/errors.js";
+import { type ErrorCode, LifelineError } from "../../shared/errors.js";
 import { parseSettings } from "../../shared/settings.js";
+import { reportCliError } from "../config/cli-errors.js";
 import { loadSettingsFiles, resolveLifelineDir } from "../config/settings-store.js";
 import { type FleetFlags, fleetFromFlags } from "../fleet/fleet-flags.js";
 import type { SessionHostOptions } from "../host/host-options.js";
@@ -26,7 +27,11 @@ import { FleetClient } from "./fleet-client.js";
 import { SERVE_DEFAULTS, serveFleet } from "./serve-fleet.js";
 
 /** Errors that mean "fix your command or configuration": exit 2. */
-const USAGE_ERRORS = new Set(["ERR_INVALID_OPTIONS", "ERR_INVALID_SETTINGS", "ERR_EXTENSION_LOAD"]);
+const USAGE_ERRORS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  "ERR_INVALID_OPTIONS",
+  "ERR_INVALID_SETTINGS",
+  "ERR_EXTENSION_LOAD",
+]);
 
 /** What the commands need of the program: its host options (global flags) and where exit codes go. */
 export interface FleetCommandsContext {
@@ -181,6 +186,5 @@ async function fleetSettings(flags: FleetFlags) {
 function fail(error: unknown): number {
   const code = error instanceof LifelineError ? error.code : "ERR_RUN_FAILED";
   process.stdout.write(`${JSON.stringify({ type: "error", code, message: errorText(error) })}\n`);
-  process.stderr.write(`Error: ${errorText(error)}\n`);
-  return error instanceof LifelineError && USAGE_ERRORS.has(error.code) ? 2 : 1;
+  return reportCliError(error, USAGE_ERRORS);
 }

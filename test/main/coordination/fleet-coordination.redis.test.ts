@@ -6,7 +6,7 @@
  * and started again for the fallback. Waits are on events and promises, bounded by `within`.
  */
 import fc from "fast-check";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { gateKey, HostCoordination } from "../../../src/main/coordination/host-coordination.js";
 import { RetryBudget } from "../../../src/main/coordination/retry-budget.js";
 import { SessionCoordination } from "../../../src/main/coordination/session-coordination.js";
@@ -15,29 +15,19 @@ import { abortableSleep } from "../../../src/main/retry/sleep.js";
 import type { CoordinationFallbackEvent, SessionEvent } from "../../../src/shared/events.js";
 import { DEFAULT_SETTINGS, parseSettings, type RetrySettings } from "../../../src/shared/settings.js";
 import { within } from "../../fixtures/bounded.js";
-import { startRedis, type TestRedis } from "../../fixtures/redis-server.js";
+import { redisForFile } from "../../fixtures/redis-server.js";
 
-let redis: TestRedis;
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(async () => {
-  await redis?.dispose();
-});
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const file = redisForFile();
+const { cleanups } = file;
 
-let fleets = 0;
 /** A fleet name no other test uses. */
 function freshFleet(): string {
-  return `unit${++fleets}x${process.pid}`;
+  return file.fleetName("unit");
 }
 
 /** One host's coordination, joined to fleet `name` on the test Redis. */
 async function joinedHost(name: string, leaseMs = 10_000) {
-  const settings = parseSettings({ fleet: { redis: redis.url, name, leaseMs } }, "test").fleet;
+  const settings = parseSettings({ fleet: { redis: file.redis.url, name, leaseMs } }, "test").fleet;
   if (settings === undefined) throw new Error("no fleet settings");
   const connection = await connectFleet(settings);
   const coordination = new HostCoordination({ now: () => performance.now(), sleep: abortableSleep });
@@ -262,7 +252,7 @@ describe("a host that loses its fleet's Redis", () => {
     const budget = { ratio: 0, minPerSecond: 0.1, windowMs: 10_000 };
     const view = sessionOf(a.coordination, { budget, coordinate: true }).coordination;
     expect(view.state().providerGate?.source).toBe("fleet");
-    await redis.stop();
+    await file.redis.stop();
     try {
       await vi.waitFor(() => expect(a.announced.map((e) => e.type)).toEqual(["coordination_fallback_start"]), {
         timeout: 5000,
@@ -282,7 +272,7 @@ describe("a host that loses its fleet's Redis", () => {
       ).toBe(true);
       a.coordination.releasePermit(owner, 1);
     } finally {
-      await redis.start();
+      await file.redis.start();
     }
     await vi.waitFor(() => expect(a.announced.map((e) => e.type)).toContain("coordination_fallback_end"), {
       timeout: 10_000,

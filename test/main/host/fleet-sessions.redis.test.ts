@@ -5,30 +5,19 @@
  * run; a session open on one host is refused on another until it is closed there.
  */
 import { Redis } from "ioredis";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { SessionHostOptions } from "../../../src/main/host/session-host.js";
 import { tempDir, within } from "../../fixtures/bounded.js";
 import { inProcessHost } from "../../fixtures/in-process-host.js";
-import { startRedis, type TestRedis } from "../../fixtures/redis-server.js";
+import { redisForFile } from "../../fixtures/redis-server.js";
 import { type Step, scriptedModel } from "../../fixtures/scripted-provider.js";
 import { parseLines, shape } from "../../fixtures/session-lines.js";
 
-let redis: TestRedis;
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(async () => {
-  await redis?.dispose();
-});
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-let fleetCounter = 0;
+const file = redisForFile();
+const { cleanups } = file;
 
 function fleet(): { redis: string; name: string } {
-  return { redis: redis.url, name: `hosts${++fleetCounter}` };
+  return { redis: file.redis.url, name: file.fleetName("hosts") };
 }
 
 function host(options: SessionHostOptions) {

@@ -5,7 +5,7 @@
  * records skipped, and one writer per session in the whole fleet (a lease with a fencing token).
  */
 import { readFileSync } from "node:fs";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { connectFleet, type FleetConnection } from "../../../src/main/fleet/fleet-connection.js";
 import { FileSessionStore } from "../../../src/main/session-files/file-session-store.js";
 import { RedisSessionStore } from "../../../src/main/session-files/redis-session-store.js";
@@ -16,29 +16,18 @@ import {
 } from "../../../src/main/session-files/session-format.js";
 import { parseSettings } from "../../../src/shared/settings.js";
 import { tempDir, within } from "../../fixtures/bounded.js";
-import { startRedis, type TestRedis } from "../../fixtures/redis-server.js";
+import { redisForFile } from "../../fixtures/redis-server.js";
 
-let redis: TestRedis;
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(async () => {
-  await redis?.dispose();
-});
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-let fleetCounter = 0;
+const file = redisForFile();
+const { cleanups } = file;
 
 /** A fresh fleet name per test, so tests never see each other's sessions. */
 function fleetName(): string {
-  return `store${++fleetCounter}`;
+  return file.fleetName("store");
 }
 
 async function connect(name: string, leaseMs = 10_000): Promise<FleetConnection> {
-  const settings = parseSettings({ fleet: { redis: redis.url, name, leaseMs } }, "test").fleet;
+  const settings = parseSettings({ fleet: { redis: file.redis.url, name, leaseMs } }, "test").fleet;
   if (settings === undefined) throw new Error("no fleet settings");
   const connection = await connectFleet(settings);
   cleanups.push(() => connection.close());
@@ -296,7 +285,7 @@ describe("appends while Redis is away (B7 in a fleet)", () => {
     const [model, user, failed] = turn() as [SessionEntry, SessionEntry, SessionEntry];
     await writer.append([model]);
     const down = new Promise<void>((resolve) => connection.once("down", () => resolve()));
-    await redis.stop();
+    await file.redis.stop();
     await within(down, 5000, "the connection to notice Redis stopped");
     let settled = false;
     const pending = writer.append([user]).finally(() => {
@@ -305,7 +294,7 @@ describe("appends while Redis is away (B7 in a fleet)", () => {
     // Refused at once by the connection while Redis is away; held and tried again by the writer.
     await expect(connection.redis.ping()).rejects.toThrow();
     expect(settled).toBe(false);
-    await redis.start();
+    await file.redis.start();
     await within(pending, 9000, "the held append");
     await writer.append([failed]);
     await writer.close();

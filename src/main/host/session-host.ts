@@ -18,6 +18,7 @@ import { HostCoordination } from "../coordination/host-coordination.js";
 import { permitBridge } from "../coordination/permit-bridge.js";
 import { ExtensionRunner } from "../extensions/extension-runner.js";
 import { resolveExtensions } from "../extensions/resolve-extensions.js";
+import type { FleetConnection } from "../fleet/fleet-connection.js";
 import { abortableSleep } from "../retry/sleep.js";
 import type { AgentSession } from "../session/agent-session.js";
 import { writeSessionHtml } from "../session/session-html.js";
@@ -298,6 +299,16 @@ export class SessionHost {
   /** Settings as the next session would get them, before per-session overrides. */
   async settings(): Promise<Settings> {
     return this.#config.sessionSettings(undefined);
+  }
+
+  /**
+   * @internal Fleet mode: the host's one connection to its fleet's Redis (made on the first call,
+   * as the first session makes it), which `serveFleet` shares instead of opening a second one;
+   * undefined when the host is in no fleet. The host owns it: `close()` closes it.
+   * @throws ERR_FLEET_UNAVAILABLE, ERR_INVALID_SETTINGS (see `connectFleet`).
+   */
+  fleetConnection(): Promise<FleetConnection | undefined> {
+    return this.#fleet.connection();
   }
 
   /**

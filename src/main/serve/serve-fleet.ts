@@ -11,7 +11,7 @@
  */
 import { Worker } from "bullmq";
 import { InvalidSettingsError, LifelineError } from "../../shared/errors.js";
-import { connectFleet, type FleetConnection } from "../fleet/fleet-connection.js";
+import type { FleetConnection } from "../fleet/fleet-connection.js";
 import type { SessionHostOptions } from "../host/host-options.js";
 import { createSessionHost, type SessionHost } from "../host/session-host.js";
 import { jobEventsKey, PROMPT_QUEUE, type PromptJobData, type PromptJobResult, queuePrefix } from "./fleet-queue.js";
@@ -65,19 +65,16 @@ export async function serveFleet(
     );
   }
   const host = createSessionHost({ ...hostOptions, sessions: hostOptions.sessions ?? {} });
-  let connection: FleetConnection | undefined;
   try {
-    const fleet = (await host.settings()).fleet;
-    if (fleet === undefined) {
+    // The host's own connection: one per serving process, and its warnings are printed once.
+    const connection = await host.fleetConnection();
+    if (connection === undefined) {
       throw new InvalidSettingsError(
         "fleet.redis: lifeline serve needs a fleet; give --fleet redis://… or set fleet.redis in a settings file (docs/fleet.md).",
       );
     }
-    connection = await connectFleet(fleet);
-    for (const warning of connection.warnings) process.emitWarning(warning, { code: "LIFELINE_FLEET" });
     return new FleetServer(host, connection, concurrency, options.session ?? {});
   } catch (error) {
-    await connection?.close();
     await host.close();
     throw error;
   }
@@ -87,7 +84,6 @@ export async function serveFleet(
 export class FleetServer {
   /** The host running the prompts. */
   readonly host: SessionHost;
-  readonly #connection: FleetConnection;
   readonly #worker: Worker<PromptJobData, PromptJobResult>;
   readonly #processor: PromptProcessor;
   /** BullMQ's connection: passed to it, so it is ours to close. */
@@ -97,7 +93,6 @@ export class FleetServer {
   /** @internal Use {@link serveFleet}. */
   constructor(host: SessionHost, connection: FleetConnection, concurrency: number, session: ServeSessionOptions) {
     this.host = host;
-    this.#connection = connection;
     const { name, leaseMs } = connection.settings;
     this.#processor = new PromptProcessor({
       host,
@@ -135,7 +130,6 @@ export class FleetServer {
       await this.#processor.close();
       await this.host.close();
       await this.#bull.quit().catch(() => this.#bull.disconnect());
-      await this.#connection.close();
     })();
     return this.#closing;
   }

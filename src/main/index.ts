@@ -44,7 +44,7 @@ export type {
   UiRequest,
   UiTransport,
 } from "../shared/extensions/extension-ui.js";
-export type { ModelRef, ProviderOverrides } from "../shared/protocol.js";
+export type { ModelRef, ProviderOverrides, QueueMode } from "../shared/protocol.js";
 export type { RequestFailure } from "../shared/request-failure.js";
 export { requestFailureOf } from "../shared/request-failure.js";
 export type {
@@ -79,6 +79,7 @@ export { createSessionHost, SessionHost } from "./host/session-host.js";
 export { AgentSession } from "./session/agent-session.js";
 export type { PromptOptions } from "./session/pending-prompt.js";
 export type { PromptRecord } from "./session/prompt-records.js";
+export type { QueueKind } from "./session/queued-messages.js";
 export type { BashOptions } from "./session/session-bash.js";
 export type { SessionListener } from "./session/session-listeners.js";
 export type { ContextUsage, SessionStats } from "./session/session-stats.js";

@@ -267,12 +267,18 @@ function mountSession(
   }
 
   tui.addChild(new Text(`${style.bold("lifeline")} ${style.gray(`· ${model}`)}`, 1, 0));
-  tui.addChild(new Text(style.gray("Enter sends · Esc stops the answer · Ctrl+C twice or Ctrl+D exits"), 1, 0));
+  tui.addChild(
+    new Text(
+      style.gray("Enter sends · Esc stops the answer · Shift+Tab thinking · Ctrl+C twice or Ctrl+D exits"),
+      1,
+      0,
+    ),
+  );
   tui.addChild(transcript);
   tui.addChild(loaderSlot);
   tui.addChild(new Rule());
   tui.addChild(input);
-  tui.addChild(new StatusLine(() => `${model} · ${controller.status}`));
+  tui.addChild(new StatusLine(() => `${modelLabel(session)} · ${controller.status}`));
   tui.setFocus(input);
 
   input.onSubmit = (value) => {
@@ -306,6 +312,20 @@ function mountSession(
       if (outcome === "exit") void finish(0);
       return { consume: true };
     }
+    if (matchesKey(data, "shift+tab")) {
+      // pi's key and words. The level applies from the next request; the status line shows it.
+      const notice = (level: "info" | "error", text: string) => {
+        if (isClosed()) return;
+        transcript.addNotice({ level, text });
+        tui.requestRender();
+      };
+      session.cycleThinkingLevel().then(
+        (level) =>
+          notice("info", level === undefined ? "Current model does not support thinking" : `Thinking level: ${level}`),
+        (error: unknown) => notice("error", `Error: ${errorText(error)}`),
+      );
+      return { consume: true };
+    }
     if (matchesKey(data, "ctrl+d") && input.getValue() === "") {
       void finish(0);
       return { consume: true };
@@ -319,6 +339,17 @@ function mountSession(
     controller.dispose();
     loader?.component.stop();
   };
+}
+
+/**
+ * The status line's model: `provider/id`, and for a reasoning model its thinking level as pi's
+ * footer shows it (`• high`, or `• thinking off`).
+ */
+function modelLabel(session: AgentSession): string {
+  const model = `${session.model.provider}/${session.model.id}`;
+  if (!session.model.reasoning) return model;
+  const level = session.thinkingLevel;
+  return level === "off" ? `${model} • thinking off` : `${model} • ${level}`;
 }
 
 /**

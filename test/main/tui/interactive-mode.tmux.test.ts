@@ -310,6 +310,45 @@ describe("interactive terminal UI in tmux", () => {
     expect(screen).toContain("isMainThread=false");
   });
 
+  it("Shift+Tab cycles a reasoning model's thinking level as pi does: the status line shows it and the next request carries it", async () => {
+    // A reasoning model of the mock (models.json replaced after the Pane's default one is written).
+    const reasoner = (dir: string) =>
+      writeFileSync(
+        join(dir, "models.json"),
+        JSON.stringify({
+          providers: {
+            mock: {
+              baseUrl: `${server.url}/v1`,
+              api: "openai-completions",
+              apiKey: "k",
+              compat: { supportsDeveloperRole: false, supportsReasoningEffort: true },
+              models: [{ id: "reasoner", reasoning: true }],
+            },
+          },
+        }),
+      );
+    const pane = new Pane(["--model", "mock/reasoner", "--thinking", "low"], {}, CLI, reasoner);
+    await pane.waitForText("mock/reasoner • low · idle");
+    pane.keys("BTab");
+    await pane.waitForText("Thinking level: medium");
+    await pane.waitForText("mock/reasoner • medium · idle");
+    const prompt = scripted("thinking from the terminal", []);
+    const since = server.log.at(-1)?.seq ?? 0;
+    pane.submit(prompt);
+    await pane.waitForText(REPLY);
+    await pane.waitForText("mock/reasoner • medium · idle");
+    const sent = server.log.filter((record) => record.seq > since && record.conversation === prompt);
+    expect(sent.map((record) => record.reasoning)).toEqual([{ reasoning_effort: "medium" }]);
+  });
+
+  it("Shift+Tab on a model without reasoning says so and the status line shows no level", async () => {
+    const pane = new Pane(["mock/mock-1"]);
+    await pane.waitForText("mock/mock-1 · idle");
+    pane.keys("BTab");
+    const screen = await pane.waitForText("Current model does not support thinking");
+    expect(screen).not.toContain("•");
+  });
+
   it("an unknown model is reported on stderr with exit code 2, never entering raw mode", async () => {
     const pane = new Pane(["mock/no-such-model"]);
     const screen = await pane.waitForExit();

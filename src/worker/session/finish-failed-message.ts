@@ -5,7 +5,7 @@
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { attachRequestFailure, type RequestFailure } from "../../shared/request-failure.js";
-import { redactSecrets, redactStrings } from "../redact.js";
+import { redactSecrets, redactStrings } from "../../shared/redact.js";
 
 /**
  * B2/X6: a failed reply carries what its request exposed (message_end's object is the

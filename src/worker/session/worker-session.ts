@@ -14,7 +14,7 @@ import type { ModelChange, QueueMode, RunInput, SessionInit, SessionOpened } fro
 import { isThinkingLevel, type ThinkingLevel } from "../../shared/thinking.js";
 import { forgetDemoSession } from "../demo-provider.js";
 import type { EventBatcher } from "../event-batcher.js";
-import { redactSecrets } from "../redact.js";
+import { redactSecrets } from "../../shared/redact.js";
 import { assertRegisteredApi } from "../registered-api.js";
 import type { RequestPermits } from "../request-permits.js";
 import { resolveModel } from "../resolve-model.js";

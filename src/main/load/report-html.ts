@@ -91,7 +91,6 @@ td:first-child, th:first-child { text-align: left; }
 .chart { margin: 0; border: 1px solid #dde2ec; border-radius: 8px; padding: 10px; }
 .chart figcaption { font-size: 13px; font-weight: 600; margin-bottom: 6px; }
 .chart .box { position: relative; height: 240px; }
-td.example { text-align: left; font-family: ui-monospace, monospace; font-size: 12px; max-width: 640px; overflow-wrap: anywhere; }
 footer { margin: 24px 0; color: #5b6478; font-size: 12px; }
 `;
 

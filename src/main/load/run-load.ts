@@ -45,7 +45,7 @@ const MOCK_API_KEY = "lifeline-load";
  *
  * Aborting `options.signal` stops the run: prompts in flight are aborted, and the promise
  * resolves with a report whose `status` is `interrupted` (files written as usual).
- * @throws ERR_INVALID_OPTIONS (a bad option or threshold), ERR_INVALID_SETTINGS,
+ * @throws ERR_INVALID_OPTIONS (a bad option, threshold or SLO), ERR_INVALID_SETTINGS,
  *   ERR_INVALID_MODELS, ERR_UNKNOWN_MODEL, ERR_MISSING_API_KEY (before any prompt is sent), and
  *   ERR_LOAD_FAILED when the run itself cannot go on (the mock cannot start, or its thread died).
  */

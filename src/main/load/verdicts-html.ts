@@ -6,7 +6,11 @@
  */
 
 /** The sections, empty until {@link VERDICTS_SCRIPT} fills them. */
-export const VERDICTS_SECTIONS = `<section><h2>Service-level objective</h2><p id="slo-spec"></p><table id="slo"></table></section>
+export const VERDICTS_SECTIONS = `<style>
+#retries td:last-child, #failures th:last-child { text-align: left; }
+td.example { text-align: left; font-family: ui-monospace, monospace; font-size: 12px; max-width: 640px; overflow-wrap: anywhere; }
+</style>
+<section><h2>Service-level objective</h2><p id="slo-spec"></p><table id="slo"></table></section>
 <section><h2>Retry verdicts per prompt</h2><table id="verdicts"></table></section>
 <section><h2>Retries</h2><table id="retries"></table></section>
 <section><h2>Failures by kind</h2><table id="failures"></table></section>`;
@@ -43,7 +47,6 @@ export const VERDICTS_SCRIPT = `
   const retries = document.getElementById("retries");
   const counts = (o) => Object.entries(o).sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => k + " " + n).join(", ") || "none";
   const b = v.backoff.perPromptMs, h = v.hints;
-  line(retries, "th", ["", ""]);
   for (const [name, value] of [
     ["retries by cause", counts(v.retriesByCause)],
     ["retry chains by end", counts(v.chainsByEnd)],

@@ -121,6 +121,24 @@ describe("lifeline load: SLO and retry verdicts against the faulty mock", () => 
     expect(v.hints.sleptMinusHintMs.max).toBeLessThan(0);
   }, 90_000);
 
+  it("a run cut by its --duration leaves the cancelled prompts and aborted requests out of verdicts and SLO", async () => {
+    // 1 s hints and 1 s of run: prompts are still waiting out their hints when the duration ends.
+    const { run, out } = await load(
+      `--sessions 4 --duration 1500ms --faults 429@1s:0.4 --seed 3 --mock-tokens 4 --mock-token-delay 1ms --slo e2e<=60s`,
+      { retry: { baseDelayMs: 5, respectRetryAfter: true } },
+    );
+    expect(run.code, run.stderr).toBe(0);
+    const { report, requests } = read(out);
+    const { totals, verdicts: v, slo } = report;
+    expect(totals.prompts.cancelled).toBeGreaterThan(0);
+    expect(sum(Object.values(v.prompts))).toBe(totals.prompts.succeeded + totals.prompts.failed);
+    expect(slo?.prompts.total).toBe(totals.prompts.succeeded + totals.prompts.failed);
+    expect(slo?.requests.total).toBe(requests.filter((r) => r.failure?.kind !== "aborted").length);
+    // A duration-bounded run is multi-turn: sessions are judged.
+    expect(slo?.sessions).not.toBeNull();
+    expect(sum(Object.values(v.retriesByCause))).toBe(totals.retries);
+  }, 90_000);
+
   it("refuses an SLO threshold without --slo, and a bad --slo, with exit 2 and the term named", async () => {
     const without = await load("--sessions 1 --prompts 1 --threshold goodput>1", {});
     expect(without.run.code).toBe(2);

@@ -62,6 +62,12 @@ export function addLoadCommand(program: Command, setExitCode: (code: number) => 
         'fail (exit 99) unless it holds, e.g. "p99_latency_ms<8000"; repeatable',
       ).argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]),
     )
+    .addOption(
+      new Option(
+        "--slo <spec>",
+        'service-level objective per request, prompt and session, e.g. "ttft<=500ms,itl<=50ms,e2e<=10s"',
+      ),
+    )
     .addOption(new Option("--out <dir>", "report folder (default ./lifeline-load-<timestamp>)"))
     .addOption(new Option("--ramp-up <time>", "start the sessions spread evenly over this time (default 0s)"))
     .addOption(new Option("--concurrency <n>", "most prompts in flight at once (default: --sessions)"))

@@ -9,6 +9,7 @@ import { LifelineError } from "../../shared/errors.js";
 import type { SettingsInput } from "../../shared/settings.js";
 import { MAX_TIMER_MS } from "../../shared/timer-ms.js";
 import { FAULT_KINDS, type FaultKind, type LoadFault, type LoadOptions } from "./load-options.js";
+import { checkSloOption } from "./slo.js";
 import { parseThreshold } from "./thresholds.js";
 
 /** The flags of `lifeline load` (commander's camelCase names; values as typed). */
@@ -21,6 +22,7 @@ export interface LoadFlags {
   faults?: string;
   seed?: string;
   threshold?: string[];
+  slo?: string;
   out?: string;
   rampUp?: string;
   concurrency?: string;
@@ -74,6 +76,12 @@ export async function loadOptionsFromFlags(flags: LoadFlags, cwd: string): Promi
     for (const expression of flags.threshold) parseThreshold(expression);
     options.thresholds = flags.threshold;
   }
+  // A bad --slo, or a threshold on an SLO figure without one, is refused here, naming the flag.
+  checkSloOption(
+    flags.slo,
+    (options.thresholds ?? []).map((expression) => parseThreshold(expression).metric),
+  );
+  if (flags.slo !== undefined) options.slo = flags.slo;
   if (flags.out !== undefined) options.outDir = resolve(cwd, flags.out);
   if (flags.rampUp !== undefined) options.rampUpMs = parseDuration("--ramp-up", flags.rampUp, 0);
   if (flags.concurrency !== undefined) options.concurrency = parseCount("--concurrency", flags.concurrency, 100_000);

@@ -53,6 +53,8 @@ export interface PromptRecord {
   retries: number;
   outcome: PromptOutcome;
   error?: string;
+  /** Back-off its retries slept, ms (retry-ledger.ts); set by `runLoad`, absent for a prompt that never settled. */
+  backoffMs?: number;
 }
 
 /** Live counters, for the progress display (`onProgress`). */

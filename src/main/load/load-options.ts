@@ -45,6 +45,11 @@ export interface LoadOptions {
   /** Threshold expressions such as `"p99_latency_ms<8000"` (see thresholds.ts). @default none */
   thresholds?: readonly string[];
   /**
+   * Service-level objective, such as `"ttft<=500ms,itl<=50ms,e2e<=10s"` (slo.ts): report.json
+   * `slo` gives its attainment and goodput. @default none (`slo` is null)
+   */
+  slo?: string;
+  /**
    * Folder for report.json, report.html and records.jsonl; created if missing. `false` writes
    * nothing. @default `lifeline-load-<timestamp>` in `cwd`
    */
@@ -130,6 +135,7 @@ const loadOptionsSchema = z
       .optional(),
     seed: z.number().int().optional(),
     thresholds: z.array(z.string()).optional(),
+    slo: z.string().optional(),
     outDir: z.union([z.string().min(1), z.literal(false)]).optional(),
     rampUpMs: timerMs(0).optional(),
     concurrency: count(100_000).optional(),

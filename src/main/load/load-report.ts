@@ -4,9 +4,13 @@
  * ever added within a version.
  */
 
+import { type FailureGroup, groupFailures } from "./failure-groups.js";
 import type { LoadCounters, PromptRecord, RequestRecord } from "./load-metrics.js";
 import type { LoadFault } from "./load-options.js";
 import type { MockTargetStats } from "./mock-target.js";
+import type { RetryLedgerTotals } from "./retry-ledger.js";
+import { buildVerdicts, type RetryVerdicts } from "./retry-verdicts.js";
+import { evaluateSlo, type Slo, type SloReport } from "./slo.js";
 import { round3, type Summary, summarize } from "./stats.js";
 import { evaluateThresholds, type Threshold, type ThresholdMetric, type ThresholdResult } from "./thresholds.js";
 import type { LoopDelaySummary, TimelinePoint } from "./timeline.js";
@@ -94,6 +98,12 @@ export interface LoadReport {
   loopDelayMs: LoopDelaySummary;
   timeline: { intervalMs: number; points: TimelinePoint[] };
   thresholds: ThresholdResult[];
+  /** `--slo`'s attainment and goodput (slo.ts); null when the run had no SLO. */
+  slo: SloReport | null;
+  /** Prompts by how the retry controller fared with them, and the retries' accounting (retry-verdicts.ts). */
+  verdicts: RetryVerdicts;
+  /** Failed requests by kind, most frequent first, each with one example message, keys redacted. */
+  failures: FailureGroup[];
   /**
    * The built-in mock's own counters, read from its thread at the end; null with `model`.
    * `received` (well-formed model requests that reached it) equals `totals.requests.sent` on a
@@ -127,6 +137,12 @@ export interface ReportInput {
   watchdogTerminations: number;
   thresholds: readonly Threshold[];
   mock: MockTargetStats | null;
+  /** The run's `--slo`; none: report.json `slo` is null. */
+  slo?: Slo;
+  /** What the run's retry ledger counted; none: the retry figures that need events are 0. */
+  retryLedger?: Readonly<RetryLedgerTotals>;
+  /** Keys the run knows, redacted from the failure examples. */
+  secrets?: readonly string[];
 }
 
 /** Builds report.json from a run's records and counters, and checks the thresholds. */
@@ -191,6 +207,12 @@ export function buildReport(input: ReportInput): LoadReport {
     loopDelayMs: input.loopDelayMs,
     timeline: input.timeline,
     thresholds: [],
+    slo:
+      input.slo === undefined
+        ? null
+        : evaluateSlo(input.slo, input.requests, input.prompts, input.durationMs, input.config.promptsPerSession !== 1),
+    verdicts: buildVerdicts(input.prompts, counters, input.retryLedger ?? EMPTY_LEDGER),
+    failures: groupFailures(input.requests, input.secrets ?? []),
     mock:
       input.mock === null
         ? null
@@ -222,5 +244,20 @@ function thresholdFigures(report: LoadReport): Record<ThresholdMetric, number | 
     retries: totals.retries,
     max_loop_delay_ms: report.loopDelayMs.max,
     watchdog_terminations: totals.watchdogTerminations,
+    slo_attainment: report.slo?.requests.attainment ?? null,
+    goodput: report.slo?.requests.goodputPerSecond ?? null,
+    prompt_slo_attainment: report.slo?.prompts.attainment ?? null,
+    prompt_goodput: report.slo?.prompts.goodputPerSecond ?? null,
+    first_attempt_success_rate: report.verdicts.shares.firstAttempt,
+    requests_per_successful_prompt: report.verdicts.requestsPerSuccessfulPrompt,
   };
 }
+
+/** The ledger of a run fed no events (a report built from records alone). */
+const EMPTY_LEDGER: RetryLedgerTotals = {
+  retriesByCause: {},
+  backoffMs: 0,
+  sleptMinusHintMs: [],
+  gateWaits: { retry: 0, prompt: 0 },
+  fallbackSwitches: 0,
+};

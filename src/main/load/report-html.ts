@@ -11,6 +11,7 @@ import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import type { LoadReport } from "./load-report.js";
+import { VERDICTS_SCRIPT, VERDICTS_SECTIONS } from "./verdicts-html.js";
 
 /** Ids of the page's charts, in page order (the browser test checks each one has pixels). */
 export const CHART_IDS = [
@@ -57,11 +58,13 @@ export async function renderHtmlReport(report: LoadReport): Promise<string> {
 <section id="tiles" class="tiles"></section>
 <section><h2>Thresholds</h2><table id="thresholds"></table></section>
 <section><h2>Distributions</h2><table id="percentiles"></table></section>
+${VERDICTS_SECTIONS}
 <section class="charts">
 ${CHART_IDS.map((id) => `<figure class="chart" data-chart="${id}"><figcaption></figcaption><div class="box"><canvas></canvas></div></figure>`).join("\n")}
 </section>
 <footer>Figures in report.json (schema <code>${escapeHtml(report.schema)}</code>); one line per request and prompt in records.jsonl.</footer>
 <script type="application/json" id="report-data">${data}</script>
+<script>${VERDICTS_SCRIPT}</script>
 <script>${await chartJs()}</script>
 <script>${PAGE_SCRIPT}</script>
 </body>

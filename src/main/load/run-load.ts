@@ -10,7 +10,7 @@
 import { setMaxListeners } from "node:events";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import type { Api, Model } from "@mariozechner/pi-ai";
+import { type Api, getEnvApiKey, type Model } from "@mariozechner/pi-ai";
 import { LifelineError } from "../../shared/errors.js";
 import { resolveLifelineDir } from "../config/settings-store.js";
 import type { SessionHostOptions } from "../host/host-options.js";
@@ -24,6 +24,8 @@ import { withMockIdleTimeout } from "./mock-idle-timeout.js";
 import { type MockTargetStats, startMockTarget } from "./mock-target.js";
 import { Permits } from "./permits.js";
 import { type ReportFiles, writeReportFiles } from "./report-files.js";
+import { RetryLedger } from "./retry-ledger.js";
+import { checkSloOption } from "./slo.js";
 import { Timeline } from "./timeline.js";
 
 /** What {@link runLoad} resolves with. */
@@ -43,12 +45,16 @@ const MOCK_API_KEY = "lifeline-load";
  *
  * Aborting `options.signal` stops the run: prompts in flight are aborted, and the promise
  * resolves with a report whose `status` is `interrupted` (files written as usual).
- * @throws ERR_INVALID_OPTIONS (a bad option or threshold), ERR_INVALID_SETTINGS,
+ * @throws ERR_INVALID_OPTIONS (a bad option, threshold or SLO), ERR_INVALID_SETTINGS,
  *   ERR_INVALID_MODELS, ERR_UNKNOWN_MODEL, ERR_MISSING_API_KEY (before any prompt is sent), and
  *   ERR_LOAD_FAILED when the run itself cannot go on (the mock cannot start, or its thread died).
  */
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const thresholds = checkLoadOptions(options);
+  const slo = checkSloOption(
+    options.slo,
+    thresholds.map((threshold) => threshold.metric),
+  );
   const cwd = options.cwd ?? process.cwd();
   const faults = [...(options.faults ?? [])];
   const seed = options.seed ?? LOAD_DEFAULTS.seed;
@@ -118,6 +124,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       watchdogTerminations,
       thresholds,
       mock: mockStats,
+      ...(slo === undefined ? {} : { slo }),
+      secrets: knownKeys(options),
     });
     const files =
       options.outDir === false
@@ -133,6 +141,17 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     await host?.close();
     if (target !== undefined && mockStats === null) await target.close().catch(() => {});
   }
+}
+
+/**
+ * The keys the run knows, redacted from the report's failure examples: the mock's, `apiKey`, and
+ * the environment key of `model`'s provider. A key from models.json stays the worker's (X6),
+ * which redacts it before any error text leaves it.
+ */
+function knownKeys(options: LoadOptions): string[] {
+  const provider = options.model?.split("/")[0];
+  const env = provider === undefined ? undefined : getEnvApiKey(provider);
+  return [MOCK_API_KEY, options.apiKey, env].filter((key): key is string => key !== undefined && key !== "");
 }
 
 /** `lifeline-load-<UTC timestamp>` in `cwd`, the default report folder. */
@@ -167,6 +186,7 @@ class LoadRun {
   readonly #permits: Permits;
   readonly #t0 = performance.now();
   readonly #metrics = new LoadMetrics(() => performance.now() - this.#t0);
+  readonly #ledger = new RetryLedger(() => performance.now() - this.#t0);
   #interrupted = false;
   #nextText = 0;
 
@@ -185,7 +205,10 @@ class LoadRun {
     const timeline = new Timeline(this.#metrics.counters);
     const elapsed = () => performance.now() - this.#t0;
     const unsubscribes = this.#sessions.map((session, index) =>
-      session.subscribe((event) => this.#metrics.onEvent(index, event)),
+      session.subscribe((event) => {
+        this.#metrics.onEvent(index, event);
+        this.#ledger.onEvent(index, event);
+      }),
     );
     timeline.sample(0);
     const sampler = setInterval(() => timeline.sample(elapsed()), sampleIntervalMs);
@@ -224,6 +247,7 @@ class LoadRun {
       counters: this.#metrics.counters,
       requests: this.#metrics.requests,
       prompts: this.#metrics.prompts,
+      retryLedger: this.#ledger.totals,
       timeline: { intervalMs: sampleIntervalMs, points: timeline.points },
       loopDelayMs: timeline.loopDelay(),
     };
@@ -253,11 +277,12 @@ class LoadRun {
       const text = this.#text(index, sent);
       const start = performance.now() - this.#t0;
       this.#metrics.promptStarted(index);
+      this.#ledger.promptStarted(index);
       try {
         const result = await session.prompt(text);
-        this.#metrics.promptEnded(index, start, { result }, stop.aborted);
+        this.#metrics.promptEnded(index, start, { result }, stop.aborted).backoffMs = this.#ledger.promptEnded(index);
       } catch (error) {
-        this.#metrics.promptEnded(index, start, { error }, stop.aborted);
+        this.#metrics.promptEnded(index, start, { error }, stop.aborted).backoffMs = this.#ledger.promptEnded(index);
         // A session given up (ERR_SESSION_CRASHED) or closed takes no more prompts.
         if (session.isClosed) return;
       } finally {

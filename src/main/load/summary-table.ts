@@ -4,6 +4,7 @@
  */
 import type { LoadReport } from "./load-report.js";
 import type { Summary } from "./stats.js";
+import { formatVerdictLines } from "./verdicts-summary.js";
 
 /** The summary of `report`, ending with a newline; `files` is the report folder, if one was written. */
 export function formatSummary(report: LoadReport, dir?: string): string {
@@ -38,6 +39,7 @@ export function formatSummary(report: LoadReport, dir?: string): string {
   lines.push(
     `host      event-loop delay max ${num(report.loopDelayMs.max, 1)} ms, p99 ${num(report.loopDelayMs.p99, 1)} ms; watchdog terminations ${t.watchdogTerminations}`,
   );
+  lines.push(...formatVerdictLines(report));
   lines.push("");
   const rows: [string, Summary][] = [
     ["ttft ms", report.latency.ttftMs],

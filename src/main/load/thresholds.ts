@@ -18,6 +18,12 @@ export const THRESHOLD_METRICS = [
   "retries",
   "max_loop_delay_ms",
   "watchdog_terminations",
+  "slo_attainment",
+  "goodput",
+  "prompt_slo_attainment",
+  "prompt_goodput",
+  "first_attempt_success_rate",
+  "requests_per_successful_prompt",
 ] as const;
 
 /** One of {@link THRESHOLD_METRICS}. */

@@ -4,8 +4,8 @@
  * server echoed survives in it.
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
+import { redactSecrets, redactStrings } from "../../shared/redact.js";
 import { attachRequestFailure, type RequestFailure } from "../../shared/request-failure.js";
-import { redactSecrets, redactStrings } from "../redact.js";
 
 /**
  * B2/X6: a failed reply carries what its request exposed (message_end's object is the

@@ -62,6 +62,7 @@ describe("report.html in headless Chromium", () => {
       mock: { tokens: 8, tokenDelayMs: 2 },
       lifelineDir: false,
       settings: { retry: { baseDelayMs: 5 } },
+      slo: "ttft<=10s,e2e<=30s",
       sampleIntervalMs: 50,
       outDir: dir,
     });
@@ -100,5 +101,27 @@ describe("report.html in headless Chromium", () => {
     const empty = charts.filter((chart) => colouredPixels(png, chart.box) < 50).map((chart) => chart.id);
     expect(empty, `charts without data pixels in ${which} (see ${join(dir, "screenshot.png")})`).toEqual([]);
     expect(problems, which).toEqual([]);
+
+    // The SLO, verdict, retry and failure tables, filled from report.json.
+    const tables = await page.evaluate<Record<string, string[][]>>(`
+      Object.fromEntries(["slo", "verdicts", "retries", "failures"].map((id) => [id,
+        [...document.getElementById(id).querySelectorAll("tr")].map((tr) => [...tr.children].map((cell) => cell.textContent))]))
+    `);
+    const { report } = result;
+    expect(tables.slo?.map((row) => row[0])).toEqual(["", "requests", "prompts, retries included", "sessions"]);
+    expect(tables.slo?.[1]?.slice(1, 3)).toEqual([
+      String(report.slo?.requests.total),
+      String(report.slo?.requests.conforming),
+    ]);
+    expect(tables.verdicts?.slice(1, 5).map((row) => row[1])).toEqual(
+      [
+        report.verdicts.prompts.firstAttempt,
+        report.verdicts.prompts.afterRetries,
+        report.verdicts.prompts.failedAfterRetries,
+        report.verdicts.prompts.failedWithoutRetry,
+      ].map(String),
+    );
+    expect(tables.retries?.find((row) => row[0] === "retries by cause")?.[1]).toMatch(/^(http_503|connection) \d+/);
+    expect(tables.failures?.slice(1)).toEqual(report.failures.map((f) => [f.label, String(f.count), f.example]));
   }, 60_000);
 });

@@ -1,5 +1,6 @@
 /**
- * Keeps credentials out of everything that leaves the worker. Keys reach the worker in
+ * Keeps credentials out of everything that leaves the worker, and out of what a load report
+ * quotes (its failure examples, main thread). Keys reach the worker in
  * `SessionInit.apiKey` or its environment; a server that echoes the key in an error body would
  * otherwise put it into an event, the history and the host's logs.
  */

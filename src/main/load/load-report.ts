@@ -4,6 +4,8 @@
  * ever added within a version.
  */
 
+import type { ToolFigures } from "./agentic-metrics.js";
+import { type AgenticReport, agenticReport } from "./agentic-report.js";
 import type { LoadCounters, PromptRecord, RequestRecord } from "./load-metrics.js";
 import type { LoadFault } from "./load-options.js";
 import type { MockTargetStats } from "./mock-target.js";
@@ -37,11 +39,17 @@ export interface LoadReport {
     threads: number | null;
     /** How many distinct prompt texts were used round-robin. */
     promptTexts: number;
+    /** How many conversations of `--prompts-file` the sessions were given; 0: none. */
+    conversations: number;
+    /** The load tool the sessions had (`--tool-*`, load-tools.ts); null: no tool. */
+    tools: { name: string; latencyMs: number; cpuMs: number; failureRate: number } | null;
     /** The built-in mock's answers and rate limit; null against a real model. */
     mock: {
       tokens: number;
       tokenDelayMs: number;
       rateLimit: { requests: number; windowMs: number } | null;
+      /** `--tool-calls`/`--tool-turns`: the mock's tool calls per turn; null: none. */
+      tools: { probability: number; calls: number; maxTurns: number } | null;
     } | null;
     /**
      * The settings given over the settings files: the retry flags, and against the mock its
@@ -94,6 +102,8 @@ export interface LoadReport {
   loopDelayMs: LoopDelaySummary;
   timeline: { intervalMs: number; points: TimelinePoint[] };
   thresholds: ThresholdResult[];
+  /** Turns and tools (agentic-report.ts); tool figures are 0 and summaries empty when no tool ran. */
+  agentic: AgenticReport;
   /**
    * The built-in mock's own counters, read from its thread at the end; null with `model`.
    * `received` (well-formed model requests that reached it) equals `totals.requests.sent` on a
@@ -109,6 +119,8 @@ export interface LoadReport {
      * with `retry.maxConcurrentRequests` (`--max-concurrent`), at most that limit.
      */
     maxConcurrentRequests: number;
+    /** Tool calls in the tool-call answers it sent in full (`steps.tool_calls` counts the answers). */
+    toolCalls: number;
   } | null;
 }
 
@@ -127,6 +139,8 @@ export interface ReportInput {
   watchdogTerminations: number;
   thresholds: readonly Threshold[];
   mock: MockTargetStats | null;
+  /** The tool figures of the run (agentic-metrics.ts). */
+  tools: ToolFigures;
 }
 
 /** Builds report.json from a run's records and counters, and checks the thresholds. */
@@ -191,6 +205,7 @@ export function buildReport(input: ReportInput): LoadReport {
     loopDelayMs: input.loopDelayMs,
     timeline: input.timeline,
     thresholds: [],
+    agentic: agenticReport(input.tools, input.prompts),
     mock:
       input.mock === null
         ? null
@@ -200,6 +215,7 @@ export function buildReport(input: ReportInput): LoadReport {
             outcomes: input.mock.outcomes,
             steps: input.mock.steps,
             maxConcurrentRequests: input.mock.maxInFlight,
+            toolCalls: input.mock.toolCalls,
           },
   };
   report.thresholds = evaluateThresholds(input.thresholds, thresholdFigures(report));

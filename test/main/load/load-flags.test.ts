@@ -13,7 +13,6 @@ import {
   loadOptionsFromFlags,
   parseDuration,
   parseFaults,
-  parsePromptsJsonl,
   retrySettingsOverrides,
 } from "../../../src/main/load/load-flags.js";
 import { checkLoadOptions } from "../../../src/main/load/load-options.js";
@@ -205,14 +204,6 @@ describe("durations", () => {
     expect(parseDuration("--d", "2m", 0)).toBe(120_000);
     expect(parseDuration("--d", "1h", 0)).toBe(3_600_000);
     expect(parseDuration("--d", "0s", 0)).toBe(0);
-  });
-});
-
-describe("--prompts-file contents", () => {
-  it("a line that is not {prompt: string} is refused with its file and line number", () => {
-    expect(thrown(() => parsePromptsJsonl('{"prompt":"a"}\n{"text":"b"}\n', "p.jsonl")).message).toMatch(/p.jsonl:2:/);
-    expect(thrown(() => parsePromptsJsonl("not json\n", "p.jsonl")).message).toMatch(/p.jsonl:1: not JSON/);
-    expect(thrown(() => parsePromptsJsonl("\n\n", "p.jsonl")).message).toMatch(/holds no prompt/);
   });
 });
 

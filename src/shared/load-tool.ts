@@ -4,6 +4,7 @@
  * name too, and its behaviour as the plain data that crosses to the worker as the session's
  * `workerModuleOptions`.
  */
+import { streamSeed } from "./prng.js";
 
 /** The name of the load tool, and of the tool the built-in mock calls in a load run. */
 export const LOAD_TOOL_NAME = "load_tool";
@@ -20,6 +21,14 @@ export interface LoadToolConfig {
   seed: number;
   /** The session's number in the run: each session rolls from its own stream of `seed`. */
   stream: number;
+}
+
+/**
+ * The PRNG seed of session `session`'s load tool: stream `1 + session` of the run's seed (stream 0
+ * is the mock's tool-call rolls), so each session rolls its own sequence whatever the others do.
+ */
+export function loadToolSeed(seed: number, session: number): number {
+  return streamSeed(seed, 1 + session);
 }
 
 /**

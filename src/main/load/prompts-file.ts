@@ -56,6 +56,20 @@ export function parsePromptsFile(text: string, source: string): PromptsFile {
   return conversation ? { conversations: lines } : { promptTexts: lines.map((texts) => texts[0] as string) };
 }
 
+/**
+ * The text of prompt number `prompt` (0-based) of session `session` when the sessions have
+ * conversations: session i plays `conversations[i % length]`, turn by turn, from its first turn
+ * again when it sends more prompts than the conversation has.
+ */
+export function conversationTurn(
+  conversations: readonly (readonly string[])[],
+  session: number,
+  prompt: number,
+): string {
+  const conversation = conversations[session % conversations.length] ?? [];
+  return conversation[prompt % conversation.length] ?? "";
+}
+
 /** The texts of one line's value, or undefined when it is neither shape. */
 function turnsOf(value: unknown): { kind: "prompt" | "turns"; texts: string[] } | undefined {
   if (value === null || typeof value !== "object" || Array.isArray(value)) return undefined;

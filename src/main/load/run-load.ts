@@ -24,6 +24,7 @@ import { fullMockTools, fullToolBehaviour, loadToolSessionOptions } from "./load
 import { withMockIdleTimeout } from "./mock-idle-timeout.js";
 import { type MockTargetStats, startMockTarget } from "./mock-target.js";
 import { Permits } from "./permits.js";
+import { conversationTurn } from "./prompts-file.js";
 import { type ReportFiles, writeReportFiles } from "./report-files.js";
 import { Timeline } from "./timeline.js";
 
@@ -292,8 +293,8 @@ class LoadRun {
   }
 
   #text(session: number, prompt: number): string {
-    const conversation = this.#options.conversations?.[session % this.#options.conversations.length];
-    if (conversation !== undefined) return conversation[prompt % conversation.length] as string;
+    const conversations = this.#options.conversations;
+    if (conversations !== undefined) return conversationTurn(conversations, session, prompt);
     const texts = this.#options.promptTexts;
     if (texts !== undefined && texts.length > 0) return texts[this.#nextText++ % texts.length] as string;
     return `Load test, session ${session}, prompt ${prompt}: answer in a few words.`;

@@ -10,8 +10,8 @@
  */
 import type { AgentTool } from "@mariozechner/pi-agent-core";
 import { Type } from "@mariozechner/pi-ai";
-import { checkLoadToolConfig, LOAD_TOOL_NAME, type LoadToolConfig } from "../../shared/load-tool.js";
-import { mulberry32, streamSeed } from "../../shared/prng.js";
+import { checkLoadToolConfig, LOAD_TOOL_NAME, type LoadToolConfig, loadToolSeed } from "../../shared/load-tool.js";
+import { mulberry32 } from "../../shared/prng.js";
 import type { WorkerModuleContext } from "../../shared/worker-module.js";
 
 /**
@@ -25,11 +25,8 @@ export function setup(context: WorkerModuleContext): AgentTool[] {
   return [loadTool(config)];
 }
 
-/** Failures of the load tool's stream 0 are the mock's tool rolls; sessions start at stream 1. */
-const SESSION_STREAMS = 1;
-
 function loadTool(config: LoadToolConfig): AgentTool {
-  const random = mulberry32(streamSeed(config.seed, SESSION_STREAMS + config.stream));
+  const random = mulberry32(loadToolSeed(config.seed, config.stream));
   return {
     name: LOAD_TOOL_NAME,
     label: "Load tool",

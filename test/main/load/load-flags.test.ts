@@ -99,6 +99,33 @@ describe("flags → options", () => {
     expect(options.promptTexts).toEqual(["first", "second"]);
   });
 
+  it("--tool-calls, --tool-turns and the --tool-* behaviour flags become mock.tools and tools", async () => {
+    const options = await loadOptionsFromFlags(
+      {
+        sessions: "2",
+        prompts: "1",
+        toolCalls: "0.3:2",
+        toolTurns: "4",
+        toolLatency: "50ms",
+        toolCpu: "5ms",
+        toolFailure: "0.05",
+      },
+      "/w",
+    );
+    expect(options.mock?.tools).toEqual({ probability: 0.3, calls: 2, maxTurns: 4 });
+    expect(options.tools).toEqual({ latencyMs: 50, cpuMs: 5, failureRate: 0.05 });
+    expect(() => checkLoadOptions(options)).not.toThrow();
+    expect((await loadOptionsFromFlags({ sessions: "1", prompts: "1", toolCalls: "1" }, "/w")).mock?.tools).toEqual({
+      probability: 1,
+    });
+    expect((await refusal({ sessions: "1", prompts: "1", model: "openai/x", toolCalls: "0.5" })).message).toMatch(
+      /--tool-calls and --tool-turns script the built-in mock; not with --model/,
+    );
+    // A real model may call the load tool too: its behaviour flags are allowed with --model.
+    const real = await loadOptionsFromFlags({ sessions: "1", prompts: "1", model: "openai/x", toolCpu: "1ms" }, "/w");
+    expect(real.tools).toEqual({ cpuMs: 1 });
+  });
+
   it.each<[string, LoadFlags, RegExp]>([
     ["no --sessions", { prompts: "1" }, /--sessions <n> is required/],
     ["neither --prompts nor --duration", { sessions: "1" }, /--prompts <n>.*--duration <time>/],

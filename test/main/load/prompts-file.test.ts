@@ -3,7 +3,7 @@
  * the refusal of a bad line with its file and line number (ERR_INVALID_OPTIONS, exit 2).
  */
 import { describe, expect, it } from "vitest";
-import { parsePromptsFile } from "../../../src/main/load/prompts-file.js";
+import { conversationTurn, parsePromptsFile } from "../../../src/main/load/prompts-file.js";
 
 function thrown(run: () => unknown): { code?: string; message: string } {
   try {
@@ -42,5 +42,15 @@ describe("--prompts-file contents", () => {
     const error = thrown(() => parsePromptsFile(text, "c.jsonl"));
     expect(error.code).toBe("ERR_INVALID_OPTIONS");
     expect(error.message).toMatch(message);
+  });
+});
+
+describe("conversations in a run", () => {
+  it("session i plays conversation i modulo their number, turn by turn, starting over past its end", () => {
+    const conversations = [["a1", "a2", "a3"], ["b1"]];
+    const sent = (session: number) => [0, 1, 2, 3, 4].map((prompt) => conversationTurn(conversations, session, prompt));
+    expect(sent(0)).toEqual(["a1", "a2", "a3", "a1", "a2"]);
+    expect(sent(1)).toEqual(["b1", "b1", "b1", "b1", "b1"]);
+    expect(sent(2)).toEqual(sent(0));
   });
 });

@@ -65,6 +65,9 @@ describe("tool turns against the built-in mock", () => {
     );
     expect(report.config.tools).toEqual({ name: "load_tool", latencyMs: 2, cpuMs: 1, failureRate: 0 });
     expect(report.config.mock?.tools).toEqual({ probability: 1, calls, maxTurns: 1 });
+    // The summary on stdout shows the tools and their distributions.
+    expect(run.stdout).toMatch(new RegExp(`tools +${promptCount * calls} calls, 0 failed`));
+    expect(run.stdout).toMatch(/turns per prompt +6 +2 /);
   });
 
   it("with p = 0.5 seeded, the tool turns counted equal the tool-call answers the mock sent", async () => {

@@ -36,6 +36,8 @@ export class AgenticMetrics {
   readonly #sessions = new Map<number, TurnState>();
   /** Start times of executions in flight, by session and tool-call id. */
   readonly #starts = new Map<string, number>();
+  /** The run has ended: executions ending now were cut by its abort. */
+  #ended = false;
 
   /** @param now ms since the run began */
   constructor(now: () => number) {
@@ -64,6 +66,8 @@ export class AgenticMetrics {
         const key = `${session}:${event.toolCallId}`;
         const start = this.#starts.get(key);
         this.#starts.delete(key);
+        // A call cut by the run's end is neither timed nor a failure of the tool.
+        if (this.#ended) break;
         if (start !== undefined) this.figures.toolLatenciesMs.push(this.#now() - start);
         if (event.isError) this.figures.toolFailures++;
         break;
@@ -71,6 +75,14 @@ export class AgenticMetrics {
       default:
         break;
     }
+  }
+
+  /**
+   * The run ended (its duration, Ctrl+C) and aborts its prompts: tool executions that end from now
+   * on were cut by that abort, so they count neither as failures nor in the latencies.
+   */
+  runEnded(): void {
+    this.#ended = true;
   }
 
   /** The turn of `session`'s current request (0-based within its prompt). */

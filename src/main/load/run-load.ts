@@ -248,6 +248,7 @@ class LoadRun {
   /** The run ends (duration over, or interrupted): no new prompt starts, prompts in flight are aborted. */
   #end(): void {
     if (this.#stop.signal.aborted) return;
+    this.#metrics.agentic.runEnded();
     this.#stop.abort(new LifelineError("ERR_ABORTED", "The load run ended."));
     this.#permits.cancelAll();
     for (const session of this.#sessions) void session.abort().catch(() => {});

@@ -120,6 +120,23 @@ describe("turns", () => {
   });
 });
 
+describe("tools cut by the run's end", () => {
+  it("an execution that ends after the run ended is neither a failure nor timed", () => {
+    const { metrics, at } = clocked();
+    metrics.promptStarted(0);
+    metrics.onEvent(0, turnStart);
+    metrics.onEvent(0, end("toolUse"));
+    metrics.onEvent(0, toolStart("a"));
+    metrics.onEvent(0, toolStart("b"));
+    at(5);
+    metrics.onEvent(0, toolEnd("a", true));
+    metrics.agentic.runEnded();
+    at(9);
+    metrics.onEvent(0, toolEnd("b", true));
+    expect(metrics.agentic.figures).toEqual({ toolCalls: 2, toolFailures: 1, toolLatenciesMs: [5] });
+  });
+});
+
 describe("report.json agentic", () => {
   const prompt = (session: number, startMs: number, latencyMs: number, over: Partial<PromptRecord> = {}) =>
     ({

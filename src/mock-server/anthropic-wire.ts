@@ -3,7 +3,7 @@
  * `message_stop`, `message` JSON, and `{type: "error", error: {type, message}, request_id}` bodies
  * with a matching `request-id` header.
  */
-import type { AnswerContext, ErrorSpec, RenderedError, WireFormat } from "./wire.js";
+import type { AnswerContext, ErrorSpec, MockToolCall, RenderedError, WireFormat } from "./wire.js";
 
 // 502 and 504 come from a gateway in front of the API, so they are plain api_error; 503 means
 // capacity, which Anthropic reports as overloaded_error (as for its own 529).
@@ -85,6 +85,32 @@ const messageId = (ctx: AnswerContext) => `msg_mock${ctx.seq}`;
 /** The output count `message_start` reports, as Anthropic's does before any token. */
 const START_OUTPUT_TOKENS = 1;
 
+const toolUseId = (ctx: AnswerContext, index: number) => `toolu_mock${ctx.seq}_${index}`;
+
+function messageStart(ctx: AnswerContext): string {
+  return event("message_start", {
+    message: {
+      id: messageId(ctx),
+      type: "message",
+      role: "assistant",
+      content: [],
+      model: ctx.model,
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: ctx.promptTokens, output_tokens: START_OUTPUT_TOKENS },
+    },
+  });
+}
+
+function messageEnd(stopReason: "end_turn" | "tool_use", completionTokens: number): string {
+  return (
+    event("message_delta", {
+      delta: { stop_reason: stopReason, stop_sequence: null },
+      usage: { output_tokens: completionTokens },
+    }) + event("message_stop", {})
+  );
+}
+
 /** The Anthropic messages wire format. */
 export const anthropicWire: WireFormat = {
   api: "anthropic",
@@ -98,18 +124,7 @@ export const anthropicWire: WireFormat = {
     };
   },
   streamStart: (ctx) =>
-    event("message_start", {
-      message: {
-        id: messageId(ctx),
-        type: "message",
-        role: "assistant",
-        content: [],
-        model: ctx.model,
-        stop_reason: null,
-        stop_sequence: null,
-        usage: { input_tokens: ctx.promptTokens, output_tokens: START_OUTPUT_TOKENS },
-      },
-    }) +
+    messageStart(ctx) +
     event("content_block_start", { index: 0, content_block: { type: "text", text: "" } }) +
     event("ping", {}),
   streamToken: (_ctx, token) => event("content_block_delta", { index: 0, delta: { type: "text_delta", text: token } }),
@@ -117,12 +132,7 @@ export const anthropicWire: WireFormat = {
   // Its error objects have a type and a message, no code.
   streamError: (spec, ctx) => event("error", { error: describe(spec, ctx) }),
   streamEnd: (_ctx, completionTokens) =>
-    event("content_block_stop", { index: 0 }) +
-    event("message_delta", {
-      delta: { stop_reason: "end_turn", stop_sequence: null },
-      usage: { output_tokens: completionTokens },
-    }) +
-    event("message_stop", {}),
+    event("content_block_stop", { index: 0 }) + messageEnd("end_turn", completionTokens),
   completion: (ctx, text, completionTokens) => ({
     id: messageId(ctx),
     type: "message",
@@ -130,6 +140,32 @@ export const anthropicWire: WireFormat = {
     model: ctx.model,
     content: [{ type: "text", text }],
     stop_reason: "end_turn",
+    stop_sequence: null,
+    usage: { input_tokens: ctx.promptTokens, output_tokens: completionTokens },
+  }),
+  toolStreamStart: (ctx) => messageStart(ctx) + event("ping", {}),
+  // One content block per call: a tool_use block with empty input, its input as JSON, its stop.
+  toolCallChunks: (ctx, index, call) => [
+    event("content_block_start", {
+      index,
+      content_block: { type: "tool_use", id: toolUseId(ctx, index), name: call.name, input: {} },
+    }),
+    event("content_block_delta", { index, delta: { type: "input_json_delta", partial_json: call.arguments } }) +
+      event("content_block_stop", { index }),
+  ],
+  toolStreamEnd: (_ctx, completionTokens) => messageEnd("tool_use", completionTokens),
+  toolCompletion: (ctx, calls: readonly MockToolCall[], completionTokens) => ({
+    id: messageId(ctx),
+    type: "message",
+    role: "assistant",
+    model: ctx.model,
+    content: calls.map((call, index) => ({
+      type: "tool_use",
+      id: toolUseId(ctx, index),
+      name: call.name,
+      input: JSON.parse(call.arguments) as unknown,
+    })),
+    stop_reason: "tool_use",
     stop_sequence: null,
     usage: { input_tokens: ctx.promptTokens, output_tokens: completionTokens },
   }),

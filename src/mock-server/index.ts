@@ -9,6 +9,7 @@ export { CONVERSATION_HEADER } from "./model-request.js";
 export type { MockRequestRecord, MockStats, Outcome } from "./request-log.js";
 export {
   DEFAULT_REPLY,
+  DEFAULT_TOOL_NAME,
   loadMockScript,
   type MockScript,
   type MockScriptInput,

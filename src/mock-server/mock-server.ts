@@ -241,7 +241,7 @@ class MockModelServer implements MockServer {
     if (isProblem(request)) {
       return this.#refuseModel(res, wire, contextFor(seq, "", undefined, req), 400, request.problem, request.param);
     }
-    const step = this.#picker.next(request.conversation, request.promptTokens);
+    const step = this.#picker.next(request.conversation, request.promptTokens, Date.now(), request.toolTurns);
     const ctx = contextFor(seq, request.model, request, req);
     const record: MutableRecord = {
       seq,

@@ -19,6 +19,12 @@ export interface ModelRequest {
   conversation: string;
   /** A rough count (4 characters a token), so usage fields are plausible. */
   promptTokens: number;
+  /**
+   * Assistant turns since the last user prompt: the assistant messages after the last `user`
+   * message that is not only tool results (OpenAI sends those as `tool` messages, Anthropic as
+   * `user` messages of `tool_result` blocks). 0 for a fresh prompt; 1 after one round of tools.
+   */
+  toolTurns: number;
   /** The body's reasoning parameters as sent ({@link REASONING_FIELDS}); absent when it has none. */
   reasoning?: Record<string, unknown>;
 }
@@ -70,12 +76,32 @@ export function parseModelRequest(body: string, headers: IncomingHttpHeaders): M
     includeUsage: isRecord(value.stream_options) && value.stream_options.include_usage === true,
     conversation: (named ?? firstUserText(messages as Record<string, unknown>[])).trim().slice(0, KEY_LENGTH),
     promptTokens: Math.max(1, Math.ceil(JSON.stringify(messages).length / 4)),
+    toolTurns: toolTurns(messages as Record<string, unknown>[]),
   };
 }
 
 /** True when `value` is a {@link RequestProblem}. */
 export function isProblem(value: ModelRequest | RequestProblem): value is RequestProblem {
   return "problem" in value;
+}
+
+function toolTurns(messages: readonly Record<string, unknown>[]): number {
+  let turns = 0;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i] as Record<string, unknown>;
+    if (message.role === "assistant") turns++;
+    else if (message.role === "user" && !onlyToolResults(message.content)) break;
+  }
+  return turns;
+}
+
+/** An Anthropic `user` message that carries tool results only: part of a tool turn, not a prompt. */
+function onlyToolResults(content: unknown): boolean {
+  return (
+    Array.isArray(content) &&
+    content.length > 0 &&
+    content.every((part: unknown) => isRecord(part) && part.type === "tool_result")
+  );
 }
 
 function firstUserText(messages: readonly Record<string, unknown>[]): string {

@@ -3,7 +3,14 @@
  * `data: [DONE]`, `chat.completion` JSON, and `{error: {message, type, param, code}}` bodies with
  * texts modelled on what api.openai.com and its Cloudflare front send.
  */
-import { type AnswerContext, type ErrorSpec, maskKey, type RenderedError, type WireFormat } from "./wire.js";
+import {
+  type AnswerContext,
+  type ErrorSpec,
+  type MockToolCall,
+  maskKey,
+  type RenderedError,
+  type WireFormat,
+} from "./wire.js";
 
 interface OpenAiError {
   message: string;
@@ -114,7 +121,7 @@ function describe(spec: ErrorSpec, ctx: AnswerContext): OpenAiError & { param: s
   }
 }
 
-function chunk(ctx: AnswerContext, delta: Record<string, string>, finishReason: "stop" | null): string {
+function chunk(ctx: AnswerContext, delta: Record<string, unknown>, finishReason: "stop" | "tool_calls" | null): string {
   return sseData(ctx, { choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }] });
 }
 
@@ -129,6 +136,17 @@ function sseData(ctx: AnswerContext, fields: Record<string, unknown>): string {
     ...fields,
   };
   return `data: ${JSON.stringify(body)}\n\n`;
+}
+
+const toolCallId = (ctx: AnswerContext, index: number) => `call_mock${ctx.seq}_${index}`;
+
+/** The end of a stream: the finish reason, the usage chunk when asked for, `[DONE]`. */
+function streamEnd(ctx: AnswerContext, completionTokens: number, finishReason: "stop" | "tool_calls"): string {
+  let text = chunk(ctx, {}, finishReason);
+  if (ctx.includeUsage) {
+    text += sseData(ctx, { choices: [], usage: usage(ctx, completionTokens) });
+  }
+  return `${text}data: [DONE]\n\n`;
 }
 
 function usage(ctx: AnswerContext, completionTokens: number) {
@@ -155,13 +173,7 @@ export const openAiWire: WireFormat = {
     const { message, type, param, code } = describe(spec, ctx);
     return `data: ${JSON.stringify({ error: { message, type, param, code } })}\n\n`;
   },
-  streamEnd(ctx, completionTokens) {
-    let text = chunk(ctx, {}, "stop");
-    if (ctx.includeUsage) {
-      text += sseData(ctx, { choices: [], usage: usage(ctx, completionTokens) });
-    }
-    return `${text}data: [DONE]\n\n`;
-  },
+  streamEnd: (ctx, completionTokens) => streamEnd(ctx, completionTokens, "stop"),
   completion: (ctx, text, completionTokens) => ({
     id: `chatcmpl-mock${ctx.seq}`,
     object: "chat.completion",
@@ -174,6 +186,46 @@ export const openAiWire: WireFormat = {
         message: { role: "assistant", content: text, refusal: null },
         logprobs: null,
         finish_reason: "stop",
+      },
+    ],
+    usage: usage(ctx, completionTokens),
+  }),
+  toolStreamStart: (ctx) => chunk(ctx, { role: "assistant", content: null }, null),
+  // As api.openai.com streams a call: its id, type and name with empty arguments, then the arguments.
+  toolCallChunks: (ctx, index, call) => [
+    chunk(
+      ctx,
+      {
+        tool_calls: [
+          { index, id: toolCallId(ctx, index), type: "function", function: { name: call.name, arguments: "" } },
+        ],
+      },
+      null,
+    ),
+    chunk(ctx, { tool_calls: [{ index, function: { arguments: call.arguments } }] }, null),
+  ],
+  toolStreamEnd: (ctx, completionTokens) => streamEnd(ctx, completionTokens, "tool_calls"),
+  toolCompletion: (ctx, calls: readonly MockToolCall[], completionTokens) => ({
+    id: `chatcmpl-mock${ctx.seq}`,
+    object: "chat.completion",
+    created: ctx.created,
+    model: ctx.model,
+    system_fingerprint: null,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: "assistant",
+          content: null,
+          refusal: null,
+          tool_calls: calls.map((call, index) => ({
+            id: toolCallId(ctx, index),
+            type: "function",
+            function: { name: call.name, arguments: call.arguments },
+          })),
+        },
+        logprobs: null,
+        finish_reason: "tool_calls",
       },
     ],
     usage: usage(ctx, completionTokens),

@@ -43,6 +43,8 @@ export interface MockRequestRecord {
    * Absent when the response reported none (errors, OpenAI streams without `include_usage`).
    */
   readonly usage?: MockUsage;
+  /** The tool calls a `tool_calls` answer carries; absent for every other step. */
+  readonly toolCalls?: number;
   /** The HTTP status sent, once headers are out; absent for `reset` and for requests closed before headers. */
   readonly status?: number;
   /** Set when the request ends. */

@@ -10,7 +10,7 @@ import type { Socket } from "node:net";
 import { wordTokens } from "./model-request.js";
 import type { MutableRecord, Outcome } from "./request-log.js";
 import type { MockScript, MockStep } from "./script.js";
-import type { AnswerContext, ErrorSpec, WireFormat } from "./wire.js";
+import type { AnswerContext, ErrorSpec, MockToolCall, WireFormat } from "./wire.js";
 
 /** One model request being answered. */
 export interface Exchange {
@@ -78,11 +78,45 @@ export async function respond(ex: Exchange, step: MockStep): Promise<void> {
       const tokens = wordTokens(script.reply || "token", step.afterTokens);
       return streamError(ex, tokens, step.tokenDelayMs ?? script.tokenDelayMs, spec);
     }
+    case "tool_calls": {
+      const calls = Array.from({ length: step.calls }, (_, call) => ({
+        name: step.name,
+        arguments: JSON.stringify({ ...step.arguments, call }),
+      }));
+      return answerToolCalls(ex, calls, step.tokenDelayMs ?? script.tokenDelayMs);
+    }
     default: {
       const unreachable: never = step;
       return unreachable;
     }
   }
+}
+
+/**
+ * A tool-call answer: the calls in one assistant message, each streamed as its opening and its
+ * arguments with `tokenDelayMs` before each chunk but the first. Its output tokens are its chunks.
+ */
+async function answerToolCalls(ex: Exchange, calls: readonly MockToolCall[], tokenDelayMs: number): Promise<void> {
+  const { res, wire, ctx } = ex;
+  ex.record.toolCalls = calls.length;
+  const chunks = calls.flatMap((call, index) => wire.toolCallChunks(ctx, index, call));
+  if (!ex.stream) {
+    if (!res.destroyed) ex.record.usage = { input: ctx.promptTokens, output: chunks.length };
+    return sendJson(ex, 200, wire.toolCompletion(ctx, calls, chunks.length), wire.headers(ctx));
+  }
+  writeHead(ex, 200, { ...SSE_HEADERS, ...wire.headers(ctx) });
+  res.write(wire.toolStreamStart(ctx));
+  const usage = wire.startUsage(ctx);
+  if (usage !== undefined) ex.record.usage = usage;
+  for (const [index, text] of chunks.entries()) {
+    if (index > 0 && tokenDelayMs > 0 && !(await delay(tokenDelayMs, ex.signal))) return;
+    if (res.destroyed) return;
+    res.write(text);
+  }
+  if (res.destroyed) return;
+  const end = wire.endUsage(ctx, chunks.length);
+  if (end !== undefined) ex.record.usage = end;
+  res.end(wire.toolStreamEnd(ctx, chunks.length));
 }
 
 async function answer(ex: Exchange, tokens: readonly string[], tokenDelayMs: number): Promise<void> {

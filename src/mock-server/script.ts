@@ -6,6 +6,7 @@ import { readFile } from "node:fs/promises";
 import { type ParseError, parse, printParseErrorCode } from "jsonc-parser";
 import { z } from "zod";
 import { errorText } from "../shared/error-text.js";
+import { mulberry32, streamSeed } from "../shared/prng.js";
 import { MockServerError } from "./errors.js";
 
 /** The answer text of a script that sets no `reply`. */
@@ -95,6 +96,21 @@ const streamErrorStep = strict({
   delayMs: ms.optional(),
 });
 
+/** The tool name of a `tool_calls` step or `toolCalls` roll that names none: the load runs' tool. */
+export const DEFAULT_TOOL_NAME = "load_tool";
+
+const toolCallsStep = strict({
+  type: z.literal("tool_calls"),
+  /** The tool every call names. @default DEFAULT_TOOL_NAME */
+  name: z.string().min(1).default(DEFAULT_TOOL_NAME),
+  /** Calls in the answer, in one assistant message. @default 1 */
+  calls: z.number().int().min(1).max(64).default(1),
+  /** Each call's arguments; the server adds `call` (0-based index of the call in the answer). @default {} */
+  arguments: z.record(z.string(), z.unknown()).default({}),
+  tokenDelayMs: ms.optional(),
+  delayMs: ms.optional(),
+});
+
 const stepOptions = [
   okStep,
   errorStep,
@@ -104,6 +120,7 @@ const stepOptions = [
   cutStep,
   stallStep,
   streamErrorStep,
+  toolCallsStep,
 ] as const;
 
 /** Every step kind, in the order the docs list them. */
@@ -134,6 +151,21 @@ const conversation = strict({
 
 const fault = strict({ probability: z.number().min(0).max(1), step });
 
+const toolCalls = strict({
+  /** Chance that an answer which would be normal calls tools instead. */
+  probability: z.number().min(0).max(1),
+  /** Calls in such an answer. @default 1 */
+  calls: z.number().int().min(1).max(64).default(1),
+  /** The tool they name. @default DEFAULT_TOOL_NAME */
+  name: z.string().min(1).default(DEFAULT_TOOL_NAME),
+  /**
+   * Most tool-call answers in a row for one prompt: a request whose messages already end in this
+   * many assistant turns since the last user prompt gets a normal answer, so no run loops forever.
+   * @default 1
+   */
+  maxTurns: z.number().int().min(1).max(1000).default(1),
+});
+
 const scriptSchema = strict({
   /** Answer text of `ok` steps without `text`, and the words of `cut`/`stall` tokens. @default DEFAULT_REPLY */
   reply: z.string().default(DEFAULT_REPLY),
@@ -162,6 +194,12 @@ const scriptSchema = strict({
    * step. @default no limit
    */
   contextWindow: z.number().int().min(1).optional(),
+  /**
+   * Tool calls rolled like faults (from their own stream of the seed): a request with no scripted
+   * step left, no fault and fewer than `maxTurns` tool turns since its last user prompt gets a
+   * `tool_calls` step with this probability. @default none
+   */
+  toolCalls: toolCalls.optional(),
 });
 
 /** A script as written: shorthands allowed, every key optional. */
@@ -173,8 +211,8 @@ export type MockStep = z.output<typeof stepObject>;
 /** One step as written: the object form with optional fields (shorthands are `number | string`). */
 export type MockStepInput = z.input<typeof stepObject>;
 /**
- * The kind of a step: `ok`, `error`, `context_overflow`, `usage_limit`, `reset`, `cut`, `stall` or
- * `stream_error`.
+ * The kind of a step: `ok`, `error`, `context_overflow`, `usage_limit`, `reset`, `cut`, `stall`,
+ * `stream_error` or `tool_calls`.
  */
 export type StepKind = MockStep["type"];
 
@@ -239,12 +277,15 @@ export class StepPicker {
   readonly script: MockScript;
   readonly #cursors = new Map<string, number>();
   readonly #random: () => number;
+  /** The tool-call rolls: a stream of their own, so turning them on leaves the fault sequence as it was. */
+  readonly #toolRandom: () => number;
   /** The rate limit's current window: its start (epoch ms) and the requests it has let through. */
   #window = { start: Number.NEGATIVE_INFINITY, used: 0 };
 
   constructor(script: MockScript) {
     this.script = script;
     this.#random = mulberry32(script.seed);
+    this.#toolRandom = mulberry32(streamSeed(script.seed, 0));
   }
 
   /**
@@ -253,8 +294,9 @@ export class StepPicker {
    * neither advances anything.
    * @param promptTokens the request's size, for the context window.
    * @param now epoch ms, for the rate limit's window.
+   * @param toolTurns assistant turns since the request's last user prompt, for `toolCalls.maxTurns`.
    */
-  next(conversation: string, promptTokens = 0, now = Date.now()): MockStep {
+  next(conversation: string, promptTokens = 0, now = Date.now(), toolTurns = 0): MockStep {
     const window = this.script.contextWindow;
     if (window !== undefined && promptTokens > window) return { type: "context_overflow" };
     const limit = this.script.rateLimit;
@@ -283,20 +325,12 @@ export class StepPicker {
         if (roll < threshold) return candidate.step;
       }
     }
+    const tools = this.script.toolCalls;
+    if (tools !== undefined && toolTurns < tools.maxTurns && this.#toolRandom() < tools.probability) {
+      return { type: "tool_calls", name: tools.name, calls: tools.calls, arguments: {} };
+    }
     return { type: "ok" };
   }
-}
-
-/** Small, fast, well-distributed 32-bit PRNG; enough for fault rolls and reproducible by seed. */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function lineColumn(text: string, offset: number): { line: number; column: number } {

@@ -57,6 +57,13 @@ export interface MockUsage {
   output: number;
 }
 
+/** One tool call of a `tool_calls` answer; the wire format gives it an id from the request's seq. */
+export interface MockToolCall {
+  name: string;
+  /** The arguments as JSON text. */
+  arguments: string;
+}
+
 /** One wire format. Pure functions of their arguments. */
 export interface WireFormat {
   readonly api: WireApi;
@@ -76,6 +83,14 @@ export interface WireFormat {
   streamEnd(ctx: AnswerContext, completionTokens: number): string;
   /** The JSON body of a non-streaming answer. */
   completion(ctx: AnswerContext, text: string, completionTokens: number): unknown;
+  /** SSE text that opens a tool-call answer, before its first call. */
+  toolStreamStart(ctx: AnswerContext): string;
+  /** SSE text of call `index` of a tool-call answer: its id and name, then its arguments. */
+  toolCallChunks(ctx: AnswerContext, index: number, call: MockToolCall): string[];
+  /** SSE text after the last call: the tool-use stop reason, up to and including the end marker. */
+  toolStreamEnd(ctx: AnswerContext, completionTokens: number): string;
+  /** The JSON body of a non-streaming tool-call answer. */
+  toolCompletion(ctx: AnswerContext, calls: readonly MockToolCall[], completionTokens: number): unknown;
   /**
    * The usage `streamStart` reports, which a client keeps if the stream fails later (Anthropic's
    * `message_start`); undefined when the preamble reports none (OpenAI).

@@ -4,10 +4,12 @@
  * a threshold may name. Re-exports only; see docs/load.md.
  */
 
+export type { AgenticReport } from "./agentic-report.js";
 export type { FailureGroup } from "./failure-groups.js";
 export type { LoadProgress, PromptOutcome, PromptRecord, RequestRecord } from "./load-metrics.js";
 export type { FaultKind, LoadFault, LoadOptions } from "./load-options.js";
 export { type LoadReport, REPORT_SCHEMA as LOAD_REPORT_SCHEMA } from "./load-report.js";
+export type { LoadToolBehaviour, MockTools } from "./load-tools.js";
 export type { ReportFiles } from "./report-files.js";
 export type { RetryVerdicts } from "./retry-verdicts.js";
 export { type LoadResult, runLoad } from "./run-load.js";

@@ -71,7 +71,12 @@ export function addLoadCommand(program: Command, setExitCode: (code: number) => 
     .addOption(new Option("--out <dir>", "report folder (default ./lifeline-load-<timestamp>)"))
     .addOption(new Option("--ramp-up <time>", "start the sessions spread evenly over this time (default 0s)"))
     .addOption(new Option("--concurrency <n>", "most prompts in flight at once (default: --sessions)"))
-    .addOption(new Option("--prompts-file <file>", 'JSONL, one {"prompt": "…"} per line, used round-robin'))
+    .addOption(
+      new Option(
+        "--prompts-file <file>",
+        'JSONL: {"prompt": "…"} lines used round-robin, or {"turns": ["…", …]} lines, one conversation per session',
+      ),
+    )
     .addOption(new Option("--think-time <time>", "pause of a session between its prompts (default 0s)"))
     .addOption(new Option("--threads <n>", "worker threads of the host"))
     .addOption(
@@ -94,6 +99,16 @@ export function addLoadCommand(program: Command, setExitCode: (code: number) => 
         "the mock answers at most n requests per window (e.g. 50/1s), the others a 429 with the time left",
       ),
     )
+    .addOption(
+      new Option(
+        "--tool-calls <p[:calls]>",
+        "the mock answers a turn with tool calls of load_tool with probability p, calls per answer (default 1), e.g. 0.3:2",
+      ),
+    )
+    .addOption(new Option("--tool-turns <n>", "most tool-call answers per prompt (default 1)"))
+    .addOption(new Option("--tool-latency <time>", "each load_tool call waits this long in its worker (default 0ms)"))
+    .addOption(new Option("--tool-cpu <time>", "each load_tool call keeps its worker busy this long (default 0ms)"))
+    .addOption(new Option("--tool-failure <p>", "probability that a load_tool call fails, seeded (default 0)"))
     .addOption(
       new Option(
         "--metrics-port <n>",

@@ -3,12 +3,12 @@
  * Every refusal is ERR_INVALID_OPTIONS naming the flag, the value and what is allowed, so the
  * command can exit 2 with that message.
  */
-import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { LifelineError } from "../../shared/errors.js";
 import type { SettingsInput } from "../../shared/settings.js";
 import { MAX_TIMER_MS } from "../../shared/timer-ms.js";
 import { FAULT_KINDS, type FaultKind, type LoadFault, type LoadOptions } from "./load-options.js";
+import { readPromptsFile } from "./prompts-file.js";
 import { checkSloOption } from "./slo.js";
 import { parseThreshold } from "./thresholds.js";
 
@@ -36,6 +36,12 @@ export interface LoadFlags {
   mockTokens?: string;
   mockTokenDelay?: string;
   mockRateLimit?: string;
+  /** `<p>[:<calls>]`: the mock answers with tool calls (load-tools.ts). */
+  toolCalls?: string;
+  toolTurns?: string;
+  toolLatency?: string;
+  toolCpu?: string;
+  toolFailure?: string;
   /** B9: serve `/metrics` (Prometheus) on this port while the run lasts; read by load-cli.ts. */
   metricsPort?: string;
 }
@@ -47,7 +53,8 @@ export interface LoadFlags {
 export const DEFAULT_RETRY_BUDGET = { ratio: 0.2, minPerSecond: 10, windowMs: 10_000 } as const;
 
 /**
- * The options of a `lifeline load` command line. Reads `--prompts-file` (relative to `cwd`).
+ * The options of a `lifeline load` command line. Reads `--prompts-file` (relative to `cwd`;
+ * prompts-file.ts), which sets `promptTexts` or `conversations`.
  * @throws ERR_INVALID_OPTIONS naming the flag and what it allows.
  */
 export async function loadOptionsFromFlags(flags: LoadFlags, cwd: string): Promise<LoadOptions> {
@@ -85,7 +92,7 @@ export async function loadOptionsFromFlags(flags: LoadFlags, cwd: string): Promi
   if (flags.out !== undefined) options.outDir = resolve(cwd, flags.out);
   if (flags.rampUp !== undefined) options.rampUpMs = parseDuration("--ramp-up", flags.rampUp, 0);
   if (flags.concurrency !== undefined) options.concurrency = parseCount("--concurrency", flags.concurrency, 100_000);
-  if (flags.promptsFile !== undefined) options.promptTexts = await readPromptsFile(resolve(cwd, flags.promptsFile));
+  if (flags.promptsFile !== undefined) Object.assign(options, await readPromptsFile(resolve(cwd, flags.promptsFile)));
   if (flags.thinkTime !== undefined) options.thinkTimeMs = parseDuration("--think-time", flags.thinkTime, 0);
   if (flags.threads !== undefined) options.threads = parseCount("--threads", flags.threads, 64);
   const settings = retrySettingsOverrides(flags);
@@ -95,6 +102,16 @@ export async function loadOptionsFromFlags(flags: LoadFlags, cwd: string): Promi
   if (flags.mockTokenDelay !== undefined)
     mock.tokenDelayMs = parseDuration("--mock-token-delay", flags.mockTokenDelay, 0);
   if (flags.mockRateLimit !== undefined) mock.rateLimit = parseRateLimit(flags.mockRateLimit);
+  if (flags.toolTurns !== undefined && flags.toolCalls === undefined) {
+    usage("--tool-turns bounds the mock's tool calls; give --tool-calls <p>[:<calls>] with it.");
+  }
+  if (flags.toolCalls !== undefined) {
+    if (flags.model !== undefined) usage("--tool-calls and --tool-turns script the built-in mock; not with --model.");
+    mock.tools = parseToolCalls(flags.toolCalls);
+    if (flags.toolTurns !== undefined) mock.tools.maxTurns = parseCount("--tool-turns", flags.toolTurns, 1000);
+  }
+  const tools = toolBehaviourFromFlags(flags);
+  if (tools !== undefined) options.tools = tools;
   if (Object.keys(mock).length > 0) {
     if (flags.model !== undefined)
       usage("--mock-tokens, --mock-token-delay and --mock-rate-limit apply to the built-in mock; not with --model.");
@@ -229,6 +246,38 @@ function parseRateLimit(text: string): { requests: number; windowMs: number } {
   };
 }
 
+/**
+ * `--tool-calls <p>[:<calls>]`, such as `0.3:2`: the chance that the mock answers a request with
+ * tool calls instead of text, and how many calls such an answer carries (default 1).
+ * @throws ERR_INVALID_OPTIONS for a malformed value.
+ */
+function parseToolCalls(text: string): NonNullable<NonNullable<LoadOptions["mock"]>["tools"]> {
+  const [probabilityText, callsText, extra] = text.split(":");
+  if (probabilityText === undefined || extra !== undefined) {
+    usage(`--tool-calls "${text}" is not <probability>[:<calls>]; for example 0.3:2 (30 % of turns call 2 tools).`);
+  }
+  const probability = parseProbability("--tool-calls", probabilityText);
+  return callsText === undefined
+    ? { probability }
+    : { probability, calls: parseCount("--tool-calls (calls)", callsText, 64) };
+}
+
+/** `--tool-latency`, `--tool-cpu`, `--tool-failure` as the load tool's behaviour; undefined when none is given. */
+function toolBehaviourFromFlags(flags: LoadFlags): LoadOptions["tools"] {
+  const tools: NonNullable<LoadOptions["tools"]> = {};
+  if (flags.toolLatency !== undefined) tools.latencyMs = parseDuration("--tool-latency", flags.toolLatency, 0);
+  if (flags.toolCpu !== undefined) tools.cpuMs = parseDuration("--tool-cpu", flags.toolCpu, 0);
+  if (flags.toolFailure !== undefined) tools.failureRate = parseProbability("--tool-failure", flags.toolFailure);
+  return Object.keys(tools).length === 0 ? undefined : tools;
+}
+
+/** A number from 0 to 1. @throws ERR_INVALID_OPTIONS naming `flag`. */
+function parseProbability(flag: string, text: string): number {
+  const value = /^\s*\d*\.?\d+\s*$/.test(text) ? Number(text) : Number.NaN;
+  if (!(value >= 0 && value <= 1)) usage(`${flag} "${text}" must be a probability, a number from 0 to 1.`);
+  return value;
+}
+
 /** A whole number from 1 to `max`. @throws ERR_INVALID_OPTIONS naming `flag`. */
 function parseCount(flag: string, text: string, max: number): number {
   return parseInteger(flag, text, 1, max);
@@ -240,45 +289,6 @@ function parseInteger(flag: string, text: string, min: number, max: number): num
     usage(`${flag} "${text}" must be a whole number from ${min} to ${max}.`);
   }
   return value;
-}
-
-/**
- * The prompts of a JSONL file, one `{"prompt": "…"}` per line; blank lines are skipped.
- * @throws ERR_INVALID_OPTIONS naming the file and line of a bad entry, or an unreadable or empty file.
- */
-async function readPromptsFile(path: string): Promise<string[]> {
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (error) {
-    return usage(`--prompts-file ${path} cannot be read: ${(error as Error).message}.`);
-  }
-  return parsePromptsJsonl(text, path);
-}
-
-/** {@link readPromptsFile} on text; `source` names the file in errors. */
-export function parsePromptsJsonl(text: string, source: string): string[] {
-  const prompts: string[] = [];
-  const lines = text.split("\n");
-  for (const [index, raw] of lines.entries()) {
-    const line = raw.trim();
-    if (line === "") continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch (error) {
-      usage(
-        `--prompts-file ${source}:${index + 1}: not JSON (${(error as Error).message}); each line must be {"prompt": "…"}.`,
-      );
-    }
-    const prompt = (value as { prompt?: unknown } | null)?.prompt;
-    if (typeof prompt !== "string" || prompt.trim() === "") {
-      usage(`--prompts-file ${source}:${index + 1}: each line must be {"prompt": "…"} with a non-empty string.`);
-    }
-    prompts.push(prompt);
-  }
-  if (prompts.length === 0) usage(`--prompts-file ${source} holds no prompt; write one {"prompt": "…"} per line.`);
-  return prompts;
 }
 
 function usage(message: string): never {

@@ -12,6 +12,7 @@ import { explainMessage, type FailureClass, isFailedStop } from "../../shared/cl
 import { errorText } from "../../shared/error-text.js";
 import type { PromptResult, SessionEvent } from "../../shared/events.js";
 import { requestFailureOf, workerExitOf } from "../../shared/request-failure.js";
+import { AgenticMetrics } from "./agentic-metrics.js";
 
 /** One model request (a line of records.jsonl). */
 export interface RequestRecord {
@@ -20,8 +21,10 @@ export interface RequestRecord {
   session: number;
   /** The session's prompt number, 0-based. */
   prompt: number;
-  /** 0 for a prompt's first request; n for the request of its n-th retry. */
+  /** 0 for a turn's first request; n for the request of its n-th retry. */
   attempt: number;
+  /** The agent turn within the prompt, 0-based: a reply with tool calls makes the next request a new turn (agentic-metrics.ts). */
+  turn: number;
   /** When the request started, ms since the run began. */
   startMs: number;
   /** Time to first token: to the first streamed text, thinking or tool-call delta; null if none came. */
@@ -48,9 +51,13 @@ export interface PromptRecord {
   startMs: number;
   /** From `prompt()` to its settling, retries and their back-off included. */
   latencyMs: number;
-  /** Model requests the prompt made (1 + its retries, when it uses no tools). */
+  /** Model requests the prompt made: its turns plus its retries. */
   requests: number;
   retries: number;
+  /** Agent turns whose request started (1 without tools; 1 + the replies with tool calls). */
+  turns: number;
+  /** Tool executions the prompt started. */
+  toolCalls: number;
   outcome: PromptOutcome;
   error?: string;
   /** Back-off its retries slept, ms (retry-ledger.ts); set by `runLoad`, absent for a prompt that never settled. */
@@ -141,12 +148,15 @@ export class LoadMetrics {
   };
   readonly requests: RequestRecord[] = [];
   readonly prompts: PromptRecord[] = [];
+  /** Turns and tools (report.json `agentic`). */
+  readonly agentic: AgenticMetrics;
   readonly #now: () => number;
   readonly #sessions = new Map<number, SessionState>();
 
   /** @param now ms since the run began */
   constructor(now: () => number) {
     this.#now = now;
+    this.agentic = new AgenticMetrics(now);
   }
 
   /** Feeds one event of session `session` (a `subscribe()` listener calls this). */
@@ -165,6 +175,8 @@ export class LoadMetrics {
         break;
       case "message_end":
         if (event.message.role === "assistant") this.#endRequest(session, state, event.message);
+        // The next request is a new turn's first, not a retry.
+        if (event.message.role === "assistant" && event.message.stopReason === "toolUse") state.attempt = 0;
         break;
       case "tool_execution_start":
         this.counters.toolCalls++;
@@ -188,6 +200,7 @@ export class LoadMetrics {
       default:
         break;
     }
+    this.agentic.onEvent(session, event);
   }
 
   /** A prompt is about to be sent; returns its number within the session. */
@@ -195,6 +208,7 @@ export class LoadMetrics {
     const state = this.#state(session);
     state.attempt = 0;
     state.promptRequests = 0;
+    this.agentic.promptStarted(session);
     this.counters.promptsSent++;
     this.counters.inFlightPrompts++;
     return state.prompt;
@@ -228,6 +242,7 @@ export class LoadMetrics {
       latencyMs: this.#now() - startMs,
       requests: state.promptRequests,
       retries: "result" in outcome ? outcome.result.retries : state.attempt,
+      ...this.agentic.promptFigures(session),
       outcome: "succeeded",
     };
     if ("error" in outcome) {
@@ -260,6 +275,7 @@ export class LoadMetrics {
       session,
       prompt: state.prompt,
       attempt: state.attempt,
+      turn: this.agentic.turnOf(session),
       startMs: start,
       ttftMs: state.firstToken === undefined ? null : state.firstToken - start,
       e2eMs: end - start,

@@ -7,6 +7,7 @@ import type { SettingsInput } from "../../shared/settings.js";
 import { fn, settingsObject, timerMs, validate } from "../config/option-schemas.js";
 import type { TelemetryOptions } from "../telemetry/telemetry-options.js";
 import type { LoadProgress } from "./load-metrics.js";
+import type { LoadToolBehaviour, MockTools } from "./load-tools.js";
 import { parseThreshold, type Threshold } from "./thresholds.js";
 
 /** A step kind the built-in mock can be told to fail with (see docs/mock-server.md). */
@@ -60,6 +61,18 @@ export interface LoadOptions {
   concurrency?: number;
   /** Prompt texts, used round-robin across the run. @default generated, one distinct text per prompt */
   promptTexts?: readonly string[];
+  /**
+   * One conversation per session (session i sends `conversations[i % length]`): its turns in
+   * order, from the first again when the session sends more prompts than it has. Not with
+   * `promptTexts`. @default none
+   */
+  conversations?: readonly (readonly string[])[];
+  /**
+   * The load tool, `load_tool`, which every session then gets in its worker: its wait, CPU work
+   * and failure rate per call (load-tools.ts). Set with `mock.tools` for the mock to call it; a
+   * real `model` may call it too. @default no tool, unless `mock.tools` is set
+   */
+  tools?: LoadToolBehaviour;
   /** Pause of a session between the end of one prompt and its next. @default 0 */
   thinkTimeMs?: number;
   /** Worker threads of the host. @default the host's default */
@@ -77,6 +90,8 @@ export interface LoadOptions {
     tokenDelayMs?: number;
     /** A provider-wide limit: at most `requests` per `windowMs`, the others get a 429 with the time left. */
     rateLimit?: { requests: number; windowMs: number };
+    /** Tool calls of the load tool instead of text, with this probability per turn (load-tools.ts). */
+    tools?: MockTools;
   };
   /** Base of relative paths and of the default `outDir`; the project settings are read from here. @default process.cwd() */
   cwd?: string;
@@ -140,6 +155,17 @@ const loadOptionsSchema = z
     rampUpMs: timerMs(0).optional(),
     concurrency: count(100_000).optional(),
     promptTexts: z.array(z.string().min(1)).min(1).optional(),
+    conversations: z
+      .array(z.array(z.string().min(1)).min(1))
+      .min(1)
+      .optional(),
+    tools: z
+      .strictObject({
+        latencyMs: timerMs(0).optional(),
+        cpuMs: timerMs(0).optional(),
+        failureRate: z.number().min(0).max(1).optional(),
+      })
+      .optional(),
     thinkTimeMs: timerMs(0).optional(),
     threads: z.number().int().min(1).max(64).optional(),
     settings: settingsObject.optional(),
@@ -148,6 +174,13 @@ const loadOptionsSchema = z
         tokens: count(100_000).optional(),
         tokenDelayMs: timerMs(0).optional(),
         rateLimit: z.strictObject({ requests: count(1_000_000), windowMs: timerMs(1) }).optional(),
+        tools: z
+          .strictObject({
+            probability: z.number().min(0).max(1),
+            calls: count(64).optional(),
+            maxTurns: count(1000).optional(),
+          })
+          .optional(),
       })
       .optional(),
     cwd: z.string().min(1).optional(),
@@ -167,6 +200,9 @@ const loadOptionsSchema = z
   })
   .refine((options) => options.model === undefined || (options.faults ?? []).length === 0, {
     message: "faults apply to the built-in mock only; leave them out with model",
+  })
+  .refine((options) => options.promptTexts === undefined || options.conversations === undefined, {
+    message: "give promptTexts or conversations, not both",
   })
   .refine((options) => options.model === undefined || options.mock === undefined, {
     message: "mock configures the built-in mock only; leave it out with model",

@@ -4,6 +4,8 @@
  * ever added within a version.
  */
 
+import type { ToolFigures } from "./agentic-metrics.js";
+import { type AgenticReport, agenticReport } from "./agentic-report.js";
 import { type FailureGroup, groupFailures } from "./failure-groups.js";
 import type { LoadCounters, PromptRecord, RequestRecord } from "./load-metrics.js";
 import type { LoadFault } from "./load-options.js";
@@ -41,11 +43,17 @@ export interface LoadReport {
     threads: number | null;
     /** How many distinct prompt texts were used round-robin. */
     promptTexts: number;
+    /** How many conversations of `--prompts-file` the sessions were given; 0: none. */
+    conversations: number;
+    /** The load tool the sessions had (`--tool-*`, load-tools.ts); null: no tool. */
+    tools: { name: string; latencyMs: number; cpuMs: number; failureRate: number } | null;
     /** The built-in mock's answers and rate limit; null against a real model. */
     mock: {
       tokens: number;
       tokenDelayMs: number;
       rateLimit: { requests: number; windowMs: number } | null;
+      /** `--tool-calls`/`--tool-turns`: the mock's tool calls per turn; null: none. */
+      tools: { probability: number; calls: number; maxTurns: number } | null;
     } | null;
     /**
      * The settings given over the settings files: the retry flags, and against the mock its
@@ -104,6 +112,8 @@ export interface LoadReport {
   verdicts: RetryVerdicts;
   /** Failed requests by kind, most frequent first, each with one example message, keys redacted. */
   failures: FailureGroup[];
+  /** Turns and tools (agentic-report.ts); tool figures are 0 and summaries empty when no tool ran. */
+  agentic: AgenticReport;
   /**
    * The built-in mock's own counters, read from its thread at the end; null with `model`.
    * `received` (well-formed model requests that reached it) equals `totals.requests.sent` on a
@@ -119,6 +129,8 @@ export interface LoadReport {
      * with `retry.maxConcurrentRequests` (`--max-concurrent`), at most that limit.
      */
     maxConcurrentRequests: number;
+    /** Tool calls in the tool-call answers it sent in full (`steps.tool_calls` counts the answers). */
+    toolCalls: number;
   } | null;
 }
 
@@ -143,6 +155,8 @@ export interface ReportInput {
   retryLedger?: Readonly<RetryLedgerTotals>;
   /** Keys the run knows, redacted from the failure examples. */
   secrets?: readonly string[];
+  /** The tool figures of the run (agentic-metrics.ts). */
+  tools: ToolFigures;
 }
 
 /** Builds report.json from a run's records and counters, and checks the thresholds. */
@@ -213,6 +227,7 @@ export function buildReport(input: ReportInput): LoadReport {
         : evaluateSlo(input.slo, input.requests, input.prompts, input.durationMs, input.config.promptsPerSession !== 1),
     verdicts: buildVerdicts(input.prompts, counters, input.retryLedger ?? EMPTY_LEDGER),
     failures: groupFailures(input.requests, input.secrets ?? []),
+    agentic: agenticReport(input.tools, input.prompts),
     mock:
       input.mock === null
         ? null
@@ -222,6 +237,7 @@ export function buildReport(input: ReportInput): LoadReport {
             outcomes: input.mock.outcomes,
             steps: input.mock.steps,
             maxConcurrentRequests: input.mock.maxInFlight,
+            toolCalls: input.mock.toolCalls,
           },
   };
   report.thresholds = evaluateThresholds(input.thresholds, thresholdFigures(report));

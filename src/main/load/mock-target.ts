@@ -9,6 +9,7 @@ import type { MockStats } from "../../mock-server/index.js";
 import { errorText } from "../../shared/error-text.js";
 import { LifelineError } from "../../shared/errors.js";
 import type { LoadFault } from "./load-options.js";
+import { type MockTools, mockToolCalls } from "./load-tools.js";
 
 /**
  * The mock's own counters (report.json `mock`): the server's {@link MockStats} without the
@@ -17,6 +18,8 @@ import type { LoadFault } from "./load-options.js";
  */
 export interface MockTargetStats extends Omit<MockStats, "conversations"> {
   steps: Record<string, number>;
+  /** Tool calls in the tool-call answers the mock sent in full (`steps.tool_calls` counts the answers). */
+  toolCalls: number;
 }
 
 /** What the mock is told to do. */
@@ -28,6 +31,8 @@ export interface MockTargetConfig {
   tokenDelayMs: number;
   /** A provider at its limit: at most `requests` per `windowMs`; the others get a 429 with the time left. */
   rateLimit?: { requests: number; windowMs: number };
+  /** Tool calls instead of answers, rolled per request from their own stream of `seed` (load-tools.ts). */
+  tools?: MockTools;
 }
 
 /** A running mock in its thread. */
@@ -58,6 +63,7 @@ export function mockScript(config: MockTargetConfig): Record<string, unknown> {
     })),
     seed: config.seed,
     ...(config.rateLimit === undefined ? {} : { rateLimit: config.rateLimit }),
+    ...(config.tools === undefined ? {} : { toolCalls: mockToolCalls(config.tools) }),
   };
 }
 

@@ -17,10 +17,12 @@ if (port === null) throw new Error("mock-thread.js runs only as a worker thread 
 
 /** Ended requests per step: `ok`, `reset`, `stall`, …, and an error step as its status (`503`). */
 const steps: Record<string, number> = {};
+/** Tool calls in the `tool_calls` answers that were sent in full. */
+let toolCalls = 0;
 
 function statsOf(server: MockServer): MockTargetStats {
   const { total, invalid, outcomes, maxInFlight } = server.stats();
-  return { total, invalid, outcomes: { ...outcomes }, steps: { ...steps }, maxInFlight };
+  return { total, invalid, outcomes: { ...outcomes }, steps: { ...steps }, maxInFlight, toolCalls };
 }
 
 let server: MockServer;
@@ -34,6 +36,7 @@ try {
 server.on("request_end", (record) => {
   const key = record.step === "error" ? String(record.status ?? "error") : record.step;
   steps[key] = (steps[key] ?? 0) + 1;
+  if (record.outcome === "completed") toolCalls += record.toolCalls ?? 0;
 });
 port.on("message", (message: { type: string }) => {
   if (message.type === "stats") port.postMessage({ type: "stats", stats: statsOf(server) });

@@ -126,7 +126,7 @@ const tiles = [
   ["provider gate waits", t.providerGate.waits + " (" + fmt(t.providerGate.waitMs / 1000) + " s)"],
   ["output tokens / s", fmt(report.throughput.outputTokensPerSecond)],
   ["estimated cost", "$" + fmt(t.costUsd, 4)],
-  ["tool calls", t.toolCalls],
+  ["tool calls", t.toolCalls + (report.agentic.toolFailures > 0 ? " (" + report.agentic.toolFailures + " failed)" : "")],
   ["max event-loop delay", fmt(report.loopDelayMs.max) + " ms"],
   ["watchdog terminations", t.watchdogTerminations],
 ];
@@ -149,7 +149,10 @@ const pt = document.getElementById("percentiles");
 pt.append(row("th", ["", "count", "min", "p50", "p90", "p95", "p99", "max"]));
 const L = report.latency;
 for (const [name, s] of [["time to first token (ms)", L.ttftMs], ["inter-token latency (ms)", L.itlMs], ["end-to-end latency (ms)", L.e2eMs],
-  ["output tokens/s per request", L.outputTokensPerSecond], ["prompt latency, retries included (ms)", L.promptMs], ["requests per prompt", L.requestsPerPrompt]]) {
+  ["output tokens/s per request", L.outputTokensPerSecond], ["prompt latency, retries included (ms)", L.promptMs], ["requests per prompt", L.requestsPerPrompt],
+  // Agentic runs (docs/load.md): rows only when a tool ran.
+  ...(report.agentic.toolCalls > 0 ? [["turns per prompt", report.agentic.turnsPerPrompt], ["tool latency (ms)", report.agentic.toolLatencyMs],
+    ["session completion (ms)", report.agentic.sessionCompletionMs]] : [])]) {
   pt.append(row("td", [name, s.count, fmt(s.min), fmt(s.p50), fmt(s.p90), fmt(s.p95), fmt(s.p99), fmt(s.max)]));
 }
 

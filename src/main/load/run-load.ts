@@ -13,16 +13,18 @@ import { performance } from "node:perf_hooks";
 import { type Api, getEnvApiKey, type Model } from "@mariozechner/pi-ai";
 import { LifelineError } from "../../shared/errors.js";
 import { resolveLifelineDir } from "../config/settings-store.js";
-import type { SessionHostOptions } from "../host/host-options.js";
+import type { SessionHostOptions, SessionOptions } from "../host/host-options.js";
 import { createSessionHost, type SessionHost } from "../host/session-host.js";
 import { abortableSleep } from "../retry/sleep.js";
 import type { AgentSession } from "../session/agent-session.js";
 import { LoadMetrics, type LoadProgress } from "./load-metrics.js";
 import { checkLoadOptions, LOAD_DEFAULTS, type LoadOptions } from "./load-options.js";
 import { buildReport, type LoadReport } from "./load-report.js";
+import { fullMockTools, fullToolBehaviour, loadToolSessionOptions } from "./load-tools.js";
 import { withMockIdleTimeout } from "./mock-idle-timeout.js";
 import { type MockTargetStats, startMockTarget } from "./mock-target.js";
 import { Permits } from "./permits.js";
+import { conversationTurn } from "./prompts-file.js";
 import { type ReportFiles, writeReportFiles } from "./report-files.js";
 import { RetryLedger } from "./retry-ledger.js";
 import { checkSloOption } from "./slo.js";
@@ -75,6 +77,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
           tokens: options.mock?.tokens ?? LOAD_DEFAULTS.mockTokens,
           tokenDelayMs,
           ...(options.mock?.rateLimit === undefined ? {} : { rateLimit: options.mock.rateLimit }),
+          ...(options.mock?.tools === undefined ? {} : { tools: options.mock.tools }),
         })
       : undefined;
   let host: SessionHost | undefined;
@@ -89,7 +92,10 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     host = createSessionHost(hostOptions);
     const model: string | Model<Api> = target?.model ?? (options.model as string);
     const apiKey = target === undefined ? options.apiKey : MOCK_API_KEY;
-    const sessions = await openSessions(host, options.sessions, model, apiKey, options.signal);
+    // Load sessions get the load tool when the mock calls it or its behaviour is set.
+    const tools = options.tools ?? (options.mock?.tools === undefined ? undefined : {});
+    const perSession = (index: number) => (tools === undefined ? {} : loadToolSessionOptions(tools, seed, index));
+    const sessions = await openSessions(host, options.sessions, model, apiKey, options.signal, perSession);
     const run = new LoadRun(options, sessions);
     const outcome = await run.drive();
     const watchdogTerminations = host.watchdogTerminations;
@@ -111,6 +117,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
         thinkTimeMs: options.thinkTimeMs ?? LOAD_DEFAULTS.thinkTimeMs,
         threads: options.threads ?? null,
         promptTexts: options.promptTexts?.length ?? 0,
+        conversations: options.conversations?.length ?? 0,
+        tools: tools === undefined ? null : fullToolBehaviour(tools),
         mock:
           target === undefined
             ? null
@@ -118,6 +126,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
                 tokens: options.mock?.tokens ?? LOAD_DEFAULTS.mockTokens,
                 tokenDelayMs,
                 rateLimit: options.mock?.rateLimit ?? null,
+                tools: options.mock?.tools === undefined ? null : fullMockTools(options.mock.tools),
               },
         settings: { ...(settings ?? {}) },
       },
@@ -126,6 +135,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       mock: mockStats,
       ...(slo === undefined ? {} : { slo }),
       secrets: knownKeys(options),
+      tools: outcome.tools,
     });
     const files =
       options.outDir === false
@@ -163,18 +173,23 @@ export function defaultOutDir(cwd: string, at: Date): string {
   return join(cwd, `lifeline-load-${stamp}`);
 }
 
-/** Opens the run's sessions; the first alone, so a bad model or key fails once, before any prompt. */
+/**
+ * Opens the run's sessions; the first alone, so a bad model or key fails once, before any prompt.
+ * `perSession` adds a session's own options (its load tool).
+ */
 async function openSessions(
   host: SessionHost,
   count: number,
   model: string | Model<Api>,
   apiKey: string | undefined,
   signal: AbortSignal | undefined,
+  perSession: (index: number) => Pick<SessionOptions, "workerModule" | "workerModuleOptions">,
 ): Promise<AgentSession[]> {
-  const open = () => host.createSession({ model, sessions: false, ...(apiKey === undefined ? {} : { apiKey }) });
-  const first = await open();
+  const open = (index: number) =>
+    host.createSession({ model, sessions: false, ...(apiKey === undefined ? {} : { apiKey }), ...perSession(index) });
+  const first = await open(0);
   const rest: Promise<AgentSession>[] = [];
-  for (let i = 1; i < count && signal?.aborted !== true; i++) rest.push(open());
+  for (let i = 1; i < count && signal?.aborted !== true; i++) rest.push(open(i));
   return [first, ...(await Promise.all(rest))];
 }
 
@@ -250,12 +265,14 @@ class LoadRun {
       retryLedger: this.#ledger.totals,
       timeline: { intervalMs: sampleIntervalMs, points: timeline.points },
       loopDelayMs: timeline.loopDelay(),
+      tools: this.#metrics.agentic.figures,
     };
   }
 
   /** The run ends (duration over, or interrupted): no new prompt starts, prompts in flight are aborted. */
   #end(): void {
     if (this.#stop.signal.aborted) return;
+    this.#metrics.agentic.runEnded();
     this.#stop.abort(new LifelineError("ERR_ABORTED", "The load run ended."));
     this.#permits.cancelAll();
     for (const session of this.#sessions) void session.abort().catch(() => {});
@@ -302,6 +319,8 @@ class LoadRun {
   }
 
   #text(session: number, prompt: number): string {
+    const conversations = this.#options.conversations;
+    if (conversations !== undefined) return conversationTurn(conversations, session, prompt);
     const texts = this.#options.promptTexts;
     if (texts !== undefined && texts.length > 0) return texts[this.#nextText++ % texts.length] as string;
     return `Load test, session ${session}, prompt ${prompt}: answer in a few words.`;

@@ -33,6 +33,9 @@ export function formatSummary(report: LoadReport, dir?: string): string {
   lines.push(
     `retries   ${t.retries}${kinds(t.retryChains, "chains")}; provider gate waits ${t.providerGate.waits} (${num(t.providerGate.waitMs)} ms); tool calls ${t.toolCalls}`,
   );
+  // Agentic runs (docs/load.md): tool lines and rows only when a tool ran.
+  const agentic = report.agentic.toolCalls > 0 ? report.agentic : undefined;
+  if (agentic !== undefined) lines.push(`tools     ${agentic.toolCalls} calls, ${agentic.toolFailures} failed`);
   lines.push(
     `tokens    ${t.outputTokens} out, ${t.inputTokens} in; ${num(report.throughput.outputTokensPerSecond, 1)} tokens/s; estimated cost $${num(t.costUsd, 4)}`,
   );
@@ -49,6 +52,13 @@ export function formatSummary(report: LoadReport, dir?: string): string {
     ["prompt ms", report.latency.promptMs],
     ["requests per prompt", report.latency.requestsPerPrompt],
   ];
+  if (agentic !== undefined) {
+    rows.push(
+      ["turns per prompt", agentic.turnsPerPrompt],
+      ["tool latency ms", agentic.toolLatencyMs],
+      ["session completion ms", agentic.sessionCompletionMs],
+    );
+  }
   lines.push(
     ...table([
       ["", "count", "p50", "p90", "p95", "p99", "max"],

@@ -12,6 +12,7 @@ function failedRequest(kind: string, message: string): RequestRecord {
     session: 0,
     prompt: 0,
     attempt: 0,
+    turn: 0,
     startMs: 0,
     ttftMs: null,
     e2eMs: 1,

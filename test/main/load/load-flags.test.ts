@@ -13,7 +13,6 @@ import {
   loadOptionsFromFlags,
   parseDuration,
   parseFaults,
-  parsePromptsJsonl,
   retrySettingsOverrides,
 } from "../../../src/main/load/load-flags.js";
 import { checkLoadOptions } from "../../../src/main/load/load-options.js";
@@ -98,6 +97,33 @@ describe("flags → options", () => {
     writeFileSync(join(dir, "p.jsonl"), '{"prompt": "first"}\n\n{"prompt": "second", "tag": 1}\n');
     const options = await loadOptionsFromFlags({ sessions: "1", prompts: "1", promptsFile: "p.jsonl" }, dir);
     expect(options.promptTexts).toEqual(["first", "second"]);
+  });
+
+  it("--tool-calls, --tool-turns and the --tool-* behaviour flags become mock.tools and tools", async () => {
+    const options = await loadOptionsFromFlags(
+      {
+        sessions: "2",
+        prompts: "1",
+        toolCalls: "0.3:2",
+        toolTurns: "4",
+        toolLatency: "50ms",
+        toolCpu: "5ms",
+        toolFailure: "0.05",
+      },
+      "/w",
+    );
+    expect(options.mock?.tools).toEqual({ probability: 0.3, calls: 2, maxTurns: 4 });
+    expect(options.tools).toEqual({ latencyMs: 50, cpuMs: 5, failureRate: 0.05 });
+    expect(() => checkLoadOptions(options)).not.toThrow();
+    expect((await loadOptionsFromFlags({ sessions: "1", prompts: "1", toolCalls: "1" }, "/w")).mock?.tools).toEqual({
+      probability: 1,
+    });
+    expect((await refusal({ sessions: "1", prompts: "1", model: "openai/x", toolCalls: "0.5" })).message).toMatch(
+      /--tool-calls and --tool-turns script the built-in mock; not with --model/,
+    );
+    // A real model may call the load tool too: its behaviour flags are allowed with --model.
+    const real = await loadOptionsFromFlags({ sessions: "1", prompts: "1", model: "openai/x", toolCpu: "1ms" }, "/w");
+    expect(real.tools).toEqual({ cpuMs: 1 });
   });
 
   it.each<[string, LoadFlags, RegExp]>([
@@ -205,14 +231,6 @@ describe("durations", () => {
     expect(parseDuration("--d", "2m", 0)).toBe(120_000);
     expect(parseDuration("--d", "1h", 0)).toBe(3_600_000);
     expect(parseDuration("--d", "0s", 0)).toBe(0);
-  });
-});
-
-describe("--prompts-file contents", () => {
-  it("a line that is not {prompt: string} is refused with its file and line number", () => {
-    expect(thrown(() => parsePromptsJsonl('{"prompt":"a"}\n{"text":"b"}\n', "p.jsonl")).message).toMatch(/p.jsonl:2:/);
-    expect(thrown(() => parsePromptsJsonl("not json\n", "p.jsonl")).message).toMatch(/p.jsonl:1: not JSON/);
-    expect(thrown(() => parsePromptsJsonl("\n\n", "p.jsonl")).message).toMatch(/holds no prompt/);
   });
 });
 

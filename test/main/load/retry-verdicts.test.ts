@@ -261,6 +261,8 @@ describe("verdicts of any prompt records", () => {
           latencyMs: 1,
           requests: retries + 1,
           retries,
+          turns: 1,
+          toolCalls: 0,
           outcome,
           backoffMs: retries * 10,
         }),

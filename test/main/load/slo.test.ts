@@ -34,6 +34,7 @@ function request(
     session,
     prompt,
     attempt,
+    turn: 0,
     startMs,
     ttftMs,
     e2eMs,
@@ -54,7 +55,18 @@ function promptRecord(
   outcome: PromptRecord["outcome"],
   retries = 0,
 ): PromptRecord {
-  return { type: "prompt", session, prompt, startMs, latencyMs, requests: retries + 1, retries, outcome };
+  return {
+    type: "prompt",
+    session,
+    prompt,
+    startMs,
+    latencyMs,
+    requests: retries + 1,
+    retries,
+    turns: 1,
+    toolCalls: 0,
+    outcome,
+  };
 }
 
 describe("parseSlo", () => {

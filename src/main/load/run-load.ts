@@ -166,7 +166,7 @@ class LoadRun {
   readonly #stop = new AbortController();
   readonly #permits: Permits;
   readonly #t0 = performance.now();
-  readonly #metrics = new LoadMetrics(() => performance.now() - this.#t0);
+  readonly #metrics = new LoadMetrics(() => performance.now() - this.#t0, performance.timeOrigin + this.#t0);
   #interrupted = false;
   #nextText = 0;
 
@@ -224,6 +224,7 @@ class LoadRun {
       counters: this.#metrics.counters,
       requests: this.#metrics.requests,
       prompts: this.#metrics.prompts,
+      chunkGapsMs: this.#metrics.chunkGaps,
       timeline: { intervalMs: sampleIntervalMs, points: timeline.points },
       loopDelayMs: timeline.loopDelay(),
     };

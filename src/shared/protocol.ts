@@ -185,7 +185,7 @@ export interface WorkerApi {
  * An agent event as it crosses; `message_update` travels slimmed down (see stream-wire.ts), and an
  * assistant reply's `message_end` carries its request's timing (request-timing.ts).
  */
-export type WireAgentEvent =
+type WireAgentEvent =
   | Exclude<AgentEvent, { type: "message_update" | "message_end" }>
   | WireUpdateEvent
   | MessageEndEvent;

@@ -1,5 +1,5 @@
 /**
- * Issue 20 §6, timing at the source: what a session's request timer makes of the moments of one
+ * X9, times taken where they happen: what a session's request timer makes of the moments of one
  * model request (src/worker/request-capture/request-timer.ts). The clock is vitest's fake
  * `performance`, advanced by hand, so every stamp and gap is known exactly.
  */

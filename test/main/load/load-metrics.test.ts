@@ -81,7 +81,7 @@ describe("requests", () => {
     });
   });
 
-  it("issue 20 §6: a reply with the worker's stamps is timed by them, not by when its batched events arrived", () => {
+  it("X9: a reply with the worker's stamps is timed by them, not by when its batched events arrived", () => {
     // The run began at epoch 1_000_000 on the main thread's clock; the stamps are the worker's.
     let now = 0;
     const metrics = new LoadMetrics(() => now, 1_000_000);

@@ -1,5 +1,5 @@
 /**
- * Issue 20 §6, timing at the source: `lifeline load --model` (a real child process of the built
+ * X9, times taken where they happen: `lifeline load --model` (a real child process of the built
  * CLI, run `npm run build` first) against an OpenAI chat-completions server this test runs on
  * 127.0.0.1, which streams one token per chunk at a known pacing (2 ms and 5 ms, below the worker's
  * 8 ms batch spacing) after a known wait for the first token, and notes when it really wrote each
@@ -126,7 +126,7 @@ interface RequestLine {
 
 describe("lifeline load times requests at the source, whatever the batching", () => {
   it.each([2, 5])(
-    "issue 20 §6: against %i ms per token, TTFT, TTFB, ITL and each gap between tokens match what the server did to within 1 ms",
+    "X9: against %i ms per token, every gap between tokens is reported and ITL and the mean gap match the server's within 1 ms",
     async (pacingMs) => {
       const server = await startPacedServer(pacingMs);
       const models = JSON.stringify({

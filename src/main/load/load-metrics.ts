@@ -155,6 +155,7 @@ export class LoadMetrics {
    * @param now ms since the run began
    * @param epochAtStart epoch ms at which the run began, on the main thread's high-resolution clock
    *   (`performance.timeOrigin + performance.now()` then): converts the worker's stamps to run time.
+   *   With the default 0, a stamped request's `startMs` stays in epoch ms (its durations are the same).
    */
   constructor(now: () => number, epochAtStart = 0) {
     this.#now = now;

@@ -7,6 +7,7 @@
 import type { AgentEvent, AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { WireError, WorkerExitCause } from "./errors.js";
+import type { RequestTiming } from "./request-timing.js";
 import type { ThinkingLevel } from "./thinking.js";
 
 /** `agent_end` as listeners see it: the agent's event plus the retry decision made for it. */
@@ -196,8 +197,20 @@ export interface SessionInfoChangedEvent {
   name: string | undefined;
 }
 
-/** The agent's own events, except `agent_end`, which gains `willRetry`. */
-export type ForwardedAgentEvent = Exclude<AgentEvent, { type: "agent_end" }>;
+/**
+ * The agent's `message_end`, plus the timing of the model request of an assistant reply the worker
+ * streamed: its start, first byte, first token, end and the gaps between its deltas, stamped in the
+ * worker as they happened (see {@link RequestTiming}). Absent on other messages and on a reply the
+ * main thread made itself (the failed reply of a run whose worker died).
+ */
+export interface MessageEndEvent {
+  type: "message_end";
+  message: AgentMessage;
+  timing?: RequestTiming;
+}
+
+/** The agent's own events, except `agent_end`, which gains `willRetry`, and `message_end`, which gains `timing`. */
+export type ForwardedAgentEvent = Exclude<AgentEvent, { type: "agent_end" | "message_end" }> | MessageEndEvent;
 
 /** Everything a session listener can receive. Switch on `type`. */
 /**

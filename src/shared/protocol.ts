@@ -17,6 +17,7 @@ import type { Api, Model } from "@mariozechner/pi-ai";
 import type { BashResult } from "./bash/bash-message.js";
 import type { SummaryRequest } from "./compaction/summary-prompt.js";
 import type { WireError } from "./errors.js";
+import type { MessageEndEvent } from "./events.js";
 import type { UiAnswer, UiRequest } from "./extensions/extension-ui.js";
 import type { WireUpdateEvent } from "./stream-wire.js";
 import type { ThinkingLevel } from "./thinking.js";
@@ -180,8 +181,14 @@ export interface WorkerApi {
   answerUi(requestId: number, answer: UiAnswer | null): Result<null>;
 }
 
-/** An agent event as it crosses; `message_update` travels slimmed down (see stream-wire.ts). */
-type WireAgentEvent = Exclude<AgentEvent, { type: "message_update" }> | WireUpdateEvent;
+/**
+ * An agent event as it crosses; `message_update` travels slimmed down (see stream-wire.ts), and an
+ * assistant reply's `message_end` carries its request's timing (request-timing.ts).
+ */
+type WireAgentEvent =
+  | Exclude<AgentEvent, { type: "message_update" | "message_end" }>
+  | WireUpdateEvent
+  | MessageEndEvent;
 
 /** One item of a batch: a session's event, or the end of one of its runs. */
 export type BatchItem =

@@ -13,6 +13,7 @@
  * deserialise and dispatch a long burst in one task.
  */
 import type { AgentEvent } from "@mariozechner/pi-agent-core";
+import type { MessageEndEvent } from "../shared/events.js";
 import type { BatchItem, BatchMessage } from "../shared/protocol.js";
 import { mergeWireUpdates, snapshot, toWireUpdate } from "../shared/stream-wire.js";
 
@@ -34,8 +35,11 @@ export class EventBatcher {
     this.#maxItems = maxItems;
   }
 
-  /** Queues a session event; deltas may be merged into the session's previous queued delta. */
-  pushEvent(sessionId: string, event: AgentEvent): void {
+  /**
+   * Queues a session event; deltas may be merged into the session's previous queued delta. A
+   * `message_end` may carry its request's timing (the session adds it; the batcher passes it on).
+   */
+  pushEvent(sessionId: string, event: AgentEvent | MessageEndEvent): void {
     if (event.type === "message_start") {
       this.#append(sessionId, { type: "event", sessionId, event: { ...event, message: snapshot(event.message) } });
       return;

@@ -241,6 +241,38 @@ describe("real providers against the mock model server", () => {
         expect(suite.server.requests(text)).toBe(4);
       });
 
+      it("X9: each reply's message_end carries its request's timing: no first byte without a response, one stamp per delta", async () => {
+        const host = hostWith();
+        const session = await host.createSession({ model: providerOf(api) });
+        const events = collect(session);
+        const text = scripted(`${api} timing`, ["reset", 503, { type: "ok", tokens: 8, tokenDelayMs: 3 }]);
+        const result = await within(session.prompt(text), 20_000, "the retried prompt");
+        expect(result.stopReason).toBe("stop");
+        const timings = events.flatMap((event) =>
+          event.type === "message_end" && event.message.role === "assistant" ? [event.timing] : [],
+        );
+        expect(timings).toHaveLength(3);
+        const [reset, failed, answered] = timings;
+        // The reset got no response; the 503 did, but streamed nothing.
+        expect(reset).toMatchObject({ chunks: 0, chunkGapsMs: [] });
+        expect(reset).not.toHaveProperty("firstByteMs");
+        expect(failed).toMatchObject({ chunks: 0, chunkGapsMs: [] });
+        expect(failed?.firstByteMs).toBeGreaterThanOrEqual(failed?.requestStartMs as number);
+        // Eight word tokens, eight deltas as the SDK parsed them (merged or not when they crossed).
+        expect(answered?.chunks).toBe(8);
+        expect(answered?.chunkGapsMs).toHaveLength(7);
+        const t = answered as NonNullable<typeof answered>;
+        expect(t.requestStartMs).toBeLessThanOrEqual(t.firstByteMs as number);
+        expect(t.firstByteMs).toBeLessThanOrEqual(t.firstTokenMs as number);
+        expect(t.firstTokenMs).toBeLessThanOrEqual(t.endMs);
+        // The gaps lie between the first token and the end, on the same clock (µs rounding aside).
+        const spanned = t.chunkGapsMs.reduce((sum, gap) => sum + gap, 0);
+        expect(spanned).toBeLessThanOrEqual(t.endMs - (t.firstTokenMs as number) + 0.01);
+        // Attempts follow each other: each starts after the previous one ended.
+        expect(failed?.requestStartMs).toBeGreaterThanOrEqual(reset?.endMs as number);
+        expect(t.requestStartMs).toBeGreaterThanOrEqual(failed?.endMs as number);
+      });
+
       it("X3: abort() during a streaming answer closes the HTTP connection", async () => {
         const host = hostWith();
         const session = await host.createSession({ model: providerOf(api) });

@@ -3,15 +3,19 @@
  * prompt, and the running counters the progress display and the timeline read. Main thread; no
  * timers of its own (the clock is injected, so tests drive it with plain numbers).
  *
- * A model request is one assistant reply: it starts at the `turn_start` before it (the agent
- * sends the request right after) and ends at its `message_end`. Times are taken when the events
- * reach the host's main thread, which is where an application sees them.
+ * A model request is one assistant reply. Its times are the worker's stamps carried on the reply's
+ * `message_end` (`timing`, see shared/request-timing.ts): the HTTP request's start, the response's
+ * first byte, the first token, every delta and the end, taken where they happened, so the worker's
+ * event batching does not quantize them. A reply without stamps (one the main thread made for a
+ * run whose worker died) is timed from the `turn_start` before it to its `message_end`, as the
+ * events reach the main thread.
  */
 import { type AssistantMessage, isContextOverflow } from "@mariozechner/pi-ai";
 import { explainMessage, type FailureClass, isFailedStop } from "../../shared/classify.js";
 import { errorText } from "../../shared/error-text.js";
 import type { PromptResult, SessionEvent } from "../../shared/events.js";
 import { requestFailureOf, workerExitOf } from "../../shared/request-failure.js";
+import { type RequestTiming, roundMicros } from "../../shared/request-timing.js";
 import { AgenticMetrics } from "./agentic-metrics.js";
 
 /** One model request (a line of records.jsonl). */
@@ -29,6 +33,8 @@ export interface RequestRecord {
   startMs: number;
   /** Time to first token: to the first streamed text, thinking or tool-call delta; null if none came. */
   ttftMs: number | null;
+  /** Time to first byte: to the response's status and headers; null when no response came (or no stamps). */
+  ttfbMs: number | null;
   /** End-to-end: start to the reply's end. */
   e2eMs: number;
   outputTokens: number;
@@ -150,13 +156,22 @@ export class LoadMetrics {
   readonly prompts: PromptRecord[] = [];
   /** Turns and tools (report.json `agentic`). */
   readonly agentic: AgenticMetrics;
+  /** The gaps between consecutive streamed deltas of the successful requests, in ms (report.json `latency.chunkGapMs`). */
+  readonly chunkGaps: number[] = [];
   readonly #now: () => number;
+  readonly #epochAtStart: number;
   readonly #sessions = new Map<number, SessionState>();
 
-  /** @param now ms since the run began */
-  constructor(now: () => number) {
+  /**
+   * @param now ms since the run began
+   * @param epochAtStart epoch ms at which the run began, on the main thread's high-resolution clock
+   *   (`performance.timeOrigin + performance.now()` then): converts the worker's stamps to run time.
+   *   With the default 0, a stamped request's `startMs` stays in epoch ms (its durations are the same).
+   */
+  constructor(now: () => number, epochAtStart = 0) {
     this.#now = now;
     this.agentic = new AgenticMetrics(now);
+    this.#epochAtStart = epochAtStart;
   }
 
   /** Feeds one event of session `session` (a `subscribe()` listener calls this). */
@@ -174,7 +189,7 @@ export class LoadMetrics {
         }
         break;
       case "message_end":
-        if (event.message.role === "assistant") this.#endRequest(session, state, event.message);
+        if (event.message.role === "assistant") this.#endRequest(session, state, event.message, event.timing);
         // The next request is a new turn's first, not a retry.
         if (event.message.role === "assistant" && event.message.stopReason === "toolUse") state.attempt = 0;
         break;
@@ -263,22 +278,34 @@ export class LoadMetrics {
     return record;
   }
 
-  #endRequest(session: number, state: SessionState, message: AssistantMessage): void {
+  #endRequest(
+    session: number,
+    state: SessionState,
+    message: AssistantMessage,
+    timing: RequestTiming | undefined,
+  ): void {
     const end = this.#now();
     const start = state.requestStart ?? end;
     if (state.requestStart !== undefined) this.counters.inFlightRequests--;
     state.requestStart = undefined;
     state.promptRequests++;
     const usage = message.usage;
+    const times =
+      timing === undefined
+        ? {
+            startMs: start,
+            ttftMs: state.firstToken === undefined ? null : state.firstToken - start,
+            ttfbMs: null,
+            e2eMs: end - start,
+          }
+        : stampedTimes(timing, this.#epochAtStart);
     const record: RequestRecord = {
       type: "request",
       session,
       prompt: state.prompt,
       attempt: state.attempt,
       turn: this.agentic.turnOf(session),
-      startMs: start,
-      ttftMs: state.firstToken === undefined ? null : state.firstToken - start,
-      e2eMs: end - start,
+      ...times,
       outputTokens: usage?.output ?? 0,
       inputTokens: usage?.input ?? 0,
       costUsd: usage?.cost?.total ?? 0,
@@ -295,6 +322,8 @@ export class LoadMetrics {
       this.counters.failedRequests++;
       this.counters.failuresByKind[kind] = (this.counters.failuresByKind[kind] ?? 0) + 1;
       this.counters.failuresByClass[failureClass] = (this.counters.failuresByClass[failureClass] ?? 0) + 1;
+    } else if (timing !== undefined) {
+      for (const gap of timing.chunkGapsMs) this.chunkGaps.push(gap);
     }
     this.requests.push(record);
   }
@@ -307,6 +336,23 @@ export class LoadMetrics {
     }
     return state;
   }
+}
+
+/**
+ * A request's times from the worker's stamps: durations are differences of one clock (exact to the
+ * microsecond); `startMs` is converted to run time with the main thread's epoch at the run's start.
+ */
+function stampedTimes(
+  timing: RequestTiming,
+  epochAtStart: number,
+): Pick<RequestRecord, "startMs" | "ttftMs" | "ttfbMs" | "e2eMs"> {
+  const start = timing.requestStartMs;
+  return {
+    startMs: roundMicros(start - epochAtStart),
+    ttftMs: timing.firstTokenMs === undefined ? null : roundMicros(timing.firstTokenMs - start),
+    ttfbMs: timing.firstByteMs === undefined ? null : roundMicros(timing.firstByteMs - start),
+    e2eMs: roundMicros(timing.endMs - start),
+  };
 }
 
 /**

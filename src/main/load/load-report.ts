@@ -96,7 +96,11 @@ export interface LoadReport {
   /** Distributions over the requests that succeeded (prompt figures over prompts that succeeded). */
   latency: {
     ttftMs: Summary;
+    /** Time to first byte: request start to the response's status and headers (worker stamps). */
+    ttfbMs: Summary;
     itlMs: Summary;
+    /** Each gap between consecutive streamed deltas of a request (worker stamps): the individual inter-token latencies. */
+    chunkGapMs: Summary;
     e2eMs: Summary;
     outputTokensPerSecond: Summary;
     promptMs: Summary;
@@ -144,6 +148,8 @@ export interface ReportInput {
   counters: LoadCounters;
   requests: readonly RequestRecord[];
   prompts: readonly PromptRecord[];
+  /** The gaps between consecutive deltas of the successful requests (LoadMetrics `chunkGaps`); none when absent. */
+  chunkGapsMs?: readonly number[];
   timeline: { intervalMs: number; points: TimelinePoint[] };
   loopDelayMs: LoopDelaySummary;
   watchdogTerminations: number;
@@ -174,7 +180,9 @@ export function buildReport(input: ReportInput): LoadReport {
   const seconds = input.durationMs / 1000;
   const latency = {
     ttftMs: summarize(ttft),
+    ttfbMs: summarize(ok.flatMap((request) => (request.ttfbMs === null ? [] : [request.ttfbMs]))),
     itlMs: summarize(itl),
+    chunkGapMs: summarize(input.chunkGapsMs ?? []),
     e2eMs: summarize(ok.map((request) => request.e2eMs)),
     outputTokensPerSecond: summarize(tps),
     promptMs: summarize(input.prompts.filter((p) => p.outcome === "succeeded").map((p) => p.latencyMs)),

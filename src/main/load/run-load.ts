@@ -200,7 +200,7 @@ class LoadRun {
   readonly #stop = new AbortController();
   readonly #permits: Permits;
   readonly #t0 = performance.now();
-  readonly #metrics = new LoadMetrics(() => performance.now() - this.#t0);
+  readonly #metrics = new LoadMetrics(() => performance.now() - this.#t0, performance.timeOrigin + this.#t0);
   readonly #ledger = new RetryLedger(() => performance.now() - this.#t0);
   #interrupted = false;
   #nextText = 0;
@@ -263,6 +263,7 @@ class LoadRun {
       requests: this.#metrics.requests,
       prompts: this.#metrics.prompts,
       retryLedger: this.#ledger.totals,
+      chunkGapsMs: this.#metrics.chunkGaps,
       timeline: { intervalMs: sampleIntervalMs, points: timeline.points },
       loopDelayMs: timeline.loopDelay(),
       tools: this.#metrics.agentic.figures,

@@ -46,7 +46,9 @@ export function formatSummary(report: LoadReport, dir?: string): string {
   lines.push("");
   const rows: [string, Summary][] = [
     ["ttft ms", report.latency.ttftMs],
+    ["ttfb ms", report.latency.ttfbMs],
     ["itl ms", report.latency.itlMs],
+    ["chunk gap ms", report.latency.chunkGapMs],
     ["e2e latency ms", report.latency.e2eMs],
     ["tokens/s per request", report.latency.outputTokensPerSecond],
     ["prompt ms", report.latency.promptMs],

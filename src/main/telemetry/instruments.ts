@@ -9,6 +9,8 @@ import type { Counter, Histogram, Meter } from "@opentelemetry/api";
 
 /** Bucket boundaries the GenAI conventions give for their duration histograms, in s. */
 const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
+/** The GenAI conventions' boundaries for the time per output token or chunk, in s. */
+const CHUNK_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5];
 /** The GenAI conventions' boundaries for token counts. */
 const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
 /** Attempts per retry chain: `retry.maxRetries` is small. */
@@ -19,6 +21,7 @@ export interface Instruments {
   operationDuration: Histogram;
   tokenUsage: Histogram;
   timeToFirstChunk: Histogram;
+  timePerOutputChunk: Histogram;
   attempts: Counter;
   retryDelay: Histogram;
   chains: Counter;
@@ -51,6 +54,11 @@ export function createInstruments(meter: Meter): Instruments {
     timeToFirstChunk: seconds(
       "gen_ai.client.operation.time_to_first_chunk",
       "Time from a streamed model request's start to its first chunk.",
+    ),
+    timePerOutputChunk: seconds(
+      "gen_ai.client.operation.time_per_output_chunk",
+      "Time between consecutive chunks of a streamed model request, recorded for each chunk after the first.",
+      CHUNK_BUCKETS,
     ),
     attempts: meter.createCounter("lifeline.model.attempts", {
       unit: "{attempt}",

@@ -5,14 +5,16 @@
  * prompt's start and the caller's trace context come from the session's prompt runner through
  * {@link PromptTracing} (events start later, in another async context).
  *
- * Timing: an attempt starts at its reply's own timestamp, taken in the worker as the request was
- * made (the same wall clock as the main thread's); its end and its first chunk are when their events
- * reached the main thread, so they lag by at most the worker's batch spacing (`batchIntervalMs`,
- * 8 ms by default) plus any delay of the main thread's loop.
+ * Timing: a streamed reply's `message_end` carries its request's stamps, taken in the worker where
+ * they happened (shared/request-timing.ts): the attempt runs from its HTTP request's start to its
+ * end, its first chunk and the gaps between chunks are exact whatever the worker's batching. A reply
+ * without stamps (made on the main thread for a run whose worker died) starts at its own timestamp
+ * and ends, and has its first chunk, when those events reached the main thread.
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { Attributes, Context } from "@opentelemetry/api";
 import type { SessionEvent } from "../../shared/events.js";
+import type { RequestTiming } from "../../shared/request-timing.js";
 import type { PromptTracing } from "../session/session-setup.js";
 import type { Instruments } from "./instruments.js";
 import { type ModelAttempt, modelAttempt } from "./model-attempt.js";
@@ -102,7 +104,7 @@ export class SessionTelemetry implements PromptTracing {
         if (this.#firstChunk === undefined && this.#streamStart !== undefined) this.#firstChunk = Date.now();
         return;
       case "message_end":
-        if (event.message.role === "assistant") this.#attemptEnded(event.message);
+        if (event.message.role === "assistant") this.#attemptEnded(event.message, event.timing);
         return;
       case "agent_end":
         this.#spans?.agentEnd(event.willRetry);
@@ -170,8 +172,13 @@ export class SessionTelemetry implements PromptTracing {
     this.#settlePrompt(undefined);
   }
 
-  #attemptEnded(message: AssistantMessage): void {
+  #attemptEnded(message: AssistantMessage, timing: RequestTiming | undefined): void {
     const attempt = modelAttempt(message, Date.now());
+    if (timing !== undefined) {
+      attempt.startMs = timing.requestStartMs;
+      attempt.endMs = timing.endMs;
+      this.#firstChunk = timing.firstTokenMs;
+    }
     this.#provider = attempt.provider;
     const context: AttemptContext = { retry: this.#retry };
     if (this.#retry > 0 && this.#delayMs !== undefined) {
@@ -182,7 +189,7 @@ export class SessionTelemetry implements PromptTracing {
     if (this.#parts.recordContent) context.output = JSON.stringify([textOf(message)]);
     this.#lastHintMs = attempt.retryHintMs;
     this.#delayMs = undefined;
-    this.#record(attempt, context);
+    this.#record(attempt, context, timing?.chunkGapsMs);
     if (attempt.errorType?.startsWith("worker_") === true) {
       this.#spans?.promptEvent("lifeline.worker.exited", { "lifeline.worker.exit_cause": attempt.errorType.slice(7) });
     }
@@ -191,7 +198,8 @@ export class SessionTelemetry implements PromptTracing {
     this.#firstChunk = undefined;
   }
 
-  #record(attempt: ModelAttempt, context: AttemptContext): void {
+  /** `chunkGapsMs`: the gaps between the reply's chunks, from its stamps (one record per chunk after the first). */
+  #record(attempt: ModelAttempt, context: AttemptContext, chunkGapsMs: readonly number[] | undefined): void {
     const instruments = this.#instruments;
     if (instruments === undefined) return;
     const base: Attributes = {
@@ -213,6 +221,12 @@ export class SessionTelemetry implements PromptTracing {
       instruments.tokenUsage.record(attempt.outputTokens, { ...base, "gen_ai.token.type": "output" });
     if (context.firstChunkMs !== undefined) {
       instruments.timeToFirstChunk.record((context.firstChunkMs - attempt.startMs) / 1000, base);
+    }
+    // The API has no bulk record: one call per gap, made here once per reply rather than per batch
+    // as deltas arrive, with the one attributes object of the reply.
+    if (chunkGapsMs !== undefined) {
+      const perChunk = instruments.timePerOutputChunk;
+      for (const gap of chunkGapsMs) perChunk.record(gap / 1000, base);
     }
   }
 

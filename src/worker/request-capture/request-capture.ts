@@ -18,6 +18,7 @@ import type { RequestFailure } from "../../shared/request-failure.js";
 import { watchEventStream } from "./event-stream-watch.js";
 import { isAbort, networkFailure, originOf } from "./network-failure.js";
 import { errorResponseFailure, inStreamFailure, MAX_ERROR_BODY_BYTES } from "./provider-errors.js";
+import { RequestTimer } from "./request-timer.js";
 
 const captures = new AsyncLocalStorage<RequestCapture>();
 let installed = false;
@@ -35,6 +36,7 @@ export function installRequestCapture(): void {
     const capture = captures.getStore();
     if (capture === undefined) return original(input, init);
     capture.begin();
+    capture.timer.fetching();
     let response: Response;
     try {
       response = await original(input, init);
@@ -42,6 +44,7 @@ export function installRequestCapture(): void {
       capture.networkFailure("request", error, undefined, originOf(input));
       throw error;
     }
+    capture.timer.responded();
     return capture.observe(response);
   };
 }
@@ -52,6 +55,8 @@ export function installRequestCapture(): void {
  * A session has at most one request in flight, so "latest" is unambiguous.
  */
 export class RequestCapture {
+  /** When the latest model request's moments happened (request-timer.ts); the session stamps its deltas on it. */
+  readonly timer = new RequestTimer();
   readonly #idleTimeoutMs: number;
   #failure: RequestFailure | undefined;
   /** Counts HTTP requests, so a stream of an earlier one that ends late records nothing. */
@@ -70,6 +75,7 @@ export class RequestCapture {
   /** Runs `fn` (which starts the provider's request) with fetch calls recorded here. */
   run<T>(fn: () => T): T {
     this.begin();
+    this.timer.call();
     return captures.run(this, fn);
   }
 

@@ -63,6 +63,17 @@ export class WorkerSession {
           finishFailedMessage(message, capture.failure(), secrets);
         }
       }
+      // Timing at the source (request-timer.ts): each delta is stamped as the provider's stream
+      // parsed it, before the batcher merges deltas and spaces its messages.
+      if (event.type === "message_update") {
+        if (TOKEN_DELTAS.has(event.assistantMessageEvent.type)) capture.timer.chunk();
+      } else if (event.type === "message_end" && event.message.role === "assistant") {
+        const timing = capture.timer.end();
+        if (timing !== undefined) {
+          batcher.pushEvent(id, { ...event, timing });
+          return;
+        }
+      }
       batcher.pushEvent(id, event);
     });
   }
@@ -244,6 +255,9 @@ export class WorkerSession {
     this.#batcher.pushRunEnd(item);
   }
 }
+
+/** The deltas that carry output: the first one ends the time to first token. */
+const TOKEN_DELTAS = new Set(["text_delta", "thinking_delta", "toolcall_delta"]);
 
 /** Main validates levels at its boundary; a value that is none still never reaches the agent. */
 function assertThinkingLevel(level: unknown): asserts level is ThinkingLevel {

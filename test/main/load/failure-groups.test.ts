@@ -15,6 +15,7 @@ function failedRequest(kind: string, message: string): RequestRecord {
     turn: 0,
     startMs: 0,
     ttftMs: null,
+    ttfbMs: null,
     e2eMs: 1,
     outputTokens: 0,
     inputTokens: 0,

@@ -81,6 +81,52 @@ describe("requests", () => {
     });
   });
 
+  it("X9: a reply with the worker's stamps is timed by them, not by when its batched events arrived", () => {
+    // The run began at epoch 1_000_000 on the main thread's clock; the stamps are the worker's.
+    let now = 0;
+    const metrics = new LoadMetrics(() => now, 1_000_000);
+    metrics.promptStarted(0);
+    now = 50;
+    metrics.onEvent(0, { type: "turn_start" } as SessionEvent);
+    // Batched: the first delta and the end reach the main thread together, long after they happened.
+    now = 400;
+    metrics.onEvent(0, delta);
+    const timing = {
+      requestStartMs: 1_000_060.5,
+      firstByteMs: 1_000_061.25,
+      firstTokenMs: 1_000_063.5,
+      endMs: 1_000_080.5,
+      chunks: 4,
+      chunkGapsMs: [2.5, 5, 9.5],
+    };
+    metrics.onEvent(0, { type: "message_end", message: reply(), timing } as SessionEvent);
+    expect(metrics.requests[0]).toMatchObject({ startMs: 60.5, ttfbMs: 0.75, ttftMs: 3, e2eMs: 20 });
+    expect(metrics.chunkGaps).toEqual([2.5, 5, 9.5]);
+    expect(metrics.counters.inFlightRequests).toBe(0);
+  });
+
+  it("a failed reply's stamps time it, but its chunk gaps stay out of the successful requests' distribution", () => {
+    const metrics = new LoadMetrics(() => 0, 0);
+    metrics.onEvent(0, { type: "turn_start" } as SessionEvent);
+    const timing = { requestStartMs: 10, firstByteMs: 12, endMs: 15, chunks: 2, chunkGapsMs: [1] };
+    metrics.onEvent(0, {
+      type: "message_end",
+      message: failed({ status: 200, network: { phase: "body", message: "terminated" } }, "terminated"),
+      timing,
+    } as SessionEvent);
+    expect(metrics.requests[0]).toMatchObject({ startMs: 10, ttfbMs: 2, ttftMs: null, e2eMs: 5 });
+    expect(metrics.chunkGaps).toEqual([]);
+  });
+
+  it("a reply without stamps has no TTFB and is timed on the main thread as before", () => {
+    const { metrics, at } = clocked();
+    at(10);
+    metrics.onEvent(0, { type: "turn_start" } as SessionEvent);
+    at(30);
+    metrics.onEvent(0, end(reply()));
+    expect(metrics.requests[0]).toMatchObject({ startMs: 10, ttftMs: null, ttfbMs: null, e2eMs: 20 });
+  });
+
   it("a user message_end is not a request", () => {
     const { metrics } = clocked();
     metrics.onEvent(0, { type: "message_end", message: { role: "user", content: "x", timestamp: 0 } } as SessionEvent);

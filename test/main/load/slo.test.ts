@@ -37,6 +37,7 @@ function request(
     turn: 0,
     startMs,
     ttftMs,
+    ttfbMs: null,
     e2eMs,
     outputTokens,
     inputTokens: 10,

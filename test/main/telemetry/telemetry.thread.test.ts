@@ -9,6 +9,7 @@ import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSessionHost, type SessionHost, type SessionHostOptions } from "../../../dist/main/index.js";
 import { startMetricsEndpoint } from "../../../dist/main/telemetry/metrics-endpoint.js";
+import type { RequestTiming } from "../../../dist/shared/request-timing.js";
 import { tempDir, within } from "../../fixtures/bounded.js";
 import { mockServerSuite } from "../../fixtures/mock-server-suite.js";
 import { mockModel, workerApiModel } from "../../fixtures/models.mjs";
@@ -55,7 +56,13 @@ function byName(spans: ReadableSpan[], name: string): ReadableSpan[] {
 describe("a scripted retry chain (503, 429 with a hint, success)", () => {
   it("B9 R7: records exactly three attempts, one chain ended by success, and one trace under the caller's span", async () => {
     suite.server.setScript({
-      conversations: [{ match: "otel chain", steps: [503, { type: "error", status: 429, retryAfterMs: 40 }, "ok"] }],
+      conversations: [
+        {
+          match: "otel chain",
+          // The answer streams 6 chunks (one word each), so 5 gaps.
+          steps: [503, { type: "error", status: 429, retryAfterMs: 40 }, { type: "ok", tokens: 6, tokenDelayMs: 15 }],
+        },
+      ],
     });
     const recorded = recordInMemory();
     cleanups.push(() => recorded.shutdown());
@@ -63,6 +70,10 @@ describe("a scripted retry chain (503, 429 with a hint, success)", () => {
       settings: { retry: { baseDelayMs: 1, respectRetryAfter: true } },
     });
     const session = await host.createSession({ model: mockModel(suite.server.port), apiKey: SECRET_KEY });
+    const timings: (RequestTiming | undefined)[] = [];
+    session.subscribe((event) => {
+      if (event.type === "message_end" && event.message.role === "assistant") timings.push(event.timing);
+    });
     const parent = recorded.tracerProvider.getTracer("test-app").startSpan("app request");
     const result = await within(
       context.with(trace.setSpan(context.active(), parent), () => session.prompt("otel chain")),
@@ -105,6 +116,23 @@ describe("a scripted retry chain (503, 429 with a hint, success)", () => {
     expect(histogramCount(data, "gen_ai.client.operation.duration", { "error.type": "503" })).toBe(1);
     expect(histogramCount(data, "gen_ai.client.operation.duration", { "error.type": "429" })).toBe(1);
     expect(histogramCount(data, "gen_ai.client.operation.time_to_first_chunk", model)).toBe(1);
+    // B9 X9: one time per output chunk for each chunk after the first, of the one streamed reply
+    // (the failures streamed none), with time_to_first_chunk's attributes; its values are the gaps
+    // the worker stamped, which the reply's message_end carries.
+    expect(timings).toHaveLength(3);
+    const streamed = timings[2];
+    expect(timings.slice(0, 2).map((timing) => timing?.chunks)).toEqual([0, 0]);
+    expect(streamed?.chunks).toBe(6);
+    expect(histogramCount(data, "gen_ai.client.operation.time_per_output_chunk")).toBe(5);
+    expect(histogramCount(data, "gen_ai.client.operation.time_per_output_chunk", model)).toBe(5);
+    const [perChunk, ...others] = pointsOf(data, "gen_ai.client.operation.time_per_output_chunk");
+    expect(others).toEqual([]);
+    expect(perChunk?.attributes).toEqual(pointsOf(data, "gen_ai.client.operation.time_to_first_chunk")[0]?.attributes);
+    const gaps = streamed?.chunkGapsMs ?? [];
+    const histogram = perChunk?.value as { sum: number; min: number; max: number };
+    expect(histogram.sum).toBeCloseTo(gaps.reduce((sum, gap) => sum + gap, 0) / 1000, 9);
+    expect(histogram.min).toBe(Math.min(...gaps) / 1000);
+    expect(histogram.max).toBe(Math.max(...gaps) / 1000);
     expect(histogramCount(data, "gen_ai.client.token.usage", { "gen_ai.token.type": "output" })).toBe(1);
     expect(counted(data, "lifeline.retry.chains", { "lifeline.retry.end_reason": "success" })).toBe(1);
     expect(counted(data, "lifeline.retry.chains")).toBe(1);

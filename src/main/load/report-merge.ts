@@ -9,9 +9,9 @@
  */
 import { LifelineError } from "../../shared/errors.js";
 import { type LoadReport, REPORT_SCHEMA, thresholdFigures } from "./load-report.js";
+import { isPlainObject, mergeObject, mergeUnknown } from "./merge-fields.js";
 import { mergeTimelines } from "./merge-timeline.js";
-import { Sketch } from "./sketch.js";
-import { round3, type Summary, summarizeSketch } from "./stats.js";
+import { round3 } from "./stats.js";
 import { evaluateThresholds, parseThreshold, type Threshold } from "./thresholds.js";
 
 /** One report a merged report was made of (report.json `merged.from[]`). */
@@ -112,9 +112,10 @@ export function mergeLoadReports(
   const end = Math.max(...reports.map((report) => Date.parse(report.endedAt)));
   const busyMs = busyTime(intervals);
   const totals = mergeTotals(reports, parts, unmerged);
+  const sources = parts.map((part) => part.source);
   const latency = mergeObject(
     parts.map((part) => part.report.latency),
-    parts,
+    sources,
     "latency",
     unmerged,
   ) as LoadReport["latency"];
@@ -152,7 +153,7 @@ export function mergeLoadReports(
   for (const key of keys) {
     const value = mergeUnknown(
       parts.map((part) => (part.report as unknown as Record<string, unknown>)[key]),
-      parts,
+      sources,
       key,
       unmerged,
     );
@@ -272,7 +273,7 @@ function mergeTotals(
   for (const key of keys) {
     const value = mergeUnknown(
       t.map((x) => (x as unknown as Record<string, unknown>)[key]),
-      parts,
+      parts.map((part) => part.source),
       `totals.${key}`,
       unmerged,
     );
@@ -297,49 +298,6 @@ function mergeMock(reports: readonly LoadReport[], unmerged: Set<string>): LoadR
     // Each part had its own mock: the largest one's, not a sum of peaks that need not coincide.
     maxConcurrentRequests: Math.max(...present.map((mock) => mock.maxConcurrentRequests)),
   };
-}
-
-/**
- * Merges the values of one field across the parts, where that cannot be wrong: Summaries (an
- * object with a `sketch`) through their sketches, objects key by key. Anything else (a number
- * might be a count or a rate), or a field some part lacks, is left out: undefined, and its path
- * added to `unmerged`.
- */
-function mergeUnknown(
-  values: readonly unknown[],
-  parts: readonly MergeInput[],
-  path: string,
-  unmerged: Set<string>,
-): unknown {
-  if (values.every(isSummary)) {
-    const sketch = new Sketch();
-    for (const [i, value] of values.entries()) {
-      sketch.merge(Sketch.fromJSON(value.sketch, `${parts[i]?.source}: ${path}.sketch`));
-    }
-    return summarizeSketch(sketch);
-  }
-  if (values.every(isPlainObject)) return mergeObject(values, parts, path, unmerged);
-  unmerged.add(path);
-  return undefined;
-}
-
-function mergeObject(
-  values: readonly Record<string, unknown>[],
-  parts: readonly MergeInput[],
-  path: string,
-  unmerged: Set<string>,
-): Record<string, unknown> {
-  const merged: Record<string, unknown> = {};
-  for (const key of new Set(values.flatMap((value) => Object.keys(value)))) {
-    const value = mergeUnknown(
-      values.map((v) => v[key]),
-      parts,
-      `${path}.${key}`,
-      unmerged,
-    );
-    if (value !== undefined) merged[key] = value;
-  }
-  return merged;
 }
 
 function describePart(part: MergeInput): MergedPart {
@@ -394,14 +352,6 @@ function addCounts(maps: readonly Record<string, number>[]): Record<string, numb
   const total: Record<string, number> = {};
   for (const map of maps) for (const [key, n] of Object.entries(map)) total[key] = (total[key] ?? 0) + n;
   return total;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
-}
-
-function isSummary(value: unknown): value is Summary {
-  return isPlainObject(value) && "sketch" in value;
 }
 
 /** JSON with sorted keys, so equal objects compare equal whatever their key order. */

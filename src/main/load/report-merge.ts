@@ -102,7 +102,7 @@ export function mergeLoadReports(
   parts: readonly MergeInput[],
   options: { force?: boolean; thresholds?: readonly Threshold[] } = {},
 ): MergedReport {
-  if (parts.length < 2) fail(`give at least two reports to merge, got ${parts.length}`);
+  if (parts.length < 2) fail(`Give at least two reports to merge, got ${parts.length}`);
   checkDistinctRuns(parts);
   const unmerged = new Set<string>();
   const reports = parts.map((part) => part.report);
@@ -213,7 +213,7 @@ function mergeConfig(parts: readonly MergeInput[], force: boolean): LoadReport["
       if (new Set(values).size > 1) {
         const each = parts.map((part, i) => `${part.source} has ${values[i]}`).join(", ");
         fail(
-          `the reports are of different configurations: config.${key} differs (${each}); merge reports of one configuration, or pass --force (force: true) to merge them anyway`,
+          `The reports are of different configurations: config.${key} differs (${each}); merge reports of one configuration, or pass --force (force: true) to merge them anyway`,
         );
       }
     }

@@ -251,6 +251,14 @@ describe("merging reports", () => {
     ]);
   });
 
+  it("a part with no successful request adds nothing to the distributions, and two such parts have none", () => {
+    const merged = mergeLoadReports([input(reportOf([10, 20]), "a"), input(reportOf([], { startMs: 5000 }), "b")]);
+    expect(merged.latency.e2eMs).toMatchObject({ count: 2, min: 10, max: 20 });
+    const empty = mergeLoadReports([input(reportOf([]), "a"), input(reportOf([], { startMs: 5000 }), "b")]);
+    expect(empty.latency.e2eMs).toMatchObject({ count: 0, min: null, p99: null, histogram: { edges: [], counts: [] } });
+    expect(empty.thresholds).toEqual([expect.objectContaining({ expression: "p99_latency_ms<1000", passed: false })]);
+  });
+
   it("refuses the same run twice", () => {
     const a = reportOf([10]);
     expect(() => mergeLoadReports([input(a, "a"), input(a, "copy of a")])).toThrow(

@@ -161,7 +161,7 @@ async function runLoadCommand(
   try {
     const result = await runLoad(options);
     view.stop();
-    process.stdout.write(formatSummary(result.report, result.files?.dir));
+    process.stdout.write(formatSummary(result.report, result.files?.dir, { csv: options.csv === true }));
     if (result.report.status === "interrupted") return interruptCode;
     return result.thresholdsPassed ? 0 : EXIT_THRESHOLD_FAILED;
   } catch (error) {

@@ -3,7 +3,7 @@
  * progress on stderr, the summary on stdout, the report folder, and the exit code:
  * 0 the run completed (whatever the prompts' outcomes), 99 a threshold failed, 2 bad usage,
  * 1 the run could not complete, 130 interrupted by Ctrl+C (143 by SIGTERM); a partial report is
- * still written then.
+ * still written then. Its `merge` subcommand is merge-cli.ts's.
  */
 import { type Command, Option } from "commander";
 import type { ErrorCode } from "../../shared/errors.js";
@@ -13,6 +13,7 @@ import { type FleetFlags, fleetFromFlags } from "../fleet/fleet-flags.js";
 import { type MetricsEndpoint, parseMetricsPort, startMetricsEndpoint } from "../telemetry/metrics-endpoint.js";
 import { type LoadFlags, loadOptionsFromFlags } from "./load-flags.js";
 import type { LoadOptions } from "./load-options.js";
+import { addMergeCommand } from "./merge-cli.js";
 import { createProgressView } from "./progress.js";
 import { defaultOutDir, runLoad } from "./run-load.js";
 import { formatSummary } from "./summary-table.js";
@@ -39,7 +40,7 @@ const USAGE_ERRORS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
  * `program.opts()`.
  */
 export function addLoadCommand(program: Command, setExitCode: (code: number) => void): void {
-  program
+  const load = program
     .command("load")
     .description("load-test: N concurrent sessions × M prompts against the built-in mock server or a real model")
     .addOption(new Option("--sessions <n>", "concurrent sessions (required)"))
@@ -69,6 +70,7 @@ export function addLoadCommand(program: Command, setExitCode: (code: number) => 
       ),
     )
     .addOption(new Option("--out <dir>", "report folder (default ./lifeline-load-<timestamp>)"))
+    .addOption(new Option("--csv", "also write records.csv and summary.csv into the report folder"))
     .addOption(new Option("--ramp-up <time>", "start the sessions spread evenly over this time (default 0s)"))
     .addOption(new Option("--concurrency <n>", "most prompts in flight at once (default: --sessions)"))
     .addOption(
@@ -122,6 +124,7 @@ export function addLoadCommand(program: Command, setExitCode: (code: number) => 
       if (merged.apiKey === undefined && global.apiKey !== undefined) merged.apiKey = global.apiKey;
       setExitCode(await runLoadCommand(merged, global.workerEntry, global));
     });
+  addMergeCommand(load, setExitCode);
 }
 
 /** Runs `lifeline load` with parsed flags; resolves to the exit code. Never throws. */
@@ -179,7 +182,7 @@ async function runLoadCommand(
   try {
     const result = await runLoad(options);
     view.stop();
-    process.stdout.write(formatSummary(result.report, result.files?.dir));
+    process.stdout.write(formatSummary(result.report, result.files?.dir, { csv: options.csv === true }));
     if (result.report.status === "interrupted") return interruptCode;
     return result.thresholdsPassed ? 0 : EXIT_THRESHOLD_FAILED;
   } catch (error) {

@@ -24,6 +24,8 @@ export interface LoadFlags {
   threshold?: string[];
   slo?: string;
   out?: string;
+  /** `--csv`: also records.csv and summary.csv. */
+  csv?: boolean;
   rampUp?: string;
   concurrency?: string;
   promptsFile?: string;
@@ -90,6 +92,7 @@ export async function loadOptionsFromFlags(flags: LoadFlags, cwd: string): Promi
   );
   if (flags.slo !== undefined) options.slo = flags.slo;
   if (flags.out !== undefined) options.outDir = resolve(cwd, flags.out);
+  if (flags.csv === true) options.csv = true;
   if (flags.rampUp !== undefined) options.rampUpMs = parseDuration("--ramp-up", flags.rampUp, 0);
   if (flags.concurrency !== undefined) options.concurrency = parseCount("--concurrency", flags.concurrency, 100_000);
   if (flags.promptsFile !== undefined) Object.assign(options, await readPromptsFile(resolve(cwd, flags.promptsFile)));

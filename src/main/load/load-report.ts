@@ -252,8 +252,8 @@ export function buildReport(input: ReportInput): LoadReport {
   return report;
 }
 
-/** The figure each threshold metric names, read from a report. */
-function thresholdFigures(report: LoadReport): Record<ThresholdMetric, number | null> {
+/** The figure each threshold metric names, read from a report (also a merged one: report-merge.ts). */
+export function thresholdFigures(report: LoadReport): Record<ThresholdMetric, number | null> {
   const { latency, totals } = report;
   return {
     p50_latency_ms: latency.e2eMs.p50,

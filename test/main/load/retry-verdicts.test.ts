@@ -198,7 +198,9 @@ describe("verdicts from a scripted event sequence", () => {
   it("back-off: 100 + 1000 + 200 + 0 + 200 (cut) = 1500 ms; per retried prompt 100, 1200 and 0", () => {
     const { verdicts, metrics } = run();
     expect(verdicts.backoff.sumMs).toBe(1500);
-    expect(verdicts.backoff.perPromptMs).toMatchObject({ count: 3, min: 0, p50: 100, max: 1200 });
+    expect(verdicts.backoff.perPromptMs).toMatchObject({ count: 3, min: 0, max: 1200 });
+    // Percentiles come from the summary's sketch: within 1 % of the exact 100.
+    expect(Math.abs((verdicts.backoff.perPromptMs.p50 ?? 0) - 100)).toBeLessThanOrEqual(1);
     expect(metrics.prompts.map((p: PromptRecord) => p.backoffMs)).toEqual([0, 100, 1200, 0, 0, 0, 200, 0]);
   });
 

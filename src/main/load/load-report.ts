@@ -4,6 +4,7 @@
  * ever added within a version.
  */
 
+import type { ArrivalConfig, ArrivalTotals, SweepReport } from "./arrival-report.js";
 import type { LoadCounters, PromptRecord, RequestRecord } from "./load-metrics.js";
 import type { LoadFault } from "./load-options.js";
 import type { MockTargetStats } from "./mock-target.js";
@@ -48,6 +49,8 @@ export interface LoadReport {
      * default `retry.provider.idleTimeoutMs` when neither flags nor files set one.
      */
     settings: Record<string, unknown>;
+    /** The open model or the sweep (arrival-report.ts); null for the closed model. */
+    arrival: ArrivalConfig | null;
   };
   totals: {
     prompts: { sent: number; succeeded: number; failed: number; cancelled: number };
@@ -80,6 +83,8 @@ export interface LoadReport {
     sessionRestores: Record<string, number>;
     /** Workers the watchdog terminated as hung. */
     watchdogTerminations: number;
+    /** The open model's and the sweep's arrivals (arrival-report.ts); null for the closed model. */
+    arrivals: ArrivalTotals | null;
   };
   /** Distributions over the requests that succeeded (prompt figures over prompts that succeeded). */
   latency: {
@@ -94,6 +99,8 @@ export interface LoadReport {
   loopDelayMs: LoopDelaySummary;
   timeline: { intervalMs: number; points: TimelinePoint[] };
   thresholds: ThresholdResult[];
+  /** One result per sweep step (arrival-report.ts); null unless the run was a sweep. */
+  sweep: SweepReport | null;
   /**
    * The built-in mock's own counters, read from its thread at the end; null with `model`.
    * `received` (well-formed model requests that reached it) equals `totals.requests.sent` on a
@@ -127,6 +134,9 @@ export interface ReportInput {
   watchdogTerminations: number;
   thresholds: readonly Threshold[];
   mock: MockTargetStats | null;
+  /** The open model's arrivals and the sweep's steps (open-run.ts); absent for the closed model. */
+  arrivals?: ArrivalTotals;
+  sweep?: SweepReport | null;
 }
 
 /** Builds report.json from a run's records and counters, and checks the thresholds. */
@@ -174,6 +184,7 @@ export function buildReport(input: ReportInput): LoadReport {
     costUsd: Math.round(counters.costUsd * 1e6) / 1e6,
     sessionRestores: { ...counters.restores },
     watchdogTerminations: input.watchdogTerminations,
+    arrivals: input.arrivals ?? null,
   };
   const report: LoadReport = {
     schema: REPORT_SCHEMA,
@@ -191,6 +202,7 @@ export function buildReport(input: ReportInput): LoadReport {
     loopDelayMs: input.loopDelayMs,
     timeline: input.timeline,
     thresholds: [],
+    sweep: input.sweep ?? null,
     mock:
       input.mock === null
         ? null

@@ -17,11 +17,13 @@ import type { SessionHostOptions } from "../host/host-options.js";
 import { createSessionHost, type SessionHost } from "../host/session-host.js";
 import { abortableSleep } from "../retry/sleep.js";
 import type { AgentSession } from "../session/agent-session.js";
+import { arrivalConfig } from "./arrival-report.js";
 import { LoadMetrics, type LoadProgress } from "./load-metrics.js";
 import { checkLoadOptions, LOAD_DEFAULTS, type LoadOptions } from "./load-options.js";
 import { buildReport, type LoadReport } from "./load-report.js";
 import { withMockIdleTimeout } from "./mock-idle-timeout.js";
 import { type MockTargetStats, startMockTarget } from "./mock-target.js";
+import { driveOpenRun } from "./open-run.js";
 import { Permits } from "./permits.js";
 import { type ReportFiles, writeReportFiles } from "./report-files.js";
 import { Timeline } from "./timeline.js";
@@ -83,9 +85,14 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     host = createSessionHost(hostOptions);
     const model: string | Model<Api> = target?.model ?? (options.model as string);
     const apiKey = target === undefined ? options.apiKey : MOCK_API_KEY;
-    const sessions = await openSessions(host, options.sessions, model, apiKey, options.signal);
-    const run = new LoadRun(options, sessions);
-    const outcome = await run.drive();
+    const open = host;
+    // The open model and the sweep open a session per arrival (open-run.ts); the closed model all up front.
+    const outcome =
+      options.arrival === undefined && options.sweep === undefined
+        ? await new LoadRun(options, await openSessions(host, options.sessions, model, apiKey, options.signal)).drive()
+        : await driveOpenRun(options, () =>
+            open.createSession({ model, sessions: false, ...(apiKey === undefined ? {} : { apiKey }) }),
+          );
     const watchdogTerminations = host.watchdogTerminations;
     await host.close();
     host = undefined;
@@ -114,6 +121,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
                 rateLimit: options.mock?.rateLimit ?? null,
               },
         settings: { ...(settings ?? {}) },
+        arrival: arrivalConfig(options),
       },
       watchdogTerminations,
       thresholds,

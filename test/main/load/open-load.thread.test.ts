@@ -32,12 +32,12 @@ afterEach(async () => {
 });
 
 /**
- * A streaming chat-completions server: answers "one two" in two chunks, records when each
- * request arrived (ms, performance.now()), and serves at most `perSecond` requests a second once
- * `throttle()` is called, queueing the others in order (a request whose client went away leaves
- * the queue).
+ * A streaming chat-completions server: answers "one two" in two chunks (after `answerDelayMs`),
+ * records when each request arrived (ms, performance.now()), and serves at most `perSecond`
+ * requests a second once `throttle()` is called, queueing the others in order (a request whose
+ * client went away leaves the queue).
  */
-async function startCountingServer() {
+async function startCountingServer(answerDelayMs = 0) {
   const arrivals: number[] = [];
   let perSecond = Number.POSITIVE_INFINITY;
   const queue: ServerResponse[] = [];
@@ -63,6 +63,11 @@ async function startCountingServer() {
     arrivals.push(performance.now());
     req.resume();
     req.on("end", () => {
+      if (answerDelayMs > 0) {
+        const delayed = setTimeout(() => answer(res), answerDelayMs);
+        res.on("close", () => clearTimeout(delayed));
+        return;
+      }
       if (perSecond === Number.POSITIVE_INFINITY) {
         answer(res);
         return;
@@ -167,6 +172,47 @@ describe("open model arrivals, counted by the server", () => {
       expect(report.config.arrival).toMatchObject({ model: "open", process, maxInFlight: 1000, onCap: "drop" });
     },
     90_000,
+  );
+});
+
+describe("arrivals over the cap", () => {
+  it.each(["drop", "delay"] as const)(
+    "with --on-cap %s, arrivals that find 2 conversations open are counted, and the server sees only those started",
+    async (onCap) => {
+      // Answers take 400 ms and arrive every 50 ms: at most 2 open, so most arrivals find the cap reached.
+      const server = await startCountingServer(400);
+      const { report } = await runLoad({
+        model: "mock/mock-1",
+        sessions: 2,
+        arrival: { rate: 20, onCap },
+        durationMs: 2000,
+        lifelineDir: lifelineDirFor(server.url),
+        cwd: tempDir(cleanups),
+        outDir: false,
+      });
+      const a = report.totals.arrivals;
+      expect(a).not.toBeNull();
+      if (a === null) return;
+      expect(a.offered).toBe(40);
+      expect(a.started + a.dropped + a.unstarted).toBe(a.offered);
+      expect(a.completed + a.failed + a.cancelled).toBe(a.started);
+      // Every request the server got came from a started conversation, one prompt each.
+      expect(server.arrivals.length).toBeLessThanOrEqual(a.started);
+      if (onCap === "drop") {
+        expect(a.dropped).toBeGreaterThan(20);
+        expect(a.delayed).toBe(0);
+        expect(a.capWaitMs.count).toBe(0);
+      } else {
+        expect(a.dropped).toBe(0);
+        expect(a.delayed).toBeGreaterThan(20);
+        // A delayed arrival either started after its wait or was still waiting at the end.
+        expect(a.capWaitMs.count + a.unstarted).toBe(a.delayed);
+        expect(a.unstarted).toBeGreaterThan(0);
+      }
+      // Arrivals that did not wait for the cap are the ones whose schedule lag is measured.
+      expect(a.scheduleLagMs.count + a.capWaitMs.count).toBe(a.started);
+    },
+    60_000,
   );
 });
 

@@ -80,6 +80,8 @@ export interface SweepStage {
    * time to first token grew during the step. Null with fewer than 4 samples.
    */
   ttftGrowth: number | null;
+  /** The same two p50s' difference, later minus earlier, ms; null with fewer than 4 samples. */
+  ttftRiseMs: number | null;
   /** Prompts per second that met the run's SLO; null until an SLO is computed per step (see sweep.ts). */
   goodput: number | null;
   /** Set on the step that ended the sweep early. */

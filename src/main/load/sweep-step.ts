@@ -60,19 +60,23 @@ export function stepResult(input: StepInput): SweepStage {
       e2eMs: summarize(ok.map((request) => request.e2eMs)),
       promptMs: summarize(succeeded.map((prompt) => prompt.latencyMs)),
     },
-    ttftGrowth: ttftGrowth(ok),
+    ...ttftTrend(ok),
     goodput: stepGoodput(input.requests, input.prompts),
     saturated: null,
   };
 }
 
-/** p50 TTFT of the later half of `requests` (by start) over the earlier half's; null below 4 samples. */
-function ttftGrowth(requests: readonly RequestRecord[]): number | null {
+/**
+ * p50 TTFT of the later half of `requests` (by start) against the earlier half's: their ratio and
+ * their difference; nulls below 4 samples.
+ */
+function ttftTrend(requests: readonly RequestRecord[]): { ttftGrowth: number | null; ttftRiseMs: number | null } {
   const timed = requests.filter((request) => request.ttftMs !== null).sort((a, b) => a.startMs - b.startMs);
-  if (timed.length < 4) return null;
+  const none = { ttftGrowth: null, ttftRiseMs: null };
+  if (timed.length < 4) return none;
   const half = Math.floor(timed.length / 2);
   const early = summarize(timed.slice(0, half).map((request) => request.ttftMs as number)).p50;
   const late = summarize(timed.slice(half).map((request) => request.ttftMs as number)).p50;
-  if (early === null || late === null) return null;
-  return round3(late / Math.max(early, 0.001));
+  if (early === null || late === null) return none;
+  return { ttftGrowth: round3(late / Math.max(early, 0.001)), ttftRiseMs: round3(late - early) };
 }

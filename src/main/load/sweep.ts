@@ -12,8 +12,11 @@
  *   offered: arrivals outran completions (dropped at the cap, failed, or still open when the
  *   step's drain ran out); or
  * - **ttft**: time to first token kept growing: the p50 TTFT of the step's later half of requests
- *   is more than {@link TTFT_GROWTH} (1.5) times its earlier half's, and the step's p50 is more
- *   than {@link TTFT_OVER_BASELINE} (2) times the baseline's: a queue is building up.
+ *   is more than {@link TTFT_GROWTH} (1.5) times its earlier half's and at least
+ *   {@link TTFT_MIN_RISE_MS} (100 ms) above it, and the step's p50 is more than
+ *   {@link TTFT_OVER_BASELINE} (2) times the baseline's: a queue is building up. The floor keeps
+ *   small TTFTs out: against a fast target they are a few ms, where the host's event batching
+ *   (8 ms) and scheduling make ratios of 2 or 3 out of noise.
  * The sweep also ends after the probe when the probe's rate is not {@link MIN_HEADROOM} above the
  * baseline's (`no_headroom`: there is no range to sweep).
  *
@@ -26,6 +29,8 @@ import type { SaturationReason, SweepReport, SweepStage } from "./arrival-report
 export const MIN_COMPLETION = 0.9;
 /** Later-half / earlier-half TTFT p50 above this means TTFT kept growing. */
 export const TTFT_GROWTH = 1.5;
+/** …and by at least this many ms. */
+export const TTFT_MIN_RISE_MS = 100;
 /** …if the step's TTFT p50 is also above this multiple of the baseline's. */
 export const TTFT_OVER_BASELINE = 2;
 /** The probe's rate must exceed the baseline's by this factor for a range to sweep. */
@@ -56,6 +61,8 @@ export function saturation(step: SweepStage, baseline: SweepStage): SaturationRe
   if (
     step.ttftGrowth !== null &&
     step.ttftGrowth > TTFT_GROWTH &&
+    step.ttftRiseMs !== null &&
+    step.ttftRiseMs >= TTFT_MIN_RISE_MS &&
     p50 !== null &&
     base !== null &&
     p50 > TTFT_OVER_BASELINE * base

@@ -15,6 +15,7 @@ import {
   saturation,
   sweepRates,
   TTFT_GROWTH,
+  TTFT_MIN_RISE_MS,
   TTFT_OVER_BASELINE,
 } from "../../../src/main/load/sweep.js";
 import { stepResult } from "../../../src/main/load/sweep-step.js";
@@ -99,8 +100,16 @@ describe("saturation", () => {
     expect(saturation(step("rate", 20, 200, 200, [400, 400, 400, 400]), baseline)).toBeNull();
   });
 
+  it(`TTFT rising by less than ${TTFT_MIN_RISE_MS} ms is noise, whatever the ratios (a fast target's TTFT of a few ms)`, () => {
+    // Regression: against the fast built-in mock the baseline's TTFT p50 was 0 ms (the first
+    // delta in the same event batch as turn_start) and a step's 1 → 3 ms counted as saturation.
+    const fast = step("baseline", null, 100, 100, [0, 0, 0, 0]);
+    expect(saturation(step("rate", 30, 300, 300, [1, 1, 3, 90]), fast)).toBeNull();
+    expect(saturation(step("rate", 30, 300, 300, [1, 1, 120, 130]), fast)).toBe("ttft");
+  });
+
   it("a step's TTFT growth is its later half's p50 over its earlier half's, by start time", () => {
-    expect(step("rate", 1, 1, 1, [10, 10, 30, 30]).ttftGrowth).toBe(3);
+    expect(step("rate", 1, 1, 1, [10, 10, 30, 30])).toMatchObject({ ttftGrowth: 3, ttftRiseMs: 20 });
     expect(step("rate", 1, 1, 1, [10, 30]).ttftGrowth).toBeNull();
   });
 });

@@ -341,7 +341,7 @@ function printJ(j) {
   const s = j.share;
   console.log(
     table(
-      ["main thread, " + s.sessions + " sessions, " + s.windowS + " s window", "ms", "share of busy", "share of wall"],
+      [`main thread, ${s.sessions} sessions, ${s.windowS} s window`, "ms", "share of busy", "share of wall"],
       [
         ["bookkeeping (dist/main/load/, sampled)", s.bookkeepingMs.toFixed(1), pct(s.shareOfBusy), pct(s.shareOfWall)],
         ["bookkeeping (instrumented: metrics + timeline calls)", s.instrumentedMs.toFixed(1), "", ""],

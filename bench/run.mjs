@@ -13,6 +13,8 @@
  *   (h) fleet-throughput.mjs  a fleet's queue: prompts/s with 1, 2, 3 `lifeline serve` processes, Redis calls per prompt
  *   (i) telemetry.mjs      OpenTelemetry (B9): main-thread CPU per model request off / API without a
  *                          provider / SDK recording; event-loop p99 with streaming sessions, off vs SDK
+ *   (j) load-generator.mjs `lifeline load`'s own overhead: main-thread share of its bookkeeping at 1,000
+ *                          sessions, and the highest open-model arrival rate it starts on schedule
  *
  * Env: BENCH_QUICK=1 for smaller counts (a smoke run; noisier), BENCH_JSON=<path> to also write
  * the raw results as JSON, BENCH_ONLY=a,c to run some sections only.
@@ -36,6 +38,7 @@ const SECTIONS = [
   },
   { id: "h", file: "./fleet-throughput.mjs", title: "(h) fleet: prompts/s with 1, 2, 3 serve processes on one Redis" },
   { id: "i", file: "./telemetry.mjs", title: "(i) OpenTelemetry: main-thread cost of recording" },
+  { id: "j", file: "./load-generator.mjs", title: "(j) lifeline load: the generator's own overhead" },
 ];
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
@@ -330,6 +333,60 @@ function printF(f) {
   );
 }
 
+/** (j): targets of the generator's overhead. */
+const J_BOOKKEEPING_MAX = 0.2;
+const J_RATE_MIN = 500;
+
+function printJ(j) {
+  const s = j.share;
+  console.log(
+    table(
+      [`main thread, ${s.sessions} sessions, ${s.windowS} s window`, "ms", "share of busy", "share of wall"],
+      [
+        ["bookkeeping (dist/main/load/, sampled)", s.bookkeepingMs.toFixed(1), pct(s.shareOfBusy), pct(s.shareOfWall)],
+        ["bookkeeping (instrumented: metrics + timeline calls)", s.instrumentedMs.toFixed(1), "", ""],
+        ["everything else busy (sessions, retry controller, messages)", s.otherBusyMs.toFixed(1), "", ""],
+        ["garbage collection", s.gcMs.toFixed(1), "", ""],
+        ["idle", s.idleMs.toFixed(1), "", ""],
+      ],
+    ),
+  );
+  console.log(
+    `ELU ${pct(s.mainElu)} (active ${s.eluActiveMs.toFixed(0)} ms); ${s.promptsPerS.toFixed(0)} prompts/s, up to ${s.inFlightPromptsMax} in flight; ` +
+      `top bookkeeping functions: ${s.topFunctions.map(([name, ms]) => `${name} ${ms.toFixed(1)} ms`).join(", ") || "none sampled"}`,
+  );
+  console.log(
+    table(
+      [
+        "offered rate /s",
+        "started",
+        "dropped",
+        "lag p50 ms",
+        "lag p99 ms",
+        "lag max ms",
+        "completed /s",
+        "most in flight",
+        "main ELU",
+        "sustained",
+      ],
+      j.rates.map((r) => [
+        r.rate,
+        `${r.started} of ${r.offered}`,
+        r.dropped,
+        ms2(r.lagP50Ms),
+        ms2(r.lagP99Ms),
+        ms2(r.lagMaxMs),
+        r.completedPerS.toFixed(0),
+        r.maxInFlight,
+        pct(r.mainElu),
+        r.sustained ? "yes" : "no",
+      ]),
+    ),
+  );
+}
+
+const pct = (x) => `${(x * 100).toFixed(1)} %`;
+
 function printG(g) {
   const row = (label, q, base, rtts) => [
     label,
@@ -388,9 +445,9 @@ for (const section of SECTIONS) {
     console.log(`FAILED: ${error instanceof Error ? error.message : String(error)}\n`);
     continue;
   }
-  ({ a: printA, b: printB, c: printC, d: printD, e: printE, f: printF, g: printG, h: printH, i: printI })[section.id](
-    results[section.id],
-  );
+  ({ a: printA, b: printB, c: printC, d: printD, e: printE, f: printF, g: printG, h: printH, i: printI, j: printJ })[
+    section.id
+  ](results[section.id]);
   console.log(`(${((performance.now() - t0) / 1000).toFixed(1)} s; load average after: ${loadavg()[0].toFixed(2)})\n`);
 }
 
@@ -521,6 +578,24 @@ if (i !== undefined) {
     "≤ 1.10",
     ratio(loopRatio),
     loopRatio <= 1.1 ? "PASS" : "FAIL",
+  ]);
+}
+const j = results.j;
+if (j !== undefined) {
+  summary.push([
+    `(j) lifeline load: main-thread time on its own bookkeeping, ${j.share.sessions} sessions (of busy time)`,
+    `≤ ${J_BOOKKEEPING_MAX * 100} %`,
+    `${pct(j.share.shareOfBusy)} (${pct(j.share.shareOfWall)} of wall time)`,
+    j.share.shareOfBusy <= J_BOOKKEEPING_MAX ? "PASS" : "FAIL",
+  ]);
+  const best = j.rates
+    .filter((r) => r.sustained)
+    .reduce((a, r) => (a === undefined || r.rate > a.rate ? r : a), undefined);
+  summary.push([
+    `(j) lifeline load: highest open-model rate started on schedule (lag p99 ≤ ${j.config.LAG_LIMIT_MS} ms)`,
+    `≥ ${J_RATE_MIN}/s`,
+    best === undefined ? `none of ${j.config.RATES.join(", ")}/s` : `${best.rate}/s (lag p99 ${ms2(best.lagP99Ms)} ms)`,
+    best !== undefined && best.rate >= J_RATE_MIN ? "PASS" : "FAIL",
   ]);
 }
 console.log("## Summary");

@@ -14,6 +14,7 @@ import { type MetricsEndpoint, parseMetricsPort, startMetricsEndpoint } from "..
 import { type LoadFlags, loadOptionsFromFlags } from "./load-flags.js";
 import type { LoadOptions } from "./load-options.js";
 import { addMergeCommand } from "./merge-cli.js";
+import { describeOpenModel } from "./open-summary.js";
 import { createProgressView } from "./progress.js";
 import { defaultOutDir, runLoad } from "./run-load.js";
 import { formatSummary } from "./summary-table.js";
@@ -101,6 +102,16 @@ export function addLoadCommand(program: Command, setExitCode: (code: number) => 
         "the mock answers at most n requests per window (e.g. 50/1s), the others a 429 with the time left",
       ),
     )
+    .addOption(new Option("--rate <r>", "open model: new conversations per second, e.g. 50/s (with --duration)"))
+    .addOption(
+      new Option("--stage <time:rate>", "open model: ramp to a rate over a time, e.g. 30s:10/s; repeatable").argParser(
+        (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+      ),
+    )
+    .addOption(new Option("--arrival <process>", "open model: constant (default) or poisson (seeded by --seed)"))
+    .addOption(new Option("--on-cap <what>", "open model: an arrival over --sessions open: drop (default) or delay"))
+    .addOption(new Option("--sweep [k]", "baseline, throughput probe, then k rates between (default 5)"))
+    .addOption(new Option("--sweep-step <time>", "length of each sweep step (default 20s)"))
     .addOption(
       new Option(
         "--tool-calls <p[:calls]>",
@@ -196,12 +207,14 @@ async function runLoadCommand(
 }
 
 function banner(options: LoadOptions): string {
-  const bound = [
-    options.prompts === undefined ? undefined : `${options.prompts} prompts each`,
-    options.durationMs === undefined ? undefined : `for ${options.durationMs / 1000} s`,
-  ]
-    .filter((part) => part !== undefined)
-    .join(", or ");
+  const bound =
+    describeOpenModel(options) ??
+    [
+      options.prompts === undefined ? undefined : `${options.prompts} prompts each`,
+      options.durationMs === undefined ? undefined : `for ${options.durationMs / 1000} s`,
+    ]
+      .filter((part) => part !== undefined)
+      .join(", or ");
   const faults = (options.faults ?? [])
     .map((f) => `${f.step}${f.retryAfterMs === undefined ? "" : `@${f.retryAfterMs}ms`}:${f.probability}`)
     .join(",");

@@ -8,12 +8,13 @@ import { LifelineError } from "../../shared/errors.js";
 import type { SettingsInput } from "../../shared/settings.js";
 import { MAX_TIMER_MS } from "../../shared/timer-ms.js";
 import { FAULT_KINDS, type FaultKind, type LoadFault, type LoadOptions } from "./load-options.js";
+import { isOpenModel, type OpenFlags, openOptionsFromFlags } from "./open-flags.js";
 import { readPromptsFile } from "./prompts-file.js";
 import { checkSloOption } from "./slo.js";
 import { parseThreshold } from "./thresholds.js";
 
-/** The flags of `lifeline load` (commander's camelCase names; values as typed). */
-export interface LoadFlags {
+/** The flags of `lifeline load` (commander's camelCase names; values as typed); the open model's in {@link OpenFlags}. */
+export interface LoadFlags extends OpenFlags {
   sessions?: string;
   prompts?: string;
   duration?: string;
@@ -61,7 +62,7 @@ export const DEFAULT_RETRY_BUDGET = { ratio: 0.2, minPerSecond: 10, windowMs: 10
  */
 export async function loadOptionsFromFlags(flags: LoadFlags, cwd: string): Promise<LoadOptions> {
   if (flags.sessions === undefined) usage("--sessions <n> is required: the number of concurrent sessions.");
-  if (flags.prompts === undefined && flags.duration === undefined) {
+  if (flags.prompts === undefined && flags.duration === undefined && !isOpenModel(flags)) {
     usage("give --prompts <n> (prompts per session), --duration <time> (for example 60s), or both.");
   }
   const options: LoadOptions = { sessions: parseCount("--sessions", flags.sessions, 100_000) };
@@ -120,6 +121,7 @@ export async function loadOptionsFromFlags(flags: LoadFlags, cwd: string): Promi
       usage("--mock-tokens, --mock-token-delay and --mock-rate-limit apply to the built-in mock; not with --model.");
     options.mock = mock;
   }
+  Object.assign(options, openOptionsFromFlags(flags));
   options.cwd = cwd;
   return options;
 }

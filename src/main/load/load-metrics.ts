@@ -88,6 +88,8 @@ export interface LoadProgress {
   outputTokensPerSecond: number;
   /** The host's largest event-loop delay over the last progress interval, in ms. */
   loopDelayMs: number;
+  /** The open model's or the sweep's current step (`baseline`, `probe`, `12.5/s`, `open`); absent in the closed model. */
+  stage?: string;
 }
 
 /** Running totals (report.json `totals` is built from them). */

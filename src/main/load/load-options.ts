@@ -8,6 +8,13 @@ import { fn, settingsObject, timerMs, validate } from "../config/option-schemas.
 import type { TelemetryOptions } from "../telemetry/telemetry-options.js";
 import type { LoadProgress } from "./load-metrics.js";
 import type { LoadToolBehaviour, MockTools } from "./load-tools.js";
+import {
+  type ArrivalOptions,
+  arrivalSchema,
+  openModelProblems,
+  type SweepOptions,
+  sweepSchema,
+} from "./open-options.js";
 import { parseThreshold, type Threshold } from "./thresholds.js";
 
 /** A step kind the built-in mock can be told to fail with (see docs/mock-server.md). */
@@ -24,11 +31,17 @@ export interface LoadFault {
   probability: number;
 }
 
-/** Options of {@link runLoad}. Only `sessions` and one of `prompts`/`durationMs` are required. */
+/**
+ * Options of {@link runLoad}. Only `sessions` and one of `prompts`/`durationMs` are required (in
+ * the open model, `arrival` or `sweep` instead).
+ */
 export interface LoadOptions {
-  /** Concurrent sessions. */
+  /** Concurrent sessions. In the open model and the sweep: the most conversations open at once (the cap). */
   sessions: number;
-  /** Prompts each session sends, one after another. With `durationMs`, whichever ends first ends the run. */
+  /**
+   * Prompts each session sends, one after another. With `durationMs`, whichever ends first ends the
+   * run. In the open model and the sweep: prompts per conversation. @default 1 in the open model
+   */
   prompts?: number;
   /** Length of the run in ms; sessions keep prompting until then (or until `prompts` are sent). */
   durationMs?: number;
@@ -103,6 +116,10 @@ export interface LoadOptions {
   workerEntry?: string | URL;
   /** As the host option (B9): where the load host records metrics and spans (`--metrics-port`'s provider). */
   telemetry?: TelemetryOptions | false;
+  /** The open model: conversations arriving at a rate or over stages (open-options.ts). @default the closed model */
+  arrival?: ArrivalOptions;
+  /** A sweep of rates from a synchronous baseline to a throughput probe (open-options.ts, sweep.ts). */
+  sweep?: SweepOptions;
   /** Aborting it stops the run: prompts in flight are aborted and a partial report is written. */
   signal?: AbortSignal;
   /** Called every `progressIntervalMs` with live counters, and once at the end. */
@@ -197,9 +214,20 @@ const loadOptionsSchema = z
     onProgress: fn.optional(),
     progressIntervalMs: timerMs(10).optional(),
     sampleIntervalMs: timerMs(10).optional(),
+    arrival: arrivalSchema.optional(),
+    sweep: sweepSchema.optional(),
   })
-  .refine((options) => options.prompts !== undefined || options.durationMs !== undefined, {
-    message: "give prompts (per session), durationMs, or both",
+  .refine(
+    (options) =>
+      options.prompts !== undefined ||
+      options.durationMs !== undefined ||
+      options.arrival !== undefined ||
+      options.sweep !== undefined,
+    { message: "give prompts (per session), durationMs, or both" },
+  )
+  .superRefine((options, context) => {
+    for (const [field, message] of openModelProblems(options))
+      context.addIssue({ code: "custom", path: [field], message });
   })
   .refine((options) => options.model === undefined || (options.faults ?? []).length === 0, {
     message: "faults apply to the built-in mock only; leave them out with model",

@@ -6,6 +6,7 @@
 
 import type { ToolFigures } from "./agentic-metrics.js";
 import { type AgenticReport, agenticReport } from "./agentic-report.js";
+import type { ArrivalConfig, ArrivalTotals, SweepReport } from "./arrival-report.js";
 import { type FailureGroup, groupFailures } from "./failure-groups.js";
 import type { LoadCounters, PromptRecord, RequestRecord } from "./load-metrics.js";
 import type { LoadFault } from "./load-options.js";
@@ -60,6 +61,8 @@ export interface LoadReport {
      * default `retry.provider.idleTimeoutMs` when neither flags nor files set one.
      */
     settings: Record<string, unknown>;
+    /** The open model or the sweep (arrival-report.ts); null for the closed model. */
+    arrival: ArrivalConfig | null;
   };
   totals: {
     prompts: { sent: number; succeeded: number; failed: number; cancelled: number };
@@ -92,6 +95,8 @@ export interface LoadReport {
     sessionRestores: Record<string, number>;
     /** Workers the watchdog terminated as hung. */
     watchdogTerminations: number;
+    /** The open model's and the sweep's arrivals (arrival-report.ts); null for the closed model. */
+    arrivals: ArrivalTotals | null;
   };
   /** Distributions over the requests that succeeded (prompt figures over prompts that succeeded). */
   latency: {
@@ -118,6 +123,8 @@ export interface LoadReport {
   failures: FailureGroup[];
   /** Turns and tools (agentic-report.ts); tool figures are 0 and summaries empty when no tool ran. */
   agentic: AgenticReport;
+  /** One result per sweep step (arrival-report.ts); null unless the run was a sweep. */
+  sweep: SweepReport | null;
   /**
    * The built-in mock's own counters, read from its thread at the end; null with `model`.
    * `received` (well-formed model requests that reached it) equals `totals.requests.sent` on a
@@ -163,6 +170,9 @@ export interface ReportInput {
   secrets?: readonly string[];
   /** The tool figures of the run (agentic-metrics.ts). */
   tools: ToolFigures;
+  /** The open model's arrivals and the sweep's steps (open-run.ts); absent for the closed model. */
+  arrivals?: ArrivalTotals;
+  sweep?: SweepReport | null;
 }
 
 /** Builds report.json from a run's records and counters, and checks the thresholds. */
@@ -212,6 +222,7 @@ export function buildReport(input: ReportInput): LoadReport {
     costUsd: Math.round(counters.costUsd * 1e6) / 1e6,
     sessionRestores: { ...counters.restores },
     watchdogTerminations: input.watchdogTerminations,
+    arrivals: input.arrivals ?? null,
   };
   const report: LoadReport = {
     schema: REPORT_SCHEMA,
@@ -236,6 +247,7 @@ export function buildReport(input: ReportInput): LoadReport {
     verdicts: buildVerdicts(input.prompts, counters, input.retryLedger ?? EMPTY_LEDGER),
     failures: groupFailures(input.requests, input.secrets ?? []),
     agentic: agenticReport(input.tools, input.prompts),
+    sweep: input.sweep ?? null,
     mock:
       input.mock === null
         ? null

@@ -5,6 +5,7 @@
  * says what one run of all the parts' prompts would have said. Pure.
  */
 import type { AgenticReport } from "./agentic-report.js";
+import type { ArrivalTotals } from "./arrival-report.js";
 import type { FailureGroup } from "./failure-groups.js";
 import type { LoadReport } from "./load-report.js";
 import type { RetryVerdicts } from "./retry-verdicts.js";
@@ -115,6 +116,38 @@ export function mergeAgentic(parts: Parts<AgenticReport>): AgenticReport {
     turnsPerPrompt: summaries((x) => x.turnsPerPrompt, "turnsPerPrompt"),
     toolLatencyMs: summaries((x) => x.toolLatencyMs, "toolLatencyMs"),
     sessionCompletionMs: summaries((x) => x.sessionCompletionMs, "sessionCompletionMs"),
+  };
+}
+
+/**
+ * `totals.arrivals` (the open model's): counts added, lateness through the sketches. Undefined
+ * when the parts disagree (some open, some closed): the caller lists it as unmerged.
+ */
+export function mergeArrivals(parts: Parts<ArrivalTotals | null>): ArrivalTotals | null | undefined {
+  const present = parts.values.filter((arrivals) => arrivals !== null);
+  if (present.length === 0) return null;
+  if (present.length < parts.values.length) return undefined;
+  const sum = (key: Exclude<keyof ArrivalTotals, "scheduleLagMs" | "capWaitMs">) =>
+    present.reduce((total, arrivals) => total + arrivals[key], 0);
+  return {
+    offered: sum("offered"),
+    started: sum("started"),
+    dropped: sum("dropped"),
+    delayed: sum("delayed"),
+    unstarted: sum("unstarted"),
+    completed: sum("completed"),
+    failed: sum("failed"),
+    cancelled: sum("cancelled"),
+    scheduleLagMs: mergeSummaries(
+      present.map((arrivals) => arrivals.scheduleLagMs),
+      parts.sources,
+      "totals.arrivals.scheduleLagMs",
+    ),
+    capWaitMs: mergeSummaries(
+      present.map((arrivals) => arrivals.capWaitMs),
+      parts.sources,
+      "totals.arrivals.capWaitMs",
+    ),
   };
 }
 

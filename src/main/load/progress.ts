@@ -23,6 +23,8 @@ function counters(progress: LoadProgress) {
     tps: progress.outputTokensPerSecond,
     loop: progress.loopDelayMs.toFixed(1),
     elapsed: (progress.elapsedMs / 1000).toFixed(1),
+    /** The open model's or the sweep's step, with its separator; empty in the closed model. */
+    stage: progress.stage === undefined ? "" : ` | step ${progress.stage}`,
   };
 }
 
@@ -53,7 +55,7 @@ function barView(stream: NodeJS.WritableStream): ProgressView {
           {
             stream,
             format:
-              "{bar} {value}/{total} {unit} | in flight {inFlight} | done {done} | failed {failed} | retries {retries} | requests {requests} | {tps} tok/s | loop {loop} ms",
+              "{bar} {value}/{total} {unit}{stage} | in flight {inFlight} | done {done} | failed {failed} | retries {retries} | requests {requests} | {tps} tok/s | loop {loop} ms",
             hideCursor: true,
             clearOnComplete: false,
             // Updates come from the run; the bar only redraws what it was given.
@@ -83,7 +85,7 @@ function lineView(stream: NodeJS.WritableStream): ProgressView {
       const c = counters(progress);
       const { total, value, unit } = goal(progress);
       stream.write(
-        `[${c.elapsed}s] ${value}/${total} ${unit}; in flight ${c.inFlight}, done ${c.done}, failed ${c.failed}, retries ${c.retries}, requests ${c.requests}, ${c.tps} tok/s, loop delay ${c.loop} ms\n`,
+        `[${c.elapsed}s] ${value}/${total} ${unit}${c.stage.replace(" | ", "; ")}; in flight ${c.inFlight}, done ${c.done}, failed ${c.failed}, retries ${c.retries}, requests ${c.requests}, ${c.tps} tok/s, loop delay ${c.loop} ms\n`,
       );
     },
     stop() {

@@ -26,6 +26,9 @@ export const CHART_IDS = [
   "amplification",
 ] as const;
 
+/** Ids of the sweep's charts (report.json `sweep`), drawn after the others when the run was a sweep. */
+export const SWEEP_CHART_IDS = ["sweep-throughput", "sweep-latency"] as const;
+
 let chartSource: Promise<string> | undefined;
 
 /** Chart.js's UMD bundle, read once per process. */
@@ -62,6 +65,13 @@ ${VERDICTS_SECTIONS}
 <section class="charts">
 ${CHART_IDS.map((id) => `<figure class="chart" data-chart="${id}"><figcaption></figcaption><div class="box"><canvas></canvas></div></figure>`).join("\n")}
 </section>
+${
+  report.sweep === null
+    ? ""
+    : `<section><h2>Sweep</h2><section class="charts">
+${SWEEP_CHART_IDS.map((id) => `<figure class="chart" data-chart="${id}"><figcaption></figcaption><div class="box"><canvas></canvas></div></figure>`).join("\n")}
+</section></section>`
+}
 <footer>Figures in report.json (schema <code>${escapeHtml(report.schema)}</code>); one line per request and prompt in records.jsonl.</footer>
 <script type="application/json" id="report-data">${data}</script>
 <script>${VERDICTS_SCRIPT}</script>
@@ -203,5 +213,32 @@ series("loop", "Host event-loop delay", [
   { label: "mean", data: points.map((p) => p.loopDelayMeanMs) },
 ], "ms");
 histogram("amplification", "Requests per prompt", L.requestsPerPrompt, "requests", COLORS[4]);
+if (report.sweep) {
+  // One point per step against its offered rate; the closed baseline and probe sit at their achieved rate.
+  const steps = report.sweep.stages;
+  const xOf = (s) => s.offeredRate ?? s.achievedRate;
+  const pts = (f) => steps.map((s) => ({ x: xOf(s), y: f(s) })).filter((p) => p.y !== null && p.y !== undefined);
+  const curve = (id, caption, datasets, yTitle) => new Chart(box(id, caption), {
+    type: "line",
+    data: { datasets: datasets.map((d, i) => ({ borderColor: COLORS[i % COLORS.length], backgroundColor: COLORS[i % COLORS.length], pointRadius: 4, borderWidth: 2, ...d })) },
+    options: { interaction: { mode: "nearest", intersect: false }, scales: {
+      x: { type: "linear", beginAtZero: true, title: { display: true, text: "offered rate, conversations/s (baseline, probe: achieved)" } },
+      y: { beginAtZero: true, title: { display: true, text: yTitle } } } },
+  });
+  const rates = [
+    { label: "achieved (conversations completed/s)", data: pts((s) => s.achievedRate) },
+    { label: "prompts succeeded/s", data: pts((s) => s.throughput.promptsPerSecond) },
+    { label: "offered", data: pts((s) => xOf(s)), borderDash: [4, 4], pointRadius: 0 },
+  ];
+  if (steps.some((s) => s.goodput !== null)) rates.push({ label: "goodput (prompts/s within the SLO)", data: pts((s) => s.goodput) });
+  const stop = report.sweep.stopReason === null ? "" : " (stopped: " + report.sweep.stopReason + ")";
+  curve("sweep-throughput", "Sweep: throughput against offered rate" + stop, rates, "per second");
+  curve("sweep-latency", "Sweep: latency against offered rate", [
+    { label: "TTFT p50", data: pts((s) => s.latency.ttftMs.p50) },
+    { label: "TTFT p99", data: pts((s) => s.latency.ttftMs.p99) },
+    { label: "e2e p50", data: pts((s) => s.latency.e2eMs.p50) },
+    { label: "e2e p99", data: pts((s) => s.latency.e2eMs.p99) },
+  ], "ms");
+}
 document.body.dataset.rendered = "true";
 `;

@@ -10,7 +10,7 @@
 import { LifelineError } from "../../shared/errors.js";
 import { type LoadReport, REPORT_SCHEMA, thresholdFigures } from "./load-report.js";
 import { isPlainObject, mergeObject, mergeUnknown } from "./merge-fields.js";
-import { addCounts, mergeAgentic, mergeFailures, mergeSlo, mergeVerdicts } from "./merge-figures.js";
+import { addCounts, mergeAgentic, mergeArrivals, mergeFailures, mergeSlo, mergeVerdicts } from "./merge-figures.js";
 import { mergeTimelines } from "./merge-timeline.js";
 import { round3 } from "./stats.js";
 import { evaluateThresholds, parseThreshold, type Threshold } from "./thresholds.js";
@@ -79,6 +79,7 @@ const KNOWN_FIELDS = new Set([
   "verdicts",
   "failures",
   "agentic",
+  "sweep",
 ]);
 const KNOWN_TOTALS = new Set([
   "prompts",
@@ -94,6 +95,7 @@ const KNOWN_TOTALS = new Set([
   "costUsd",
   "sessionRestores",
   "watchdogTerminations",
+  "arrivals",
 ]);
 
 /**
@@ -129,6 +131,7 @@ export function mergeLoadReports(
   );
   for (const field of timeline.unmerged) unmerged.add(field);
   const seconds = busyMs / 1000;
+  if (reports.some((r) => r.sweep !== null)) unmerged.add("sweep");
   // Parts judged against different SLOs (or some against none) have no merged SLO figures.
   if (
     reports.some((r) => r.slo !== null) &&
@@ -162,6 +165,8 @@ export function mergeLoadReports(
     verdicts: mergeVerdicts({ values: reports.map((r) => r.verdicts), sources }, totals),
     failures: mergeFailures(reports.map((r) => r.failures)),
     agentic: mergeAgentic({ values: reports.map((r) => r.agentic), sources }),
+    // A sweep's steps are one run's rates over its own clock: two sweeps do not add up.
+    sweep: null,
     merged: { from: [], configDifferences: [], unmergedFields: [] },
   };
   const extra = report as unknown as Record<string, unknown>;
@@ -283,7 +288,11 @@ function mergeTotals(
     costUsd: Math.round(sum((x) => x.costUsd) * 1e6) / 1e6,
     sessionRestores: addCounts(t.map((x) => x.sessionRestores)),
     watchdogTerminations: sum((x) => x.watchdogTerminations),
+    arrivals: null,
   };
+  const arrivals = mergeArrivals({ values: t.map((x) => x.arrivals), sources: parts.map((part) => part.source) });
+  if (arrivals === undefined) unmerged.add("totals.arrivals");
+  else totals.arrivals = arrivals;
   const extra = totals as unknown as Record<string, unknown>;
   const keys = [...new Set(t.flatMap((x) => Object.keys(x)))].filter((key) => !KNOWN_TOTALS.has(key));
   for (const key of keys) {

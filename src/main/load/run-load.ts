@@ -17,16 +17,18 @@ import type { SessionHostOptions, SessionOptions } from "../host/host-options.js
 import { createSessionHost, type SessionHost } from "../host/session-host.js";
 import { abortableSleep } from "../retry/sleep.js";
 import type { AgentSession } from "../session/agent-session.js";
-import { LoadMetrics, type LoadProgress } from "./load-metrics.js";
+import { arrivalConfig } from "./arrival-report.js";
+import type { LoadProgress } from "./load-metrics.js";
 import { checkLoadOptions, LOAD_DEFAULTS, type LoadOptions } from "./load-options.js";
 import { buildReport, type LoadReport } from "./load-report.js";
 import { fullMockTools, fullToolBehaviour, loadToolSessionOptions } from "./load-tools.js";
 import { withMockIdleTimeout } from "./mock-idle-timeout.js";
 import { type MockTargetStats, startMockTarget } from "./mock-target.js";
+import { driveOpenRun } from "./open-run.js";
 import { Permits } from "./permits.js";
 import { conversationTurn } from "./prompts-file.js";
 import { type ReportFiles, writeReportFiles } from "./report-files.js";
-import { RetryLedger } from "./retry-ledger.js";
+import { RunMeter } from "./run-meter.js";
 import { checkSloOption } from "./slo.js";
 import { Timeline } from "./timeline.js";
 
@@ -95,9 +97,22 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     // Load sessions get the load tool when the mock calls it or its behaviour is set.
     const tools = options.tools ?? (options.mock?.tools === undefined ? undefined : {});
     const perSession = (index: number) => (tools === undefined ? {} : loadToolSessionOptions(tools, seed, index));
-    const sessions = await openSessions(host, options.sessions, model, apiKey, options.signal, perSession);
-    const run = new LoadRun(options, sessions);
-    const outcome = await run.drive();
+    const open = host;
+    // The open model and the sweep open a session per arrival (open-run.ts); the closed model all up front.
+    const outcome =
+      options.arrival === undefined && options.sweep === undefined
+        ? await new LoadRun(
+            options,
+            await openSessions(host, options.sessions, model, apiKey, options.signal, perSession),
+          ).drive()
+        : await driveOpenRun(options, (index) =>
+            open.createSession({
+              model,
+              sessions: false,
+              ...(apiKey === undefined ? {} : { apiKey }),
+              ...perSession(index),
+            }),
+          );
     const watchdogTerminations = host.watchdogTerminations;
     await host.close();
     host = undefined;
@@ -129,6 +144,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
                 tools: options.mock?.tools === undefined ? null : fullMockTools(options.mock.tools),
               },
         settings: { ...(settings ?? {}) },
+        arrival: arrivalConfig(options),
       },
       watchdogTerminations,
       thresholds,
@@ -201,8 +217,7 @@ class LoadRun {
   readonly #stop = new AbortController();
   readonly #permits: Permits;
   readonly #t0 = performance.now();
-  readonly #metrics = new LoadMetrics(() => performance.now() - this.#t0, performance.timeOrigin + this.#t0);
-  readonly #ledger = new RetryLedger(() => performance.now() - this.#t0);
+  readonly #meter = new RunMeter(() => performance.now() - this.#t0, performance.timeOrigin + this.#t0);
   #interrupted = false;
   #nextText = 0;
 
@@ -218,13 +233,10 @@ class LoadRun {
     const options = this.#options;
     const startedAt = new Date();
     const sampleIntervalMs = options.sampleIntervalMs ?? LOAD_DEFAULTS.sampleIntervalMs;
-    const timeline = new Timeline(this.#metrics.counters);
+    const timeline = new Timeline(this.#meter.metrics.counters);
     const elapsed = () => performance.now() - this.#t0;
     const unsubscribes = this.#sessions.map((session, index) =>
-      session.subscribe((event) => {
-        this.#metrics.onEvent(index, event);
-        this.#ledger.onEvent(index, event);
-      }),
+      session.subscribe((event) => this.#meter.onEvent(index, event)),
     );
     timeline.sample(0);
     const sampler = setInterval(() => timeline.sample(elapsed()), sampleIntervalMs);
@@ -260,21 +272,16 @@ class LoadRun {
       startedAt,
       endedAt: new Date(),
       durationMs,
-      counters: this.#metrics.counters,
-      requests: this.#metrics.requests,
-      prompts: this.#metrics.prompts,
-      retryLedger: this.#ledger.totals,
-      chunkGapsMs: this.#metrics.chunkGaps,
+      ...this.#meter.outcome(),
       timeline: { intervalMs: sampleIntervalMs, points: timeline.points },
       loopDelayMs: timeline.loopDelay(),
-      tools: this.#metrics.agentic.figures,
     };
   }
 
   /** The run ends (duration over, or interrupted): no new prompt starts, prompts in flight are aborted. */
   #end(): void {
     if (this.#stop.signal.aborted) return;
-    this.#metrics.agentic.runEnded();
+    this.#meter.runEnded();
     this.#stop.abort(new LifelineError("ERR_ABORTED", "The load run ended."));
     this.#permits.cancelAll();
     for (const session of this.#sessions) void session.abort().catch(() => {});
@@ -295,13 +302,12 @@ class LoadRun {
       }
       const text = this.#text(index, sent);
       const start = performance.now() - this.#t0;
-      this.#metrics.promptStarted(index);
-      this.#ledger.promptStarted(index);
+      this.#meter.promptStarted(index);
       try {
         const result = await session.prompt(text);
-        this.#metrics.promptEnded(index, start, { result }, stop.aborted).backoffMs = this.#ledger.promptEnded(index);
+        this.#meter.promptEnded(index, start, { result }, stop.aborted);
       } catch (error) {
-        this.#metrics.promptEnded(index, start, { error }, stop.aborted).backoffMs = this.#ledger.promptEnded(index);
+        this.#meter.promptEnded(index, start, { error }, stop.aborted);
         // A session given up (ERR_SESSION_CRASHED) or closed takes no more prompts.
         if (session.isClosed) return;
       } finally {
@@ -330,7 +336,7 @@ class LoadRun {
 
   /** Live counters; `final` gives the whole run's tokens/s instead of the last interval's. */
   #progress(elapsedMs: number, timeline: Timeline, final = false): LoadProgress {
-    const counters = this.#metrics.counters;
+    const counters = this.#meter.metrics.counters;
     const last = timeline.points[timeline.points.length - 1];
     const intervalMs = this.#options.sampleIntervalMs ?? LOAD_DEFAULTS.sampleIntervalMs;
     return {

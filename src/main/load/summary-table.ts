@@ -3,6 +3,7 @@
  * thresholds, in plain text (no colour, no box drawing), so it reads the same in a CI log.
  */
 import type { LoadReport } from "./load-report.js";
+import { arrivalSummaryLines } from "./open-summary.js";
 import type { Summary } from "./stats.js";
 import { formatVerdictLines } from "./verdicts-summary.js";
 
@@ -46,6 +47,7 @@ export function formatSummary(report: LoadReport, dir?: string, files?: { record
     `host      event-loop delay max ${num(report.loopDelayMs.max, 1)} ms, p99 ${num(report.loopDelayMs.p99, 1)} ms; watchdog terminations ${t.watchdogTerminations}`,
   );
   lines.push(...formatVerdictLines(report));
+  lines.push(...arrivalSummaryLines(report));
   lines.push("");
   const rows: [string, Summary][] = [
     ["ttft ms", report.latency.ttftMs],

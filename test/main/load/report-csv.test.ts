@@ -88,6 +88,7 @@ describe("summary.csv", () => {
         promptTexts: 0,
         conversations: 0,
         tools: null,
+        arrival: null,
         mock: { tokens: 32, tokenDelayMs: 5, rateLimit: null, tools: null },
         settings: {},
       },

@@ -17,7 +17,7 @@ import { PNG } from "pngjs";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type LoadReport, mergeReports, runLoad } from "../../../dist/main/load/index.js";
 import { requirePrerequisites } from "../../../scripts/test-prereqs.mjs";
-import { CHART_IDS } from "../../../src/main/load/report-html.js";
+import { CHART_IDS, SWEEP_CHART_IDS } from "../../../src/main/load/report-html.js";
 import { tempDir } from "../../fixtures/bounded.js";
 import { chromiumPath } from "../../fixtures/chromium.js";
 
@@ -146,4 +146,42 @@ describe("report.html in headless Chromium", () => {
       "merged from 2 reports",
     );
   }, 90_000);
+  it("after a sweep, the page also draws the sweep's curves against the offered rate, with data in each", async () => {
+    const executablePath = await chromiumPath();
+    const dir = tempDir(cleanups, "lifeline-load-sweep-html-");
+    const result = await runLoad({
+      sessions: 4,
+      sweep: { rates: 2, stepMs: 400 },
+      mock: { tokens: 8, tokenDelayMs: 2 },
+      lifelineDir: false,
+      sampleIntervalMs: 50,
+      outDir: dir,
+    });
+    expect(result.report.sweep?.stages.length, "baseline, probe and at least one rate").toBeGreaterThanOrEqual(2);
+    const browser: Browser = await chromium.launch({ executablePath, headless: true, args: ["--no-sandbox"] });
+    cleanups.push(() => browser.close());
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const problems: string[] = [];
+    page.on("console", (message) => {
+      if (message.type() === "error") problems.push(`console: ${message.text()}`);
+    });
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    await page.goto(pathToFileURL(result.files?.html as string).href);
+    await page.waitForFunction('document.body.dataset.rendered === "true"', undefined, { timeout: 10_000 });
+    const png = PNG.sync.read(await page.screenshot({ fullPage: true, path: join(dir, "screenshot.png") }));
+    const charts = await page.evaluate<{ id: string; box: { x: number; y: number; width: number; height: number } }[]>(`
+      [...document.querySelectorAll("figure.chart")].map((figure) => {
+        const rect = figure.querySelector(".box").getBoundingClientRect();
+        return {
+          id: figure.dataset.chart,
+          box: { x: rect.x + window.scrollX, y: rect.y + window.scrollY, width: rect.width, height: rect.height },
+        };
+      })
+    `);
+    expect(charts.map((chart) => chart.id)).toEqual([...CHART_IDS, ...SWEEP_CHART_IDS]);
+    const sweepCharts = charts.filter((chart) => (SWEEP_CHART_IDS as readonly string[]).includes(chart.id));
+    const empty = sweepCharts.filter((chart) => colouredPixels(png, chart.box) < 50).map((chart) => chart.id);
+    expect(empty, `sweep charts without data pixels (see ${join(dir, "screenshot.png")})`).toEqual([]);
+    expect(problems).toEqual([]);
+  }, 60_000);
 });

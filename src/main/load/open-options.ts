@@ -1,0 +1,136 @@
+/**
+ * The options of the open model (`arrival`) and of the sweep (`sweep`), part of
+ * {@link LoadOptions}: their types, defaults, schemas and the rules that tie them to the closed
+ * model's options. load-options.ts holds the rest of the run's options.
+ *
+ * In the open model an *arrival* is a new conversation: a fresh session that sends `prompts`
+ * prompts (default 1) one after another and is closed after its last. `sessions` is the cap: the
+ * most conversations open at once. An arrival that finds the cap reached is dropped or waits
+ * (`onCap`); either way it is counted.
+ */
+import { z } from "zod";
+import { timerMs } from "../config/option-schemas.js";
+import type { ArrivalProcess, ArrivalStage } from "./arrivals.js";
+
+/** What happens to an arrival that finds `sessions` conversations already open. */
+export type OnCap = "drop" | "delay";
+
+/** The open model: new conversations arrive at a rate, whether or not earlier ones have ended. */
+export interface ArrivalOptions {
+  /**
+   * Arrivals per second. Alone (with `durationMs`), a constant rate for the whole run; with
+   * `stages`, the rate the first stage ramps from. @default 0 with stages
+   */
+  rate?: number;
+  /**
+   * Stages, each ramping linearly from the previous stage's rate to its own over its duration
+   * (k6's ramping-arrival-rate); a stage that repeats the rate before it holds it. Their lengths
+   * add up to the run's length (`durationMs` is then refused).
+   */
+  stages?: readonly ArrivalStage[];
+  /** Evenly spaced arrivals, or a Poisson process seeded with the run's `seed`. @default "constant" */
+  process?: ArrivalProcess;
+  /**
+   * An arrival that finds the cap reached: `"drop"` counts it as dropped and never starts it
+   * (k6's dropped iterations; the load stays open); `"delay"` queues it until a conversation ends
+   * (counted as delayed, with its wait; still queued when the run ends, counted as unstarted).
+   * @default "drop"
+   */
+  onCap?: OnCap;
+}
+
+/**
+ * The sweep: a synchronous baseline (one conversation at a time), a maximum-throughput probe
+ * (`sessions` at a time, back to back), then `rates` open-model stages at constant rates evenly
+ * spaced strictly between the two measured rates, each `stepMs` long; it stops at the first
+ * stage that saturates the target (sweep.ts defines when).
+ */
+export interface SweepOptions {
+  /** Rates between the baseline's and the probe's. @default 5 */
+  rates?: number;
+  /** Length of each step (baseline, probe, each rate). @default 20000 */
+  stepMs?: number;
+}
+
+/** Defaults of the open model and the sweep. */
+export const OPEN_DEFAULTS = {
+  process: "constant",
+  onCap: "drop",
+  sweepRates: 5,
+  sweepStepMs: 20_000,
+  /** Prompts per conversation in the open model and the sweep. */
+  promptsPerArrival: 1,
+} as const;
+
+/** Highest rate accepted, arrivals per second: far above what one host can open sessions at. */
+const MAX_RATE = 100_000;
+
+const rate = z.number().min(0).max(MAX_RATE).finite();
+
+/** Schema of {@link ArrivalOptions} (load-options.ts puts it in the options schema). */
+export const arrivalSchema = z.strictObject({
+  rate: rate.optional(),
+  stages: z
+    .array(z.strictObject({ durationMs: timerMs(1), rate }))
+    .min(1)
+    .optional(),
+  process: z.enum(["constant", "poisson"]).optional(),
+  onCap: z.enum(["drop", "delay"]).optional(),
+});
+
+/** Schema of {@link SweepOptions}. */
+export const sweepSchema = z.strictObject({
+  rates: z.number().int().min(1).max(50).optional(),
+  stepMs: timerMs(100).optional(),
+});
+
+/** The options {@link openModelProblems} reads. */
+interface OpenModelFields {
+  prompts?: number | undefined;
+  durationMs?: number | undefined;
+  rampUpMs?: number | undefined;
+  concurrency?: number | undefined;
+  arrival?: { rate?: number | undefined; stages?: readonly unknown[] | undefined } | undefined;
+  sweep?: object | undefined;
+}
+
+/**
+ * What is wrong with how the open-model options combine with the rest, as `[field, message]`
+ * pairs (empty when nothing is). load-options.ts turns them into ERR_INVALID_OPTIONS.
+ */
+export function openModelProblems(options: OpenModelFields): [string, string][] {
+  const problems: [string, string][] = [];
+  const { arrival, sweep } = options;
+  if (arrival === undefined && sweep === undefined) return problems;
+  if (arrival !== undefined && sweep !== undefined) problems.push(["sweep", "give arrival or sweep, not both"]);
+  if (options.rampUpMs !== undefined) {
+    problems.push(["rampUpMs", "ramps of the open model are stages (arrival.stages); leave rampUpMs out"]);
+  }
+  if (options.concurrency !== undefined) {
+    problems.push([
+      "concurrency",
+      "in the open model and the sweep, sessions is the cap of conversations open at once",
+    ]);
+  }
+  if (arrival !== undefined) {
+    if (arrival.stages === undefined && arrival.rate === undefined) {
+      problems.push(["arrival", "give a rate (with durationMs) or stages"]);
+    }
+    if (arrival.stages === undefined && options.durationMs === undefined) {
+      problems.push(["durationMs", "a constant rate needs durationMs (the length of the run)"]);
+    }
+    if (arrival.stages !== undefined && options.durationMs !== undefined) {
+      problems.push(["durationMs", "the stages' lengths add up to the run's length; leave durationMs out"]);
+    }
+  }
+  if (sweep !== undefined && options.durationMs !== undefined) {
+    problems.push(["durationMs", "a sweep's length is its steps (sweep.stepMs); leave durationMs out"]);
+  }
+  return problems;
+}
+
+/** The stages an `arrival` option plays: its own, or one stage of `durationMs` at `rate`. */
+export function arrivalStages(arrival: ArrivalOptions, durationMs: number | undefined): ArrivalStage[] {
+  if (arrival.stages !== undefined) return [...arrival.stages];
+  return [{ durationMs: durationMs ?? 0, rate: arrival.rate ?? 0 }];
+}

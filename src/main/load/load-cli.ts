@@ -11,6 +11,7 @@ import { reportCliError } from "../config/cli-errors.js";
 import { resolveLifelineDir } from "../config/settings-store.js";
 import { type FleetFlags, fleetFromFlags } from "../fleet/fleet-flags.js";
 import { type MetricsEndpoint, parseMetricsPort, startMetricsEndpoint } from "../telemetry/metrics-endpoint.js";
+import { addCompareCommand } from "./compare-cli.js";
 import { type LoadFlags, loadOptionsFromFlags } from "./load-flags.js";
 import type { LoadOptions } from "./load-options.js";
 import { createProgressView } from "./progress.js";
@@ -39,7 +40,7 @@ const USAGE_ERRORS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
  * `program.opts()`.
  */
 export function addLoadCommand(program: Command, setExitCode: (code: number) => void): void {
-  program
+  const load = program
     .command("load")
     .description("load-test: N concurrent sessions × M prompts against the built-in mock server or a real model")
     .addOption(new Option("--sessions <n>", "concurrent sessions (required)"))
@@ -101,6 +102,8 @@ export function addLoadCommand(program: Command, setExitCode: (code: number) => 
       if (merged.apiKey === undefined && global.apiKey !== undefined) merged.apiKey = global.apiKey;
       setExitCode(await runLoadCommand(merged, global.workerEntry, global));
     });
+  // `lifeline load compare A B` (compare-cli.ts).
+  addCompareCommand(load, setExitCode);
 }
 
 /** Runs `lifeline load` with parsed flags; resolves to the exit code. Never throws. */

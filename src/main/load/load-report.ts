@@ -206,8 +206,11 @@ export function buildReport(input: ReportInput): LoadReport {
   return report;
 }
 
-/** The figure each threshold metric names, read from a report. */
-function thresholdFigures(report: LoadReport): Record<ThresholdMetric, number | null> {
+/**
+ * The figure each threshold metric names, read from a report (also of a parsed report.json, by
+ * `lifeline load compare`: it may throw on one that lacks a section).
+ */
+export function thresholdFigures(report: LoadReport): Record<ThresholdMetric, number | null> {
   const { latency, totals } = report;
   return {
     p50_latency_ms: latency.e2eMs.p50,

@@ -27,8 +27,8 @@ export const CHART_IDS = [
 
 let chartSource: Promise<string> | undefined;
 
-/** Chart.js's UMD bundle, read once per process. */
-function chartJs(): Promise<string> {
+/** Chart.js's UMD bundle, read once per process (also for compare.html). */
+export function chartJs(): Promise<string> {
   chartSource ??= (async () => {
     // `require.resolve` by that name: it is how knip (npm run check) sees chart.js is used.
     const require = createRequire(import.meta.url);

@@ -191,7 +191,7 @@ function percentileIntervals(a: Samples | null, b: Samples | null, settings: Set
   let index = 0;
   for (const [set, ps] of bySet) {
     index++;
-    if (a[set].length === 0 || b[set].length === 0) continue;
+    if (a[set].values.length === 0 || b[set].values.length === 0) continue;
     const found = bootstrapPercentileDifferences(a[set], b[set], ps, {
       ...settings,
       seed: mix(settings.seed, 1000 + index),
@@ -237,7 +237,7 @@ function testFigure(
         const missing = [a === null ? "A" : "", b === null ? "B" : ""].filter((run) => run !== "").join(" and ");
         return { interval: null, test: "none", samples: null, note: `no records.jsonl in ${missing}` };
       }
-      const samples = { a: a[test.samples].length, b: b[test.samples].length };
+      const samples = { a: a[test.samples].values.length, b: b[test.samples].values.length };
       if (samples.a === 0 || samples.b === 0) {
         return {
           interval: null,

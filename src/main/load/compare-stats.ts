@@ -43,53 +43,68 @@ export function seededRandom(seed: number): () => number {
 }
 
 /**
- * Percentile bootstrap intervals of `percentile(B, p) − percentile(A, p)` (nearest rank) for each
- * `p` of `ps`, from one set of resamples. Each resample draws `a.length` values of `a` and
- * `b.length` of `b` with replacement.
+ * A sample whose values come in clusters that a bootstrap resamples whole: `clusters[i]` is the
+ * cluster of `values[i]`. With every value its own cluster the bootstrap is the ordinary one.
+ */
+export interface ClusteredSample {
+  values: readonly number[];
+  clusters: readonly number[];
+}
+
+/** Every value its own cluster: the ordinary, independent bootstrap. */
+export function independent(values: readonly number[]): ClusteredSample {
+  return { values, clusters: values.map((_, i) => i) };
+}
+
+/**
+ * Cluster bootstrap intervals of `percentile(B, p) − percentile(A, p)` (nearest rank) for each
+ * `p` of `ps`, from one set of resamples. Each resample of a run draws as many clusters as it
+ * has, with replacement, and takes the percentile of the values of the clusters drawn.
  * @throws RangeError when a sample is empty.
  */
 export function bootstrapPercentileDifferences(
-  a: readonly number[],
-  b: readonly number[],
+  a: ClusteredSample,
+  b: ClusteredSample,
   ps: readonly number[],
   options: BootstrapOptions,
 ): Interval[] {
-  const sortedA = sortedSample(a, "A");
-  const sortedB = sortedSample(b, "B");
+  const prepared = [prepare(a, "A"), prepare(b, "B")] as const;
   const random = seededRandom(options.seed);
   const differences = ps.map(() => new Float64Array(options.resamples));
-  const countsA = new Uint32Array(sortedA.length);
-  const countsB = new Uint32Array(sortedB.length);
   for (let r = 0; r < options.resamples; r++) {
-    const fromA = resampledPercentiles(sortedA, ps, random, countsA);
-    const fromB = resampledPercentiles(sortedB, ps, random, countsB);
+    const fromA = resampledPercentiles(prepared[0], ps, random);
+    const fromB = resampledPercentiles(prepared[1], ps, random);
     for (let i = 0; i < ps.length; i++) (differences[i] as Float64Array)[r] = (fromB[i] ?? 0) - (fromA[i] ?? 0);
   }
   return differences.map((values) => intervalOf(values, options.confidence));
 }
 
 /**
- * Percentile bootstrap interval of `mean(B) − mean(A)`, or with `sum` of `sum(B) − sum(A)`
- * (each resample keeps its run's sample count, so a sum is count × mean).
+ * Cluster bootstrap interval of `mean(B) − mean(A)`, or with `sum` of `sum(B) − sum(A)`.
  * @throws RangeError when a sample is empty.
  */
 export function bootstrapMeanDifference(
-  a: readonly number[],
-  b: readonly number[],
+  a: ClusteredSample,
+  b: ClusteredSample,
   options: BootstrapOptions & { sum?: boolean },
 ): Interval {
-  sortedSample(a, "A");
-  sortedSample(b, "B");
+  const prepared = [prepare(a, "A"), prepare(b, "B")] as const;
   const random = seededRandom(options.seed);
   const differences = new Float64Array(options.resamples);
-  const statistic = (values: readonly number[]) => {
+  const statistic = (sample: Prepared) => {
+    draw(sample, random);
     let total = 0;
-    for (let j = 0; j < values.length; j++) total += values[Math.floor(random() * values.length)] ?? 0;
-    return options.sum === true ? total : total / values.length;
+    let count = 0;
+    for (let c = 0; c < sample.sums.length; c++) {
+      const times = sample.drawn[c] ?? 0;
+      total += times * (sample.sums[c] ?? 0);
+      count += times * (sample.sizes[c] ?? 0);
+    }
+    return options.sum === true ? total : total / count;
   };
   for (let r = 0; r < options.resamples; r++) {
-    const fromA = statistic(a);
-    differences[r] = statistic(b) - fromA;
+    const fromA = statistic(prepared[0]);
+    differences[r] = statistic(prepared[1]) - fromA;
   }
   return intervalOf(differences, options.confidence);
 }
@@ -159,35 +174,68 @@ function intervalOf(values: Float64Array, confidence: number): Interval {
   return { low: percentile(sorted, tail) ?? 0, high: percentile(sorted, 100 - tail) ?? 0 };
 }
 
-function sortedSample(values: readonly number[], run: string): number[] {
-  if (values.length === 0) throw new RangeError(`run ${run} has no samples to resample`);
-  return [...values].sort((x, y) => x - y);
+/** A sample ready for resampling: values sorted, each with its cluster renumbered 0..k−1. */
+interface Prepared {
+  sorted: Float64Array;
+  clusterOf: Uint32Array;
+  /** Values and their sum per cluster. */
+  sizes: Float64Array;
+  sums: Float64Array;
+  /** How often each cluster was drawn in the current resample (reused). */
+  drawn: Uint32Array;
+}
+
+function prepare(sample: ClusteredSample, run: string): Prepared {
+  const n = sample.values.length;
+  if (n === 0) throw new RangeError(`run ${run} has no samples to resample`);
+  if (sample.clusters.length !== n) throw new RangeError(`run ${run}: clusters and values differ in length`);
+  const order = Array.from({ length: n }, (_, i) => i).sort(
+    (x, y) => (sample.values[x] ?? 0) - (sample.values[y] ?? 0),
+  );
+  const ids = new Map<number, number>();
+  for (const cluster of sample.clusters) if (!ids.has(cluster)) ids.set(cluster, ids.size);
+  const sorted = new Float64Array(n);
+  const clusterOf = new Uint32Array(n);
+  const sizes = new Float64Array(ids.size);
+  const sums = new Float64Array(ids.size);
+  order.forEach((from, to) => {
+    const value = sample.values[from] ?? 0;
+    const cluster = ids.get(sample.clusters[from] ?? 0) ?? 0;
+    sorted[to] = value;
+    clusterOf[to] = cluster;
+    sizes[cluster] = (sizes[cluster] ?? 0) + 1;
+    sums[cluster] = (sums[cluster] ?? 0) + value;
+  });
+  return { sorted, clusterOf, sizes, sums, drawn: new Uint32Array(ids.size) };
+}
+
+/** Draws as many clusters as the sample has, with replacement, into `sample.drawn`. */
+function draw(sample: Prepared, random: () => number): void {
+  const k = sample.drawn.length;
+  sample.drawn.fill(0);
+  for (let j = 0; j < k; j++) {
+    const cluster = Math.floor(random() * k);
+    sample.drawn[cluster] = (sample.drawn[cluster] ?? 0) + 1;
+  }
 }
 
 /**
- * The nearest-rank percentiles `ps` of one resample of `sorted`, in O(n): the resample is drawn
- * as counts per index of the sorted sample (`counts`, reused between calls), so finding its
- * ranks is one cumulative pass instead of a sort.
+ * The nearest-rank percentiles `ps` of one resample, in O(n): the resample is the sorted sample
+ * with each value weighted by how often its cluster was drawn, so finding its ranks is one
+ * cumulative pass instead of a sort.
  */
-function resampledPercentiles(
-  sorted: readonly number[],
-  ps: readonly number[],
-  random: () => number,
-  counts: Uint32Array,
-): number[] {
-  const n = sorted.length;
-  counts.fill(0);
-  for (let j = 0; j < n; j++) {
-    const index = Math.floor(random() * n);
-    counts[index] = (counts[index] ?? 0) + 1;
-  }
+function resampledPercentiles(sample: Prepared, ps: readonly number[], random: () => number): number[] {
+  draw(sample, random);
+  let total = 0;
+  for (let c = 0; c < sample.drawn.length; c++) total += (sample.drawn[c] ?? 0) * (sample.sizes[c] ?? 0);
+  const n = sample.sorted.length;
   return ps.map((p) => {
-    const rank = Math.max(1, Math.ceil((p / 100) * n));
+    const rank = Math.max(1, Math.ceil((p / 100) * total));
     let seen = 0;
     for (let index = 0; index < n; index++) {
-      seen += counts[index] ?? 0;
-      if (seen >= rank) return sorted[index] ?? 0;
+      seen += sample.drawn[sample.clusterOf[index] ?? 0] ?? 0;
+      if (seen >= rank) return sample.sorted[index] ?? 0;
     }
-    return sorted[n - 1] ?? 0;
+    return sample.sorted[n - 1] ?? 0;
   });
 }

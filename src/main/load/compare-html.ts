@@ -54,7 +54,7 @@ body { margin: 24px auto; max-width: 1200px; padding: 0 16px; }
 h1 { margin: 0 0 4px; font-size: 22px; } h2 { font-size: 16px; margin: 24px 0 8px; }
 #runs, #method { margin: 4px 0; color: #5b6478; } #config { margin: 4px 0; color: #5b6478; font-size: 13px; }
 table { border-collapse: collapse; font-size: 13px; } td, th { padding: 4px 10px; border-bottom: 1px solid #e6e9f0; text-align: right; }
-td:first-child, th:first-child, td.verdict { text-align: left; }
+td:first-child, th:first-child, td.verdict, th:last-child { text-align: left; }
 .better, .pass { color: #1a7f37; font-weight: 600; } .worse, .fail { color: #cf222e; font-weight: 600; }
 .noise { color: #5b6478; } .nosamples { color: #9a6700; }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(520px, 1fr)); gap: 16px; margin-top: 24px; }

@@ -12,7 +12,7 @@ export type Better = "higher" | "lower";
 export type SampleSet = "e2e" | "ttft" | "itl" | "promptLatency" | "promptRequests" | "promptRetries";
 
 /** How a figure's difference gets its interval. */
-export type FigureTest =
+type FigureTest =
   /** Bootstrap of a nearest-rank percentile of a sample set. */
   | { kind: "percentile"; samples: SampleSet; p: number }
   /** Bootstrap of the mean (or the sum) of a sample set. */

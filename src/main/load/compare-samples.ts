@@ -13,7 +13,7 @@ import type { SampleSet } from "./compare-figures.js";
 import type { ClusteredSample } from "./compare-stats.js";
 
 /** Periods a run's records are cut into for the block bootstrap. */
-export const TIME_BLOCKS = 20;
+const TIME_BLOCKS = 20;
 
 /** One clustered sample per sample set. */
 export type Samples = Record<SampleSet, ClusteredSample>;

@@ -3,24 +3,26 @@
  * are taken from them (load-report.ts): request latencies of the requests that succeeded, prompt
  * latencies of the prompts that succeeded, requests and retries of every prompt.
  *
- * Each value carries its time block: the run's span of start times cut into
- * {@link TIME_BLOCKS} equal periods. The bootstrap resamples blocks whole, because requests
- * that run at the same time share the host's and the server's load (a pause of the host's event
- * loop delays every request in flight): they are not independent, and resampling them one by one
- * would take a busy moment of one run for a difference between the runs.
+ * Each value carries its block: a sample set in order of start, cut into {@link BLOCKS} runs of
+ * equal count (consecutive requests, so requests that ran at the same time share a block). The
+ * bootstrap resamples blocks whole, because requests that run at the same time share the host's
+ * and the server's load (a pause of the host's event loop delays every request in flight): they
+ * are not independent, and resampling them one by one would take a busy moment of one run for a
+ * difference between the runs. Equal counts, not equal periods: a run's first prompts all start
+ * at once, and a block holding half the samples would make every resample a coin toss.
  */
 import type { SampleSet } from "./compare-figures.js";
 import type { ClusteredSample } from "./compare-stats.js";
 
-/** Periods a run's records are cut into for the block bootstrap. */
-const TIME_BLOCKS = 20;
+/** Blocks each sample set is cut into for the block bootstrap. */
+const BLOCKS = 20;
 
 /** One clustered sample per sample set. */
 export type Samples = Record<SampleSet, ClusteredSample>;
 
 interface Building {
   values: number[];
-  clusters: number[];
+  starts: number[];
 }
 
 /**
@@ -28,19 +30,6 @@ interface Building {
  * are skipped (a later report version may add lines).
  */
 export function samplesFromRecords(records: readonly unknown[]): Samples {
-  const lines = records.flatMap((line) =>
-    typeof line === "object" && line !== null ? [line as Record<string, unknown>] : [],
-  );
-  const starts = lines.flatMap((line) => {
-    const start = finite(line.startMs);
-    return start === null ? [] : [start];
-  });
-  const first = Math.min(...starts);
-  const span = Math.max(...starts) - first;
-  const blockOf = (line: Record<string, unknown>) => {
-    const start = finite(line.startMs) ?? first;
-    return span > 0 ? Math.min(TIME_BLOCKS - 1, Math.floor(((start - first) / span) * TIME_BLOCKS)) : 0;
-  };
   const sets: Record<SampleSet, Building> = {
     e2e: building(),
     ttft: building(),
@@ -49,32 +38,46 @@ export function samplesFromRecords(records: readonly unknown[]): Samples {
     promptRequests: building(),
     promptRetries: building(),
   };
-  const add = (set: SampleSet, value: number | null, block: number) => {
-    if (value === null) return;
-    sets[set].values.push(value);
-    sets[set].clusters.push(block);
-  };
-  for (const line of lines) {
-    const block = blockOf(line);
-    if (line.type === "request" && line.failure === undefined) {
-      const e2e = finite(line.e2eMs);
-      const ttft = finite(line.ttftMs);
-      const tokens = finite(line.outputTokens);
-      add("e2e", e2e, block);
-      add("ttft", ttft, block);
-      if (e2e !== null && ttft !== null && tokens !== null && tokens >= 2)
-        add("itl", (e2e - ttft) / (tokens - 1), block);
-    } else if (line.type === "prompt") {
-      if (line.outcome === "succeeded") add("promptLatency", finite(line.latencyMs), block);
-      add("promptRequests", finite(line.requests), block);
-      add("promptRetries", finite(line.retries), block);
+  for (const line of records) {
+    if (typeof line !== "object" || line === null) continue;
+    const record = line as Record<string, unknown>;
+    const start = finite(record.startMs) ?? 0;
+    const add = (set: SampleSet, value: number | null) => {
+      if (value === null) return;
+      sets[set].values.push(value);
+      sets[set].starts.push(start);
+    };
+    if (record.type === "request" && record.failure === undefined) {
+      const e2e = finite(record.e2eMs);
+      const ttft = finite(record.ttftMs);
+      const tokens = finite(record.outputTokens);
+      add("e2e", e2e);
+      add("ttft", ttft);
+      if (e2e !== null && ttft !== null && tokens !== null && tokens >= 2) add("itl", (e2e - ttft) / (tokens - 1));
+    } else if (record.type === "prompt") {
+      if (record.outcome === "succeeded") add("promptLatency", finite(record.latencyMs));
+      add("promptRequests", finite(record.requests));
+      add("promptRetries", finite(record.retries));
     }
   }
-  return sets;
+  const samples = {} as Samples;
+  for (const [set, built] of Object.entries(sets) as [SampleSet, Building][]) samples[set] = blocked(built);
+  return samples;
+}
+
+/** The values with their blocks: {@link BLOCKS} runs of equal count in order of start. */
+function blocked(built: Building): ClusteredSample {
+  const n = built.values.length;
+  const order = Array.from({ length: n }, (_, i) => i).sort((x, y) => (built.starts[x] ?? 0) - (built.starts[y] ?? 0));
+  const clusters = new Array<number>(n).fill(0);
+  order.forEach((index, rank) => {
+    clusters[index] = Math.floor((rank * BLOCKS) / n);
+  });
+  return { values: built.values, clusters };
 }
 
 function building(): Building {
-  return { values: [], clusters: [] };
+  return { values: [], starts: [] };
 }
 
 function finite(value: unknown): number | null {

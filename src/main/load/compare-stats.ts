@@ -80,7 +80,8 @@ export function bootstrapPercentileDifferences(
 }
 
 /**
- * Cluster bootstrap interval of `mean(B) − mean(A)`, or with `sum` of `sum(B) − sum(A)`.
+ * Cluster bootstrap interval of `mean(B) − mean(A)`, or with `sum` of `sum(B) − sum(A)` (each
+ * sum as its run's sample count × the resampled mean).
  * @throws RangeError when a sample is empty.
  */
 export function bootstrapMeanDifference(
@@ -100,7 +101,9 @@ export function bootstrapMeanDifference(
       total += times * (sample.sums[c] ?? 0);
       count += times * (sample.sizes[c] ?? 0);
     }
-    return options.sum === true ? total : total / count;
+    // A sum is the run's own sample count times the resample's mean: how many prompts a run
+    // sent is its setting, not noise, though resampled blocks hold more or fewer of them.
+    return (total / count) * (options.sum === true ? sample.sorted.length : 1);
   };
   for (let r = 0; r < options.resamples; r++) {
     const fromA = statistic(prepared[0]);

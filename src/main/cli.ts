@@ -12,6 +12,7 @@
  *   lifeline mock-server [--port N] [--script F]     the fault-injecting model server, until Ctrl+C (mock-server/mock-server-cli.ts)
  *   lifeline auth add|list|remove                    keys in $LIFELINE_DIR/auth.json (auth/auth-cli.ts)
  *   lifeline load --sessions N --prompts M [...]     a load test with reports (load/load-cli.ts)
+ *   lifeline load compare A B [--threshold E]       two runs' reports side by side, with verdicts (load/compare-cli.ts)
  *   lifeline serve --fleet URL [--concurrency N]     serve a fleet's queue of prompts (serve/serve-cli.ts)
  *   lifeline submit --fleet URL [--session ID] TEXT  submit a prompt to it; events and result as JSONL
  *   lifeline export <id> [--out F]                   a stored session as pi's JSONL (host/stored-sessions-cli.ts)

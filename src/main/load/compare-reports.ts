@@ -35,6 +35,9 @@ export interface CompareOptions {
   thresholds?: readonly string[];
 }
 
+/** Samples a run needs beyond a percentile for its bootstrap interval (see samplesForPercentile). */
+const TAIL_SAMPLES = 5;
+
 /** The defaults of {@link CompareOptions}. */
 const COMPARE_DEFAULTS = { confidence: 0.95, seed: 1, resamples: 1000 } as const;
 
@@ -247,6 +250,11 @@ function testFigure(
         };
       }
       if (test.kind === "percentile") {
+        const needed = samplesForPercentile(test.p);
+        if (samples.a < needed || samples.b < needed) {
+          const few = samples.a < needed ? `A has ${samples.a}` : `B has ${samples.b}`;
+          return { interval: null, test: "none", samples, note: `a p${test.p} needs ${needed} samples a run, ${few}` };
+        }
         const interval = intervals.get(`${test.samples}:${test.p}`) ?? null;
         return { interval, test: "bootstrap-percentile", samples };
       }
@@ -261,6 +269,16 @@ function testFigure(
       throw new Error(`unknown figure test ${JSON.stringify(unknown)}`);
     }
   }
+}
+
+/**
+ * Samples a run needs for an interval of its `p`-th percentile: {@link TAIL_SAMPLES} beyond it
+ * (10 for a p50, 50 for a p90, 500 for a p99). With fewer, the percentile is one of the run's few
+ * largest values, and no resample can go above its largest: the bootstrap's interval would be
+ * too narrow, and one slow moment of one run would pass for a difference.
+ */
+function samplesForPercentile(p: number): number {
+  return Math.ceil((TAIL_SAMPLES * 100) / Math.min(p, 100 - p));
 }
 
 function withVerdict(figure: FigureComparison, tested: Tested): FigureComparison {

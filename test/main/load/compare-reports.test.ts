@@ -25,7 +25,7 @@ interface RunShape {
   prompts?: number;
 }
 
-/** A run of `prompts` prompts, one after another across 10 sessions, as records and report. */
+/** A run of `prompts` (600: enough for a p99's interval) prompts, one after another, as records and report. */
 function makeRun(shape: RunShape): ComparedRun {
   const random = seededRandom(shape.seed);
   const records: Record<string, unknown>[] = [];
@@ -39,7 +39,7 @@ function makeRun(shape: RunShape): ComparedRun {
   const itl: number[] = [];
   const promptMs: number[] = [];
   const perPrompt: number[] = [];
-  for (let prompt = 0; prompt < (shape.prompts ?? 200); prompt++) {
+  for (let prompt = 0; prompt < (shape.prompts ?? 600); prompt++) {
     const start = clock;
     let attempt = 0;
     let ok = false;
@@ -86,7 +86,7 @@ function makeRun(shape: RunShape): ComparedRun {
       outcome: ok ? "succeeded" : "failed",
     });
   }
-  const prompts = shape.prompts ?? 200;
+  const prompts = shape.prompts ?? 600;
   const report = {
     schema: REPORT_SCHEMA,
     status: "completed",
@@ -172,6 +172,20 @@ describe("compareReports", () => {
     expect(p99.note).toMatch(/records\.jsonl/);
     // Counts come from report.json: the rates keep their test.
     expect(byId(compareReports(a, b), "totals.failureRate").test).toBe("newcombe");
+  });
+
+  it("gives a p99 no interval below 500 samples a run, and a p50 one from 10", () => {
+    const a = makeRun({ seed: 12, medianMs: 200, failP: 0, prompts: 60 });
+    const b = makeRun({ seed: 13, medianMs: 400, failP: 0, prompts: 60 });
+    const comparison = compareReports(a, b);
+    expect(byId(comparison, "latency.e2eMs.p99")).toMatchObject({
+      verdict: "no samples",
+      leaning: "worse",
+      interval: null,
+    });
+    expect(byId(comparison, "latency.e2eMs.p99").note).toMatch(/p99 needs 500 samples a run, A has 60/);
+    expect(byId(comparison, "latency.e2eMs.p90").verdict).toBe("worse");
+    expect(byId(comparison, "latency.e2eMs.p50").verdict).toBe("worse");
   });
 
   it("skips a figure absent from either report, and lists the settings that differ", () => {

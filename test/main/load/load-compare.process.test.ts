@@ -23,7 +23,7 @@ afterAll(async () => {
 });
 
 /** A faulty, seeded run; `extra` is what B changes. */
-const BASE = "--sessions 10 --prompts 4 --faults 503:0.3 --seed 7 --mock-tokens 16 --mock-token-delay 1ms";
+const BASE = "--sessions 10 --prompts 6 --faults 503:0.3 --seed 7 --mock-tokens 16 --mock-token-delay 1ms";
 
 let folders: { a1: string; a2: string; b: string };
 
@@ -47,7 +47,7 @@ beforeAll(async () => {
   // One after another: runs side by side would load each other's host.
   const a1 = await load(BASE);
   const a2 = await load(BASE);
-  const b = await load(`${BASE} --mock-token-delay 150ms --retry-budget 0,0`);
+  const b = await load(`${BASE} --mock-token-delay 150ms --retry-budget 0,0 --prompts 3`);
   folders = { a1, a2, b };
 }, 120_000);
 
@@ -63,11 +63,8 @@ describe("lifeline load compare", () => {
     const ids = [
       "latency.e2eMs.p50",
       "latency.e2eMs.p90",
-      "latency.e2eMs.p99",
       "latency.ttftMs.p50",
-      "latency.ttftMs.p99",
       "latency.promptMs.p50",
-      "latency.promptMs.p99",
       "totals.prompts.successRate",
       "totals.failureRate",
       "totals.amplification",
@@ -76,13 +73,15 @@ describe("lifeline load compare", () => {
     const verdicts = Object.fromEntries(ids.map((id) => [id, figure(comparison, id)?.verdict]));
     expect(verdicts).toEqual(Object.fromEntries(ids.map((id) => [id, "within noise"])));
     expect(comparison.configDifferences).toEqual([]);
+    // About 60 successful requests a run: too few for a p99's interval (500), which then says so.
+    expect(figure(comparison, "latency.e2eMs.p99")).toMatchObject({ verdict: "no samples", interval: null });
   });
 
   it("calls B (each request 2.4 s instead of about 20 ms, no retries) worse on latency and failures, better on amplification", async () => {
     const run = await compare(folders.a1, folders.b, "--json", "--out", "cmp");
     expect(run.code, run.stderr).toBe(0);
     const comparison = JSON.parse(run.stdout) as Comparison;
-    for (const id of ["latency.e2eMs.p50", "latency.e2eMs.p99", "latency.itlMs.p50", "totals.failureRate"]) {
+    for (const id of ["latency.e2eMs.p50", "latency.itlMs.p50", "totals.failureRate"]) {
       expect(figure(comparison, id)?.verdict, id).toBe("worse");
     }
     for (const id of ["totals.amplification", "totals.retries"])

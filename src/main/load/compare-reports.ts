@@ -119,12 +119,12 @@ export function compareReports(a: ComparedRun, b: ComparedRun, options: CompareO
     const tested = testFigure(spec, a.report, b.report, samplesA, samplesB, intervals, { ...settings, seed });
     return withVerdict(figure, tested);
   });
-  const checked = evaluateComparisonThresholds(thresholds, a.report, b.report);
+  const checked = evaluateComparisonThresholds(thresholds, fields(a.report), fields(b.report));
   return {
     schema: COMPARE_SCHEMA,
     a: summary(a),
     b: summary(b),
-    configDifferences: configDifferences(a.report.config, b.report.config),
+    configDifferences: configDifferences(fields(a.report).config, fields(b.report).config),
     ...settings,
     figures,
     thresholds: checked,
@@ -302,8 +302,8 @@ function summary(run: ComparedRun): ComparedRunSummary {
   const text = (value: unknown) => (typeof value === "string" ? value : null);
   return {
     source: run.source,
-    startedAt: text(run.report.startedAt),
-    status: text(run.report.status),
+    startedAt: text(fields(run.report).startedAt),
+    status: text(fields(run.report).status),
     records: run.records !== null,
   };
 }
@@ -330,6 +330,11 @@ function leaves(value: unknown, prefix: string, into = new Map<string, unknown>(
 /** A per-figure seed from the comparison's: figures do not share resamples, and adding one changes no other. */
 function mix(seed: number, index: number): number {
   return (Math.imul(seed >>> 0, 0x9e3779b1) + Math.imul(index + 1, 0x85ebca6b)) >>> 0;
+}
+
+/** A report's top-level fields, to read by name (a field may be absent). */
+function fields(report: object): Record<string, unknown> {
+  return report as Record<string, unknown>;
 }
 
 function round4(value: number): number {

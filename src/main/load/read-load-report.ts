@@ -11,8 +11,11 @@ import { REPORT_SCHEMA } from "./load-report.js";
 export interface ComparedRun {
   /** Where it was read from (a folder or a file), for the comparison's output. */
   source: string;
-  /** report.json, parsed. Read by path: figures a report lacks are null in the comparison. */
-  report: Record<string, unknown>;
+  /**
+   * report.json, parsed (or a `LoadReport` from `runLoad()`). Read by path: figures a report
+   * lacks are null in the comparison.
+   */
+  report: object;
   /** records.jsonl's lines, parsed; null when the run has none (figures then get no interval). */
   records: unknown[] | null;
 }
@@ -50,7 +53,7 @@ export async function readLoadReport(path: string): Promise<ComparedRun> {
   const recordsText = basename(json) === "report.json" ? await readFile(recordsPath, "utf8").catch(() => null) : null;
   return {
     source: path,
-    report: report as Record<string, unknown>,
+    report,
     records: recordsText === null ? null : parseRecords(recordsPath, recordsText),
   };
 }

@@ -200,7 +200,7 @@ describe("compareReports", () => {
   it("checks ratio and delta thresholds, and fails one on a figure a report lacks, saying so", () => {
     const a = makeRun({ seed: 9, medianMs: 200, failP: 0.3 });
     const b = makeRun({ seed: 10, medianMs: 300, failP: 0.3 });
-    delete (b.report.loopDelayMs as { max?: number }).max;
+    delete (b.report as { loopDelayMs: { max?: number } }).loopDelayMs.max;
     const comparison = compareReports(a, b, {
       thresholds: [
         "p99_latency_ms_ratio < 1.1",

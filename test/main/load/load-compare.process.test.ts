@@ -22,7 +22,7 @@ afterAll(async () => {
   for (const cleanup of runs.splice(0).reverse()) await cleanup();
 });
 
-/** A faulty, seeded run; `extra` is what B changes. */
+/** A faulty, seeded run; B changes its mock and retries. Each compare is a child process of a few seconds on a busy machine, hence 60 s a test. */
 const BASE = "--sessions 10 --prompts 6 --faults 503:0.3 --seed 7 --mock-tokens 16 --mock-token-delay 1ms";
 
 let folders: { a1: string; a2: string; b: string };
@@ -75,7 +75,7 @@ describe("lifeline load compare", () => {
     expect(comparison.configDifferences).toEqual([]);
     // About 60 successful requests a run: too few for a p99's interval (500), which then says so.
     expect(figure(comparison, "latency.e2eMs.p99")).toMatchObject({ verdict: "no samples", interval: null });
-  });
+  }, 60_000);
 
   it("calls B (each request 2.4 s instead of about 20 ms, no retries) worse on latency and failures, better on amplification", async () => {
     const run = await compare(folders.a1, folders.b, "--json", "--out", "cmp");
@@ -90,7 +90,7 @@ describe("lifeline load compare", () => {
     expect(comparison.configDifferences.map((d) => d.path)).toEqual(
       expect.arrayContaining(["mock.tokenDelayMs", "settings.retry.budget.ratio"]),
     );
-  });
+  }, 60_000);
 
   it("prints the table, and exits 99 when a comparison threshold fails, naming it", async () => {
     const run = await compare(
@@ -110,7 +110,7 @@ describe("lifeline load compare", () => {
     const written = JSON.parse(readFileSync(join(run.cwd, "cmp", "compare.json"), "utf8")) as Comparison;
     expect(written.thresholds.map((t) => t.passed)).toEqual([false, true]);
     expect((await compare(folders.a1, folders.b, "--threshold", "amplification_ratio<1", "--out", "cmp")).code).toBe(0);
-  });
+  }, 60_000);
 
   it("exits 2 for a folder that does not exist, a report of another schema and an unknown threshold metric", async () => {
     const missing = await compare(folders.a1, join(folders.a1, "no-such-run"));
@@ -124,5 +124,5 @@ describe("lifeline load compare", () => {
     const metric = await compare(folders.a1, folders.a2, "--threshold", "p99_latency_ms<1");
     expect(metric.code).toBe(2);
     expect(metric.stderr).toMatch(/_ratio/);
-  });
+  }, 60_000);
 });

@@ -22,7 +22,10 @@ afterAll(async () => {
   for (const cleanup of runs.splice(0).reverse()) await cleanup();
 });
 
-/** A faulty, seeded run; B changes its mock and retries. Each compare is a child process of a few seconds on a busy machine, hence 60 s a test. */
+/**
+ * A faulty, seeded run; B changes its mock and its retries. Each compare is a child process of a
+ * few seconds on a busy machine, hence 60 s a test.
+ */
 const BASE = "--sessions 10 --prompts 6 --faults 503:0.3 --seed 7 --mock-tokens 16 --mock-token-delay 1ms";
 
 let folders: { a1: string; a2: string; b: string };

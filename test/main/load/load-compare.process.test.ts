@@ -55,7 +55,7 @@ beforeAll(async () => {
 }, 120_000);
 
 describe("lifeline load compare", () => {
-  it("calls two runs of the same seed and settings (A/A) within noise on latency, rates and amplification", async () => {
+  it("calls two runs of the same seed and settings (A/A) within noise on e2e and prompt latency, rates and amplification", async () => {
     const run = await compare(folders.a1, folders.a2, "--json", "--out", "cmp");
     expect(run.code, run.stderr).toBe(0);
     const comparison = JSON.parse(run.stdout) as Comparison;
@@ -63,10 +63,12 @@ describe("lifeline load compare", () => {
     // --json prints what compare.json holds.
     expect(JSON.parse(readFileSync(join(run.cwd, "cmp", "compare.json"), "utf8"))).toEqual(comparison);
     expect(existsSync(join(run.cwd, "cmp", "compare.html"))).toBe(true);
+    // Not TTFT: the mock's first token comes within a few ms, the order of the host's scheduling
+    // delay on a busy machine, so the noise between two runs (which no interval within a run
+    // sees; docs/load.md says so) can exceed its spread within a run.
     const ids = [
       "latency.e2eMs.p50",
       "latency.e2eMs.p90",
-      "latency.ttftMs.p50",
       "latency.promptMs.p50",
       "totals.prompts.successRate",
       "totals.failureRate",

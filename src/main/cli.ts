@@ -13,6 +13,7 @@
  *   lifeline auth add|list|remove                    keys in $LIFELINE_DIR/auth.json (auth/auth-cli.ts)
  *   lifeline load --sessions N --prompts M [...]     a load test with reports (load/load-cli.ts)
  *   lifeline load merge A B [...] --out C            merge load reports into one (load/merge-cli.ts)
+ *   lifeline load compare A B [--threshold E]       two runs' reports side by side, with verdicts (load/compare-cli.ts)
  *   lifeline serve --fleet URL [--concurrency N]     serve a fleet's queue of prompts (serve/serve-cli.ts)
  *   lifeline submit --fleet URL [--session ID] TEXT  submit a prompt to it; events and result as JSONL
  *   lifeline export <id> [--out F]                   a stored session as pi's JSONL (host/stored-sessions-cli.ts)

@@ -16,6 +16,17 @@ export type {
   SweepStage,
 } from "./arrival-report.js";
 export type { ArrivalProcess, ArrivalStage } from "./arrivals.js";
+export {
+  COMPARE_SCHEMA,
+  type ComparedRunSummary,
+  type CompareOptions,
+  type Comparison,
+  compareReports,
+  type FigureComparison,
+  type Verdict,
+} from "./compare-reports.js";
+export type { Interval } from "./compare-stats.js";
+export type { ComparisonThresholdResult } from "./compare-thresholds.js";
 export type { FailureGroup } from "./failure-groups.js";
 export type { LoadProgress, PromptOutcome, PromptRecord, RequestRecord } from "./load-metrics.js";
 export type { FaultKind, LoadFault, LoadOptions } from "./load-options.js";
@@ -25,6 +36,7 @@ export { type MergeOptions, type MergeResult, mergeReports } from "./merge-repor
 export type { ArrivalOptions, OnCap, SweepOptions } from "./open-options.js";
 export type { ReportFileOptions, ReportFiles, ReportFolderFiles } from "./report-files.js";
 export type { MergedPart, MergedReport, MergeInfo } from "./report-merge.js";
+export { type ComparedRun, readLoadReport } from "./report-reader.js";
 export type { RetryVerdicts } from "./retry-verdicts.js";
 export { type LoadResult, runLoad } from "./run-load.js";
 export type { SketchJson } from "./sketch.js";

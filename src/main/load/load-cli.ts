@@ -11,6 +11,7 @@ import { reportCliError } from "../config/cli-errors.js";
 import { resolveLifelineDir } from "../config/settings-store.js";
 import { type FleetFlags, fleetFromFlags } from "../fleet/fleet-flags.js";
 import { type MetricsEndpoint, parseMetricsPort, startMetricsEndpoint } from "../telemetry/metrics-endpoint.js";
+import { addCompareCommand } from "./compare-cli.js";
 import { type LoadFlags, loadOptionsFromFlags } from "./load-flags.js";
 import type { LoadOptions } from "./load-options.js";
 import { addMergeCommand } from "./merge-cli.js";
@@ -136,6 +137,8 @@ export function addLoadCommand(program: Command, setExitCode: (code: number) => 
       setExitCode(await runLoadCommand(merged, global.workerEntry, global));
     });
   addMergeCommand(load, setExitCode);
+  // `lifeline load compare A B` (compare-cli.ts).
+  addCompareCommand(load, setExitCode);
 }
 
 /** Runs `lifeline load` with parsed flags; resolves to the exit code. Never throws. */

@@ -264,7 +264,10 @@ export function buildReport(input: ReportInput): LoadReport {
   return report;
 }
 
-/** The figure each threshold metric names, read from a report (also a merged one: report-merge.ts). */
+/**
+ * The figure each threshold metric names, read from a report (also a merged one: report-merge.ts;
+ * and a parsed report.json, by `lifeline load compare`: it may throw on one that lacks a section).
+ */
 export function thresholdFigures(report: LoadReport): Record<ThresholdMetric, number | null> {
   const { latency, totals } = report;
   return {
@@ -284,8 +287,9 @@ export function thresholdFigures(report: LoadReport): Record<ThresholdMetric, nu
     goodput: report.slo?.requests.goodputPerSecond ?? null,
     prompt_slo_attainment: report.slo?.prompts.attainment ?? null,
     prompt_goodput: report.slo?.prompts.goodputPerSecond ?? null,
-    first_attempt_success_rate: report.verdicts.shares.firstAttempt,
-    requests_per_successful_prompt: report.verdicts.requestsPerSuccessfulPrompt,
+    // A parsed report.json read by compare may lack the section: no figure rather than no figures at all.
+    first_attempt_success_rate: (report.verdicts as RetryVerdicts | undefined)?.shares.firstAttempt ?? null,
+    requests_per_successful_prompt: (report.verdicts as RetryVerdicts | undefined)?.requestsPerSuccessfulPrompt ?? null,
   };
 }
 

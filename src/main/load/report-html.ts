@@ -31,8 +31,8 @@ export const SWEEP_CHART_IDS = ["sweep-throughput", "sweep-latency"] as const;
 
 let chartSource: Promise<string> | undefined;
 
-/** Chart.js's UMD bundle, read once per process. */
-function chartJs(): Promise<string> {
+/** Chart.js's UMD bundle, read once per process (also for compare.html). */
+export function chartJs(): Promise<string> {
   chartSource ??= (async () => {
     // `require.resolve` by that name: it is how knip (npm run check) sees chart.js is used.
     const require = createRequire(import.meta.url);

@@ -1,7 +1,8 @@
 /**
- * Reads a report folder back for `lifeline load merge`: report.json, checked against the fields
- * the merge reads (a zod schema; fields it does not know pass as they are), and records.jsonl
- * when it is there. Every refusal is ERR_LOAD_REPORT naming the file, and the field or line.
+ * Reads a report folder back, for `lifeline load merge` (report.json checked against the fields
+ * the merge reads: a zod schema; fields it does not know pass as they are) and for `lifeline load
+ * compare` (only the schema checked), with records.jsonl when it is there. Every refusal is
+ * ERR_LOAD_REPORT naming the file, and the field or line.
  */
 import { readFile, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
@@ -122,14 +123,50 @@ const reportSchema = z.looseObject({
   merged: z.looseObject({ from: z.array(mergedPart), unmergedFields: z.array(z.string()) }).optional(),
 });
 
+/** A run as `lifeline load compare` takes it: report.json as parsed, read by path. */
+export interface ComparedRun {
+  /** Where it was read from (a folder or a file), for the comparison's output. */
+  source: string;
+  /** report.json, parsed (or a `LoadReport` from `runLoad()`); figures it lacks are absent in the comparison. */
+  report: object;
+  /** records.jsonl's lines, parsed; null when the run has none (figures then get no interval). */
+  records: unknown[] | null;
+}
+
 /**
- * Reads `path`: a report folder (its report.json and records.jsonl) or a report.json (and the
- * records.jsonl beside it).
- * @throws ERR_LOAD_REPORT when report.json cannot be read, is not JSON, is of another `schema`
- *   or lacks a field the merge needs (the message names the file and the field), or when a line
- *   of records.jsonl is not a JSON object with a `type` (naming the file and line).
+ * Reads `path` for a comparison: a report folder (its report.json, and records.jsonl when it is
+ * there) or a report.json (and the records.jsonl beside it). Only the schema is checked: a figure
+ * the report lacks is shown as absent.
+ * @throws ERR_LOAD_REPORT when report.json cannot be read, is not JSON or is of another `schema`,
+ *   or a line of records.jsonl is not a JSON record (the message names the file or line).
+ */
+export async function readLoadReport(path: string): Promise<ComparedRun> {
+  const { json, records } = await readReportFiles(path);
+  return { source: path, report: json, records: records ?? null };
+}
+
+/**
+ * Reads `path` for a merge: {@link readLoadReport}'s files, and report.json checked against the
+ * fields the merge reads (fields it does not know pass as they are).
+ * @throws ERR_LOAD_REPORT as {@link readLoadReport}, and when report.json lacks a field the merge
+ *   needs or has one of the wrong type (the message names the file and the field).
  */
 export async function readReportFolder(path: string): Promise<ReportFolder> {
+  const { jsonPath, json, records } = await readReportFiles(path);
+  const result = reportSchema.safeParse(json);
+  if (!result.success) {
+    const problems = result.error.issues.map(
+      (issue) => `${issue.path.map(String).join(".") || "(root)"}: ${issue.message}`,
+    );
+    fail(`${jsonPath} is not a complete load report: ${problems.join("; ")}`);
+  }
+  return { source: path, report: json as ReportFolder["report"], records };
+}
+
+/** report.json (a JSON object of this schema) and records.jsonl (undefined when absent) of `path`. */
+async function readReportFiles(
+  path: string,
+): Promise<{ jsonPath: string; json: object; records: Record<string, unknown>[] | undefined }> {
   const isFile = await stat(path).then(
     (info) => info.isFile(),
     () => basename(path) === "report.json",
@@ -141,7 +178,7 @@ export async function readReportFolder(path: string): Promise<ReportFolder> {
     text = await readFile(jsonPath, "utf8");
   } catch (error) {
     return fail(
-      `${jsonPath} cannot be read (${(error as Error).message}); give a report folder or its report.json`,
+      `${jsonPath} cannot be read (${(error as Error).message}); give a report folder of lifeline load or its report.json`,
       error,
     );
   }
@@ -149,22 +186,18 @@ export async function readReportFolder(path: string): Promise<ReportFolder> {
   try {
     json = JSON.parse(text);
   } catch (error) {
-    return fail(`${jsonPath} is not JSON (${(error as Error).message})`, error);
+    return fail(
+      `${jsonPath} is not JSON (${(error as Error).message}); give the report.json lifeline load wrote`,
+      error,
+    );
   }
   const schema = (json as { schema?: unknown } | null)?.schema;
-  if (schema !== REPORT_SCHEMA) {
+  if (json === null || typeof json !== "object" || schema !== REPORT_SCHEMA) {
     fail(
-      `${jsonPath} is not a lifeline load report of schema ${REPORT_SCHEMA} (its schema is ${JSON.stringify(schema)}); merge reports of this schema only`,
+      `${jsonPath} is not a lifeline load report of schema ${REPORT_SCHEMA} (its schema is ${JSON.stringify(schema ?? null)}); use reports written by this version of lifeline load (run the loads again with it)`,
     );
   }
-  const result = reportSchema.safeParse(json);
-  if (!result.success) {
-    const problems = result.error.issues.map(
-      (issue) => `${issue.path.map(String).join(".") || "(root)"}: ${issue.message}`,
-    );
-    fail(`${jsonPath} is not a complete load report: ${problems.join("; ")}`);
-  }
-  return { source: path, report: json as ReportFolder["report"], records: await readRecords(recordsPath) };
+  return { jsonPath, json: json as object, records: await readRecords(recordsPath) };
 }
 
 async function readRecords(path: string): Promise<Record<string, unknown>[] | undefined> {

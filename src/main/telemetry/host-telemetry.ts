@@ -13,7 +13,7 @@ import type { Worker } from "node:worker_threads";
 import type { BatchObservableResult, Context, Meter, ObservableResult, Tracer } from "@opentelemetry/api";
 import type { CoordinationSnapshot } from "../coordination/host-coordination.js";
 import { observeEventLoops } from "./event-loop-metrics.js";
-import { createInstruments, type Instruments } from "./instruments.js";
+import { type Instruments, instrumentsOf } from "./instruments.js";
 import { hasGlobalMeterProvider, hasGlobalTracerProvider, loadOtel, type Otel, SCOPE } from "./otel-api.js";
 import { PromptSpans } from "./prompt-spans.js";
 import { SessionTelemetry } from "./session-telemetry.js";
@@ -113,7 +113,7 @@ export class HostTelemetry {
     const meter = meterProvider?.getMeter(SCOPE) as Meter | undefined;
     const tracer = tracerProvider?.getTracer(SCOPE) as Tracer | undefined;
     const stop = meter === undefined ? () => {} : this.#observeHost(meter);
-    this.#recording = { otel, instruments: meter === undefined ? undefined : createInstruments(meter), tracer, stop };
+    this.#recording = { otel, instruments: meter === undefined ? undefined : instrumentsOf(meter), tracer, stop };
     return this.#recording;
   }
 

@@ -21,7 +21,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, platform, release, totalmem } from "node:os";
-import { QUICK, runChild } from "./lib.mjs";
+import { median, QUICK, runChild } from "./lib.mjs";
 
 const SECTIONS = [
   { id: "a", file: "./post-message.mjs", title: "(a) per-event cost on the main thread vs raw postMessage" },
@@ -298,6 +298,24 @@ function printI(i) {
       ),
     );
     console.log(`SDK vs off, round by round: ${w.sdkAddedRuns.map((x) => `${(x * 100).toFixed(1)} %`).join(", ")}`);
+    if (Number.isFinite(w.fixedUsPerRequest)) {
+      const perRequest = w.usPerRequest.sdk - base - w.fixedUsPerRequest;
+      console.log(
+        `Of the SDK's added ${(w.usPerRequest.sdk - base).toFixed(1)} µs, the idle host's fixed cost spread over these requests is ${w.fixedUsPerRequest.toFixed(1)} µs; the rest, ${perRequest.toFixed(1)} µs (${((perRequest / base) * 100).toFixed(1)} %), is per request.`,
+      );
+    }
+  }
+  if (i.replayNsPerRequest.length > 0) {
+    const runs = i.replayNsPerRequest.map((ns) => (ns / 1e3).toFixed(1)).join(", ");
+    console.log(
+      `Replay, lifeline's recording alone with the SDK (in-process CPU per request): median ${(median(i.replayNsPerRequest) / 1e3).toFixed(1)} µs (runs ${runs}).`,
+    );
+  }
+  if (i.idleMsPerS.off.length > 0) {
+    const fmt = (v) => v.map((x) => x.toFixed(2)).join(", ");
+    console.log(
+      `Idle host, main-thread CPU per second (ms): off ${fmt(i.idleMsPerS.off)}; sdk ${fmt(i.idleMsPerS.sdk)} (loop-delay sampler and a collection each second).`,
+    );
   }
   if (i.loopRuns.off.length > 0) {
     console.log(

@@ -9,22 +9,48 @@
  *   periodic metric reader collecting each second and a batch span processor, both exporting to a
  *   sink that drops what it gets (so the figure is lifeline's recording plus the SDK's own work).
  *
- * Part 1, CPU per model request: SESSIONS sessions on demo/demo-fast, each sending PROMPTS
- * sequential prompts of 40 words (one model request each); main-thread CPU (lib.mjs) divided by the
- * requests. Part 2, the host's event-loop delay p99 with STREAM_SESSIONS sessions streaming
- * demo/demo-stream (about 50 tokens/s each), off vs sdk, over a WINDOW_S window after WARM_S.
+ * Part 1, CPU per model request, two workloads, each mode's main-thread CPU (lib.mjs) divided by
+ * the requests it served:
+ * - short: SESSIONS sessions on demo/demo-fast, each sending PROMPTS sequential prompts of a
+ *   40-word reply (one model request each). The hard case: a short reply costs the main thread
+ *   little, so telemetry's fixed cost per request is the largest share of it.
+ * - streamed: STREAMED_SESSIONS sessions on demo/demo-stream (about 50 tokens/s, chunks of 3 to 5
+ *   tokens, each crossing on its own), each sending STREAMED_PROMPTS sequential prompts of a
+ *   STREAMED_WORDS-word reply (about 275 tokens, 70 chunks): a realistic streamed reply.
+ * Part 2, the host's event-loop delay p99 with STREAM_SESSIONS sessions streaming
+ * demo/demo-stream, off vs sdk, over a WINDOW_S window after WARM_S.
+ * Part 3, idle: the main thread's CPU per second of a host with one session and nothing running,
+ * off vs sdk, over IDLE_S: the fixed cost of recording (the loop-delay sampler's wake-ups and the
+ * reader's collection each second), which the per-request figures above include, spread over
+ * the requests served in the same time. Each workload's share of it is reported beside it.
+ *
+ * Part 4, replay: one prompt's events (a 40-word reply in 3 updates, one model request) replayed
+ * REPLAY_REQUESTS times through 20 sessions' telemetry in this process, with the SDK, a collection
+ * and a span flush every 500 requests: lifeline's recording alone, per request, in process CPU
+ * time, so the machine's load hardly moves it (the other parts measure a whole host, where the
+ * load of a shared machine blurs differences of a few µs).
+ *
+ * BENCH_I_PARTS=short,streamed,loop,idle,replay runs some parts only (all by default); BENCH_I_REPS=n sets the
+ * rounds.
  */
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { MeterProvider, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { HostTelemetry } from "../dist/main/telemetry/host-telemetry.js";
 import { makeHost, mapLimit, median, pick, report, sleep, startMeter } from "./lib.mjs";
 
-const REPS = pick(5, 1);
+const REPS = Number(process.env.BENCH_I_REPS ?? pick(5, 1));
 const SESSIONS = pick(20, 10);
 const PROMPTS = pick(30, 10);
 const STREAM_SESSIONS = pick(1000, 200);
 const WARM_S = pick(3, 2);
 const WINDOW_S = pick(6, 3);
+const STREAMED_SESSIONS = pick(100, 20);
+const STREAMED_PROMPTS = pick(2, 1);
+const STREAMED_WORDS = 200;
+const IDLE_S = pick(5, 2);
+const REPLAY_REQUESTS = pick(20_000, 5_000);
+const PARTS = (process.env.BENCH_I_PARTS ?? "short,streamed,loop,idle,replay").split(",").map((part) => part.trim());
 
 /** An exporter that accepts and drops everything (metrics and spans share the shape). */
 const sink = {
@@ -50,23 +76,26 @@ function telemetryFor(mode) {
   };
 }
 
-async function cpuPerRequest(mode) {
+/** Main-thread CPU per model request (ns) of `sessions` sessions on `model` sending `prompts` prompts each. */
+async function cpuPerRequest(mode, { model, sessions: count, prompts, words }) {
   const telemetry = telemetryFor(mode);
   const { host, close } = await makeHost(telemetry.options);
   try {
-    const sessions = await Promise.all(
-      Array.from({ length: SESSIONS }, () => host.createSession({ model: "demo/demo-fast" })),
+    const sessions = await mapLimit(
+      Array.from({ length: count }, (_, i) => i),
+      32,
+      () => host.createSession({ model }),
     );
     // Warm-up: workers started, code paths compiled.
     await Promise.all(sessions.map((session) => session.prompt("[words=40] warm-up")));
     const meter = startMeter();
     await Promise.all(
       sessions.map(async (session) => {
-        for (let i = 0; i < PROMPTS; i++) await session.prompt(`[words=40] prompt ${i}`);
+        for (let i = 0; i < prompts; i++) await session.prompt(`[words=${words}] prompt ${i}`);
       }),
     );
     const m = meter();
-    return m.cpuNs / (SESSIONS * PROMPTS);
+    return { ns: m.cpuNs / (count * prompts), wallMsPerRequest: m.wallMs / (count * prompts) };
   } finally {
     await close();
     await telemetry.shutdown();
@@ -97,18 +126,159 @@ async function loopDelayWhileStreaming(mode) {
   }
 }
 
-const cpu = { off: [], api: [], sdk: [] };
-for (let rep = 0; rep < REPS; rep++) {
-  for (const mode of ["off", "api", "sdk"]) cpu[mode].push(await cpuPerRequest(mode));
+/** Main-thread CPU per second (ms) of an idle host with one session. */
+async function idleCpu(mode) {
+  const telemetry = telemetryFor(mode);
+  const { host, close } = await makeHost(telemetry.options);
+  try {
+    const session = await host.createSession({ model: "demo/demo-fast" });
+    await session.prompt("[words=40] warm-up");
+    const meter = startMeter();
+    await sleep(IDLE_S * 1000);
+    const m = meter();
+    return m.cpuNs / 1e6 / (m.wallMs / 1000);
+  } finally {
+    await close();
+    await telemetry.shutdown();
+  }
+}
+
+/** One prompt's events with one 40-word reply, as a session's listener receives them. */
+function promptEvents(i) {
+  const now = Date.now();
+  const user = { role: "user", content: [{ type: "text", text: `prompt ${i}` }], timestamp: now };
+  const cost = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 };
+  const reply = {
+    role: "assistant",
+    content: [{ type: "text", text: "lifeline runs each agent loop in a worker thread" }],
+    api: "lifeline-demo-demo-fast",
+    provider: "demo",
+    model: "demo-fast",
+    usage: { input: 12, output: 52, cacheRead: 0, cacheWrite: 0, totalTokens: 64, cost },
+    stopReason: "stop",
+    timestamp: now,
+  };
+  const update = {
+    type: "message_update",
+    message: reply,
+    assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: "x" },
+  };
+  return [
+    { type: "agent_start" },
+    { type: "message_start", message: user },
+    { type: "message_end", message: user },
+    { type: "message_start", message: reply },
+    update,
+    update,
+    update,
+    { type: "message_end", message: reply },
+    { type: "agent_end", messages: [], willRetry: false },
+    { type: "agent_settled", stopReason: "stop", retries: 0 },
+  ];
+}
+
+/** Process CPU (ns) per request of replaying prompts through sessions' telemetry with the SDK. */
+async function replayCpu() {
+  const reader = new PeriodicExportingMetricReader({ exporter: sink, exportIntervalMillis: 3_600_000 });
+  const meterProvider = new MeterProvider({ readers: [reader] });
+  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(sink)] });
+  const sources = {
+    sessionCount: () => 20,
+    coordination: () => ({ budgets: [], permits: [] }),
+    workerThreads: () => [],
+    watchWorkerLoops: () => {},
+  };
+  const host = new HostTelemetry({ meterProvider, tracerProvider }, sources);
+  try {
+    const sessions = await Promise.all(Array.from({ length: 20 }, (_, i) => host.openSession(`s${i}`)));
+    const prompts = Array.from({ length: 500 }, (_, i) => promptEvents(i));
+    const replay = async (count) => {
+      for (let i = 0; i < count; i++) {
+        const telemetry = sessions[i % sessions.length];
+        telemetry.begin(telemetry.capture());
+        for (const event of prompts[i % prompts.length]) telemetry.handle(event);
+        if (i % 500 === 499) {
+          await reader.forceFlush();
+          await tracerProvider.forceFlush();
+        }
+      }
+    };
+    await replay(5000);
+    const start = process.cpuUsage();
+    await replay(REPLAY_REQUESTS);
+    const used = process.cpuUsage(start);
+    return ((used.user + used.system) * 1000) / REPLAY_REQUESTS;
+  } finally {
+    host.close();
+    await meterProvider.shutdown();
+    await tracerProvider.shutdown();
+  }
+}
+
+const replayRuns = [];
+if (PARTS.includes("replay")) for (let rep = 0; rep < REPS; rep++) replayRuns.push(await replayCpu());
+
+const idle = { off: [], sdk: [] };
+if (PARTS.includes("idle")) {
+  for (let rep = 0; rep < REPS; rep++) {
+    for (const mode of ["off", "sdk"]) idle[mode].push(await idleCpu(mode));
+  }
+}
+/** SDK minus off, ms of main-thread CPU per second, idle (NaN when not measured). */
+const fixedMsPerS = idle.off.length > 0 ? median(idle.sdk) - median(idle.off) : Number.NaN;
+
+const WORKLOADS = {
+  short: { model: "demo/demo-fast", sessions: SESSIONS, prompts: PROMPTS, words: 40 },
+  streamed: {
+    model: "demo/demo-stream",
+    sessions: STREAMED_SESSIONS,
+    prompts: STREAMED_PROMPTS,
+    words: STREAMED_WORDS,
+  },
+};
+const cpu = {};
+for (const [name, workload] of Object.entries(WORKLOADS)) {
+  if (!PARTS.includes(name)) continue;
+  const runs = { off: [], api: [], sdk: [] };
+  const wall = [];
+  for (let rep = 0; rep < REPS; rep++) {
+    for (const mode of ["off", "api", "sdk"]) {
+      const { ns, wallMsPerRequest } = await cpuPerRequest(mode, workload);
+      runs[mode].push(ns);
+      if (mode === "sdk") wall.push(wallMsPerRequest);
+    }
+  }
+  cpu[name] = {
+    usPerRequest: Object.fromEntries(Object.entries(runs).map(([mode, v]) => [mode, median(v) / 1e3])),
+    // Added CPU of each round against the off run next to it (interleaved, so load drifts less between them).
+    sdkAddedRuns: runs.sdk.map((ns, i) => (ns - runs.off[i]) / runs.off[i]),
+    // The idle host's fixed cost spread over this workload's requests: ms/s × s per request, in µs.
+    fixedUsPerRequest: fixedMsPerS * median(wall),
+    runs,
+  };
 }
 const loop = { off: [], sdk: [] };
-for (let rep = 0; rep < Math.min(REPS, 3); rep++) {
-  for (const mode of ["off", "sdk"]) loop[mode].push(await loopDelayWhileStreaming(mode));
+if (PARTS.includes("loop")) {
+  for (let rep = 0; rep < Math.min(REPS, 3); rep++) {
+    for (const mode of ["off", "sdk"]) loop[mode].push(await loopDelayWhileStreaming(mode));
+  }
 }
 report({
-  config: { REPS, SESSIONS, PROMPTS, STREAM_SESSIONS, WARM_S, WINDOW_S },
-  cpuUsPerRequest: Object.fromEntries(Object.entries(cpu).map(([mode, v]) => [mode, median(v) / 1e3])),
-  cpuRuns: cpu,
+  config: {
+    REPS,
+    SESSIONS,
+    PROMPTS,
+    STREAMED_SESSIONS,
+    STREAMED_PROMPTS,
+    STREAMED_WORDS,
+    STREAM_SESSIONS,
+    WARM_S,
+    WINDOW_S,
+    IDLE_S,
+  },
+  idleMsPerS: idle,
+  replayNsPerRequest: replayRuns,
+  cpu,
   loopP99Ms: Object.fromEntries(Object.entries(loop).map(([mode, v]) => [mode, median(v)])),
   loopRuns: loop,
 });

@@ -161,6 +161,12 @@ export interface WorkerApi {
   closeSession(sessionId: string): Result<null>;
   /** Aborts every run, closes every session and ends the worker's serve loop. */
   shutdown(): Result<null>;
+  /**
+   * B9: the worker samples its event-loop delay from now on and reports it on its heartbeats (see
+   * {@link WorkerMessage}). Idempotent. Called only by a host that records metrics: the sampler
+   * wakes the worker's loop every 20 ms (shared/loop-delay.ts).
+   */
+  watchEventLoop(): Result<null>;
   /** B8: main's answer to a `permit_request`: the model request may be sent, or not (`granted` false). */
   grantPermit(requestId: number, granted: boolean): Result<null>;
   /**
@@ -211,7 +217,9 @@ export type BatchItem =
  * Worker → main messages that are not comlink replies:
  * - `hello`: the serve loop is up (sent once, first); until it arrives the worker is starting.
  * - `heartbeat`: the worker's event loop is turning (SPEC X8). Sent every `heartbeatMs` unless a
- *   batch went out since the last one: any message proves the loop is alive.
+ *   batch went out since the last one: any message proves the loop is alive. Once the main thread
+ *   called `watchEventLoop` (B9), every {@link LOOP_REPORT_BEATS}-th heartbeat is sent whatever
+ *   else went out, carrying `loop`: the worker's event-loop delay since its previous report.
  * - `batch`: session items.
  * - `permit_request` / `permit_release` (B8): a session's model request asks for, and gives back,
  *   a permit of `retry.maxConcurrentRequests`; main answers a request with `grantPermit`.
@@ -225,13 +233,23 @@ export type BatchItem =
  */
 export type WorkerMessage =
   | { type: "hello"; threadId: number }
-  | { type: "heartbeat" }
+  | { type: "heartbeat"; loop?: LoopDelay }
   | BatchMessage
   | { type: "permit_request"; sessionId: string; requestId: number }
   | { type: "permit_release"; requestId: number }
   | { type: "tool_calls_ready"; sessionId: string; requestId: number }
   | { type: "ui_request"; sessionId: string; requestId?: number; request: UiRequest }
   | { type: "ui_cancel"; requestId: number };
+
+/** A thread's event-loop delay over a window, in seconds (B9; shared/loop-delay.ts samples it). */
+export interface LoopDelay {
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+/** Heartbeats per loop report of a watched worker: with the default 1 s heartbeat, one every 5 s. */
+export const LOOP_REPORT_BEATS = 5;
 
 /** A batch of session items (see EventBatcher). */
 export interface BatchMessage {
@@ -258,7 +276,12 @@ export function decodeWorkerMessage(data: unknown): DecodedMessage {
   if (record.type === "batch" && Array.isArray(record.items)) {
     return { kind: "message", message: data as WorkerMessage };
   }
-  if (record.type === "heartbeat") return { kind: "message", message: { type: "heartbeat" } };
+  if (record.type === "heartbeat") {
+    const loop = (data as { loop?: unknown }).loop;
+    if (loop === undefined) return { kind: "message", message: { type: "heartbeat" } };
+    if (isLoopDelay(loop)) return { kind: "message", message: { type: "heartbeat", loop } };
+    return { kind: "invalid", reason: "heartbeat with a malformed loop report" };
+  }
   const permit = data as { sessionId?: unknown; requestId?: unknown };
   if (record.type === "permit_request" && typeof permit.sessionId === "string" && Number.isInteger(permit.requestId)) {
     return { kind: "message", message: data as WorkerMessage };
@@ -299,6 +322,12 @@ const UI_METHODS = new Set([
   "setTitle",
   "set_editor_text",
 ]);
+
+function isLoopDelay(value: unknown): value is LoopDelay {
+  if (value === null || typeof value !== "object") return false;
+  const { p50, p99, max } = value as Record<string, unknown>;
+  return typeof p50 === "number" && typeof p99 === "number" && typeof max === "number";
+}
 
 function isUiRequest(value: unknown): value is UiRequest {
   return (

@@ -4,11 +4,20 @@
  * Takes any port-like endpoint, so tests run it in-process over a `MessageChannel`; the
  * worker entry only binds it to the port piscina hands over.
  */
+import type { IntervalHistogram } from "node:perf_hooks";
 import { type MessagePort, threadId } from "node:worker_threads";
 import { expose } from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { LifelineError, toWireError } from "../shared/errors.js";
-import type { Result, SessionInit, SessionOpened, WorkerApi, WorkerMessage } from "../shared/protocol.js";
+import { sampleLoopDelay, takeLoopDelay } from "../shared/loop-delay.js";
+import {
+  LOOP_REPORT_BEATS,
+  type Result,
+  type SessionInit,
+  type SessionOpened,
+  type WorkerApi,
+  type WorkerMessage,
+} from "../shared/protocol.js";
 import { BashRuns } from "./bash/bash-runs.js";
 import { demoModels } from "./demo-provider.js";
 import { EventBatcher } from "./event-batcher.js";
@@ -49,11 +58,19 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
   /** Sessions whose `openSession` is awaiting the worker module; a closeSession cancels them. */
   const opening = new Map<string, { cancelled: boolean }>();
   const heartbeatMs = options.heartbeatMs ?? 0;
+  /** B9: this worker's loop-delay sampler, once the main thread asked for it (`watchEventLoop`). */
+  let loopDelay: IntervalHistogram | undefined;
+  let beats = 0;
   // The timer keeps nothing alive that the port does not: the worker lives as long as its port.
+  // A loop report rides on every LOOP_REPORT_BEATS-th heartbeat, which then goes out regardless.
   const heartbeat =
     heartbeatMs > 0
       ? setInterval(() => {
-          if (!sentSinceBeat) port.postMessage({ type: "heartbeat" } satisfies WorkerMessage);
+          beats++;
+          const loop =
+            loopDelay !== undefined && beats % LOOP_REPORT_BEATS === 0 ? takeLoopDelay(loopDelay) : undefined;
+          if (loop !== undefined) port.postMessage({ type: "heartbeat", loop } satisfies WorkerMessage);
+          else if (!sentSinceBeat) port.postMessage({ type: "heartbeat" } satisfies WorkerMessage);
           sentSinceBeat = false;
         }, heartbeatMs)
       : undefined;
@@ -61,6 +78,7 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
   const stopped = new Promise<void>((resolve) => {
     stop = () => {
       clearInterval(heartbeat);
+      loopDelay?.disable();
       resolve();
     };
   });
@@ -114,6 +132,10 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
     setModel: (sessionId, change, thinkingLevel) => attempt(() => find(sessionId).setModel(change, thinkingLevel)),
     setThinkingLevel: (sessionId, level) => attempt(() => find(sessionId).setThinkingLevel(level)),
     listBuiltInModels: () => attempt(() => [...demoModels().values()]),
+    watchEventLoop: () =>
+      command(() => {
+        loopDelay ??= sampleLoopDelay();
+      }),
     grantPermit: (requestId, granted) => command(() => permits.grant(requestId, granted)),
     startBash: (sessionId, line) => attempt(() => bash.start(sessionId, line, find(sessionId).cwd)),
     async awaitBash(sessionId) {

@@ -108,6 +108,7 @@ export class SessionHost {
       sessionCount: () => this.#sessions.size,
       coordination: () => this.#coordination.snapshot(),
       workerThreads: () => this.#workers.threads,
+      watchWorkerLoops: () => this.#workers.watchEventLoops(),
     });
     const callTimeoutMs = options.callTimeoutMs ?? HOST_DEFAULTS.callTimeoutMs;
     this.#workers = new WorkerRoster({
@@ -126,6 +127,7 @@ export class SessionHost {
       isClosed: () => this.#closed,
       permits: permitBridge(this.#coordination, (sessionId) => this.#sessions.get(sessionId)?.permitTarget),
       onWorkerExit: (cause) => this.#telemetry.workerExited(cause),
+      onLoopDelay: (threadId, delay) => this.#telemetry.workerLoopDelay(threadId, delay),
       ui: options.extensionUi,
     });
     this.#assembly = new SessionAssembly({

@@ -1,7 +1,8 @@
 /**
  * A host's telemetry (B9, docs/observability.md): decides whether the host records, makes its
  * instruments once, observes what the host holds (open sessions, budgets, permits, event loops) at
- * each collection, counts worker exits, and gives each new session its {@link SessionTelemetry}.
+ * each collection, counts worker exits, takes the workers' event-loop reports, and gives each new
+ * session its {@link SessionTelemetry}.
  *
  * Whether it records is asked at each session's creation until the answer is yes: the `telemetry`
  * option's providers, else the ones the application registered globally, else nothing. With
@@ -11,9 +12,10 @@
  */
 import type { Worker } from "node:worker_threads";
 import type { BatchObservableResult, Context, Meter, ObservableResult, Tracer } from "@opentelemetry/api";
+import type { LoopDelay } from "../../shared/protocol.js";
 import type { CoordinationSnapshot } from "../coordination/host-coordination.js";
-import { observeEventLoops } from "./event-loop-metrics.js";
-import { createInstruments, type Instruments } from "./instruments.js";
+import { type EventLoopObserver, observeEventLoops } from "./event-loop-metrics.js";
+import { type Instruments, instrumentsOf } from "./instruments.js";
 import { hasGlobalMeterProvider, hasGlobalTracerProvider, loadOtel, type Otel, SCOPE } from "./otel-api.js";
 import { PromptSpans } from "./prompt-spans.js";
 import { SessionTelemetry } from "./session-telemetry.js";
@@ -25,6 +27,8 @@ export interface HostTelemetrySources {
   sessionCount: () => number;
   coordination: () => CoordinationSnapshot;
   workerThreads: () => readonly Worker[];
+  /** Has every worker report its event-loop delay to {@link HostTelemetry.workerLoopDelay}; called once metrics start. */
+  watchWorkerLoops: () => void;
 }
 
 /** The host's recording, once it records. */
@@ -32,6 +36,8 @@ interface Recording {
   otel: Otel;
   instruments: Instruments | undefined;
   tracer: Tracer | undefined;
+  /** The event-loop gauges, when metrics are recorded. */
+  loops: EventLoopObserver | undefined;
   stop: () => void;
 }
 
@@ -92,6 +98,11 @@ export class HostTelemetry {
     this.#recording?.instruments?.workerExits.add(1, { "lifeline.worker.exit_cause": cause });
   }
 
+  /** B9: a worker's event-loop report (thread `threadId`); ignored unless metrics are recorded. */
+  workerLoopDelay(threadId: number, delay: LoopDelay): void {
+    this.#recording?.loops?.workerDelay(threadId, delay);
+  }
+
   /** The host closed: observable callbacks are removed and the delay sampler stops. Idempotent. */
   close(): void {
     this.#closed = true;
@@ -112,12 +123,23 @@ export class HostTelemetry {
     if (meterProvider === undefined && tracerProvider === undefined) return undefined;
     const meter = meterProvider?.getMeter(SCOPE) as Meter | undefined;
     const tracer = tracerProvider?.getTracer(SCOPE) as Tracer | undefined;
+    const loops = meter === undefined ? undefined : observeEventLoops(meter, this.#sources.workerThreads);
     const stop = meter === undefined ? () => {} : this.#observeHost(meter);
-    this.#recording = { otel, instruments: meter === undefined ? undefined : createInstruments(meter), tracer, stop };
+    this.#recording = {
+      otel,
+      instruments: meter === undefined ? undefined : instrumentsOf(meter),
+      tracer,
+      loops,
+      stop: () => {
+        stop();
+        loops?.stop();
+      },
+    };
+    if (loops !== undefined) this.#sources.watchWorkerLoops();
     return this.#recording;
   }
 
-  /** The host-wide gauges; returns what removes their callbacks. */
+  /** The host-wide gauges but the event loops'; returns what removes their callbacks. */
   #observeHost(meter: Meter): () => void {
     const sources = this.#sources;
     const sessions = meter.createObservableUpDownCounter("lifeline.sessions.open", {
@@ -155,12 +177,10 @@ export class HostTelemetry {
     };
     const coordinationGauges = [budget, inUse, waiting];
     meter.addBatchObservableCallback(readCoordination, coordinationGauges);
-    const stopLoops = observeEventLoops(meter, sources.workerThreads);
     return () => {
       sessions.removeCallback(readSessions);
       prompts.removeCallback(readPrompts);
       meter.removeBatchObservableCallback(readCoordination, coordinationGauges);
-      stopLoops();
     };
   }
 }

@@ -1,11 +1,18 @@
 /**
- * Every metric lifeline records, created once per host from its meter (B9). Names, units and
- * attributes are documented in docs/observability.md, one row per instrument: the GenAI semantic
- * conventions' instruments where they define one, and lifeline's own under the `lifeline.` prefix
- * for what they leave out (retry chains, budgets, gates, permits, workers). Units are UCUM, times in
- * seconds. No attribute ever holds a session id, a prompt or a key (cardinality, secrets).
+ * Every metric lifeline records, created once per meter (B9) and shared by every host recording
+ * into that meter. Names, units and attributes are documented in docs/observability.md, one row
+ * per instrument: the GenAI semantic conventions' instruments where they define one, and
+ * lifeline's own under the `lifeline.` prefix for what they leave out (retry chains, budgets,
+ * gates, permits, workers). Units are UCUM, times in seconds. No attribute ever holds a session
+ * id, a prompt or a key (cardinality, secrets).
+ *
+ * Counters are {@link TalliedCounter}s: counted in plain numbers, observed at collection. They are
+ * per meter, not per host, because an observable counter's value is the whole count of its
+ * attribute set: two hosts observing the same set separately would each report only their own.
  */
-import type { Counter, Histogram, Meter } from "@opentelemetry/api";
+import type { Histogram, Meter } from "@opentelemetry/api";
+import { ModelSeriesTable } from "./model-series.js";
+import { TalliedCounter } from "./tallied-counter.js";
 
 /** Bucket boundaries the GenAI conventions give for their duration histograms, in s. */
 const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
@@ -22,23 +29,42 @@ export interface Instruments {
   tokenUsage: Histogram;
   timeToFirstChunk: Histogram;
   timePerOutputChunk: Histogram;
-  attempts: Counter;
+  /** The attribute sets of each (provider, model)'s request metrics, made once, and its `lifeline.model.attempts`. */
+  models: ModelSeriesTable;
   retryDelay: Histogram;
-  chains: Counter;
+  chains: TalliedCounter;
   chainAttempts: Histogram;
-  budgetRefusals: Counter;
-  gateWaits: Counter;
+  budgetRefusals: TalliedCounter;
+  gateWaits: TalliedCounter;
   gateWaitDuration: Histogram;
-  credentialRotations: Counter;
-  workerExits: Counter;
-  sessionRestores: Counter;
+  credentialRotations: TalliedCounter;
+  workerExits: TalliedCounter;
+  sessionRestores: TalliedCounter;
   promptDuration: Histogram;
-  compactions: Counter;
-  toolExecutions: Counter;
+  compactions: TalliedCounter;
+  toolExecutions: TalliedCounter;
 }
 
-/** Creates the instruments on `meter`. */
-export function createInstruments(meter: Meter): Instruments {
+const byMeter = new WeakMap<Meter, Instruments>();
+
+/** The instruments of `meter`, created on its first use (see the file comment). */
+export function instrumentsOf(meter: Meter): Instruments {
+  let instruments = byMeter.get(meter);
+  if (instruments === undefined) {
+    instruments = createInstruments(meter);
+    byMeter.set(meter, instruments);
+  }
+  return instruments;
+}
+
+function createInstruments(meter: Meter): Instruments {
+  const counter = (name: string, unit: string, description: string) =>
+    new TalliedCounter(meter, name, { unit, description });
+  const attempts = counter(
+    "lifeline.model.attempts",
+    "{attempt}",
+    "Model requests, by outcome, retry class and whether each was a first attempt or a retry.",
+  );
   const seconds = (name: string, description: string, boundaries = DURATION_BUCKETS) =>
     meter.createHistogram(name, { unit: "s", description, advice: { explicitBucketBoundaries: boundaries } });
   return {
@@ -60,55 +86,56 @@ export function createInstruments(meter: Meter): Instruments {
       "Time between consecutive chunks of a streamed model request, recorded for each chunk after the first.",
       CHUNK_BUCKETS,
     ),
-    attempts: meter.createCounter("lifeline.model.attempts", {
-      unit: "{attempt}",
-      description: "Model requests, by outcome, retry class and whether each was a first attempt or a retry.",
-    }),
+    models: new ModelSeriesTable(attempts),
     retryDelay: seconds("lifeline.retry.delay", "Backoff a retry chain scheduled before its next attempt."),
-    chains: meter.createCounter("lifeline.retry.chains", {
-      unit: "{chain}",
-      description: "Retry chains that ended, by how they ended (auto_retry_end.reason).",
-    }),
+    chains: counter(
+      "lifeline.retry.chains",
+      "{chain}",
+      "Retry chains that ended, by how they ended (auto_retry_end.reason).",
+    ),
     chainAttempts: meter.createHistogram("lifeline.retry.chain.attempts", {
       unit: "{attempt}",
       description: "Retries a chain made before it ended (auto_retry_end.attempt).",
       advice: { explicitBucketBoundaries: ATTEMPT_BUCKETS },
     }),
-    budgetRefusals: meter.createCounter("lifeline.retry.budget.refusals", {
-      unit: "{retry}",
-      description: "Retries the host's retry budget refused (B8).",
-    }),
-    gateWaits: meter.createCounter("lifeline.provider_gate.waits", {
-      unit: "{wait}",
-      description: "Waits at a closed provider gate (B8), before a retry or a new prompt.",
-    }),
+    budgetRefusals: counter(
+      "lifeline.retry.budget.refusals",
+      "{retry}",
+      "Retries the host's retry budget refused (B8).",
+    ),
+    gateWaits: counter(
+      "lifeline.provider_gate.waits",
+      "{wait}",
+      "Waits at a closed provider gate (B8), before a retry or a new prompt.",
+    ),
     gateWaitDuration: seconds(
       "lifeline.provider_gate.wait.duration",
       "How long a closed provider gate held a session back: the gate's remaining time when it waited.",
     ),
-    credentialRotations: meter.createCounter("lifeline.credential.rotations", {
-      unit: "{rotation}",
-      description: "Model attempts sent with another key than the session's previous one (R4).",
-    }),
-    workerExits: meter.createCounter("lifeline.worker.exits", {
-      unit: "{worker}",
-      description: "Worker threads that died or were terminated (X5, X8), by cause; each is replaced.",
-    }),
-    sessionRestores: meter.createCounter("lifeline.session.restores", {
-      unit: "{restore}",
-      description: "Sessions restored on a fresh worker after theirs died (X7), by how it ended.",
-    }),
+    credentialRotations: counter(
+      "lifeline.credential.rotations",
+      "{rotation}",
+      "Model attempts sent with another key than the session's previous one (R4).",
+    ),
+    workerExits: counter(
+      "lifeline.worker.exits",
+      "{worker}",
+      "Worker threads that died or were terminated (X5, X8), by cause; each is replaced.",
+    ),
+    sessionRestores: counter(
+      "lifeline.session.restores",
+      "{restore}",
+      "Sessions restored on a fresh worker after theirs died (X7), by how it ended.",
+    ),
     promptDuration: seconds(
       "lifeline.prompt.duration",
       "A prompt from its start to agent_settled, retries, gate waits and compactions included.",
     ),
-    compactions: meter.createCounter("lifeline.compactions", {
-      unit: "{compaction}",
-      description: "Compactions that ended (R1), by reason and outcome.",
-    }),
-    toolExecutions: meter.createCounter("lifeline.tool.executions", {
-      unit: "{execution}",
-      description: "Tool executions that ended, by whether the tool reported an error.",
-    }),
+    compactions: counter("lifeline.compactions", "{compaction}", "Compactions that ended (R1), by reason and outcome."),
+    toolExecutions: counter(
+      "lifeline.tool.executions",
+      "{execution}",
+      "Tool executions that ended, by whether the tool reported an error.",
+    ),
   };
 }

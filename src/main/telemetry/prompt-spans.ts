@@ -47,6 +47,8 @@ export class PromptSpans {
   /** A failed attempt outside any chain, waiting for its run's decision. */
   #held: Held | undefined;
   readonly #tools = new Map<string, Span>();
+  /** The start attributes of the last attempt span (see #attemptSpan). */
+  #startAttributes: Attributes = {};
 
   constructor(otel: Otel, tracer: Tracer, sessionId: string) {
     this.#otel = otel;
@@ -161,7 +163,7 @@ export class PromptSpans {
 
   /** `agent_settled`: the prompt's span ends with its outcome. */
   settled(event: AgentSettledEvent): void {
-    this.#prompt?.span.setAttributes({ "lifeline.prompt.retries": event.retries });
+    this.#prompt?.span.setAttribute("lifeline.prompt.retries", event.retries);
     this.#endPrompt(event.stopReason, event.stopReason === "error" ? (event.errorMessage ?? "error") : undefined);
   }
 
@@ -189,35 +191,50 @@ export class PromptSpans {
     if (held !== undefined) this.#attemptSpan(held.attempt, held.context, this.#prompt?.context);
   }
 
+  /**
+   * The `chat {model}` span of one request, made and ended at once with the request's own times.
+   * Only the attributes a sampler may decide on are given at its start (the GenAI conventions'
+   * operation, provider and model, one set per model); the rest are set only on a span that records,
+   * so a sampler that drops the span costs no attribute work.
+   */
   #attemptSpan(attempt: ModelAttempt, context: AttemptContext, parent: Context | undefined): void {
-    const attributes: Attributes = {
-      "gen_ai.operation.name": "chat",
-      "gen_ai.provider.name": attempt.provider,
-      "gen_ai.request.model": attempt.model,
-      "gen_ai.response.finish_reasons": [attempt.stopReason],
-      "lifeline.retry.attempt": context.retry,
-      "lifeline.attempt.outcome": attempt.outcome,
-      "lifeline.retry_class": attempt.retryClass,
-    };
-    if (attempt.inputTokens > 0 || attempt.outputTokens > 0) {
-      attributes["gen_ai.usage.input_tokens"] = attempt.inputTokens;
-      attributes["gen_ai.usage.output_tokens"] = attempt.outputTokens;
+    let start = this.#startAttributes;
+    if (start["gen_ai.provider.name"] !== attempt.provider || start["gen_ai.request.model"] !== attempt.model) {
+      start = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": attempt.provider,
+        "gen_ai.request.model": attempt.model,
+      };
+      this.#startAttributes = start;
     }
-    if (attempt.errorType !== undefined) attributes["error.type"] = attempt.errorType;
-    if (attempt.retryHintMs !== undefined) attributes["lifeline.retry.hint"] = attempt.retryHintMs / 1000;
-    if (context.delayMs !== undefined) attributes["lifeline.retry.delay"] = context.delayMs / 1000;
-    if (context.hintHonoured !== undefined) attributes["lifeline.retry.hint_honoured"] = context.hintHonoured;
-    if (context.firstChunkMs !== undefined) {
-      attributes["gen_ai.client.operation.time_to_first_chunk"] = (context.firstChunkMs - attempt.startMs) / 1000;
-    }
-    if (context.output !== undefined) attributes["gen_ai.output.messages"] = context.output;
     const span = this.#tracer.startSpan(
       `chat ${attempt.model}`,
-      { kind: this.#otel.SpanKind.CLIENT, startTime: attempt.startMs, attributes },
+      { kind: this.#otel.SpanKind.CLIENT, startTime: attempt.startMs, attributes: start },
       parent ?? this.#otel.ROOT_CONTEXT,
     );
-    if (attempt.outcome === "failure") {
-      span.setStatus({ code: this.#otel.SpanStatusCode.ERROR, message: attempt.errorType ?? "error" });
+    if (span.isRecording()) {
+      span.setAttribute("gen_ai.response.finish_reasons", [attempt.stopReason]);
+      span.setAttribute("lifeline.retry.attempt", context.retry);
+      span.setAttribute("lifeline.attempt.outcome", attempt.outcome);
+      span.setAttribute("lifeline.retry_class", attempt.retryClass);
+      if (attempt.inputTokens > 0 || attempt.outputTokens > 0) {
+        span.setAttribute("gen_ai.usage.input_tokens", attempt.inputTokens);
+        span.setAttribute("gen_ai.usage.output_tokens", attempt.outputTokens);
+      }
+      if (attempt.errorType !== undefined) span.setAttribute("error.type", attempt.errorType);
+      if (attempt.retryHintMs !== undefined) span.setAttribute("lifeline.retry.hint", attempt.retryHintMs / 1000);
+      if (context.delayMs !== undefined) span.setAttribute("lifeline.retry.delay", context.delayMs / 1000);
+      if (context.hintHonoured !== undefined) span.setAttribute("lifeline.retry.hint_honoured", context.hintHonoured);
+      if (context.firstChunkMs !== undefined) {
+        span.setAttribute(
+          "gen_ai.client.operation.time_to_first_chunk",
+          (context.firstChunkMs - attempt.startMs) / 1000,
+        );
+      }
+      if (context.output !== undefined) span.setAttribute("gen_ai.output.messages", context.output);
+      if (attempt.outcome === "failure") {
+        span.setStatus({ code: this.#otel.SpanStatusCode.ERROR, message: attempt.errorType ?? "error" });
+      }
     }
     span.end(attempt.endMs);
   }

@@ -18,6 +18,7 @@ import type { RequestTiming } from "../../shared/request-timing.js";
 import type { PromptTracing } from "../session/session-setup.js";
 import type { Instruments } from "./instruments.js";
 import { type ModelAttempt, modelAttempt } from "./model-attempt.js";
+import type { ModelSeries } from "./model-series.js";
 import type { Otel } from "./otel-api.js";
 import type { AttemptContext, PromptSpans } from "./prompt-spans.js";
 
@@ -49,6 +50,8 @@ export class SessionTelemetry implements PromptTracing {
   #retry = 0;
   #delayMs: number | undefined;
   #lastHintMs: number | undefined;
+  /** The attribute sets of the last attempt's model (model-series.ts). */
+  #series: ModelSeries | undefined;
   /** The provider of the last attempt: a chain's end and a budget refusal are counted against it. */
   #provider = "";
   /** The key each provider's last attempt went out with, to count rotations (never recorded). */
@@ -202,31 +205,27 @@ export class SessionTelemetry implements PromptTracing {
   #record(attempt: ModelAttempt, context: AttemptContext, chunkGapsMs: readonly number[] | undefined): void {
     const instruments = this.#instruments;
     if (instruments === undefined) return;
-    const base: Attributes = {
-      "gen_ai.operation.name": "chat",
-      "gen_ai.provider.name": attempt.provider,
-      "gen_ai.request.model": attempt.model,
-    };
-    const withError = attempt.errorType === undefined ? base : { ...base, "error.type": attempt.errorType };
-    instruments.operationDuration.record((attempt.endMs - attempt.startMs) / 1000, withError);
-    instruments.attempts.add(1, {
-      ...withError,
-      "lifeline.attempt.outcome": attempt.outcome,
-      "lifeline.retry_class": attempt.retryClass,
-      "lifeline.attempt.kind": context.retry > 0 ? "retry" : "first",
-    });
-    if (attempt.inputTokens > 0)
-      instruments.tokenUsage.record(attempt.inputTokens, { ...base, "gen_ai.token.type": "input" });
-    if (attempt.outputTokens > 0)
-      instruments.tokenUsage.record(attempt.outputTokens, { ...base, "gen_ai.token.type": "output" });
+    let series = this.#series;
+    if (
+      series === undefined ||
+      series.base["gen_ai.provider.name"] !== attempt.provider ||
+      series.base["gen_ai.request.model"] !== attempt.model
+    ) {
+      series = instruments.models.get(attempt.provider, attempt.model);
+      this.#series = series;
+    }
+    instruments.operationDuration.record((attempt.endMs - attempt.startMs) / 1000, series.operation(attempt.errorType));
+    series.countAttempt(attempt, context.retry);
+    if (attempt.inputTokens > 0) instruments.tokenUsage.record(attempt.inputTokens, series.inputTokens);
+    if (attempt.outputTokens > 0) instruments.tokenUsage.record(attempt.outputTokens, series.outputTokens);
     if (context.firstChunkMs !== undefined) {
-      instruments.timeToFirstChunk.record((context.firstChunkMs - attempt.startMs) / 1000, base);
+      instruments.timeToFirstChunk.record((context.firstChunkMs - attempt.startMs) / 1000, series.base);
     }
     // The API has no bulk record: one call per gap, made here once per reply rather than per batch
     // as deltas arrive, with the one attributes object of the reply.
     if (chunkGapsMs !== undefined) {
       const perChunk = instruments.timePerOutputChunk;
-      for (const gap of chunkGapsMs) perChunk.record(gap / 1000, base);
+      for (const gap of chunkGapsMs) perChunk.record(gap / 1000, series.base);
     }
   }
 
@@ -248,10 +247,19 @@ export class SessionTelemetry implements PromptTracing {
     this.#promptStart = undefined;
     this.#retry = 0;
     this.#parts.promptsLive(-1);
-    this.#instruments?.promptDuration.record((Date.now() - start) / 1000, {
-      "lifeline.prompt.stop_reason": stopReason ?? "interrupted",
-    });
+    this.#instruments?.promptDuration.record((Date.now() - start) / 1000, stopReasonSet(stopReason ?? "interrupted"));
   }
+}
+
+/** `lifeline.prompt.stop_reason` sets, one per reason (few), reused by every record. */
+const STOP_REASON_SETS = new Map<string, Attributes>();
+function stopReasonSet(stopReason: string): Attributes {
+  let set = STOP_REASON_SETS.get(stopReason);
+  if (set === undefined) {
+    set = { "lifeline.prompt.stop_reason": stopReason };
+    STOP_REASON_SETS.set(stopReason, set);
+  }
+  return set;
 }
 
 /** A message's text as the GenAI conventions' message form (recorded only on opt-in). */

@@ -15,7 +15,13 @@ import { wrap } from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { LifelineError, type WorkerExitCause, WorkerExitedError } from "../../shared/errors.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
-import { decodeWorkerMessage, type SessionInit, type SessionOpened, type WorkerApi } from "../../shared/protocol.js";
+import {
+  decodeWorkerMessage,
+  type LoopDelay,
+  type SessionInit,
+  type SessionOpened,
+  type WorkerApi,
+} from "../../shared/protocol.js";
 import { type ApiResult, BoundedCalls, type Unwrapped } from "./bounded-calls.js";
 import { InFlightWork } from "./in-flight-work.js";
 import type { LinkEndpoint, LinkTimeouts } from "./link-options.js";
@@ -54,6 +60,9 @@ export class WorkerLink {
   readonly #onProtocolError: (reason: string) => void;
   readonly #permits: PermitHandler | undefined;
   readonly #onExit: ((cause: WorkerExitCause | "start") => void) | undefined;
+  readonly #onLoopDelay: ((threadId: number, delay: LoopDelay) => void) | undefined;
+  /** The worker's thread id, from its `hello`. */
+  #threadId: number | undefined;
   /** Extension tools' `ctx.ui` requests, to the host's UI (answered with nothing without one). */
   readonly #ui: LinkUi;
   #dead: LifelineError | undefined;
@@ -79,10 +88,13 @@ export class WorkerLink {
       permits?: PermitHandler | undefined;
       /** B9: told once how the worker ended (`start` when it never started), unless the host closed it. */
       onExit?: ((cause: WorkerExitCause | "start") => void) | undefined;
+      /** B9: a loop report of the worker (thread `threadId`), once `watchEventLoop` was called. */
+      onLoopDelay?: ((threadId: number, delay: LoopDelay) => void) | undefined;
       ui?: UiTransport | undefined;
     },
   ) {
     this.#onExit = options.onExit;
+    this.#onLoopDelay = options.onLoopDelay;
     this.#permits = options.permits;
     this.#ui = new LinkUi(
       options.ui,
@@ -312,9 +324,12 @@ export class WorkerLink {
   #onWorkerMessage(message: Extract<ReturnType<typeof decodeWorkerMessage>, { kind: "message" }>["message"]): void {
     switch (message.type) {
       case "hello":
+        this.#threadId = message.threadId;
         this.#calls.start();
         return;
       case "heartbeat":
+        if (message.loop !== undefined && this.#threadId !== undefined)
+          this.#onLoopDelay?.(this.#threadId, message.loop);
         return;
       case "permit_request":
         if (this.#permits === undefined) void this.call("grantPermit", message.requestId, true).catch(() => {});

@@ -6,7 +6,7 @@
 import type { ResourceLimits, Worker } from "node:worker_threads";
 import { LifelineError, WorkerExitedError } from "../../shared/errors.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
-import type { SessionInit, SessionOpened } from "../../shared/protocol.js";
+import type { LoopDelay, SessionInit, SessionOpened } from "../../shared/protocol.js";
 import type { LinkEndpoint, LinkTimeouts } from "./link-options.js";
 import { tickIntervalMs, Watchdog } from "./watchdog.js";
 import { type PermitHandler, WorkerLink } from "./worker-link.js";
@@ -29,6 +29,8 @@ export interface WorkerRosterOptions extends LinkTimeouts {
   permits?: PermitHandler | undefined;
   /** B9: a worker died or was terminated (`start`: it never started); not called for workers the host closed. */
   onWorkerExit?: ((cause: string) => void) | undefined;
+  /** B9: a worker's loop report (see {@link WorkerRoster.watchEventLoops}), with its thread id. */
+  onLoopDelay?: ((threadId: number, delay: LoopDelay) => void) | undefined;
   /** Where extension tools' `ctx.ui` requests go (the host's `extensionUi`). */
   ui?: UiTransport | undefined;
 }
@@ -42,6 +44,8 @@ export class WorkerRoster {
   readonly #pool: WorkerPool;
   readonly #watchdog: Watchdog<WorkerLink>;
   #watchdogTerminations = 0;
+  /** B9: whether every worker, present and future, samples and reports its event-loop delay. */
+  #watchingLoops = false;
 
   constructor(options: WorkerRosterOptions) {
     this.#options = options;
@@ -82,6 +86,17 @@ export class WorkerRoster {
   /** B9: the pool's live worker threads, for their event-loop utilization. */
   get threads(): readonly Worker[] {
     return this.#pool.threads;
+  }
+
+  /**
+   * B9: from now on every worker, present and future, samples its event-loop delay and reports it
+   * to `onLoopDelay` every few seconds (protocol.ts, `heartbeat`). Idempotent. The host's telemetry
+   * calls it once it records metrics, so a host that records none has no sampler running.
+   */
+  watchEventLoops(): void {
+    if (this.#watchingLoops) return;
+    this.#watchingLoops = true;
+    for (const link of this.#links) if (!link.isDead) watchLoop(link);
   }
 
   /** Live links (one per worker thread in use). */
@@ -194,11 +209,13 @@ export class WorkerRoster {
       isolated,
       permits: this.#options.permits,
       onExit: this.#options.onWorkerExit,
+      onLoopDelay: this.#options.onLoopDelay,
       ui: this.#options.ui,
       onProtocolError: (reason) => process.emitWarning(`lifeline: ignored an invalid worker message (${reason})`),
     });
     this.#links.push(link);
     this.#watchdog.start();
+    if (this.#watchingLoops) watchLoop(link);
     return link;
   }
 }
@@ -209,6 +226,11 @@ export class WorkerRoster {
  */
 function isolatedCapacity(threads: number): number {
   return Math.max(4, threads);
+}
+
+/** Asks `link`'s worker to report its loop; a worker gone meanwhile reports nothing, which is fine. */
+function watchLoop(link: WorkerLink): void {
+  void link.call("watchEventLoop").catch(() => {});
 }
 
 /** Waits for `promise`, or `ms` at most; the timer is cleared as soon as either is done. */

@@ -13,6 +13,7 @@ const sources = {
   sessionCount: () => 0,
   coordination: () => ({ budgets: [], permits: [] }),
   workerThreads: () => [],
+  watchWorkerLoops: () => {},
 };
 
 const cleanups: (() => Promise<void> | void)[] = [];

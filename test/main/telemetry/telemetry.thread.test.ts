@@ -5,6 +5,13 @@
  * first. Every wait is bounded; nothing is timed.
  */
 import { context, metrics, trace } from "@opentelemetry/api";
+import {
+  type DataPoint,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+  type PushMetricExporter,
+  type ResourceMetrics,
+} from "@opentelemetry/sdk-metrics";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSessionHost, type SessionHost, type SessionHostOptions } from "../../../dist/main/index.js";
@@ -24,6 +31,8 @@ import {
 
 const KILLER_MODULE = new URL("../../fixtures/killer-module.mjs", import.meta.url);
 const KILLER_MODEL = workerApiModel("lifeline-test-killer", "killer-1");
+const TOOL_MODULE = new URL("../../fixtures/tool-module.mjs", import.meta.url);
+const TOOLS_MODEL = workerApiModel("lifeline-test-tools", "tools-1");
 /** The session's key: it must appear in nothing exported. */
 const SECRET_KEY = "sk-telemetry-secret-4f1d9a";
 
@@ -220,6 +229,59 @@ describe("a worker killed mid-run", () => {
       "lifeline.worker.exit_cause": "exit",
       "lifeline.session.restarts": 1,
     });
+  });
+});
+
+describe("each worker's event loop", () => {
+  it("B9: a worker blocked by a synchronous tool shows in its own lifeline.worker.event_loop.delay, not in the host's", async () => {
+    // The host's and the workers' loop gauges of every export (one each 100 ms), from the prompt on.
+    const host: number[] = [];
+    const worker: DataPoint<number>[] = [];
+    let reported: () => void = () => {};
+    const workerReported = new Promise<void>((resolve) => (reported = resolve));
+    let sampling: () => void = () => {};
+    const workerSampling = new Promise<void>((resolve) => (sampling = resolve));
+    const exporter: PushMetricExporter = {
+      export(resourceMetrics: ResourceMetrics, done) {
+        for (const metric of resourceMetrics.scopeMetrics.flatMap((scope) => scope.metrics)) {
+          const points = metric.dataPoints as DataPoint<number>[];
+          if (metric.descriptor.name === "lifeline.host.event_loop.delay.max") host.push(...points.map((p) => p.value));
+          if (metric.descriptor.name === "lifeline.worker.event_loop.delay.max") worker.push(...points);
+        }
+        if (worker.length > 0) sampling();
+        if (worker.some((point) => point.value >= 0.7)) reported();
+        done({ code: 0 });
+      },
+      forceFlush: async () => {},
+      shutdown: async () => {},
+    };
+    const meterProvider = new MeterProvider({
+      readers: [new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 100 })],
+    });
+    cleanups.push(() => meterProvider.shutdown());
+    // A 500 ms heartbeat: the worker reports its loop every 2.5 s (LOOP_REPORT_BEATS).
+    const dir = tempDir(cleanups, "lifeline-telemetry-");
+    const lifeline = createSessionHost({
+      lifelineDir: dir,
+      cwd: dir,
+      threads: 1,
+      hangTimeoutMs: 2000,
+      telemetry: { meterProvider },
+    });
+    cleanups.push(() => lifeline.close());
+    const session = await lifeline.createSession({ model: TOOLS_MODEL, workerModule: TOOL_MODULE });
+    // The worker samples its loop from when the host asks it to (once metrics start): wait for its
+    // first report, so the block below happens while it samples.
+    await within(workerSampling, 15_000, "the worker's first loop report");
+    host.length = 0;
+    const result = await within(session.prompt("crunch [busy=800]"), 15_000, "the busy tool's prompt");
+    expect(result.stopReason).toBe("stop");
+    await within(workerReported, 15_000, "the worker's loop report of its 800 ms block");
+    const blocked = worker.find((point) => point.value >= 0.7);
+    expect(blocked?.attributes).toEqual({ "lifeline.worker.slot": 0 });
+    expect(host.length).toBeGreaterThan(0);
+    // The main thread was never blocked: its worst delay stays far below the worker's.
+    expect(Math.max(...host)).toBeLessThan(0.35);
   });
 });
 

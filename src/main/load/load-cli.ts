@@ -63,6 +63,7 @@ export function addLoadCommand(program: Command, setExitCode: (code: number) => 
       ).argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]),
     )
     .addOption(new Option("--out <dir>", "report folder (default ./lifeline-load-<timestamp>)"))
+    .addOption(new Option("--csv", "also write records.csv and summary.csv into the report folder"))
     .addOption(new Option("--ramp-up <time>", "start the sessions spread evenly over this time (default 0s)"))
     .addOption(new Option("--concurrency <n>", "most prompts in flight at once (default: --sessions)"))
     .addOption(new Option("--prompts-file <file>", 'JSONL, one {"prompt": "…"} per line, used round-robin'))

@@ -22,6 +22,8 @@ export interface LoadFlags {
   seed?: string;
   threshold?: string[];
   out?: string;
+  /** `--csv`: also records.csv and summary.csv. */
+  csv?: boolean;
   rampUp?: string;
   concurrency?: string;
   promptsFile?: string;
@@ -75,6 +77,7 @@ export async function loadOptionsFromFlags(flags: LoadFlags, cwd: string): Promi
     options.thresholds = flags.threshold;
   }
   if (flags.out !== undefined) options.outDir = resolve(cwd, flags.out);
+  if (flags.csv === true) options.csv = true;
   if (flags.rampUp !== undefined) options.rampUpMs = parseDuration("--ramp-up", flags.rampUp, 0);
   if (flags.concurrency !== undefined) options.concurrency = parseCount("--concurrency", flags.concurrency, 100_000);
   if (flags.promptsFile !== undefined) options.promptTexts = await readPromptsFile(resolve(cwd, flags.promptsFile));

@@ -49,6 +49,8 @@ export interface LoadOptions {
    * nothing. @default `lifeline-load-<timestamp>` in `cwd`
    */
   outDir?: string | false;
+  /** Also write records.csv and summary.csv into `outDir` (see docs/load.md). @default false */
+  csv?: boolean;
   /** Sessions start evenly spread over this many ms. @default 0 (all at once) */
   rampUpMs?: number;
   /** Most prompts in flight at once across all sessions. @default `sessions` */
@@ -131,6 +133,7 @@ const loadOptionsSchema = z
     seed: z.number().int().optional(),
     thresholds: z.array(z.string()).optional(),
     outDir: z.union([z.string().min(1), z.literal(false)]).optional(),
+    csv: z.boolean().optional(),
     rampUpMs: timerMs(0).optional(),
     concurrency: count(100_000).optional(),
     promptTexts: z.array(z.string().min(1)).min(1).optional(),

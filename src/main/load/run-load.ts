@@ -127,6 +127,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
             report,
             outcome.requests,
             outcome.prompts,
+            { csv: options.csv ?? false },
           );
     return { report, files, thresholdsPassed: report.thresholds.every((threshold) => threshold.passed) };
   } finally {

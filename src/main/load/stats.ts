@@ -1,9 +1,15 @@
 /**
  * Percentiles, summaries and histograms of a run's samples: pure functions over plain numbers,
- * shared by the JSON report, the terminal table and the thresholds.
+ * shared by the JSON report, the terminal table and the thresholds. A summary's percentiles come
+ * from its sketch (sketch.ts), so that summaries of two runs merge with correct percentiles.
  */
+import { Sketch, type SketchJson } from "./sketch.js";
 
-/** A distribution as the report gives it (report.json `latency.*`); every figure null when empty. */
+/**
+ * A distribution as the report gives it (report.json `latency.*`); every figure null when empty.
+ * `count`, `min`, `mean` and `max` are exact; the percentiles are within 1 % (relative) of the
+ * nearest-rank ones, read from `sketch`, which is what a merge of reports adds up.
+ */
 export interface Summary {
   count: number;
   min: number | null;
@@ -14,6 +20,8 @@ export interface Summary {
   p99: number | null;
   max: number | null;
   histogram: Histogram;
+  /** The mergeable form of the distribution (sketch.ts). */
+  sketch: SketchJson;
 }
 
 /**
@@ -46,10 +54,18 @@ export function percentile(sorted: readonly number[], p: number): number | null 
  * that span fewer values than that (requests per prompt) get one bin per value instead.
  */
 export function histogram(sorted: readonly number[], bins = HISTOGRAM_BINS): Histogram {
-  const min = sorted[0];
-  const max = sorted[sorted.length - 1];
+  return weightedHistogram(
+    sorted.map((value) => [value, 1]),
+    bins,
+  );
+}
+
+/** {@link histogram} of `[value, count]` pairs, ascending by value. */
+function weightedHistogram(sorted: readonly (readonly [number, number])[], bins = HISTOGRAM_BINS): Histogram {
+  const min = sorted[0]?.[0];
+  const max = sorted[sorted.length - 1]?.[0];
   if (min === undefined || max === undefined) return { edges: [], counts: [] };
-  const whole = sorted.every(Number.isInteger) && max - min < bins;
+  const whole = sorted.every(([value]) => Number.isInteger(value)) && max - min < bins;
   // Samples closer together than the report's resolution (0.001) show as one bin of width 1.
   const one = !whole && (max - min) / bins < 0.001;
   // Whole numbers: bins [k, k + 1). Else equal widths.
@@ -57,9 +73,9 @@ export function histogram(sorted: readonly number[], bins = HISTOGRAM_BINS): His
   const width = whole || one ? 1 : (max - min) / count;
   const edges = Array.from({ length: count + 1 }, (_, i) => (i === count && !whole && !one ? max : min + i * width));
   const counts = new Array<number>(count).fill(0);
-  for (const value of sorted) {
+  for (const [value, n] of sorted) {
     const index = Math.min(count - 1, Math.floor((value - min) / width));
-    counts[index] = (counts[index] ?? 0) + 1;
+    counts[index] = (counts[index] ?? 0) + n;
   }
   return { edges: edges.map(round3), counts };
 }
@@ -67,18 +83,40 @@ export function histogram(sorted: readonly number[], bins = HISTOGRAM_BINS): His
 /** The summary of `values` (in any order; not modified). */
 export function summarize(values: readonly number[]): Summary {
   const sorted = [...values].sort((a, b) => a - b);
-  const sum = sorted.reduce((total, value) => total + value, 0);
-  const at = (p: number) => nullableRound(percentile(sorted, p));
+  const sketch = new Sketch();
+  for (const value of sorted) sketch.add(value);
+  return { ...figuresOf(sketch), histogram: histogram(sorted) };
+}
+
+/**
+ * The summary of a sketch alone, as a merge of reports builds it: the figures as
+ * {@link summarize} gives them, and the histogram drawn from the sketch's buckets (each bucket's
+ * count at its representative value, so within 1 % of where the samples were). When the sketch's
+ * smallest and largest samples are whole numbers less than {@link HISTOGRAM_BINS} apart, each
+ * value is rounded to a whole number, so requests per prompt keep one bin per value.
+ */
+export function summarizeSketch(sketch: Sketch): Summary {
+  const { min, max } = sketch;
+  const whole =
+    min !== null && max !== null && Number.isInteger(min) && Number.isInteger(max) && max - min < HISTOGRAM_BINS;
+  const weighted = sketch
+    .weightedValues()
+    .map(([value, n]): [number, number] => [whole ? Math.round(value) : value, n]);
+  return { ...figuresOf(sketch), histogram: weightedHistogram(weighted) };
+}
+
+function figuresOf(sketch: Sketch): Omit<Summary, "histogram"> {
+  const at = (p: number) => nullableRound(sketch.quantile(p));
   return {
-    count: sorted.length,
-    min: nullableRound(sorted[0] ?? null),
-    mean: sorted.length === 0 ? null : round3(sum / sorted.length),
+    count: sketch.count,
+    min: nullableRound(sketch.min),
+    mean: sketch.count === 0 ? null : round3(sketch.sum / sketch.count),
     p50: at(50),
     p90: at(90),
     p95: at(95),
     p99: at(99),
-    max: nullableRound(sorted[sorted.length - 1] ?? null),
-    histogram: histogram(sorted),
+    max: nullableRound(sketch.max),
+    sketch: sketch.toJSON(),
   };
 }
 

@@ -1,10 +1,12 @@
 /**
- * `lifeline load`'s distributions (src/main/load/stats.ts): nearest-rank percentiles and the
- * histograms of report.json, checked as properties over arbitrary samples.
+ * `lifeline load`'s distributions (src/main/load/stats.ts): nearest-rank percentiles (the exact
+ * reference the sketch's are held to), the histograms and summaries of report.json, checked as
+ * properties over arbitrary samples.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { histogram, percentile, summarize } from "../../../src/main/load/stats.js";
+import { Sketch } from "../../../src/main/load/sketch.js";
+import { histogram, percentile, round3, summarize, summarizeSketch } from "../../../src/main/load/stats.js";
 
 const samples = fc.array(fc.double({ min: 0, max: 1e6, noNaN: true }), { minLength: 1, maxLength: 200 });
 const sortedOf = (values: number[]) => [...values].sort((a, b) => a - b);
@@ -93,7 +95,44 @@ describe("summaries", () => {
 
   it("a summary does not reorder the caller's array", () => {
     const values = [3, 1, 2];
-    expect(summarize(values)).toMatchObject({ count: 3, min: 1, p50: 2, max: 3, mean: 2 });
+    expect(summarize(values)).toMatchObject({ count: 3, min: 1, max: 3, mean: 2 });
     expect(values).toEqual([3, 1, 2]);
+  });
+});
+
+describe("summaries from sketches", () => {
+  it("a summary's percentiles are within 1 % of the nearest-rank ones, and count, min, max and mean are exact", () => {
+    fc.assert(
+      fc.property(samples, (values) => {
+        const sorted = sortedOf(values);
+        const summary = summarize(values);
+        expect(summary.count).toBe(values.length);
+        expect(summary.min).toBe(round3(sorted[0] as number));
+        expect(summary.max).toBe(round3(sorted[sorted.length - 1] as number));
+        expect(summary.mean).toBe(round3(values.reduce((sum, v) => sum + v, 0) / values.length));
+        for (const p of [50, 90, 95, 99] as const) {
+          const exact = percentile(sorted, p) as number;
+          // 1 %, plus the report's rounding to 3 decimals.
+          expect(Math.abs((summary[`p${p}`] as number) - exact)).toBeLessThanOrEqual(0.01 * exact + 0.0005 + 1e-9);
+        }
+      }),
+    );
+  });
+
+  it("a summary rebuilt from its sketch has the same figures, and its histogram counts every sample", () => {
+    fc.assert(
+      fc.property(samples, (values) => {
+        const summary = summarize(values);
+        const rebuilt = summarizeSketch(Sketch.fromJSON(summary.sketch));
+        expect({ ...rebuilt, histogram: null }).toEqual({ ...summary, histogram: null });
+        expect(rebuilt.histogram.counts.reduce((sum, n) => sum + n, 0)).toBe(values.length);
+        expect(rebuilt.histogram.edges.length).toBe(rebuilt.histogram.counts.length + 1);
+      }),
+    );
+  });
+
+  it("whole numbers a few apart keep one bin per value when rebuilt from a sketch (requests per prompt)", () => {
+    const summary = summarize([1, 1, 1, 2, 4]);
+    expect(summarizeSketch(Sketch.fromJSON(summary.sketch)).histogram).toEqual(summary.histogram);
   });
 });

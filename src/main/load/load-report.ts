@@ -17,8 +17,12 @@ export const REPORT_SCHEMA = "lifeline-load-report/1";
 /** report.json. */
 export interface LoadReport {
   schema: typeof REPORT_SCHEMA;
-  /** `completed`: the run reached its prompts or duration; `interrupted`: stopped early (Ctrl+C, `signal`). */
-  status: "completed" | "interrupted";
+  /**
+   * `completed`: the run reached its prompts or duration; `interrupted`: stopped early (Ctrl+C,
+   * `signal`); `degraded`: a distributed run (load-fleet/) that lost a generator on the way, whose
+   * figures are those of the generators that delivered theirs (see docs/load.md).
+   */
+  status: "completed" | "interrupted" | "degraded";
   startedAt: string;
   endedAt: string;
   durationMs: number;
@@ -207,7 +211,7 @@ export function buildReport(input: ReportInput): LoadReport {
 }
 
 /** The figure each threshold metric names, read from a report. */
-function thresholdFigures(report: LoadReport): Record<ThresholdMetric, number | null> {
+export function thresholdFigures(report: LoadReport): Record<ThresholdMetric, number | null> {
   const { latency, totals } = report;
   return {
     p50_latency_ms: latency.e2eMs.p50,

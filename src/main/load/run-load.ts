@@ -17,7 +17,7 @@ import type { SessionHostOptions } from "../host/host-options.js";
 import { createSessionHost, type SessionHost } from "../host/session-host.js";
 import { abortableSleep } from "../retry/sleep.js";
 import type { AgentSession } from "../session/agent-session.js";
-import { LoadMetrics, type LoadProgress } from "./load-metrics.js";
+import { LoadMetrics, type LoadProgress, type PromptRecord, type RequestRecord } from "./load-metrics.js";
 import { checkLoadOptions, LOAD_DEFAULTS, type LoadOptions } from "./load-options.js";
 import { buildReport, type LoadReport } from "./load-report.js";
 import { withMockIdleTimeout } from "./mock-idle-timeout.js";
@@ -33,6 +33,9 @@ export interface LoadResult {
   files: ReportFiles | undefined;
   /** True when every threshold held (also with no thresholds). */
   thresholdsPassed: boolean;
+  /** The run's records, as records.jsonl holds them (also with `outDir: false`). */
+  requests: readonly RequestRecord[];
+  prompts: readonly PromptRecord[];
 }
 
 /** Key handed to the built-in mock, which accepts any. */
@@ -129,7 +132,13 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
             outcome.prompts,
             { csv: options.csv ?? false },
           );
-    return { report, files, thresholdsPassed: report.thresholds.every((threshold) => threshold.passed) };
+    return {
+      report,
+      files,
+      thresholdsPassed: report.thresholds.every((threshold) => threshold.passed),
+      requests: outcome.requests,
+      prompts: outcome.prompts,
+    };
   } finally {
     await host?.close();
     if (target !== undefined && mockStats === null) await target.close().catch(() => {});
@@ -189,7 +198,10 @@ class LoadRun {
       session.subscribe((event) => this.#metrics.onEvent(index, event)),
     );
     timeline.sample(0);
-    const sampler = setInterval(() => timeline.sample(elapsed()), sampleIntervalMs);
+    const sampler = setInterval(() => {
+      const point = timeline.sample(elapsed());
+      options.onSample?.({ point, counters: this.#metrics.counters, requests: this.#metrics.requests });
+    }, sampleIntervalMs);
     const progress =
       options.onProgress === undefined
         ? undefined

@@ -1,0 +1,226 @@
+/**
+ * report.json of a distributed run: the merged report (merge-fleet-reports.ts) plus what only a
+ * distributed run has: `fleet` (the run, its clock and its Redis traffic) and `generators`, the
+ * per-generator breakdown. Also the merged records: every generator's records.jsonl lines, each
+ * with a `generator` field and its `startMs` moved onto the run's common clock.
+ */
+import { LOAD_DEFAULTS, type LoadOptions } from "../load/load-options.js";
+import type { LoadReport } from "../load/load-report.js";
+import { Sketch, type SketchJson } from "../load/sketch.js";
+import { round3, summarizeSketch } from "../load/stats.js";
+import { type FinalPart, mergeFinalReports } from "./merge-fleet-reports.js";
+import type { GeneratorState, GeneratorStatus } from "./run-watch.js";
+
+/** A generator's figures: from its final report, else its last snapshot (`source`). */
+export interface GeneratorFigures {
+  source: "final" | "last_snapshot" | "none";
+  promptsSent: number;
+  promptsSucceeded: number;
+  promptsFailed: number;
+  promptsCancelled: number;
+  requests: number;
+  failedRequests: number;
+  retries: number;
+  outputTokens: number;
+  /** End-to-end latency of its requests that succeeded (from its sketch). */
+  e2eMs: { count: number; p50: number | null; p90: number | null; p99: number | null };
+}
+
+/** One entry of report.json `generators`. */
+export interface GeneratorSummary {
+  id: string;
+  host: string;
+  pid: number;
+  /** 0-based position in the run; its mock's seed is the run's seed + index. */
+  index: number;
+  sessions: number;
+  seed: number;
+  /** `finished` (its final report came), `failed` (its run threw: `error`), `lost` (its lease lapsed). */
+  status: Exclude<GeneratorStatus, "starting" | "running"> | "unresponsive";
+  error?: { code: string; message: string };
+  /** When it was declared lost, ms since the run's start, and its prompts in flight at its last snapshot. */
+  lostAtMs?: number;
+  inFlightPrompts?: number;
+  /** Its clock's offset to Redis's and the estimate's error bound, ms. */
+  clockOffsetMs: number;
+  clockErrorMs: number;
+  /** What it sent to the run's stream: snapshot entries and bytes, and records + final bytes. */
+  traffic: { snapshots: number; snapshotBytes: number; finalBytes: number };
+  figures: GeneratorFigures;
+}
+
+/** report.json of a distributed run. */
+export interface FleetLoadReport extends LoadReport {
+  fleet: {
+    name: string;
+    runId: string;
+    /** `--generators`. */
+    generators: number;
+    onGeneratorLoss: "continue" | "stop";
+    /** The largest clock-offset error bound among the generators, ms: the timelines' alignment error. */
+    clockErrorMs: number;
+    /** Snapshot bytes per second, averaged over the generators and the run. */
+    snapshotBytesPerSecondPerGenerator: number;
+  };
+  generators: GeneratorSummary[];
+}
+
+/** What {@link buildFleetReport} needs besides the generators. */
+export interface FleetReportInput {
+  status: LoadReport["status"];
+  options: LoadOptions;
+  name: string;
+  runId: string;
+  onGeneratorLoss: "continue" | "stop";
+  /** The planned common start, and now, ms on Redis's clock. */
+  plannedStartMs: number;
+  nowMs: number;
+}
+
+/**
+ * The merged report (thresholds not yet evaluated) and the merged records.
+ * @throws ERR_LOAD_REPORT when a generator's report lacks a readable sketch.
+ */
+export function buildFleetReport(
+  generators: readonly GeneratorState[],
+  input: FleetReportInput,
+): { report: FleetLoadReport; records: object[] } {
+  const finals = generators.flatMap((g) => (g.final === undefined ? [] : [{ g, final: g.final }]));
+  const parts: FinalPart[] = finals.map(({ final }) => ({ report: final.report, startedAtMs: final.startedAtMs }));
+  const runStartMs = parts.length === 0 ? input.plannedStartMs : Math.min(...parts.map((p) => p.startedAtMs));
+  const runEndMs = Math.max(
+    runStartMs,
+    ...finals.map(({ final }) => final.atMs),
+    finals.length === 0 ? input.nowMs : 0,
+  );
+  const intervalMs = input.options.sampleIntervalMs ?? LOAD_DEFAULTS.sampleIntervalMs;
+  const merged = mergeFinalReports(parts, {
+    status: input.status,
+    runStartMs,
+    runEndMs,
+    intervalMs,
+    config: fleetConfig(input.options, finals[0]?.final.report.config),
+  });
+  const seconds = Math.max(0.001, merged.durationMs / 1000);
+  const summaries = generators.map((g) => generatorSummary(g, runStartMs));
+  const totalSnapshotBytes = summaries.reduce((t, s) => t + s.traffic.snapshotBytes, 0);
+  const report: FleetLoadReport = {
+    ...merged,
+    fleet: {
+      name: input.name,
+      runId: input.runId,
+      generators: generators.length,
+      onGeneratorLoss: input.onGeneratorLoss,
+      clockErrorMs: Math.max(0, ...generators.map((g) => g.agent.clockErrorMs)),
+      snapshotBytesPerSecondPerGenerator: Math.round(totalSnapshotBytes / Math.max(1, generators.length) / seconds),
+    },
+    generators: summaries,
+  };
+  const records: object[] = [];
+  for (const { g, final } of finals) {
+    const shift = final.startedAtMs - runStartMs;
+    for (const chunk of g.records) {
+      for (const line of chunk.split("\n")) {
+        if (line === "") continue;
+        const record = JSON.parse(line) as { startMs: number };
+        records.push({ ...record, startMs: round3(record.startMs + shift), generator: g.agent.id });
+      }
+    }
+  }
+  records.sort((a, b) => (a as { startMs: number }).startMs - (b as { startMs: number }).startMs);
+  return { report, records };
+}
+
+/** report.json `config` of the whole run (sessions and concurrency in total, the run's seed). */
+function fleetConfig(options: LoadOptions, first: LoadReport["config"] | undefined): LoadReport["config"] {
+  const settings: Record<string, unknown> = { ...(first?.settings ?? options.settings ?? {}) };
+  // The generators' hosts joined the fleet; its URL (maybe with a password) stays out of the report.
+  delete settings.fleet;
+  return {
+    sessions: options.sessions,
+    promptsPerSession: options.prompts ?? null,
+    durationMs: options.durationMs ?? null,
+    target: options.model === undefined ? "mock" : "model",
+    model: options.model ?? first?.model ?? "lifeline-mock/mock-1",
+    faults: [...(options.faults ?? [])],
+    seed: options.seed ?? LOAD_DEFAULTS.seed,
+    rampUpMs: options.rampUpMs ?? LOAD_DEFAULTS.rampUpMs,
+    concurrency: options.concurrency ?? options.sessions,
+    thinkTimeMs: options.thinkTimeMs ?? LOAD_DEFAULTS.thinkTimeMs,
+    threads: options.threads ?? null,
+    promptTexts: options.promptTexts?.length ?? 0,
+    mock:
+      options.model === undefined
+        ? {
+            tokens: options.mock?.tokens ?? LOAD_DEFAULTS.mockTokens,
+            tokenDelayMs: options.mock?.tokenDelayMs ?? LOAD_DEFAULTS.mockTokenDelayMs,
+            rateLimit: options.mock?.rateLimit ?? null,
+          }
+        : null,
+    settings,
+  };
+}
+
+function generatorSummary(g: GeneratorState, runStartMs: number): GeneratorSummary {
+  const summary: GeneratorSummary = {
+    id: g.agent.id,
+    host: g.agent.host,
+    pid: g.agent.pid,
+    index: g.index,
+    sessions: g.share.sessions,
+    seed: g.share.seed ?? 0,
+    status: g.status === "starting" || g.status === "running" ? "unresponsive" : g.status,
+    clockOffsetMs: g.agent.clockOffsetMs,
+    clockErrorMs: g.agent.clockErrorMs,
+    traffic: { snapshots: g.snapshots, snapshotBytes: g.snapshotBytes, finalBytes: g.finalBytes },
+    figures: figuresOf(g),
+  };
+  if (g.failure !== undefined) summary.error = g.failure;
+  if (g.lostAtMs !== undefined) summary.lostAtMs = Math.max(0, Math.round(g.lostAtMs - runStartMs));
+  if (g.inFlightPrompts !== undefined) summary.inFlightPrompts = g.inFlightPrompts;
+  return summary;
+}
+
+function figuresOf(g: GeneratorState): GeneratorFigures {
+  const report = g.final?.report;
+  if (report !== undefined) {
+    const { totals, latency } = report;
+    return {
+      source: "final",
+      promptsSent: totals.prompts.sent,
+      promptsSucceeded: totals.prompts.succeeded,
+      promptsFailed: totals.prompts.failed,
+      promptsCancelled: totals.prompts.cancelled,
+      requests: totals.requests.sent,
+      failedRequests: totals.requests.failed,
+      retries: totals.retries,
+      outputTokens: totals.outputTokens,
+      e2eMs: { count: latency.e2eMs.count, p50: latency.e2eMs.p50, p90: latency.e2eMs.p90, p99: latency.e2eMs.p99 },
+    };
+  }
+  const snapshot = g.snapshot;
+  const c = snapshot?.counters;
+  const e2e = snapshot === undefined ? undefined : snapshotSummary(snapshot.sketches.e2eMs);
+  return {
+    source: snapshot === undefined ? "none" : "last_snapshot",
+    promptsSent: c?.promptsSent ?? 0,
+    promptsSucceeded: c?.promptsSucceeded ?? 0,
+    promptsFailed: c?.promptsFailed ?? 0,
+    promptsCancelled: c?.promptsCancelled ?? 0,
+    requests: c?.requests ?? 0,
+    failedRequests: c?.failedRequests ?? 0,
+    retries: c?.retries ?? 0,
+    outputTokens: c?.outputTokens ?? 0,
+    e2eMs: e2e ?? { count: 0, p50: null, p90: null, p99: null },
+  };
+}
+
+/** Count and percentiles of a snapshot's sketch; undefined for one that cannot be read. */
+function snapshotSummary(json: SketchJson): GeneratorFigures["e2eMs"] | undefined {
+  try {
+    const summary = summarizeSketch(Sketch.fromJSON(json, "snapshot.sketches.e2eMs"));
+    return { count: summary.count, p50: summary.p50, p90: summary.p90, p99: summary.p99 };
+  } catch {
+    return undefined;
+  }
+}

@@ -49,7 +49,7 @@ export const runDistributedLoad: DistributedLoad = async (options, fleetInput, f
 };
 
 /** The per-generator lines printed after the summary table. */
-export function formatGenerators(report: FleetLoadReport): string {
+function formatGenerators(report: FleetLoadReport): string {
   const lines = report.generators.map((g) => {
     const f = g.figures;
     const lost =

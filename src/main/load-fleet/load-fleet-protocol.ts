@@ -95,7 +95,7 @@ export type AgentCommand =
   | { type: "run_stop"; runId: string; reason: string };
 
 /** Cumulative sketches a snapshot carries (over the requests that succeeded so far). */
-export interface SnapshotSketches {
+interface SnapshotSketches {
   e2eMs: SketchJson;
   ttftMs: SketchJson;
 }

@@ -156,7 +156,7 @@ export function mergeTimelines(parts: readonly FinalPart[], context: MergeContex
 }
 
 /** Key-wise sums. */
-export function addMaps(maps: readonly Readonly<Record<string, number>>[]): Record<string, number> {
+function addMaps(maps: readonly Readonly<Record<string, number>>[]): Record<string, number> {
   const total: Record<string, number> = {};
   for (const map of maps) for (const [key, value] of Object.entries(map)) total[key] = (total[key] ?? 0) + value;
   return total;

@@ -19,7 +19,7 @@ export interface ClockOffset {
 const CLOCK_SAMPLES = 5;
 
 /** Local wall-clock time with sub-millisecond resolution. */
-export function localNowMs(): number {
+function localNowMs(): number {
   return performance.timeOrigin + performance.now();
 }
 

@@ -10,7 +10,7 @@ import { evalLua, luaScript } from "../fleet/lua-script.js";
 import { loadKeys, type RunLockHolder } from "./load-fleet-protocol.js";
 
 /** The lock lapses this long after its coordinator stopped renewing it. */
-export const RUN_LOCK_MS = 10_000;
+const RUN_LOCK_MS = 10_000;
 const RUN_LOCK_RENEW_MS = 2000;
 
 /** KEYS[1] the lock, ARGV[1] the run id, ARGV[2] ms (0: delete). Acts only while the run holds it. */

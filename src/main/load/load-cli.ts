@@ -47,7 +47,7 @@ const USAGE_ERRORS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
 const DISTRIBUTED_USAGE_ERRORS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([...USAGE_ERRORS, "ERR_FLEET_UNAVAILABLE"]);
 
 /** The flags of a distributed run, as commander parses them (load-fleet/ reads them). */
-export interface DistributedFlags {
+interface DistributedFlags {
   generators: string;
   generatorTimeout?: string;
   onGeneratorLoss?: string;

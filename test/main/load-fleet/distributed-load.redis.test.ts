@@ -1,5 +1,5 @@
 /**
- * Distributed load runs end to end (issue 21): a real redis-server (test/fixtures/redis-server.ts),
+ * Distributed load runs end to end, as docs/load.md ("Distributed runs") describes them: a real redis-server (test/fixtures/redis-server.ts),
  * three `lifeline load-agent --once` generators and the coordinator `lifeline load --fleet …
  * --generators 3`, all child processes of the built CLI (run `npm run build` first), against one
  * mock server this test runs (`--model mock/mock-1` through models.json), so that one independent
@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import type { RequestRecord } from "../../../dist/main/load/index.js";
-import type { FleetLoadReport } from "../../../dist/main/load-fleet/fleet-load-report.js";
+import type { FleetLoadReport } from "../../../dist/main/load-fleet/index.js";
 import { type MockServer, startMockServer } from "../../../dist/mock-server/index.js";
 import { within } from "../../fixtures/bounded.js";
 import { type AgentChild, agentLifelineDir, startAgent, waitForEntries } from "../../fixtures/load-agents.js";

@@ -13,6 +13,8 @@
  *   (h) fleet-throughput.mjs  a fleet's queue: prompts/s with 1, 2, 3 `lifeline serve` processes, Redis calls per prompt
  *   (i) telemetry.mjs      OpenTelemetry (B9): main-thread CPU per model request off / API without a
  *                          provider / SDK recording; event-loop p99 with streaming sessions, off vs SDK
+ *   (j) load-fleet.mjs     distributed `lifeline load` with 1, 2, 3 generators: the coordinator's CPU
+ *                          and Redis traffic per generator (needs redis-server)
  *
  * Env: BENCH_QUICK=1 for smaller counts (a smoke run; noisier), BENCH_JSON=<path> to also write
  * the raw results as JSON, BENCH_ONLY=a,c to run some sections only.
@@ -36,6 +38,11 @@ const SECTIONS = [
   },
   { id: "h", file: "./fleet-throughput.mjs", title: "(h) fleet: prompts/s with 1, 2, 3 serve processes on one Redis" },
   { id: "i", file: "./telemetry.mjs", title: "(i) OpenTelemetry: main-thread cost of recording" },
+  {
+    id: "j",
+    file: "./load-fleet.mjs",
+    title: "(j) distributed load: coordinator CPU and Redis traffic per generator (1, 2, 3 generators)",
+  },
 ];
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
@@ -279,6 +286,37 @@ function printH(h) {
   );
 }
 
+function printJ(j) {
+  console.log(
+    table(
+      [
+        "generators",
+        "sessions",
+        "requests/s",
+        "coordinator CPU ms (% of a core)",
+        "snapshot B/s per gen",
+        "Redis bytes in/s per gen",
+        "run cmds/s per gen",
+        "limiter cmds/s per gen",
+      ],
+      j.runs.map((r) => [
+        r.generators,
+        r.sessions,
+        r.requestsPerS.toFixed(1),
+        `${r.coordinatorCpuMs} (${r.coordinatorCpuPercent.toFixed(2)} %)`,
+        r.snapshotBytesPerS,
+        r.redisInputBytesPerGenS.toFixed(0),
+        r.runCommandsPerGenS.toFixed(1),
+        r.limiterCommandsPerGenS.toFixed(1),
+      ]),
+    ),
+  );
+  const last = j.runs[j.runs.length - 1];
+  console.log(
+    `Commands per generator per second with ${last.generators} generators, by command: ${last.byCommand.map(([command, n]) => `${command} ${n.toFixed(2)}`).join(", ")}`,
+  );
+}
+
 function printI(i) {
   const base = i.cpuUsPerRequest.off;
   console.log(
@@ -388,9 +426,9 @@ for (const section of SECTIONS) {
     console.log(`FAILED: ${error instanceof Error ? error.message : String(error)}\n`);
     continue;
   }
-  ({ a: printA, b: printB, c: printC, d: printD, e: printE, f: printF, g: printG, h: printH, i: printI })[section.id](
-    results[section.id],
-  );
+  ({ a: printA, b: printB, c: printC, d: printD, e: printE, f: printF, g: printG, h: printH, i: printI, j: printJ })[
+    section.id
+  ](results[section.id]);
   console.log(`(${((performance.now() - t0) / 1000).toFixed(1)} s; load average after: ${loadavg()[0].toFixed(2)})\n`);
 }
 

@@ -14,6 +14,7 @@
  *   lifeline load --sessions N --prompts M [...]     a load test with reports (load/load-cli.ts); with
  *                 --fleet URL --generators K         the coordinator of a distributed run (load-fleet/)
  *   lifeline load-agent --fleet URL [--once]         a generator of distributed runs (load-fleet/load-fleet-cli.ts)
+ *   lifeline load merge A B [...] --out C            merge load reports into one (load/merge-cli.ts)
  *   lifeline serve --fleet URL [--concurrency N]     serve a fleet's queue of prompts (serve/serve-cli.ts)
  *   lifeline submit --fleet URL [--session ID] TEXT  submit a prompt to it; events and result as JSONL
  *   lifeline export <id> [--out F]                   a stored session as pi's JSONL (host/stored-sessions-cli.ts)

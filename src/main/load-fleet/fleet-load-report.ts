@@ -1,15 +1,22 @@
 /**
- * report.json of a distributed run: the merged report (merge-fleet-reports.ts) plus what only a
- * distributed run has: `fleet` (the run, its clock and its Redis traffic) and `generators`, the
+ * report.json of a distributed run: the generators' final reports merged as `lifeline load merge`
+ * merges reports (load/report-merge.ts: counters add up, distributions merge through their
+ * sketches, rates are recomputed, timelines merge by interval), each first moved onto Redis's
+ * clock, plus what only a distributed run has: `fleet` (the run, its clock and its Redis traffic) and `generators`, the
  * per-generator breakdown. Also the merged records: every generator's records.jsonl lines, each
  * with a `generator` field and its `startMs` moved onto the run's common clock.
  */
+
+import { LoadMetrics } from "../load/load-metrics.js";
 import { LOAD_DEFAULTS, type LoadOptions } from "../load/load-options.js";
-import type { LoadReport } from "../load/load-report.js";
+import { buildReport, type LoadReport } from "../load/load-report.js";
+import { type MergeInfo, type MergeInput, mergeLoadReports } from "../load/report-merge.js";
 import { Sketch, type SketchJson } from "../load/sketch.js";
 import { round3, summarizeSketch } from "../load/stats.js";
-import { type FinalPart, mergeFinalReports } from "./merge-fleet-reports.js";
+import type { RunEntry } from "./load-fleet-protocol.js";
 import type { GeneratorState, GeneratorStatus } from "./run-watch.js";
+
+type Entry<T extends RunEntry["type"]> = Extract<RunEntry, { type: T }>;
 
 /** A generator's figures: from its final report, else its last snapshot (`source`). */
 export interface GeneratorFigures {
@@ -61,8 +68,16 @@ export interface FleetLoadReport extends LoadReport {
     clockErrorMs: number;
     /** Snapshot bytes per second, averaged over the generators and the run. */
     snapshotBytesPerSecondPerGenerator: number;
+    /**
+     * The coordinator's own CPU (user + system) from the start command to the merged report, ms,
+     * and as a share of one core over that time: what bounds how many generators it can serve.
+     */
+    coordinatorCpuMs: number;
+    coordinatorCpuPercent: number;
   };
   generators: GeneratorSummary[];
+  /** With two finals or more: where the merge came from (load/report-merge.ts; `source` is a generator's id). */
+  merged?: MergeInfo;
 }
 
 /** What {@link buildFleetReport} needs besides the generators. */
@@ -72,6 +87,9 @@ export interface FleetReportInput {
   name: string;
   runId: string;
   onGeneratorLoss: "continue" | "stop";
+  /** The coordinator's CPU and wall time over the run, ms (`process.cpuUsage`, `performance.now`). */
+  coordinatorCpuMs: number;
+  coordinatorWallMs: number;
   /** The planned common start, and now, ms on Redis's clock. */
   plannedStartMs: number;
   nowMs: number;
@@ -86,26 +104,21 @@ export function buildFleetReport(
   input: FleetReportInput,
 ): { report: FleetLoadReport; records: object[] } {
   const finals = generators.flatMap((g) => (g.final === undefined ? [] : [{ g, final: g.final }]));
-  const parts: FinalPart[] = finals.map(({ final }) => ({ report: final.report, startedAtMs: final.startedAtMs }));
-  const runStartMs = parts.length === 0 ? input.plannedStartMs : Math.min(...parts.map((p) => p.startedAtMs));
-  const runEndMs = Math.max(
-    runStartMs,
-    ...finals.map(({ final }) => final.atMs),
-    finals.length === 0 ? input.nowMs : 0,
+  const runStartMs =
+    finals.length === 0 ? input.plannedStartMs : Math.min(...finals.map(({ final }) => final.startedAtMs));
+  const config = fleetConfig(input.options, finals[0]?.final.report.config);
+  const merged = mergeFinals(
+    finals.map(({ g, final }) => ({ source: g.agent.id, report: onRedisClock(final), records: final.chunks })),
+    input,
+    config,
   );
-  const intervalMs = input.options.sampleIntervalMs ?? LOAD_DEFAULTS.sampleIntervalMs;
-  const merged = mergeFinalReports(parts, {
-    status: input.status,
-    runStartMs,
-    runEndMs,
-    intervalMs,
-    config: fleetConfig(input.options, finals[0]?.final.report.config),
-  });
   const seconds = Math.max(0.001, merged.durationMs / 1000);
   const summaries = generators.map((g) => generatorSummary(g, runStartMs));
   const totalSnapshotBytes = summaries.reduce((t, s) => t + s.traffic.snapshotBytes, 0);
   const report: FleetLoadReport = {
     ...merged,
+    status: input.status,
+    config,
     fleet: {
       name: input.name,
       runId: input.runId,
@@ -113,6 +126,9 @@ export function buildFleetReport(
       onGeneratorLoss: input.onGeneratorLoss,
       clockErrorMs: Math.max(0, ...generators.map((g) => g.agent.clockErrorMs)),
       snapshotBytesPerSecondPerGenerator: Math.round(totalSnapshotBytes / Math.max(1, generators.length) / seconds),
+      coordinatorCpuMs: Math.round(input.coordinatorCpuMs),
+      coordinatorCpuPercent:
+        input.coordinatorWallMs > 0 ? round3((100 * input.coordinatorCpuMs) / input.coordinatorWallMs) : 0,
     },
     generators: summaries,
   };
@@ -129,6 +145,61 @@ export function buildFleetReport(
   }
   records.sort((a, b) => (a as { startMs: number }).startMs - (b as { startMs: number }).startMs);
   return { report, records };
+}
+
+/**
+ * A generator's final report with its times on Redis's clock: `startedAt` and `endedAt` moved by
+ * the generator's offset, so that the merge lines the timelines up by interval on one clock.
+ */
+export function onRedisClock(final: Pick<Entry<"run_final">, "report" | "startedAtMs">): LoadReport {
+  const offsetMs = final.startedAtMs - Date.parse(final.report.startedAt);
+  return {
+    ...final.report,
+    startedAt: new Date(final.startedAtMs).toISOString(),
+    endedAt: new Date(Date.parse(final.report.endedAt) + offsetMs).toISOString(),
+  };
+}
+
+/**
+ * The generators' finals merged by load/report-merge.ts (two or more), the one final as it is,
+ * or, with none, a report of nothing from the run's planned start to now.
+ */
+function mergeFinals(parts: MergeInput[], input: FleetReportInput, config: LoadReport["config"]): LoadReport {
+  if (parts.length >= 2) {
+    // report-merge.ts refuses two parts with the same start, end and duration as one run given
+    // twice; two generators of one run can start and end in the same millisecond. Such a part
+    // gets its end 1 ms later (the merged end moves by at most that).
+    const seen = new Set<string>();
+    for (const part of parts) {
+      let key = `${part.report.startedAt} ${part.report.endedAt} ${part.report.durationMs}`;
+      while (seen.has(key)) {
+        part.report = { ...part.report, endedAt: new Date(Date.parse(part.report.endedAt) + 1).toISOString() };
+        key = `${part.report.startedAt} ${part.report.endedAt} ${part.report.durationMs}`;
+      }
+      seen.add(key);
+    }
+    // force: the generators' configurations differ by design (seed, sessions); any other
+    // difference is named in `merged.configDifferences`.
+    return mergeLoadReports(parts, { force: true });
+  }
+  const [only] = parts;
+  if (only !== undefined) return only.report;
+  const intervalMs = input.options.sampleIntervalMs ?? LOAD_DEFAULTS.sampleIntervalMs;
+  return buildReport({
+    status: input.status,
+    startedAt: new Date(input.plannedStartMs),
+    endedAt: new Date(Math.max(input.plannedStartMs, input.nowMs)),
+    durationMs: Math.max(0, input.nowMs - input.plannedStartMs),
+    config,
+    counters: new LoadMetrics(() => 0).counters,
+    requests: [],
+    prompts: [],
+    timeline: { intervalMs, points: [] },
+    loopDelayMs: { mean: 0, p50: 0, p99: 0, max: 0 },
+    watchdogTerminations: 0,
+    thresholds: [],
+    mock: null,
+  });
 }
 
 /** report.json `config` of the whole run (sessions and concurrency in total, the run's seed). */

@@ -15,6 +15,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
+import { performance } from "node:perf_hooks";
 import { errorText } from "../../shared/error-text.js";
 import { LifelineError } from "../../shared/errors.js";
 import type { FleetSettings } from "../../shared/settings.js";
@@ -117,6 +118,8 @@ export async function runFleetLoad(options: LoadOptions, fleet: FleetLoadOptions
         const list = keys.commands(agent.id);
         await connection.redis.multi().lpush(list, JSON.stringify(command)).pexpire(list, RUN_KEYS_TTL_MS).exec();
       };
+      const cpuBefore = process.cpuUsage();
+      const wallBefore = performance.now();
       for (const [index, agent] of agents.entries()) {
         const share = shares[index] ?? { sessions: 0 };
         await send(agent, {
@@ -146,6 +149,8 @@ export async function runFleetLoad(options: LoadOptions, fleet: FleetLoadOptions
         onGeneratorLoss: fleet.onGeneratorLoss ?? FLEET_LOAD_DEFAULTS.onGeneratorLoss,
         plannedStartMs: startAtMs,
         nowMs: redisNowMs(clock),
+        coordinatorCpuMs: cpuMs(process.cpuUsage(cpuBefore)),
+        coordinatorWallMs: performance.now() - wallBefore,
       });
       report.thresholds = evaluateThresholds(thresholds, thresholdFigures(report));
       const files =
@@ -170,6 +175,11 @@ export async function runFleetLoad(options: LoadOptions, fleet: FleetLoadOptions
     reader.disconnect();
     await connection.close();
   }
+}
+
+/** user + system CPU, ms. */
+function cpuMs(usage: NodeJS.CpuUsage): number {
+  return (usage.user + usage.system) / 1000;
 }
 
 /**

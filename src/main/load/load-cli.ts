@@ -3,7 +3,7 @@
  * progress on stderr, the summary on stdout, the report folder, and the exit code:
  * 0 the run completed (whatever the prompts' outcomes), 99 a threshold failed, 2 bad usage,
  * 1 the run could not complete, 130 interrupted by Ctrl+C (143 by SIGTERM); a partial report is
- * still written then.
+ * still written then. Its `merge` subcommand is merge-cli.ts's.
  *
  * With `--generators K` (and `--fleet`) this process is the coordinator of a distributed run: the
  * run itself is the {@link DistributedLoad} that cli.ts plugs in (load-fleet/ sits above this
@@ -21,6 +21,7 @@ import { type MetricsEndpoint, parseMetricsPort, startMetricsEndpoint } from "..
 import { type LoadFlags, loadOptionsFromFlags } from "./load-flags.js";
 import type { LoadOptions } from "./load-options.js";
 import type { LoadReport } from "./load-report.js";
+import { addMergeCommand } from "./merge-cli.js";
 import { createProgressView } from "./progress.js";
 import { defaultOutDir, runLoad } from "./run-load.js";
 import { formatSummary } from "./summary-table.js";
@@ -83,7 +84,7 @@ export function addLoadCommand(
   setExitCode: (code: number) => void,
   distributed?: DistributedLoad,
 ): void {
-  program
+  const load = program
     .command("load")
     .description("load-test: N concurrent sessions × M prompts against the built-in mock server or a real model")
     .addOption(new Option("--sessions <n>", "concurrent sessions (required)"))
@@ -159,6 +160,7 @@ export function addLoadCommand(
       if (merged.apiKey === undefined && global.apiKey !== undefined) merged.apiKey = global.apiKey;
       setExitCode(await runLoadCommand(merged, global.workerEntry, global, distributedOf(flags, distributed)));
     });
+  addMergeCommand(load, setExitCode);
 }
 
 /** The coordinator and its flags when `--generators` is given. */

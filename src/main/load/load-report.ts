@@ -210,7 +210,7 @@ export function buildReport(input: ReportInput): LoadReport {
   return report;
 }
 
-/** The figure each threshold metric names, read from a report. */
+/** The figure each threshold metric names, read from a report (also a merged one: report-merge.ts). */
 export function thresholdFigures(report: LoadReport): Record<ThresholdMetric, number | null> {
   const { latency, totals } = report;
   return {

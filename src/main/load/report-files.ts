@@ -69,7 +69,7 @@ export async function writeReportFolder(
     records: records === undefined ? undefined : join(dir, "records.jsonl"),
   };
   const writes = [
-    writeFile(files.json, `${JSON.stringify(report, null, 2)}\n`),
+    writeFile(files.json, reportJson(report)),
     renderHtmlReport(report).then((html) => writeFile(files.html, html)),
   ];
   if (files.records !== undefined && records !== undefined) {
@@ -85,4 +85,22 @@ export async function writeReportFolder(
   }
   await Promise.all(writes);
   return files;
+}
+
+/**
+ * report.json's text: indented JSON, except that an array of numbers (or of arrays of numbers,
+ * as a sketch's `[index, count]` buckets) stays on one line, so that a sketch of hundreds of
+ * buckets is one line, not four per bucket. Still plain JSON: `JSON.parse` reads it as ever.
+ */
+export function reportJson(report: LoadReport): string {
+  let text = JSON.stringify(report, null, 2);
+  // Innermost first: [index, count] pairs, then the arrays of them. Each pattern starts and
+  // ends at a line break, which JSON.stringify never leaves inside a string, so no text changes.
+  const number = String.raw`-?\d+(?:\.\d+)?(?:e[+-]?\d+)?`;
+  const numbers = new RegExp(String.raw`\[\n\s*(${number}(?:,\n\s*${number})*)\n\s*\]`, "g");
+  const flat = String.raw`\[${number}(?:, ${number})*\]`;
+  const pairs = new RegExp(String.raw`\[\n\s*(${flat}(?:,\n\s*${flat})*)\n\s*\]`, "g");
+  text = text.replace(numbers, (_, inner: string) => `[${inner.replace(/,\n\s*/g, ", ")}]`);
+  text = text.replace(pairs, (_, inner: string) => `[${inner.replace(/,\n\s*/g, ", ")}]`);
+  return `${text}\n`;
 }

@@ -189,7 +189,11 @@ describe("a distributed run over three generators", () => {
     expect(report.status).toBe("interrupted");
     expect(report.durationMs).toBeLessThan(60_000);
     expect(report.generators.map((g) => g.status)).toEqual(["finished", "finished", "finished"]);
-    expect(report.totals.requests.sent).toBe(receivedAtExit);
+    // Every request the mock received is counted; the only ones counted that it may not have
+    // received are those the stop aborted on their way (as in any interrupted run).
+    const { sent, failuresByKind } = report.totals.requests;
+    expect(receivedAtExit).toBeLessThanOrEqual(sent);
+    expect(receivedAtExit).toBeGreaterThanOrEqual(sent - (failuresByKind.aborted ?? 0));
     expect(report.totals.prompts.cancelled).toBeGreaterThan(0);
   }, 150_000);
 });

@@ -93,6 +93,11 @@ describe("flags → options", () => {
     expect((await refusal({ sessions: "2", prompts: "1", model: "gpt-4o" })).message).toMatch(/--model "gpt-4o"/);
   });
 
+  it("--csv becomes csv: true, and no --csv leaves csv out (no CSV files)", async () => {
+    expect((await loadOptionsFromFlags({ sessions: "1", prompts: "1", csv: true }, "/w")).csv).toBe(true);
+    expect((await loadOptionsFromFlags({ sessions: "1", prompts: "1" }, "/w")).csv).toBeUndefined();
+  });
+
   it("--prompts-file is read as JSONL, one prompt per line, relative to the working directory", async () => {
     const dir = tempDir(cleanups, "lifeline-load-flags-");
     writeFileSync(join(dir, "p.jsonl"), '{"prompt": "first"}\n\n{"prompt": "second", "tag": 1}\n');

@@ -21,6 +21,7 @@ const request: RequestRecord = {
   stopReason: "error",
   failure: { kind: "http_503", class: "retryable", message: '503 "overloaded", try again' },
 };
+const { failure: _, ...succeeded } = request;
 const prompt: PromptRecord = {
   type: "prompt",
   session: 1,
@@ -105,10 +106,7 @@ describe("summary.csv", () => {
         costUsd: 0,
         restores: {},
       },
-      requests: [
-        request,
-        { ...request, attempt: 1, e2eMs: 150, ttftMs: 20, outputTokens: 32, failure: undefined } as RequestRecord,
-      ],
+      requests: [request, { ...succeeded, attempt: 1, e2eMs: 150, ttftMs: 20, outputTokens: 32, stopReason: "stop" }],
       prompts: [prompt],
       timeline: { intervalMs: 1000, points: [] },
       loopDelayMs: { mean: 0, p50: 0, p99: 0, max: 0 },

@@ -1,0 +1,295 @@
+/**
+ * The merge of load reports (src/main/load/report-merge.ts) on reports built from generated
+ * records: counters add up, percentiles are those of the union within 1 %, rates are recomputed
+ * over the time any part ran, timelines add on the wall clock, thresholds are checked again, and
+ * what the merge does not know is listed instead of guessed. The real-run test is
+ * merge-reports.thread.test.ts; the command's is merge-cli.process.test.ts.
+ */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import type { LoadCounters, PromptRecord, RequestRecord } from "../../../src/main/load/load-metrics.js";
+import { buildReport, type LoadReport } from "../../../src/main/load/load-report.js";
+import { type MergedReport, type MergeInput, mergeLoadReports } from "../../../src/main/load/report-merge.js";
+import { percentile, summarize } from "../../../src/main/load/stats.js";
+import { parseThreshold } from "../../../src/main/load/thresholds.js";
+
+const CONFIG: LoadReport["config"] = {
+  sessions: 2,
+  promptsPerSession: 3,
+  durationMs: null,
+  target: "mock",
+  model: "lifeline-mock/mock-1",
+  faults: [{ step: 503, probability: 0.1 }],
+  seed: 0,
+  rampUpMs: 0,
+  concurrency: 2,
+  thinkTimeMs: 0,
+  threads: null,
+  promptTexts: 0,
+  mock: { tokens: 8, tokenDelayMs: 1, rateLimit: null },
+  settings: {},
+};
+
+function counters(requests: readonly RequestRecord[], prompts: readonly PromptRecord[]): LoadCounters {
+  const failed = requests.filter((r) => r.failure !== undefined);
+  return {
+    promptsSent: prompts.length,
+    promptsSucceeded: prompts.filter((p) => p.outcome === "succeeded").length,
+    promptsFailed: prompts.filter((p) => p.outcome === "failed").length,
+    promptsCancelled: 0,
+    inFlightPrompts: 0,
+    inFlightRequests: 0,
+    requests: requests.length,
+    failedRequests: failed.length,
+    failuresByKind: failed.length === 0 ? {} : { http_503: failed.length },
+    failuresByClass: failed.length === 0 ? {} : { retryable: failed.length },
+    retries: failed.length,
+    retryChains: failed.length === 0 ? {} : { success: failed.length },
+    gateWaits: 0,
+    gateWaitMs: 0,
+    toolCalls: 0,
+    outputTokens: requests.reduce((sum, r) => sum + r.outputTokens, 0),
+    inputTokens: 10 * requests.length,
+    costUsd: 0.001 * requests.length,
+    restores: {},
+  };
+}
+
+/** A report of `e2e` successful requests (and `failures` failed ones), started at `startMs` for `durationMs`. */
+function reportOf(
+  e2e: readonly number[],
+  options: { startMs?: number; durationMs?: number; failures?: number; config?: Partial<LoadReport["config"]> } = {},
+): LoadReport {
+  const requests: RequestRecord[] = e2e.map((e2eMs, i) => ({
+    type: "request",
+    session: 0,
+    prompt: i,
+    attempt: 0,
+    startMs: i,
+    ttftMs: e2eMs / 4,
+    e2eMs,
+    outputTokens: 8,
+    inputTokens: 10,
+    costUsd: 0,
+    stopReason: "stop",
+  }));
+  for (let i = 0; i < (options.failures ?? 0); i++) {
+    requests.push({
+      ...(requests[0] as RequestRecord),
+      outputTokens: 0,
+      stopReason: "error",
+      failure: { kind: "http_503", class: "retryable", message: "503" },
+    });
+  }
+  const prompts: PromptRecord[] = e2e.map((latencyMs, i) => ({
+    type: "prompt",
+    session: 0,
+    prompt: i,
+    startMs: i,
+    latencyMs,
+    requests: 1,
+    retries: 0,
+    outcome: "succeeded",
+  }));
+  const startMs = options.startMs ?? 0;
+  const durationMs = options.durationMs ?? 1000;
+  return buildReport({
+    status: "completed",
+    startedAt: new Date(startMs),
+    endedAt: new Date(startMs + durationMs),
+    durationMs,
+    config: { ...CONFIG, ...options.config },
+    counters: counters(requests, prompts),
+    requests,
+    prompts,
+    timeline: {
+      intervalMs: 1000,
+      points: [point(0, 0, 0), point(1000, 2, requests.length)].filter((p) => p.tMs <= durationMs),
+    },
+    loopDelayMs: { mean: 1, p50: 1, p99: 3, max: 5 },
+    watchdogTerminations: 0,
+    thresholds: [parseThreshold("p99_latency_ms<1000")],
+    mock: {
+      total: requests.length,
+      invalid: 0,
+      outcomes: { completed: e2e.length, fault: 0, client_closed: 0, invalid: 0 },
+      steps: { ok: e2e.length },
+      maxInFlight: 2,
+    },
+  });
+}
+
+function point(tMs: number, inFlight: number, requests: number) {
+  return {
+    tMs,
+    inFlightPrompts: inFlight,
+    inFlightRequests: inFlight,
+    requests,
+    retries: 0,
+    failures: {},
+    outputTokens: 8 * requests,
+    loopDelayMeanMs: 1,
+    loopDelayMaxMs: 2,
+  };
+}
+
+function input(report: LoadReport, source: string): MergeInput {
+  return { source, report, records: null };
+}
+
+const latencies = fc.array(fc.double({ min: 0.01, max: 60_000, noNaN: true }), { minLength: 1, maxLength: 100 });
+
+describe("merging reports", () => {
+  it("gives the percentiles of the union of the records within 1 %, and the exact count, min, max and mean", () => {
+    fc.assert(
+      fc.property(latencies, latencies, (a, b) => {
+        const merged = mergeLoadReports([input(reportOf(a), "a"), input(reportOf(b, { startMs: 5000 }), "b")]);
+        const union = [...a, ...b].sort((x, y) => x - y);
+        const e2e = merged.latency.e2eMs;
+        for (const p of [50, 90, 95, 99] as const) {
+          const exact = percentile(union, p) as number;
+          expect(Math.abs((e2e[`p${p}`] as number) - exact)).toBeLessThanOrEqual(0.01 * exact + 0.0005 + 1e-9);
+        }
+        const direct = summarize(union);
+        expect([e2e.count, e2e.min, e2e.max]).toEqual([direct.count, direct.min, direct.max]);
+        expect(e2e.mean).toBeCloseTo(direct.mean as number, 2);
+        expect(e2e.sketch.buckets).toEqual(direct.sketch.buckets);
+      }),
+    );
+  });
+
+  it("adds the counters and recomputes amplification and failure rate from the sums", () => {
+    const a = reportOf([10, 20], { failures: 2 });
+    const b = reportOf([30, 40, 50], { startMs: 5000 });
+    const merged = mergeLoadReports([input(a, "a"), input(b, "b")]);
+    expect(merged.totals.prompts).toEqual({ sent: 5, succeeded: 5, failed: 0, cancelled: 0 });
+    expect(merged.totals.requests).toEqual({
+      sent: 7,
+      failed: 2,
+      failuresByKind: { http_503: 2 },
+      failuresByClass: { retryable: 2 },
+    });
+    expect(merged.totals.amplification).toBe(1.4);
+    expect(merged.totals.costUsd).toBe(0.007);
+    expect(merged.config.sessions).toBe(4);
+    expect(merged.config.concurrency).toBe(4);
+    expect(merged.mock).toEqual({
+      received: 7,
+      invalid: 0,
+      outcomes: { completed: 5, fault: 0, client_closed: 0, invalid: 0 },
+      steps: { ok: 5 },
+      maxConcurrentRequests: 2,
+    });
+  });
+
+  it("divides by the time any part ran: the sum for runs one after another, the longest for runs side by side", () => {
+    const after = mergeLoadReports([
+      input(reportOf([10], { durationMs: 1000 }), "a"),
+      input(reportOf([10], { startMs: 5000, durationMs: 3000 }), "b"),
+    ]);
+    expect(after.durationMs).toBe(4000);
+    expect(after.throughput.requestsPerSecond).toBe(0.5);
+    expect(after.startedAt).toBe(new Date(0).toISOString());
+    expect(after.endedAt).toBe(new Date(8000).toISOString());
+    const beside = mergeLoadReports([
+      input(reportOf([10], { durationMs: 1000 }), "a"),
+      input(reportOf([10], { startMs: 500, durationMs: 2000 }), "b"),
+    ]);
+    expect(beside.durationMs).toBe(2500);
+    expect(beside.throughput.requestsPerSecond).toBe(0.8);
+  });
+
+  it("lays the timelines on the wall clock: side by side their counts and gauges add, one after another they follow", () => {
+    const beside = mergeLoadReports([input(reportOf([10, 20]), "a"), input(reportOf([30], { startMs: 10 }), "b")]);
+    expect(beside.timeline.points).toEqual([
+      { ...point(10, 0, 0), loopDelayMaxMs: 2 },
+      { ...point(1010, 4, 3), outputTokens: 24 },
+    ]);
+    const after = mergeLoadReports([input(reportOf([10, 20]), "a"), input(reportOf([30], { startMs: 3000 }), "b")]);
+    expect(after.timeline.points.map((p) => [p.tMs, p.requests, p.inFlightPrompts])).toEqual([
+      [0, 0, 0],
+      [1000, 2, 2],
+      [3000, 0, 0],
+      [4000, 1, 2],
+    ]);
+  });
+
+  it("checks the parts' thresholds and the extra ones again, on the merged figures", () => {
+    const merged = mergeLoadReports(
+      [input(reportOf([10, 900]), "a"), input(reportOf([1500, 1600, 1700], { startMs: 5000 }), "b")],
+      { thresholds: [parseThreshold("amplification<=1"), parseThreshold("p99_latency_ms<1000")] },
+    );
+    expect(merged.thresholds.map((t) => [t.expression, t.passed])).toEqual([
+      ["p99_latency_ms<1000", false],
+      ["amplification<=1", true],
+    ]);
+  });
+
+  it("refuses reports of another model, naming the key and each value, unless forced", () => {
+    const a = input(reportOf([10]), "a");
+    const b = input(reportOf([10], { startMs: 5000, config: { model: "openai/gpt-4o-mini", target: "model" } }), "b");
+    expect(() => mergeLoadReports([a, b])).toThrow(
+      expect.objectContaining({
+        code: "ERR_LOAD_REPORT",
+        message: expect.stringMatching(/config.target differs \(a has "mock", b has "model"\)/),
+      }),
+    );
+    const forced = mergeLoadReports([a, b], { force: true });
+    expect(forced.merged.configDifferences).toEqual(["target", "model"]);
+  });
+
+  it("merges reports that differ in seed and session count, and says so", () => {
+    const merged = mergeLoadReports([
+      input(reportOf([10]), "a"),
+      input(reportOf([10], { startMs: 5000, config: { seed: 9, sessions: 5 } }), "b"),
+    ]);
+    expect(merged.merged.configDifferences).toEqual(["seed"]);
+    expect(merged.config.sessions).toBe(7);
+    expect(merged.merged.from.map((part) => [part.source, part.seed, part.sessions])).toEqual([
+      ["a", 0, 2],
+      ["b", 9, 5],
+    ]);
+  });
+
+  it("a part with no successful request adds nothing to the distributions, and two such parts have none", () => {
+    const merged = mergeLoadReports([input(reportOf([10, 20]), "a"), input(reportOf([], { startMs: 5000 }), "b")]);
+    expect(merged.latency.e2eMs).toMatchObject({ count: 2, min: 10, max: 20 });
+    const empty = mergeLoadReports([input(reportOf([]), "a"), input(reportOf([], { startMs: 5000 }), "b")]);
+    expect(empty.latency.e2eMs).toMatchObject({ count: 0, min: null, p99: null, histogram: { edges: [], counts: [] } });
+    expect(empty.thresholds).toEqual([expect.objectContaining({ expression: "p99_latency_ms<1000", passed: false })]);
+  });
+
+  it("refuses the same run twice", () => {
+    const a = reportOf([10]);
+    expect(() => mergeLoadReports([input(a, "a"), input(a, "copy of a")])).toThrow(
+      expect.objectContaining({ code: "ERR_LOAD_REPORT", message: expect.stringMatching(/same run/) }),
+    );
+  });
+
+  it("merges a summary it does not know by its sketch, and lists any other unknown field instead of guessing", () => {
+    const withExtras = (report: LoadReport, queued: number[], slo: number) =>
+      Object.assign(report, {
+        arrivals: { gapMs: summarize(queued), rate: 3 },
+        slo: { goodput: slo },
+      }) as LoadReport;
+    const merged = mergeLoadReports([
+      input(withExtras(reportOf([10]), [1, 2, 3], 0.9), "a"),
+      input(withExtras(reportOf([10], { startMs: 5000 }), [4, 5], 0.8), "b"),
+    ]) as MergedReport & { arrivals?: { gapMs: { count: number; max: number } }; slo?: unknown };
+    expect(merged.arrivals?.gapMs).toMatchObject({ count: 5, max: 5 });
+    expect(merged.slo).toBeUndefined();
+    expect(merged.merged.unmergedFields).toEqual(["arrivals.rate", "slo.goodput"]);
+  });
+
+  it("names a malformed sketch by its report and field", () => {
+    const a = reportOf([10]);
+    const b = reportOf([10], { startMs: 5000 });
+    b.latency.e2eMs.sketch = { ...b.latency.e2eMs.sketch, relativeAccuracy: 0.05 };
+    expect(() => mergeLoadReports([input(a, "a"), input(b, "b")])).toThrow(
+      expect.objectContaining({
+        code: "ERR_LOAD_REPORT",
+        message: expect.stringMatching(/^b: latency.e2eMs.sketch.relativeAccuracy must be 0.01/),
+      }),
+    );
+  });
+});

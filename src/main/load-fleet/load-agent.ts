@@ -10,6 +10,9 @@
  *
  * Losing Redis: a generator whose lease has gone unrenewed for {@link AGENT_LEASE_MS} assumes the
  * coordinator declared it lost and aborts its run, so it sends no more load that no report counts.
+ * Losing the coordinator: every {@link LOCK_CHECK_MS} a running generator reads the fleet's run
+ * lock; once it no longer names its run (the coordinator is gone and its lock lapsed, or it gave
+ * up waiting), the generator aborts its run. The run's stream expires an hour after the start.
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
@@ -61,6 +64,10 @@ export interface LoadAgentOptions {
 const COMMAND_WAIT_S = 1;
 /** Pause after a failed read of the commands (Redis away). */
 const COMMAND_RETRY_MS = 250;
+/** How often a running generator checks that its run still holds the fleet's run lock. */
+const LOCK_CHECK_MS = 2000;
+/** The run's stream outlives a coordinator that never came back for it by this much. */
+const ORPHAN_STREAM_TTL_MS = 3_600_000;
 
 /**
  * Serves distributed load runs; see the file comment. Resolves when `signal` aborts, or after one
@@ -133,11 +140,16 @@ class Agent {
     const onAbort = () => this.#run?.stop.abort();
     signal?.addEventListener("abort", onAbort, { once: true });
     let ran = false;
+    let lockCheckedAt = Date.now();
     try {
       while (signal?.aborted !== true && !(this.#options.once === true && ran && this.#run === undefined)) {
         if (this.#run !== undefined && this.#lease.sinceRenewedMs > AGENT_LEASE_MS) {
           this.#log(`lost the fleet's Redis for over ${AGENT_LEASE_MS} ms: aborting run ${this.#run.runId}`);
           this.#run.stop.abort();
+        }
+        if (this.#run !== undefined && Date.now() - lockCheckedAt >= LOCK_CHECK_MS) {
+          lockCheckedAt = Date.now();
+          await this.#checkCoordinator(this.#run);
         }
         const command = await this.#nextCommand();
         if (command === undefined) continue;
@@ -164,6 +176,21 @@ class Agent {
     }
   }
 
+  /** Aborts `run` when the fleet's run lock no longer names it; a failed read decides nothing. */
+  async #checkCoordinator(run: { runId: string; stop: AbortController }): Promise<void> {
+    const raw = await this.#connection.redis.get(this.#keys.lock).catch(() => undefined);
+    if (raw === undefined || run.stop.signal.aborted) return;
+    let holder: string | undefined;
+    try {
+      holder = (JSON.parse(raw ?? "null") as { runId?: string } | null)?.runId;
+    } catch {
+      holder = undefined;
+    }
+    if (holder === run.runId) return;
+    this.#log(`run ${run.runId}: its coordinator is gone (the fleet's run lock no longer names it); aborting`);
+    run.stop.abort();
+  }
+
   /** The next command, or undefined after {@link COMMAND_WAIT_S} without one. */
   async #nextCommand(): Promise<AgentCommand | undefined> {
     try {
@@ -185,6 +212,8 @@ class Agent {
     this.#log(`run ${runId}: ${share.options.sessions} sessions as generator ${share.index + 1}/${share.generators}`);
     try {
       await this.#send(stream, { type: "run_accepted", gen, atMs: now() });
+      // A coordinator that never comes back leaves the stream to expire (its own end sets 60 s).
+      await this.#connection.redis.pexpire(stream, ORPHAN_STREAM_TTL_MS, "NX");
       const wait = share.startAtMs - redisNowMs(this.#clock);
       if (wait > 0) await abortableSleep(wait, stop).catch(() => {});
       const sketches = { e2eMs: new Sketch(), ttftMs: new Sketch() };

@@ -198,6 +198,31 @@ describe("a distributed run over three generators", () => {
   }, 150_000);
 });
 
+describe("a coordinator that dies", () => {
+  it("leaves its generators to abort their runs once its run lock lapses", async () => {
+    const name = file.fleetName("orphan");
+    const { server, models } = await sharedMock(25);
+    const [agent] = await startAgents(1, name, models);
+    if (agent === undefined) throw new Error("no agent");
+    const run = startLoadChild(
+      cleanups,
+      [
+        ...["--model", "mock/mock-1", "--sessions", "2", "--duration", "120s", "--threads", "1", "--out", "out"],
+        ...fleetArgs(name, 1),
+      ],
+      { timeoutMs: 90_000 },
+    );
+    await waitForEntries(file.redis.url, name, [agent.id], (e) => e.type === "snapshot");
+    run.child.kill("SIGKILL");
+    await within(run.done, 10_000, "the coordinator's death");
+    // The lock lapses 10 s after its last renewal; the generator checks it every 2 s.
+    expect(await within(agent.exited, 40_000, "the orphaned generator's exit")).toBe(0);
+    expect(agent.stderr()).toMatch(/its coordinator is gone/);
+    const received = server.stats().total;
+    expect(received).toBeGreaterThan(0);
+  }, 120_000);
+});
+
 describe("refusals before anything starts exit 2", () => {
   const coordinator = (name: string, extra: string[] = [], url = file.redis.url) =>
     runLoadChild(

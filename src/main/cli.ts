@@ -282,7 +282,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     (code) => {
       exitCode = code;
     },
-    () => program.opts<HostFlags>(),
+    () => program.opts<HostFlags & { apiKey?: string }>(),
   );
   addFleetCommands(program, {
     hostOptions: () => hostOptionsOrExit(program.opts<HostFlags>()),

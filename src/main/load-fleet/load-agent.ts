@@ -46,6 +46,11 @@ import { type ClockOffset, measureClockOffset, redisNowMs } from "./redis-clock.
 export interface LoadAgentOptions {
   /** The fleet to join (validated `fleet` settings). */
   fleet: FleetSettings;
+  /**
+   * Key for the runs' `--model` provider (the coordinator never sends one). @default models.json,
+   * else the provider's environment variable
+   */
+  apiKey?: string;
   /** Return after one run. @default false (serve runs until `signal`) */
   once?: boolean;
   /** As `runLoad`'s: settings files, models.json and the worker script of the runs' hosts. */
@@ -246,6 +251,9 @@ class Agent {
         signal: stop,
         onSample,
       };
+      if (this.#options.apiKey !== undefined && share.options.model !== undefined) {
+        loadOptions.apiKey = this.#options.apiKey;
+      }
       if (this.#options.cwd !== undefined) loadOptions.cwd = this.#options.cwd;
       if (this.#options.lifelineDir !== undefined) loadOptions.lifelineDir = this.#options.lifelineDir;
       if (this.#options.workerEntry !== undefined) loadOptions.workerEntry = this.#options.workerEntry;

@@ -35,6 +35,13 @@ export const runDistributedLoad: DistributedLoad = async (options, fleetInput, f
     );
   }
   const fleet = parseSettings({ fleet: fleetInput }, "the command line (--fleet, --fleet-name)").fleet;
+  if (options.apiKey !== undefined) {
+    // A key never travels through Redis: each generator resolves its own.
+    process.stderr.write(
+      "lifeline load: --api-key (or LIFELINE_API_KEY) stays with the coordinator; each generator uses its own (its --api-key, LIFELINE_API_KEY, models.json or the provider's variable).\n",
+    );
+    delete options.apiKey;
+  }
   if (fleet === undefined) throw new LifelineError("ERR_INVALID_OPTIONS", "--generators needs --fleet <redis-url>.");
   const result = await runFleetLoad(options, {
     fleet,
@@ -65,7 +72,7 @@ function formatGenerators(report: FleetLoadReport): string {
 export function addLoadAgentCommand(
   program: Command,
   setExitCode: (code: number) => void,
-  globalFlags: () => FleetFlags & { workerEntry?: string },
+  globalFlags: () => FleetFlags & { workerEntry?: string; apiKey?: string },
 ): void {
   program
     .command("load-agent")
@@ -76,7 +83,10 @@ export function addLoadAgentCommand(
     });
 }
 
-async function loadAgent(once: boolean, global: FleetFlags & { workerEntry?: string }): Promise<number> {
+async function loadAgent(
+  once: boolean,
+  global: FleetFlags & { workerEntry?: string; apiKey?: string },
+): Promise<number> {
   const cwd = process.cwd();
   const lifelineDir = resolveLifelineDir();
   const stop = new AbortController();
@@ -105,6 +115,7 @@ async function loadAgent(once: boolean, global: FleetFlags & { workerEntry?: str
       cwd,
       signal: stop.signal,
       ...(global.workerEntry === undefined || global.workerEntry === "" ? {} : { workerEntry: global.workerEntry }),
+      ...(global.apiKey === undefined || global.apiKey === "" ? {} : { apiKey: global.apiKey }),
       onReady: (agent) =>
         process.stderr.write(
           `lifeline load-agent: joined fleet "${fleet.name}" as ${agent.id} (lifeline ${agent.version}, clock offset ${agent.clockOffsetMs.toFixed(1)} ± ${agent.clockErrorMs.toFixed(1)} ms); waiting for runs\n`,

@@ -91,7 +91,7 @@ export class RunWatch {
    * @throws what Redis answers when it is away; ERR_PROTOCOL for an entry of an unknown type.
    */
   async read(blockMs: number): Promise<void> {
-    const reply = (await this.#reader.xread("COUNT", 500, "BLOCK", blockMs, "STREAMS", this.#stream, this.#last)) as
+    const reply = (await this.#reader.xread("COUNT", 100, "BLOCK", blockMs, "STREAMS", this.#stream, this.#last)) as
       | [string, [string, string[]][]][]
       | null;
     for (const [id, fields] of reply?.[0]?.[1] ?? []) {
@@ -140,15 +140,24 @@ export class RunWatch {
       loopDelayMs: 0,
     };
     for (const generator of this.generators) {
+      const totals = generator.final?.report.totals;
       const counters = generator.snapshot?.counters;
+      if (totals !== undefined) {
+        // A finished generator counts with its final figures (it may have ended before any snapshot).
+        progress.promptsSent += totals.prompts.sent;
+        progress.promptsDone += totals.prompts.succeeded + totals.prompts.failed + totals.prompts.cancelled;
+        progress.promptsFailed += totals.prompts.failed;
+        progress.retries += totals.retries;
+        progress.requests += totals.requests.sent;
+        continue;
+      }
       if (counters === undefined) continue;
-      const running = generator.status === "starting" || generator.status === "running";
       progress.promptsSent += counters.promptsSent;
       progress.promptsDone += counters.promptsSucceeded + counters.promptsFailed + counters.promptsCancelled;
       progress.promptsFailed += counters.promptsFailed;
       progress.retries += counters.retries;
       progress.requests += counters.requests;
-      if (!running) continue;
+      if (generator.status !== "starting" && generator.status !== "running") continue;
       const intervalMs = generator.share.sampleIntervalMs ?? 1000;
       progress.inFlightPrompts += counters.inFlightPrompts;
       progress.inFlightRequests += counters.inFlightRequests;
@@ -174,23 +183,11 @@ export class RunWatch {
         generator.finalBytes += bytes;
         generator.records.push(entry.lines);
         break;
-      case "run_final": {
+      case "run_final":
         generator.finalBytes += bytes;
         generator.final = entry;
         generator.status = "finished";
-        const counters = generator.snapshot?.counters;
-        // The live view's counters of a finished generator are its final ones.
-        const totals = entry.report.totals;
-        if (counters !== undefined) {
-          counters.promptsSent = totals.prompts.sent;
-          counters.promptsSucceeded = totals.prompts.succeeded;
-          counters.promptsFailed = totals.prompts.failed;
-          counters.promptsCancelled = totals.prompts.cancelled;
-          counters.requests = totals.requests.sent;
-          counters.retries = totals.retries;
-        }
         break;
-      }
       case "run_failed":
         generator.status = "failed";
         generator.failure = { code: entry.code, message: entry.message };

@@ -242,7 +242,9 @@ async function runLoadCommand(
         ? { ...(await runLoad(options)), stoppedByLoss: false, summaryTail: "" }
         : await distributed.run(options, fleet, distributed.flags);
     view.stop();
-    process.stdout.write(formatSummary(result.report, result.files?.dir) + result.summaryTail);
+    process.stdout.write(
+      formatSummary(result.report, result.files?.dir, { csv: options.csv === true }) + result.summaryTail,
+    );
     if (result.report.status === "interrupted") return interruptCode;
     if (result.stoppedByLoss) return 1;
     return result.thresholdsPassed ? 0 : EXIT_THRESHOLD_FAILED;

@@ -79,7 +79,9 @@ async function runMergeCommand(reports: readonly string[], flags: MergeFlags): P
     if (merged.unmergedFields.length > 0) {
       process.stdout.write(`left out (cannot be merged): ${merged.unmergedFields.join(", ")}\n`);
     }
-    process.stdout.write(formatSummary(result.report, outDir));
+    process.stdout.write(
+      formatSummary(result.report, outDir, { records: result.files?.records !== undefined, csv: flags.csv === true }),
+    );
     return result.thresholdsPassed ? 0 : EXIT_THRESHOLD_FAILED;
   } catch (error) {
     return reportCliError(error, USAGE_ERRORS);

@@ -109,7 +109,8 @@ document.getElementById("subtitle").textContent =
   (c.durationMs === null ? "" : " · duration " + fmt(c.durationMs / 1000) + " s") +
   " · " + (c.target === "mock" ? "built-in mock" : "model " + c.model) +
   (c.faults.length ? " · faults " + c.faults.map((f) => f.step + (f.retryAfterMs === undefined ? "" : "@" + f.retryAfterMs + "ms") + ":" + f.probability).join(",") + " (seed " + c.seed + ")" : "") +
-  " · " + report.startedAt + " · ran " + fmt(report.durationMs / 1000) + " s";
+  " · " + report.startedAt + " · ran " + fmt(report.durationMs / 1000) + " s" +
+  (report.merged ? " · merged from " + report.merged.from.length + " reports" : "");
 
 const tiles = [
   ["prompts succeeded", t.prompts.succeeded + " / " + t.prompts.sent],

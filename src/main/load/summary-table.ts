@@ -5,8 +5,11 @@
 import type { LoadReport } from "./load-report.js";
 import type { Summary } from "./stats.js";
 
-/** The summary of `report`, ending with a newline; `files` is the report folder, if one was written. */
-export function formatSummary(report: LoadReport, dir?: string): string {
+/**
+ * The summary of `report`, ending with a newline; `dir` is the report folder, if one was written,
+ * and `files` says which of its optional files it has (default: records.jsonl, no CSV).
+ */
+export function formatSummary(report: LoadReport, dir?: string, files?: { records?: boolean; csv?: boolean }): string {
   const t = report.totals;
   const lines: string[] = [];
   const target = report.config.target === "mock" ? "built-in mock" : report.config.model;
@@ -61,7 +64,14 @@ export function formatSummary(report: LoadReport, dir?: string): string {
       );
     }
   }
-  if (dir !== undefined) lines.push("", `report: ${dir}/report.html  (figures: report.json, records.jsonl)`);
+  if (dir !== undefined) {
+    const figures = [
+      "report.json",
+      ...(files?.records === false ? [] : ["records.jsonl"]),
+      ...(files?.csv === true ? ["summary.csv", ...(files.records === false ? [] : ["records.csv"])] : []),
+    ];
+    lines.push("", `report: ${dir}/report.html  (figures: ${figures.join(", ")})`);
+  }
   return `${lines.join("\n")}\n`;
 }
 

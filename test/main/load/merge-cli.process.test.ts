@@ -57,6 +57,7 @@ describe("lifeline load merge", () => {
     }
     expect(run.stdout).toContain("merged 2 reports");
     expect(run.stdout).toContain("prompts   12 sent");
+    expect(run.stdout).toContain("(figures: report.json, records.jsonl, summary.csv, records.csv)");
   });
 
   it("exits 99 when a threshold fails on the merged figures, and the report says which", async () => {

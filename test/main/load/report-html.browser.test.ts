@@ -5,7 +5,7 @@
  * `runLoad()` (the built dist/, real workers, the built-in mock with faults) writes the report; the
  * page opens from file:// with no console error and no page error, and a screenshot shows every
  * chart: each chart's box holds coloured (data) pixels, not only the white background and grey
- * axes.
+ * axes. The same for the report of `mergeReports()` over two such runs.
  *
  * This test does not skip: without a Chromium it fails and says what to do. The system libraries
  * that Chromium links to are installed by `npm test` (scripts/test-prereqs.mjs).
@@ -15,7 +15,7 @@ import { pathToFileURL } from "node:url";
 import { type Browser, chromium } from "playwright-core";
 import { PNG } from "pngjs";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { runLoad } from "../../../dist/main/load/index.js";
+import { mergeReports, runLoad } from "../../../dist/main/load/index.js";
 import { requirePrerequisites } from "../../../scripts/test-prereqs.mjs";
 import { CHART_IDS } from "../../../src/main/load/report-html.js";
 import { tempDir } from "../../fixtures/bounded.js";
@@ -47,58 +47,78 @@ function colouredPixels(png: PNG, box: { x: number; y: number; width: number; he
   return count;
 }
 
+/** Runs `runLoad` against the mock with faults (seed `seed`) into a new folder; resolves to the folder. */
+async function loadRun(seed: number, sampleIntervalMs = 50): Promise<string> {
+  const dir = tempDir(cleanups, "lifeline-load-html-");
+  const result = await runLoad({
+    sessions: 3,
+    prompts: 4,
+    faults: [
+      { step: 503, probability: 0.3 },
+      { step: "reset", probability: 0.1 },
+    ],
+    seed,
+    mock: { tokens: 8, tokenDelayMs: 2 },
+    lifelineDir: false,
+    settings: { retry: { baseDelayMs: 5 } },
+    sampleIntervalMs,
+    outDir: dir,
+  });
+  expect(result.report.totals.requests.failed, "the run needs failures to draw every chart").toBeGreaterThan(0);
+  return dir;
+}
+
+/**
+ * Opens `html` in headless Chromium and checks it: no console or page error, nothing fetched,
+ * every chart drawn with data pixels. Resolves to the page's subtitle.
+ */
+async function checkPage(html: string, dir: string): Promise<string> {
+  const executablePath = await chromiumPath();
+  const browser: Browser = await chromium.launch({ executablePath, headless: true, args: ["--no-sandbox"] });
+  cleanups.push(() => browser.close());
+  const which = `Chromium ${browser.version()} at ${executablePath}`;
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const problems: string[] = [];
+  page.on("console", (message) => {
+    if (message.type() === "error") problems.push(`console: ${message.text()}`);
+  });
+  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+  page.on("request", (request) => {
+    if (!request.url().startsWith("file:"))
+      problems.push(`fetched ${request.url()} (the report must be self-contained)`);
+  });
+  await page.goto(pathToFileURL(html).href);
+  await page.waitForFunction('document.body.dataset.rendered === "true"', undefined, { timeout: 10_000 });
+
+  const screenshot = await page.screenshot({ fullPage: true, path: join(dir, "screenshot.png") });
+  const png = PNG.sync.read(screenshot);
+  // Page code as text: the tests are type-checked without the DOM library.
+  const charts = await page.evaluate<{ id: string; box: { x: number; y: number; width: number; height: number } }[]>(`
+    [...document.querySelectorAll("figure.chart")].map((figure) => {
+      const rect = figure.querySelector(".box").getBoundingClientRect();
+      return {
+        id: figure.dataset.chart,
+        box: { x: rect.x + window.scrollX, y: rect.y + window.scrollY, width: rect.width, height: rect.height },
+      };
+    })
+  `);
+  expect(charts.map((chart) => chart.id)).toEqual([...CHART_IDS]);
+  const empty = charts.filter((chart) => colouredPixels(png, chart.box) < 50).map((chart) => chart.id);
+  expect(empty, `charts without data pixels in ${which} (see ${join(dir, "screenshot.png")})`).toEqual([]);
+  expect(problems, which).toEqual([]);
+  return page.evaluate<string>('document.getElementById("subtitle").textContent');
+}
+
 describe("report.html in headless Chromium", () => {
   it("opens from file:// without console or page errors, and a screenshot shows data in every chart", async () => {
-    const executablePath = await chromiumPath();
-    const dir = tempDir(cleanups, "lifeline-load-html-");
-    const result = await runLoad({
-      sessions: 3,
-      prompts: 4,
-      faults: [
-        { step: 503, probability: 0.3 },
-        { step: "reset", probability: 0.1 },
-      ],
-      seed: 5,
-      mock: { tokens: 8, tokenDelayMs: 2 },
-      lifelineDir: false,
-      settings: { retry: { baseDelayMs: 5 } },
-      sampleIntervalMs: 50,
-      outDir: dir,
-    });
-    expect(result.report.totals.requests.failed, "the run needs failures to draw every chart").toBeGreaterThan(0);
-    const html = result.files?.html as string;
-
-    const browser: Browser = await chromium.launch({ executablePath, headless: true, args: ["--no-sandbox"] });
-    cleanups.push(() => browser.close());
-    const which = `Chromium ${browser.version()} at ${executablePath}`;
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    const problems: string[] = [];
-    page.on("console", (message) => {
-      if (message.type() === "error") problems.push(`console: ${message.text()}`);
-    });
-    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-    page.on("request", (request) => {
-      if (!request.url().startsWith("file:"))
-        problems.push(`fetched ${request.url()} (the report must be self-contained)`);
-    });
-    await page.goto(pathToFileURL(html).href);
-    await page.waitForFunction('document.body.dataset.rendered === "true"', undefined, { timeout: 10_000 });
-
-    const screenshot = await page.screenshot({ fullPage: true, path: join(dir, "screenshot.png") });
-    const png = PNG.sync.read(screenshot);
-    // Page code as text: the tests are type-checked without the DOM library.
-    const charts = await page.evaluate<{ id: string; box: { x: number; y: number; width: number; height: number } }[]>(`
-      [...document.querySelectorAll("figure.chart")].map((figure) => {
-        const rect = figure.querySelector(".box").getBoundingClientRect();
-        return {
-          id: figure.dataset.chart,
-          box: { x: rect.x + window.scrollX, y: rect.y + window.scrollY, width: rect.width, height: rect.height },
-        };
-      })
-    `);
-    expect(charts.map((chart) => chart.id)).toEqual([...CHART_IDS]);
-    const empty = charts.filter((chart) => colouredPixels(png, chart.box) < 50).map((chart) => chart.id);
-    expect(empty, `charts without data pixels in ${which} (see ${join(dir, "screenshot.png")})`).toEqual([]);
-    expect(problems, which).toEqual([]);
+    const dir = await loadRun(5);
+    await checkPage(join(dir, "report.html"), dir);
   }, 60_000);
+
+  it("a merged report's page draws every chart too, from the merged sketches, and says it is merged", async () => {
+    const parts = [await loadRun(5), await loadRun(6)];
+    const out = tempDir(cleanups, "lifeline-load-html-merged-");
+    const { files } = await mergeReports(parts, { outDir: out });
+    expect(await checkPage(files?.html as string, out)).toContain("merged from 2 reports");
+  }, 90_000);
 });

@@ -16,6 +16,8 @@
  *                          streaming sessions, off vs SDK
  *   (j) load-generator.mjs `lifeline load`'s own overhead: main-thread share of its bookkeeping at 1,000
  *                          sessions, and the highest open-model arrival rate it starts on schedule
+ *   (k) load-fleet.mjs     distributed `lifeline load` with 1, 2, 3 generators: the coordinator's CPU
+ *                          and Redis traffic per generator (needs redis-server)
  *
  * Env: BENCH_QUICK=1 for smaller counts (a smoke run; noisier), BENCH_JSON=<path> to also write
  * the raw results as JSON, BENCH_ONLY=a,c to run some sections only.
@@ -40,6 +42,11 @@ const SECTIONS = [
   { id: "h", file: "./fleet-throughput.mjs", title: "(h) fleet: prompts/s with 1, 2, 3 serve processes on one Redis" },
   { id: "i", file: "./telemetry.mjs", title: "(i) OpenTelemetry: main-thread cost of recording" },
   { id: "j", file: "./load-generator.mjs", title: "(j) lifeline load: the generator's own overhead" },
+  {
+    id: "k",
+    file: "./load-fleet.mjs",
+    title: "(k) distributed load: coordinator CPU and Redis traffic per generator (1, 2, 3 generators)",
+  },
 ];
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
@@ -283,6 +290,37 @@ function printH(h) {
   );
 }
 
+function printK(k) {
+  console.log(
+    table(
+      [
+        "generators",
+        "sessions",
+        "requests/s",
+        "coordinator CPU ms (% of a core)",
+        "snapshot B/s per gen",
+        "Redis bytes in/s per gen",
+        "run cmds/s per gen",
+        "limiter cmds/s per gen",
+      ],
+      k.runs.map((r) => [
+        r.generators,
+        r.sessions,
+        r.requestsPerS.toFixed(1),
+        `${r.coordinatorCpuMs} (${r.coordinatorCpuPercent.toFixed(2)} %)`,
+        r.snapshotBytesPerS,
+        r.redisInputBytesPerGenS.toFixed(0),
+        r.runCommandsPerGenS.toFixed(1),
+        r.limiterCommandsPerGenS.toFixed(1),
+      ]),
+    ),
+  );
+  const last = k.runs[k.runs.length - 1];
+  console.log(
+    `Commands per generator per second with ${last.generators} generators, by command: ${last.byCommand.map(([command, n]) => `${command} ${n.toFixed(2)}`).join(", ")}`,
+  );
+}
+
 function printI(i) {
   const label = { off: "telemetry: false", api: "API installed, no provider", sdk: "SDK: metrics and traces" };
   for (const [name, w] of Object.entries(i.cpu)) {
@@ -473,9 +511,19 @@ for (const section of SECTIONS) {
     console.log(`FAILED: ${error instanceof Error ? error.message : String(error)}\n`);
     continue;
   }
-  ({ a: printA, b: printB, c: printC, d: printD, e: printE, f: printF, g: printG, h: printH, i: printI, j: printJ })[
-    section.id
-  ](results[section.id]);
+  ({
+    a: printA,
+    b: printB,
+    c: printC,
+    d: printD,
+    e: printE,
+    f: printF,
+    g: printG,
+    h: printH,
+    i: printI,
+    j: printJ,
+    k: printK,
+  })[section.id](results[section.id]);
   console.log(`(${((performance.now() - t0) / 1000).toFixed(1)} s; load average after: ${loadavg()[0].toFixed(2)})\n`);
 }
 

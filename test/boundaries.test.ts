@@ -61,6 +61,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["telemetry"], // OpenTelemetry metrics and spans from session events (B9), the CLI's /metrics
   ["host"], // SessionHost: options, opening and resuming sessions
   ["load", "rpc", "serve", "tui"], // the CLI's modes (serve: a fleet host taking queued prompts)
+  ["load-fleet"], // distributed load runs: generators (load-agent) and their coordinator, over the fleet's Redis
   ["(entry)"], // index.ts, cli.ts
 ];
 const ENTRY_POINTS = ["index.ts", "cli.ts"];

@@ -11,7 +11,9 @@
  *   lifeline --mode rpc [--provider P] [--model M]   pi's RPC protocol on stdin/stdout (rpc/rpc-mode.ts)
  *   lifeline mock-server [--port N] [--script F]     the fault-injecting model server, until Ctrl+C (mock-server/mock-server-cli.ts)
  *   lifeline auth add|list|remove                    keys in $LIFELINE_DIR/auth.json (auth/auth-cli.ts)
- *   lifeline load --sessions N --prompts M [...]     a load test with reports (load/load-cli.ts)
+ *   lifeline load --sessions N --prompts M [...]     a load test with reports (load/load-cli.ts); with
+ *                 --fleet URL --generators K         the coordinator of a distributed run (load-fleet/)
+ *   lifeline load-agent --fleet URL [--once]         a generator of distributed runs (load-fleet/load-fleet-cli.ts)
  *   lifeline load merge A B [...] --out C            merge load reports into one (load/merge-cli.ts)
  *   lifeline load compare A B [--threshold E]       two runs' reports side by side, with verdicts (load/compare-cli.ts)
  *   lifeline serve --fleet URL [--concurrency N]     serve a fleet's queue of prompts (serve/serve-cli.ts)
@@ -51,6 +53,7 @@ import { runPrintMode, SESSION_USAGE_ERRORS } from "./host/print-mode.js";
 import { type CliSessionFlags, cliSessionsOption, cliThinking, resumeUsageError } from "./host/sessions-cli.js";
 import { addStoredSessionsCommands } from "./host/stored-sessions-cli.js";
 import { addLoadCommand } from "./load/load-cli.js";
+import { addLoadAgentCommand, runDistributedLoad } from "./load-fleet/load-fleet-cli.js";
 import { runRpcMode } from "./rpc/rpc-mode.js";
 import { addFleetCommands } from "./serve/serve-cli.js";
 import type { SessionsOptions } from "./session-files/session-persistence.js";
@@ -268,9 +271,20 @@ export async function main(argv: readonly string[]): Promise<number> {
     .action(async (opts: { port: string; host: string; script?: string }) => {
       exitCode = await runMockServerCommand(opts);
     });
-  addLoadCommand(program, (code) => {
-    exitCode = code;
-  });
+  addLoadCommand(
+    program,
+    (code) => {
+      exitCode = code;
+    },
+    runDistributedLoad,
+  );
+  addLoadAgentCommand(
+    program,
+    (code) => {
+      exitCode = code;
+    },
+    () => program.opts<HostFlags & { apiKey?: string }>(),
+  );
   addFleetCommands(program, {
     hostOptions: () => hostOptionsOrExit(program.opts<HostFlags>()),
     globalFlags: () => program.opts<HostFlags & { model?: string; session?: string | boolean }>(),

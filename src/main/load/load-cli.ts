@@ -4,9 +4,16 @@
  * 0 the run completed (whatever the prompts' outcomes), 99 a threshold failed, 2 bad usage,
  * 1 the run could not complete, 130 interrupted by Ctrl+C (143 by SIGTERM); a partial report is
  * still written then. Its `merge` subcommand is merge-cli.ts's.
+ *
+ * With `--generators K` (and `--fleet`) this process is the coordinator of a distributed run: the
+ * run itself is the {@link DistributedLoad} that cli.ts plugs in (load-fleet/ sits above this
+ * layer); the flags, the progress view, the summary and the exit codes stay the ones here. Its
+ * refusals before the start (no Redis, the fleet's run lock held, too few generators, generators
+ * of another version) exit 2 too.
  */
 import { type Command, Option } from "commander";
-import type { ErrorCode } from "../../shared/errors.js";
+import { type ErrorCode, LifelineError } from "../../shared/errors.js";
+import type { SettingsInput } from "../../shared/settings.js";
 import { reportCliError } from "../config/cli-errors.js";
 import { resolveLifelineDir } from "../config/settings-store.js";
 import { type FleetFlags, fleetFromFlags } from "../fleet/fleet-flags.js";
@@ -14,7 +21,9 @@ import { type MetricsEndpoint, parseMetricsPort, startMetricsEndpoint } from "..
 import { addCompareCommand } from "./compare-cli.js";
 import { type LoadFlags, loadOptionsFromFlags } from "./load-flags.js";
 import type { LoadOptions } from "./load-options.js";
+import type { LoadReport } from "./load-report.js";
 import { addMergeCommand } from "./merge-cli.js";
+import { isOpenModel } from "./open-flags.js";
 import { describeOpenModel } from "./open-summary.js";
 import { createProgressView } from "./progress.js";
 import { defaultOutDir, runLoad } from "./run-load.js";
@@ -33,7 +42,39 @@ const USAGE_ERRORS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   "ERR_INVALID_MODELS",
   "ERR_UNKNOWN_MODEL",
   "ERR_MISSING_API_KEY",
+  "ERR_LOAD_FLEET_BUSY",
+  "ERR_LOAD_FLEET_GENERATORS",
+  "ERR_LOAD_FLEET_MISMATCH",
 ]);
+
+/** A coordinator cannot start without its Redis: bad usage too (exit 2), as the issue asks. */
+const DISTRIBUTED_USAGE_ERRORS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([...USAGE_ERRORS, "ERR_FLEET_UNAVAILABLE"]);
+
+/** The flags of a distributed run, as commander parses them (load-fleet/ reads them). */
+interface DistributedFlags {
+  generators: string;
+  generatorTimeout?: string;
+  onGeneratorLoss?: string;
+}
+
+/**
+ * A distributed run's coordinator (load-fleet/'s `runDistributedLoad`): runs `options` across the
+ * generators of `fleet`, writes the merged report folder. Resolves with the merged report, or
+ * throws as `runLoad` does (and ERR_LOAD_FLEET_* / ERR_FLEET_UNAVAILABLE before the start).
+ */
+export type DistributedLoad = (
+  options: LoadOptions,
+  fleet: NonNullable<SettingsInput["fleet"]>,
+  flags: DistributedFlags,
+) => Promise<{
+  report: LoadReport;
+  files: { dir: string } | undefined;
+  thresholdsPassed: boolean;
+  /** A lost generator stopped the run (exit 1). */
+  stoppedByLoss: boolean;
+  /** Printed after the summary: the per-generator breakdown. */
+  summaryTail: string;
+}>;
 
 /**
  * Adds `load` to `program`; the action reports its exit code through `setExitCode`.
@@ -41,7 +82,11 @@ const USAGE_ERRORS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
  * recognised after the subcommand too (commander's default), so they reach `load` through
  * `program.opts()`.
  */
-export function addLoadCommand(program: Command, setExitCode: (code: number) => void): void {
+export function addLoadCommand(
+  program: Command,
+  setExitCode: (code: number) => void,
+  distributed?: DistributedLoad,
+): void {
   const load = program
     .command("load")
     .description("load-test: N concurrent sessions × M prompts against the built-in mock server or a real model")
@@ -129,16 +174,47 @@ export function addLoadCommand(program: Command, setExitCode: (code: number) => 
         "serve OpenTelemetry metrics for Prometheus at http://<host>:<n>/metrics while the run lasts (needs the optional SDK packages)",
       ),
     )
-    .action(async (flags: LoadFlags) => {
+    .addOption(
+      new Option(
+        "--generators <k>",
+        "with --fleet: coordinate a distributed run over K `lifeline load-agent` generators (docs/load.md)",
+      ),
+    )
+    .addOption(new Option("--generator-timeout <time>", "how long to wait for the generators to join (default 30s)"))
+    .addOption(
+      new Option(
+        "--on-generator-loss <policy>",
+        "a lost generator: continue with the others, or stop them all",
+      ).choices(["continue", "stop"]),
+    )
+    .action(async (flags: LoadFlags & Partial<DistributedFlags>) => {
       const global = program.opts<{ model?: string; apiKey?: string; workerEntry?: string } & FleetFlags>();
       const merged: LoadFlags = { ...flags };
       if (merged.model === undefined && global.model !== undefined) merged.model = global.model;
       if (merged.apiKey === undefined && global.apiKey !== undefined) merged.apiKey = global.apiKey;
-      setExitCode(await runLoadCommand(merged, global.workerEntry, global));
+      setExitCode(await runLoadCommand(merged, global.workerEntry, global, distributedOf(flags, distributed)));
     });
   addMergeCommand(load, setExitCode);
   // `lifeline load compare A B` (compare-cli.ts).
   addCompareCommand(load, setExitCode);
+}
+
+/** The coordinator and its flags when `--generators` is given. */
+interface Distributed {
+  run: DistributedLoad;
+  flags: DistributedFlags;
+}
+
+function distributedOf(
+  flags: Partial<DistributedFlags>,
+  run: DistributedLoad | undefined,
+): Distributed | "unsupported" | undefined {
+  if (flags.generators === undefined) return undefined;
+  if (run === undefined) return "unsupported";
+  const picked: DistributedFlags = { generators: flags.generators };
+  if (flags.generatorTimeout !== undefined) picked.generatorTimeout = flags.generatorTimeout;
+  if (flags.onGeneratorLoss !== undefined) picked.onGeneratorLoss = flags.onGeneratorLoss;
+  return { run, flags: picked };
 }
 
 /** Runs `lifeline load` with parsed flags; resolves to the exit code. Never throws. */
@@ -146,14 +222,17 @@ async function runLoadCommand(
   flags: LoadFlags,
   workerEntry: string | undefined,
   fleetFlags: FleetFlags,
+  distributed: Distributed | "unsupported" | undefined,
 ): Promise<number> {
   const cwd = process.cwd();
   let options: LoadOptions;
+  let fleet: NonNullable<SettingsInput["fleet"]> | undefined;
   try {
     options = await loadOptionsFromFlags(flags, cwd);
     // --fleet/--fleet-name: the load host joins the fleet (fleet/fleet-flags.ts).
-    const fleet = await fleetFromFlags(fleetFlags, { lifelineDir: options.lifelineDir ?? resolveLifelineDir(), cwd });
-    if (fleet !== undefined) options.settings = { ...options.settings, fleet };
+    fleet = await fleetFromFlags(fleetFlags, { lifelineDir: options.lifelineDir ?? resolveLifelineDir(), cwd });
+    if (distributed !== undefined) checkDistributed(distributed, fleet, flags);
+    else if (fleet !== undefined) options.settings = { ...options.settings, fleet };
   } catch (error) {
     return fail(error);
   }
@@ -192,16 +271,23 @@ async function runLoadCommand(
   process.on("SIGTERM", onSignal);
   options.onProgress = (progress) => view.update(progress);
   options.progressIntervalMs = tty ? 250 : 2000;
-  process.stderr.write(`${banner(options)}\n`);
+  process.stderr.write(`${banner(options, typeof distributed === "object" ? distributed : undefined)}\n`);
   try {
-    const result = await runLoad(options);
+    const result =
+      distributed === undefined || distributed === "unsupported" || fleet === undefined
+        ? { ...(await runLoad(options)), stoppedByLoss: false, summaryTail: "" }
+        : await distributed.run(options, fleet, distributed.flags);
     view.stop();
-    process.stdout.write(formatSummary(result.report, result.files?.dir, { csv: options.csv === true }));
+    process.stdout.write(
+      formatSummary(result.report, result.files?.dir, { csv: options.csv === true }) + result.summaryTail,
+    );
     if (result.report.status === "interrupted") return interruptCode;
+    if (result.stoppedByLoss) return 1;
     return result.thresholdsPassed ? 0 : EXIT_THRESHOLD_FAILED;
   } catch (error) {
     view.stop();
-    return fail(error);
+    if (stop.signal.aborted && error instanceof LifelineError && error.code === "ERR_ABORTED") return interruptCode;
+    return fail(error, distributed !== undefined);
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
@@ -209,7 +295,31 @@ async function runLoadCommand(
   }
 }
 
-function banner(options: LoadOptions): string {
+/**
+ * Refuses what a distributed run cannot take.
+ * @throws ERR_INVALID_OPTIONS naming the flag.
+ */
+function checkDistributed(
+  distributed: Distributed | "unsupported",
+  fleet: NonNullable<SettingsInput["fleet"]> | undefined,
+  flags: LoadFlags,
+): void {
+  const refuse = (message: string): never => {
+    throw new LifelineError("ERR_INVALID_OPTIONS", message);
+  };
+  if (distributed === "unsupported") refuse("--generators is not available in this program (no coordinator).");
+  if (fleet === undefined) refuse("--generators needs --fleet <redis-url>: the generators meet on the fleet's Redis.");
+  if (flags.metricsPort !== undefined) {
+    refuse("--metrics-port is not available with --generators: the coordinator runs no sessions.");
+  }
+  if (isOpenModel(flags)) {
+    refuse(
+      "--rate, --stage and --sweep are not available with --generators yet: a distributed run splits sessions (the closed model); run the open model on one machine.",
+    );
+  }
+}
+
+function banner(options: LoadOptions, distributed?: Distributed): string {
   const bound =
     describeOpenModel(options) ??
     [
@@ -225,10 +335,11 @@ function banner(options: LoadOptions): string {
     options.model === undefined
       ? `the built-in mock${faults === "" ? "" : ` with faults ${faults} (seed ${options.seed ?? 0})`}`
       : options.model;
-  return `lifeline load: ${options.sessions} sessions, ${bound}, against ${target}; report in ${options.outDir}`;
+  const across = distributed === undefined ? "" : ` across ${distributed.flags.generators} generators`;
+  return `lifeline load: ${options.sessions} sessions${across}, ${bound}, against ${target}; report in ${options.outDir}`;
 }
 
 /** Writes the error to stderr; 2 for what the user must fix, else 1. */
-function fail(error: unknown): number {
-  return reportCliError(error, USAGE_ERRORS);
+function fail(error: unknown, distributed = false): number {
+  return reportCliError(error, distributed ? DISTRIBUTED_USAGE_ERRORS : USAGE_ERRORS);
 }

@@ -6,7 +6,7 @@ import { z } from "zod";
 import type { SettingsInput } from "../../shared/settings.js";
 import { fn, settingsObject, timerMs, validate } from "../config/option-schemas.js";
 import type { TelemetryOptions } from "../telemetry/telemetry-options.js";
-import type { LoadProgress } from "./load-metrics.js";
+import type { LoadCounters, LoadProgress, RequestRecord } from "./load-metrics.js";
 import type { LoadToolBehaviour, MockTools } from "./load-tools.js";
 import {
   type ArrivalOptions,
@@ -16,6 +16,19 @@ import {
   sweepSchema,
 } from "./open-options.js";
 import { parseThreshold, type Threshold } from "./thresholds.js";
+import type { TimelinePoint } from "./timeline.js";
+
+/**
+ * What `onSample` is handed every `sampleIntervalMs`: the timeline point just taken, the running
+ * counters and the request records so far. The counters and the records are the run's own, live:
+ * read them during the call (the records only grow, so an index remembers what was read), never
+ * change them.
+ */
+export interface LoadSample {
+  point: TimelinePoint;
+  counters: Readonly<LoadCounters>;
+  requests: readonly RequestRecord[];
+}
 
 /** A step kind the built-in mock can be told to fail with (see docs/mock-server.md). */
 export const FAULT_KINDS = ["reset", "cut", "stall", "stream_error", "context_overflow", "usage_limit"] as const;
@@ -128,6 +141,12 @@ export interface LoadOptions {
   progressIntervalMs?: number;
   /** Spacing of the report's time series (concurrency, loop delay, retries over time). @default 1000 */
   sampleIntervalMs?: number;
+  /**
+   * Called on the main thread at each timeline sample but the first and the last (every
+   * `sampleIntervalMs`), synchronously: a distributed run's generator streams its snapshots from
+   * here (load-fleet/). It must not throw. @default none
+   */
+  onSample?: (sample: LoadSample) => void;
 }
 
 /** Defaults of the optional numeric options. */
@@ -212,6 +231,7 @@ const loadOptionsSchema = z
       .union([z.literal(false), z.custom<object>((value) => value !== null && typeof value === "object")])
       .optional(),
     onProgress: fn.optional(),
+    onSample: fn.optional(),
     progressIntervalMs: timerMs(10).optional(),
     sampleIntervalMs: timerMs(10).optional(),
     arrival: arrivalSchema.optional(),

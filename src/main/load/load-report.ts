@@ -24,8 +24,12 @@ export const REPORT_SCHEMA = "lifeline-load-report/1";
 /** report.json. */
 export interface LoadReport {
   schema: typeof REPORT_SCHEMA;
-  /** `completed`: the run reached its prompts or duration; `interrupted`: stopped early (Ctrl+C, `signal`). */
-  status: "completed" | "interrupted";
+  /**
+   * `completed`: the run reached its prompts or duration; `interrupted`: stopped early (Ctrl+C,
+   * `signal`); `degraded`: a distributed run (load-fleet/) that lost a generator on the way, whose
+   * figures are those of the generators that delivered theirs (see docs/load.md).
+   */
+  status: "completed" | "interrupted" | "degraded";
   startedAt: string;
   endedAt: string;
   durationMs: number;

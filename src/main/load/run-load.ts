@@ -18,7 +18,7 @@ import { createSessionHost, type SessionHost } from "../host/session-host.js";
 import { abortableSleep } from "../retry/sleep.js";
 import type { AgentSession } from "../session/agent-session.js";
 import { arrivalConfig } from "./arrival-report.js";
-import type { LoadProgress } from "./load-metrics.js";
+import type { LoadProgress, PromptRecord, RequestRecord } from "./load-metrics.js";
 import { checkLoadOptions, LOAD_DEFAULTS, type LoadOptions } from "./load-options.js";
 import { buildReport, type LoadReport } from "./load-report.js";
 import { fullMockTools, fullToolBehaviour, loadToolSessionOptions } from "./load-tools.js";
@@ -39,6 +39,9 @@ export interface LoadResult {
   files: ReportFiles | undefined;
   /** True when every threshold held (also with no thresholds). */
   thresholdsPassed: boolean;
+  /** The run's records, as records.jsonl holds them (also with `outDir: false`). */
+  requests: readonly RequestRecord[];
+  prompts: readonly PromptRecord[];
 }
 
 /** Key handed to the built-in mock, which accepts any. */
@@ -163,7 +166,13 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
             outcome.prompts,
             { csv: options.csv ?? false },
           );
-    return { report, files, thresholdsPassed: report.thresholds.every((threshold) => threshold.passed) };
+    return {
+      report,
+      files,
+      thresholdsPassed: report.thresholds.every((threshold) => threshold.passed),
+      requests: outcome.requests,
+      prompts: outcome.prompts,
+    };
   } finally {
     await host?.close();
     if (target !== undefined && mockStats === null) await target.close().catch(() => {});
@@ -239,7 +248,10 @@ class LoadRun {
       session.subscribe((event) => this.#meter.onEvent(index, event)),
     );
     timeline.sample(0);
-    const sampler = setInterval(() => timeline.sample(elapsed()), sampleIntervalMs);
+    const sampler = setInterval(() => {
+      const point = timeline.sample(elapsed());
+      options.onSample?.({ point, counters: this.#meter.metrics.counters, requests: this.#meter.metrics.requests });
+    }, sampleIntervalMs);
     const progress =
       options.onProgress === undefined
         ? undefined

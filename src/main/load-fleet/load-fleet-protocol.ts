@@ -1,0 +1,170 @@
+/**
+ * The wire of a distributed load run (docs/load.md, "Distributed runs"): what a generator
+ * (`lifeline load-agent`) registers, the commands a coordinator (`lifeline load --generators K`)
+ * pushes to it, and the entries it appends to the run's stream. Written once, here, as
+ * discriminated unions keyed by a snake_case `type`; everything travels as JSON in Redis under the
+ * fleet's prefix (`lifeline:<name>:`):
+ *
+ * - `load:lock`: the run lock, {@link RunLockHolder}, `SET NX PX`, renewed by the coordinator.
+ * - `load:agent:<id>`: a generator's registration, {@link AgentRegistration}, a lease (`SET PX`).
+ * - `load:commands:<id>`: a list of {@link AgentCommand}s for that generator (`LPUSH` / `BLPOP`).
+ * - `load:run:<runId>`: the run's stream of {@link RunEntry}s (`XADD` / `XREAD`), field `m`.
+ */
+import { LifelineError } from "../../shared/errors.js";
+import type { LoadCounters } from "../load/load-metrics.js";
+import type { LoadOptions } from "../load/load-options.js";
+import type { LoadReport } from "../load/load-report.js";
+import type { SketchJson } from "../load/sketch.js";
+import type { TimelinePoint } from "../load/timeline.js";
+
+/** Version of this wire; a generator of another one is refused like one of another lifeline version. */
+export const LOAD_FLEET_PROTOCOL = 1;
+
+/** A generator's registration lease lasts this long unless renewed. */
+export const AGENT_LEASE_MS = 3000;
+/** A generator renews its lease this often (three renewals per lease: one lost write is no loss). */
+export const AGENT_RENEW_MS = 1000;
+
+/** What a generator registers under `load:agent:<id>`. */
+export interface AgentRegistration {
+  /** `<hostname>-<pid>-<4 hex>`: unique per process. */
+  id: string;
+  host: string;
+  pid: number;
+  /** lifeline's package version. */
+  version: string;
+  /** The report.json schema it writes. */
+  schema: string;
+  protocol: number;
+  /** `idle`: waits for a run; `busy`: runs `runId`. */
+  state: "idle" | "busy";
+  runId: string | null;
+  /** When it joined, ms on Redis's clock. */
+  joinedAtMs: number;
+  /** Its clock's offset to Redis's (`redis − local`) and the estimate's error bound (half the best RTT), ms. */
+  clockOffsetMs: number;
+  clockErrorMs: number;
+}
+
+/** What the run lock `load:lock` holds. */
+export interface RunLockHolder {
+  runId: string;
+  host: string;
+  pid: number;
+  /** ISO time on the coordinator's clock. */
+  startedAt: string;
+}
+
+/**
+ * The load options a generator is handed: plain data only. No API key, no thresholds (they are
+ * evaluated on the merged figures), no report folder: each generator resolves keys and models
+ * from its own settings files and environment.
+ */
+export type ShareOptions = Pick<
+  LoadOptions,
+  | "sessions"
+  | "prompts"
+  | "durationMs"
+  | "model"
+  | "faults"
+  | "seed"
+  | "rampUpMs"
+  | "concurrency"
+  | "promptTexts"
+  | "thinkTimeMs"
+  | "threads"
+  | "settings"
+  | "mock"
+  | "sampleIntervalMs"
+>;
+
+/** A generator's part of a run. */
+export interface RunShare {
+  /** 0-based position of the generator in the run. */
+  index: number;
+  /** Generators in the run. */
+  generators: number;
+  /** When to start, ms on Redis's clock: the same instant for every generator. */
+  startAtMs: number;
+  options: ShareOptions;
+}
+
+/** Commands on `load:commands:<id>`. */
+export type AgentCommand =
+  | { type: "run_start"; runId: string; share: RunShare }
+  | { type: "run_stop"; runId: string; reason: string };
+
+/** Cumulative sketches a snapshot carries (over the requests that succeeded so far). */
+interface SnapshotSketches {
+  e2eMs: SketchJson;
+  ttftMs: SketchJson;
+}
+
+/** Entries of the run stream `load:run:<runId>`; `gen` is the generator's id, `atMs` Redis time. */
+export type RunEntry =
+  | { type: "run_accepted"; gen: string; atMs: number }
+  | {
+      type: "snapshot";
+      gen: string;
+      seq: number;
+      atMs: number;
+      counters: LoadCounters;
+      point: TimelinePoint;
+      sketches: SnapshotSketches;
+    }
+  | { type: "records"; gen: string; chunk: number; lines: string }
+  | {
+      type: "run_final";
+      gen: string;
+      atMs: number;
+      /** When its run began, ms on Redis's clock (its report's `startedAt` shifted by its offset). */
+      startedAtMs: number;
+      report: LoadReport;
+      /** `records` entries sent before this one. */
+      chunks: number;
+    }
+  | { type: "run_failed"; gen: string; atMs: number; code: string; message: string };
+
+/** Records per `records` entry. */
+export const RECORDS_PER_CHUNK = 1000;
+
+/** Keys of one fleet's distributed load runs; `key` is the fleet connection's `key()`. */
+export function loadKeys(key: (...parts: string[]) => string) {
+  return {
+    lock: key("load", "lock"),
+    agent: (id: string) => key("load", "agent", id),
+    agentPattern: key("load", "agent", "*"),
+    commands: (id: string) => key("load", "commands", id),
+    run: (runId: string) => key("load", "run", runId),
+  };
+}
+
+/** Parses one JSON message, checking its `type` is one of `types`. @throws ERR_PROTOCOL otherwise. */
+export function decodeMessage<T extends { type: string }>(raw: string, types: readonly T["type"][], what: string): T {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new LifelineError("ERR_PROTOCOL", `A ${what} is not JSON: ${raw.slice(0, 80)}`);
+  }
+  const type = (value as { type?: unknown } | null)?.type;
+  if (typeof type !== "string" || !(types as readonly string[]).includes(type)) {
+    throw new LifelineError(
+      "ERR_PROTOCOL",
+      `A ${what} has an unknown type ${JSON.stringify(type)}; is every machine on the same lifeline version?`,
+    );
+  }
+  return value as T;
+}
+
+/** Parses a registration, or undefined for one that is not (a foreign key under the prefix). */
+export function decodeRegistration(raw: string | null): AgentRegistration | undefined {
+  if (raw === null) return undefined;
+  try {
+    const value = JSON.parse(raw) as Partial<AgentRegistration> | null;
+    if (typeof value?.id !== "string" || typeof value.version !== "string") return undefined;
+    return value as AgentRegistration;
+  } catch {
+    return undefined;
+  }
+}

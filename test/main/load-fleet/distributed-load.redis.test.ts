@@ -274,6 +274,12 @@ describe("refusals before anything starts exit 2", () => {
     expect(await redis.get(`lifeline:${name}:load:lock`)).toBeNull();
   });
 
+  it("the open model (--rate): not split across generators yet, so refused rather than run unsplit on each", async () => {
+    const run = await coordinator(file.fleetName("rate"), ["--rate", "5", "--duration", "1s"]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/--rate, --stage and --sweep are not available with --generators/);
+  });
+
   it("no Redis at the URL", async () => {
     const port = await freePort();
     const run = await coordinator(file.fleetName("noredis"), [], `redis://127.0.0.1:${port}`);

@@ -8,7 +8,7 @@
  */
 import type { Comparison } from "./compare-reports.js";
 import { verdictText } from "./compare-table.js";
-import { chartJs } from "./report-html.js";
+import { chartJs, escapeHtml } from "./report-html.js";
 
 /** Ids of the page's charts, in page order. */
 export const COMPARE_CHART_IDS = ["intervals", "ratios"] as const;
@@ -42,10 +42,6 @@ ${COMPARE_CHART_IDS.map((id) => `<figure class="chart" data-chart="${id}"><figca
 </body>
 </html>
 `;
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 const STYLE = `

@@ -277,29 +277,9 @@ class OpenRun implements StepRunner {
 
   /** Live counters, as the closed run's, with the current step. */
   #progress(timeline: Timeline, final = false): LoadProgress {
-    const counters = this.#meter.metrics.counters;
-    const elapsedMs = this.#now();
-    const last = timeline.points[timeline.points.length - 1];
     const intervalMs = this.#options.sampleIntervalMs ?? LOAD_DEFAULTS.sampleIntervalMs;
-    return {
-      elapsedMs: Math.round(elapsedMs),
-      plannedPrompts: null,
-      durationMs: plannedMs(this.#options),
-      promptsSent: counters.promptsSent,
-      promptsDone: counters.promptsSucceeded + counters.promptsFailed + counters.promptsCancelled,
-      promptsFailed: counters.promptsFailed,
-      inFlightPrompts: counters.inFlightPrompts,
-      inFlightRequests: counters.inFlightRequests,
-      retries: counters.retries,
-      requests: counters.requests,
-      outputTokensPerSecond: final
-        ? Math.round((counters.outputTokens * 1000) / Math.max(1, elapsedMs))
-        : last === undefined
-          ? 0
-          : Math.round((last.outputTokens * 1000) / intervalMs),
-      loopDelayMs: last?.loopDelayMaxMs ?? 0,
-      stage: this.#stage,
-    };
+    const plan = { plannedPrompts: null, durationMs: plannedMs(this.#options) };
+    return { ...this.#meter.progress(timeline, this.#now(), intervalMs, plan, final), stage: this.#stage };
   }
 }
 

@@ -82,7 +82,8 @@ ${SWEEP_CHART_IDS.map((id) => `<figure class="chart" data-chart="${id}"><figcapt
 `;
 }
 
-function escapeHtml(text: string): string {
+/** `text` safe inside HTML text and attribute values (also for compare.html). */
+export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 

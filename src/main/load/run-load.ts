@@ -348,26 +348,16 @@ class LoadRun {
 
   /** Live counters; `final` gives the whole run's tokens/s instead of the last interval's. */
   #progress(elapsedMs: number, timeline: Timeline, final = false): LoadProgress {
-    const counters = this.#meter.metrics.counters;
-    const last = timeline.points[timeline.points.length - 1];
-    const intervalMs = this.#options.sampleIntervalMs ?? LOAD_DEFAULTS.sampleIntervalMs;
-    return {
-      elapsedMs: Math.round(elapsedMs),
-      plannedPrompts: this.#options.prompts === undefined ? null : this.#options.prompts * this.#options.sessions,
-      durationMs: this.#options.durationMs ?? null,
-      promptsSent: counters.promptsSent,
-      promptsDone: counters.promptsSucceeded + counters.promptsFailed + counters.promptsCancelled,
-      promptsFailed: counters.promptsFailed,
-      inFlightPrompts: counters.inFlightPrompts,
-      inFlightRequests: counters.inFlightRequests,
-      retries: counters.retries,
-      requests: counters.requests,
-      outputTokensPerSecond: final
-        ? Math.round((counters.outputTokens * 1000) / Math.max(1, elapsedMs))
-        : last === undefined
-          ? 0
-          : Math.round((last.outputTokens * 1000) / intervalMs),
-      loopDelayMs: last?.loopDelayMaxMs ?? 0,
-    };
+    const options = this.#options;
+    return this.#meter.progress(
+      timeline,
+      elapsedMs,
+      options.sampleIntervalMs ?? LOAD_DEFAULTS.sampleIntervalMs,
+      {
+        plannedPrompts: options.prompts === undefined ? null : options.prompts * options.sessions,
+        durationMs: options.durationMs ?? null,
+      },
+      final,
+    );
   }
 }

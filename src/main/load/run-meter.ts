@@ -7,8 +7,9 @@
  */
 import type { PromptResult, SessionEvent } from "../../shared/events.js";
 import type { ToolFigures } from "./agentic-metrics.js";
-import { LoadMetrics, type PromptRecord } from "./load-metrics.js";
+import { LoadMetrics, type LoadProgress, type PromptRecord } from "./load-metrics.js";
 import { RetryLedger, type RetryLedgerTotals } from "./retry-ledger.js";
+import type { Timeline } from "./timeline.js";
 
 /** What the report needs from a run's meter once the run is over (buildReport's inputs). */
 export interface MeterOutcome {
@@ -62,6 +63,38 @@ export class RunMeter {
   /** The run is ending: tool calls cut from now on are the run's doing, not failures. */
   runEnded(): void {
     this.metrics.agentic.runEnded();
+  }
+
+  /**
+   * Live counters for `onProgress`, `elapsedMs` into the run: tokens/s over the timeline's last
+   * interval (`intervalMs` long), or over the whole run when `final`.
+   */
+  progress(
+    timeline: Timeline,
+    elapsedMs: number,
+    intervalMs: number,
+    plan: Pick<LoadProgress, "plannedPrompts" | "durationMs">,
+    final: boolean,
+  ): LoadProgress {
+    const counters = this.metrics.counters;
+    const last = timeline.points[timeline.points.length - 1];
+    return {
+      elapsedMs: Math.round(elapsedMs),
+      ...plan,
+      promptsSent: counters.promptsSent,
+      promptsDone: counters.promptsSucceeded + counters.promptsFailed + counters.promptsCancelled,
+      promptsFailed: counters.promptsFailed,
+      inFlightPrompts: counters.inFlightPrompts,
+      inFlightRequests: counters.inFlightRequests,
+      retries: counters.retries,
+      requests: counters.requests,
+      outputTokensPerSecond: final
+        ? Math.round((counters.outputTokens * 1000) / Math.max(1, elapsedMs))
+        : last === undefined
+          ? 0
+          : Math.round((last.outputTokens * 1000) / intervalMs),
+      loopDelayMs: last?.loopDelayMaxMs ?? 0,
+    };
   }
 
   /** The figures, once the run is over. */

@@ -259,30 +259,38 @@ describe("each worker's event loop", () => {
       readers: [new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 100 })],
     });
     cleanups.push(() => meterProvider.shutdown());
-    // A 500 ms heartbeat: the worker reports its loop every 2.5 s (LOOP_REPORT_BEATS).
+    // A 1 s heartbeat: the worker reports its loop every 5 s (LOOP_REPORT_BEATS). The hang timeout
+    // stays well above the 800 ms block even on a loaded machine, so the watchdog leaves the worker be.
     const dir = tempDir(cleanups, "lifeline-telemetry-");
     const lifeline = createSessionHost({
       lifelineDir: dir,
       cwd: dir,
       threads: 1,
-      hangTimeoutMs: 2000,
+      hangTimeoutMs: 4000,
       telemetry: { meterProvider },
     });
     cleanups.push(() => lifeline.close());
     const session = await lifeline.createSession({ model: TOOLS_MODEL, workerModule: TOOL_MODULE });
     // The worker samples its loop from when the host asks it to (once metrics start): wait for its
     // first report, so the block below happens while it samples.
-    await within(workerSampling, 15_000, "the worker's first loop report");
+    await within(workerSampling, 30_000, "the worker's first loop report");
+    const restored: string[] = [];
+    session.subscribe((event) => {
+      if (event.type === "session_restored") restored.push(event.reason);
+    });
     host.length = 0;
-    const result = await within(session.prompt("crunch [busy=800]"), 15_000, "the busy tool's prompt");
+    const result = await within(session.prompt("crunch [busy=800]"), 30_000, "the busy tool's prompt");
+    // The block must have happened on the watched worker, not been cut by a restart.
+    expect(restored).toEqual([]);
     expect(result.stopReason).toBe("stop");
-    await within(workerReported, 15_000, "the worker's loop report of its 800 ms block");
+    await within(workerReported, 30_000, "the worker's loop report of its 800 ms block");
     const blocked = worker.find((point) => point.value >= 0.7);
     expect(blocked?.attributes).toEqual({ "lifeline.worker.slot": 0 });
     expect(host.length).toBeGreaterThan(0);
-    // The main thread was never blocked: its worst delay stays far below the worker's.
-    expect(Math.max(...host)).toBeLessThan(0.35);
-  });
+    // The main thread was never blocked: its worst delay stays far below the worker's (half of it:
+    // a loaded machine delays the main thread too, but not by a synchronous 800 ms).
+    expect(Math.max(...host)).toBeLessThan((blocked?.value ?? 0) / 2);
+  }, 120_000);
 });
 
 describe("the application's globally registered providers", () => {

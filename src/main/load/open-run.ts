@@ -22,7 +22,7 @@ import { LOAD_DEFAULTS, type LoadOptions } from "./load-options.js";
 import { arrivalStages, OPEN_DEFAULTS } from "./open-options.js";
 import { conversationTurn } from "./prompts-file.js";
 import { type MeterOutcome, RunMeter } from "./run-meter.js";
-import { parseSlo } from "./slo.js";
+import type { Slo } from "./slo.js";
 import { summarize } from "./stats.js";
 import { runSweep, type StepRunner } from "./sweep.js";
 import { stepResult } from "./sweep-step.js";
@@ -44,14 +44,16 @@ export interface OpenOutcome extends MeterOutcome {
  * Runs `options.arrival` or `options.sweep` with sessions from `open` (the host's createSession
  * with the run's model and key). One session is opened and closed first, so a bad model or key
  * fails once, before any arrival. Aborting `options.signal` ends the run (status `interrupted`).
+ * `slo` is `options.slo` as runLoad parsed it: each sweep step's goodput is judged against it.
  * @throws what `open` throws for that first session.
  */
 export async function driveOpenRun(
   options: LoadOptions,
+  slo: Slo | undefined,
   open: (conversation: number) => Promise<AgentSession>,
 ): Promise<OpenOutcome> {
   await (await open(0)).dispose();
-  return new OpenRun(options, open).drive();
+  return new OpenRun(options, slo, open).drive();
 }
 
 /** A drain may last at most this long after a sweep step's schedule, in ms (and at most a step). */
@@ -59,6 +61,7 @@ const MAX_DRAIN_MS = 30_000;
 
 class OpenRun implements StepRunner {
   readonly #options: LoadOptions;
+  readonly #slo: Slo | undefined;
   readonly #t0 = performance.now();
   readonly #meter = new RunMeter(() => this.#now(), performance.timeOrigin + this.#t0);
   readonly #pool: ConversationPool;
@@ -68,8 +71,9 @@ class OpenRun implements StepRunner {
   #stage = "starting";
   #nextText = 0;
 
-  constructor(options: LoadOptions, open: (conversation: number) => Promise<AgentSession>) {
+  constructor(options: LoadOptions, slo: Slo | undefined, open: (conversation: number) => Promise<AgentSession>) {
     this.#options = options;
+    this.#slo = slo;
     const thinkTimeMs = options.thinkTimeMs ?? LOAD_DEFAULTS.thinkTimeMs;
     this.#pool = new ConversationPool({
       open,
@@ -175,7 +179,7 @@ class OpenRun implements StepRunner {
       counts,
       requests: this.#meter.metrics.requests.filter(within),
       prompts: this.#meter.metrics.prompts.filter(within),
-      ...(this.#options.slo === undefined ? {} : { slo: parseSlo(this.#options.slo) }),
+      ...(this.#slo === undefined ? {} : { slo: this.#slo }),
     });
   }
 

@@ -108,7 +108,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
             options,
             await openSessions(host, options.sessions, model, apiKey, options.signal, perSession),
           ).drive()
-        : await driveOpenRun(options, (index) =>
+        : await driveOpenRun(options, slo, (index) =>
             open.createSession({
               model,
               sessions: false,

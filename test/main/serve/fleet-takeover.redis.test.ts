@@ -3,7 +3,8 @@
  * processes on a real redis-server, sessions that stream and sessions whose prompts call a tool
  * with a side effect the test counts (test/fixtures/fleet-tools.mjs), and 20 SIGKILLs of the host
  * running a prompt, each at a moment drawn from a seeded PRNG (the n-th streamed update of a
- * prompt, or the start of its tool). A killed host is replaced at once, so three keep serving.
+ * prompt, or the start of its tool; the end of its reply if that moment never comes). A killed host
+ * is replaced at once, so three keep serving.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -111,7 +112,13 @@ describe("hosts killed mid-prompt", () => {
             if (event.type === "job_taken") runningOn = Number(event.host.split("/").at(-1));
             if (!planned) continue;
             if (event.type === "message_update") updates++;
-            const now = killAt === "tool" ? event.type === "tool_execution_start" : updates >= killAt;
+            // A plan whose moment never comes (fewer batched updates than killAt, or a tool that
+            // already ran on a host another plan killed) fires at the end of the reply instead,
+            // so exactly KILLS hosts die whatever the batching.
+            const replyEnd =
+              event.type === "message_end" && event.message.role === "assistant" && event.message.stopReason === "stop";
+            const moment = killAt === "tool" ? event.type === "tool_execution_start" : updates >= killAt;
+            const now = moment || replyEnd;
             if (now && kill(runningOn)) planned = false;
           }
         })();

@@ -27,6 +27,11 @@ export interface AutoRetryStartEvent {
   errorMessage: string;
   /** `"provider/id"` of the model the retry runs on, when a fallback model replaced the session's (R4). */
   model?: string;
+  /**
+   * True when the auth storage moved the session to another free key of its provider for this
+   * retry (R4's rotation; the delay is then 0). Absent otherwise. The key itself is never named.
+   */
+  credentialRotated?: true;
 }
 
 /**

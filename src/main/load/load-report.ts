@@ -304,4 +304,5 @@ const EMPTY_LEDGER: RetryLedgerTotals = {
   sleptMinusHintMs: [],
   gateWaits: { retry: 0, prompt: 0 },
   fallbackSwitches: 0,
+  credentialRotations: 0,
 };

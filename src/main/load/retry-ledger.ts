@@ -1,8 +1,8 @@
 /**
  * The retry side of a load run, read from each session's events in their order (R14, B8): what
  * failure each retry answered, how long its back-off slept, whether it waited out the server's
- * retry hint, provider-gate waits and fallback-model switches. Main thread; the clock is injected
- * (the run feeds it every event, next to LoadMetrics, and the prompts' boundaries).
+ * retry hint, provider-gate waits, key rotations and fallback-model switches. Main thread; the
+ * clock is injected (the run feeds it every event, next to LoadMetrics, and the prompts' boundaries).
  *
  * Per session the events of one retry come as: the failed reply's `message_end`, `agent_end
  * {willRetry}`, `auto_retry_start {delayMs}` (R4), the sleep, maybe a `provider_gate_wait
@@ -28,6 +28,8 @@ export interface RetryLedgerTotals {
   gateWaits: { retry: number; prompt: number };
   /** `auto_retry_start` events that moved the session to a fallback model (R4; they carry `model`). */
   fallbackSwitches: number;
+  /** `auto_retry_start` events whose retry runs on another key of the provider (R4; `credentialRotated`). */
+  credentialRotations: number;
 }
 
 interface SessionLedger {
@@ -51,6 +53,7 @@ export class RetryLedger {
     sleptMinusHintMs: [],
     gateWaits: { retry: 0, prompt: 0 },
     fallbackSwitches: 0,
+    credentialRotations: 0,
   };
 
   /** @param now ms since the run began (the same clock as the run's records) */
@@ -84,10 +87,13 @@ export class RetryLedger {
         this.#totals.retriesByCause[cause] = (this.#totals.retriesByCause[cause] ?? 0) + 1;
         state.sleep = { startMs: this.#now(), delayMs: event.delayMs };
         if (event.model !== undefined) this.#totals.fallbackSwitches++;
-        // A retry on a fallback model is not bound by the failed provider's hint.
+        if (event.credentialRotated === true) this.#totals.credentialRotations++;
+        // A retry on a fallback model, or on another key, is not bound by the hint the failed
+        // key's reply carried: the limit it names is that key's.
         const hintMs = state.failure?.hintMs;
+        const elsewhere = event.model !== undefined || event.credentialRotated === true;
         state.hinted =
-          hintMs === undefined || event.model !== undefined || state.failure === undefined
+          hintMs === undefined || elsewhere || state.failure === undefined
             ? undefined
             : { hintMs, failedEndMs: state.failure.endMs };
         break;

@@ -41,7 +41,7 @@ export interface RetryVerdicts {
   providerGate: { waits: number; beforeRetry: number; beforePrompt: number; waitMs: number };
   /** B8: chains the retry budget ended (`auto_retry_end` reason `budget_exhausted`). */
   budgetRefusals: number;
-  /** R4 key rotations: not visible in session events, so always 0 (docs/load.md). */
+  /** R4: retries that ran on another key of their provider (`auto_retry_start.credentialRotated`). */
   credentialRotations: number;
   /** R4: retries that moved their session to a fallback model (`auto_retry_start.model`). */
   fallbackSwitches: number;
@@ -95,7 +95,7 @@ export function buildVerdicts(
       waitMs: Math.round(counters.gateWaitMs),
     },
     budgetRefusals: counters.retryChains.budget_exhausted ?? 0,
-    credentialRotations: 0,
+    credentialRotations: ledger.credentialRotations,
     fallbackSwitches: ledger.fallbackSwitches,
   };
 }

@@ -29,7 +29,7 @@ export function formatVerdictLines(report: LoadReport): string[] {
       (backoff.count === 0 ? "" : ` (per retried prompt p50 ${backoff.p50} ms, p99 ${backoff.p99} ms)`) +
       `; hints honoured ${v.hints.honoured}/${v.hints.total}` +
       (v.hints.overCap > 0 ? `, ${v.hints.overCap} over the cap` : "") +
-      `; budget refusals ${v.budgetRefusals}; fallback switches ${v.fallbackSwitches}`,
+      `; budget refusals ${v.budgetRefusals}; key rotations ${v.credentialRotations}; fallback switches ${v.fallbackSwitches}`,
   );
   for (const group of report.failures) {
     const example = group.example.replace(/\s+/g, " ");

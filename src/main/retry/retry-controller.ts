@@ -261,12 +261,15 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
     }
     let delayMs = decision.delayMs;
     let model: string | undefined;
+    let rotated = false;
     const limit = this.#limitKind(decision);
     if (limit !== undefined) {
       const outcome = await this.#reportLimit(decision, limit);
       if (!live()) return;
-      if (outcome.switched) delayMs = 0;
-      else {
+      if (outcome.switched) {
+        delayMs = 0;
+        rotated = true;
+      } else {
         model = await actions.switchToFallback?.().catch(() => undefined);
         if (!live()) return;
         if (model !== undefined) delayMs = 0;
@@ -295,6 +298,7 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
       delayMs,
       errorMessage: decision.message.errorMessage ?? "",
       ...(model === undefined ? {} : { model }),
+      ...(rotated ? { credentialRotated: true } : {}),
     });
     if (!live()) return;
     this.#removed = { message: decision.message, actions };

@@ -100,7 +100,7 @@ describe("credentials from auth.json, rotated on limits", () => {
       { model: "main-1", key: KEY_B },
     ]);
     const start = events.find((event) => event.type === "auto_retry_start");
-    expect(start).toMatchObject({ type: "auto_retry_start", attempt: 1, delayMs: 0 });
+    expect(start).toMatchObject({ type: "auto_retry_start", attempt: 1, delayMs: 0, credentialRotated: true });
     expect(start).not.toHaveProperty("model");
     // Sticky: the session's next prompt (same conversation, its steps used up) stays on B.
     const seen = suite.server.log.length;
@@ -142,10 +142,11 @@ describe("credentials from auth.json, rotated on limits", () => {
     ]);
     const starts = events.filter((event) => event.type === "auto_retry_start");
     expect(starts).toMatchObject([
-      { attempt: 1, delayMs: 0 },
+      { attempt: 1, delayMs: 0, credentialRotated: true },
       { attempt: 2, delayMs: 0, model: "mock-backup/backup-1" },
     ]);
     expect(starts[0]).not.toHaveProperty("model");
+    expect(starts[1]).not.toHaveProperty("credentialRotated");
     // The session stays on the fallback model, and the file says so.
     expect(`${session.model.provider}/${session.model.id}`).toBe("mock-backup/backup-1");
     await session.flushSession();

@@ -70,7 +70,7 @@ function scripted() {
       feed(session, { type: "turn_start" } as SessionEvent);
       feed(session, { type: "message_end", message } as SessionEvent);
     },
-    retry(session: number, attempt: number, delayMs: number, model?: string) {
+    retry(session: number, attempt: number, delayMs: number, model?: string, rotated = false) {
       feed(session, {
         type: "auto_retry_start",
         attempt,
@@ -78,6 +78,7 @@ function scripted() {
         delayMs,
         errorMessage: "x",
         ...(model === undefined ? {} : { model }),
+        ...(rotated ? { credentialRotated: true } : {}),
       });
     },
     chainEnd(session: number, reason: AutoRetryEndReason, attempt: number) {
@@ -213,6 +214,30 @@ describe("verdicts from a scripted event sequence", () => {
   it("provider gate waits are split by what waited", () => {
     const { verdicts } = run();
     expect(verdicts.providerGate).toEqual({ waits: 1, beforeRetry: 0, beforePrompt: 1, waitMs: 300 });
+  });
+
+  it("R4: retries on another key are counted, and the failed key's hint does not judge them", () => {
+    const s = scripted();
+    // A 429 asking for 5000 ms on key A; the storage moved the session to key B, retried at once.
+    s.start(0);
+    s.request(0, http429(5000));
+    s.retry(0, 1, 0, undefined, true);
+    s.request(0, reply());
+    s.chainEnd(0, "success", 1);
+    s.end(0, "stop", 1);
+    // The same on a second session, whose rotated retry fails again and is rotated back.
+    s.start(1);
+    s.request(1, http429(5000));
+    s.retry(1, 1, 0, undefined, true);
+    s.request(1, http429(5000));
+    s.retry(1, 2, 0, undefined, true);
+    s.request(1, reply());
+    s.chainEnd(1, "success", 2);
+    s.end(1, "stop", 2);
+    const verdicts = buildVerdicts(s.metrics.prompts, s.metrics.counters, s.ledger.totals);
+    expect(verdicts.credentialRotations).toBe(3);
+    expect(verdicts.fallbackSwitches).toBe(0);
+    expect(verdicts.hints).toMatchObject({ total: 0, honoured: 0, early: 0 });
   });
 
   it("a gate wait before a retry ends its back-off: the sleep is not counted twice", () => {

@@ -69,7 +69,7 @@ describe("R4 with a rotating auth storage", () => {
     expect(clock.delays).toEqual([0]);
     await clock.release();
     await running;
-    expect(events[0]).toMatchObject({ type: "auto_retry_start", delayMs: 0 });
+    expect(events[0]).toMatchObject({ type: "auto_retry_start", delayMs: 0, credentialRotated: true });
     expect(events[0]).not.toHaveProperty("model");
   });
 
@@ -82,6 +82,7 @@ describe("R4 with a rotating auth storage", () => {
     await clock.release();
     await running;
     expect(events[0]).toMatchObject({ type: "auto_retry_start", delayMs: 45_000 });
+    expect(events[0]).not.toHaveProperty("credentialRotated");
   });
 
   it("R4: no free key and a wait above retry.maxDelayMs: the chain fails naming when the first key frees", async () => {
@@ -149,6 +150,7 @@ describe("R4 with a rotating auth storage", () => {
     await running;
     expect(clock.delays).toEqual([0]);
     expect(events[0]).toMatchObject({ type: "auto_retry_start", delayMs: 0, model: "backup/model-2" });
+    expect(events[0]).not.toHaveProperty("credentialRotated");
   });
 
   it('R4: retry.fallbackModels takes "provider/id" entries and refuses anything else, naming the key', () => {

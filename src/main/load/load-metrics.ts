@@ -17,6 +17,7 @@ import type { PromptResult, SessionEvent } from "../../shared/events.js";
 import { requestFailureOf, workerExitOf } from "../../shared/request-failure.js";
 import { type RequestTiming, roundMicros } from "../../shared/request-timing.js";
 import { AgenticMetrics } from "./agentic-metrics.js";
+import { Sketch } from "./sketch.js";
 
 /** One model request (a line of records.jsonl). */
 export interface RequestRecord {
@@ -158,8 +159,11 @@ export class LoadMetrics {
   readonly prompts: PromptRecord[] = [];
   /** Turns and tools (report.json `agentic`). */
   readonly agentic: AgenticMetrics;
-  /** The gaps between consecutive streamed deltas of the successful requests, in ms (report.json `latency.chunkGapMs`). */
-  readonly chunkGaps: number[] = [];
+  /**
+   * The gaps between consecutive streamed deltas of the successful requests, in ms (report.json
+   * `latency.chunkGapMs`): a sketch, not a list, since a long run has one gap per token.
+   */
+  readonly chunkGaps = new Sketch();
   readonly #now: () => number;
   readonly #epochAtStart: number;
   readonly #sessions = new Map<number, SessionState>();
@@ -325,7 +329,7 @@ export class LoadMetrics {
       this.counters.failuresByKind[kind] = (this.counters.failuresByKind[kind] ?? 0) + 1;
       this.counters.failuresByClass[failureClass] = (this.counters.failuresByClass[failureClass] ?? 0) + 1;
     } else if (timing !== undefined) {
-      for (const gap of timing.chunkGapsMs) this.chunkGaps.push(gap);
+      for (const gap of timing.chunkGapsMs) this.chunkGaps.add(gap);
     }
     this.requests.push(record);
   }

@@ -13,8 +13,9 @@ import type { LoadFault } from "./load-options.js";
 import type { MockTargetStats } from "./mock-target.js";
 import type { RetryLedgerTotals } from "./retry-ledger.js";
 import { buildVerdicts, type RetryVerdicts } from "./retry-verdicts.js";
+import { Sketch } from "./sketch.js";
 import { evaluateSlo, type Slo, type SloReport } from "./slo.js";
-import { round3, type Summary, summarize } from "./stats.js";
+import { round3, type Summary, summarize, summarizeSketch } from "./stats.js";
 import { evaluateThresholds, type Threshold, type ThresholdMetric, type ThresholdResult } from "./thresholds.js";
 import type { LoopDelaySummary, TimelinePoint } from "./timeline.js";
 
@@ -159,8 +160,8 @@ export interface ReportInput {
   counters: LoadCounters;
   requests: readonly RequestRecord[];
   prompts: readonly PromptRecord[];
-  /** The gaps between consecutive deltas of the successful requests (LoadMetrics `chunkGaps`); none when absent. */
-  chunkGapsMs?: readonly number[];
+  /** The gaps between consecutive deltas of the successful requests, in ms (LoadMetrics `chunkGaps`); none when absent. */
+  chunkGaps?: Sketch;
   timeline: { intervalMs: number; points: TimelinePoint[] };
   loopDelayMs: LoopDelaySummary;
   watchdogTerminations: number;
@@ -196,7 +197,7 @@ export function buildReport(input: ReportInput): LoadReport {
     ttftMs: summarize(ttft),
     ttfbMs: summarize(ok.flatMap((request) => (request.ttfbMs === null ? [] : [request.ttfbMs]))),
     itlMs: summarize(itl),
-    chunkGapMs: summarize(input.chunkGapsMs ?? []),
+    chunkGapMs: summarizeSketch(input.chunkGaps ?? new Sketch()),
     e2eMs: summarize(ok.map((request) => request.e2eMs)),
     outputTokensPerSecond: summarize(tps),
     promptMs: summarize(input.prompts.filter((p) => p.outcome === "succeeded").map((p) => p.latencyMs)),
@@ -294,7 +295,17 @@ export function thresholdFigures(report: LoadReport): Record<ThresholdMetric, nu
     // A parsed report.json read by compare may lack the section: no figure rather than no figures at all.
     first_attempt_success_rate: (report.verdicts as RetryVerdicts | undefined)?.shares.firstAttempt ?? null,
     requests_per_successful_prompt: (report.verdicts as RetryVerdicts | undefined)?.requestsPerSuccessfulPrompt ?? null,
+    p99_ttfb_ms: (latency.ttfbMs as Summary | undefined)?.p99 ?? null,
+    tool_failure_rate: toolFailureRate(report.agentic as AgenticReport | undefined),
+    p99_tool_latency_ms: (report.agentic as AgenticReport | undefined)?.toolLatencyMs.p99 ?? null,
+    p99_session_completion_ms: (report.agentic as AgenticReport | undefined)?.sessionCompletionMs.p99 ?? null,
   };
+}
+
+/** Tool executions that failed / tool executions; null when no tool ran (nothing to judge). */
+function toolFailureRate(agentic: AgenticReport | undefined): number | null {
+  if (agentic === undefined || agentic.toolCalls === 0) return null;
+  return Math.round((agentic.toolFailures / agentic.toolCalls) * 1e6) / 1e6;
 }
 
 /** The ledger of a run fed no events (a report built from records alone). */

@@ -17,7 +17,9 @@ import { VERDICTS_SCRIPT, VERDICTS_SECTIONS } from "./verdicts-html.js";
 export const CHART_IDS = [
   "e2e",
   "ttft",
+  "ttfb",
   "itl",
+  "gaps",
   "tps",
   "requests",
   "failures",
@@ -196,7 +198,9 @@ function series(id, caption, datasets, yTitle, stacked = false, type = "line") {
 
 histogram("e2e", "End-to-end latency per request", L.e2eMs, "ms", COLORS[0]);
 histogram("ttft", "Time to first token", L.ttftMs, "ms", COLORS[1]);
+histogram("ttfb", "Time to first byte (response headers)", L.ttfbMs, "ms", COLORS[1]);
 histogram("itl", "Inter-token latency", L.itlMs, "ms per token", COLORS[2]);
+histogram("gaps", "Gaps between streamed chunks", L.chunkGapMs, "ms", COLORS[2]);
 histogram("tps", "Output tokens/s per request", L.outputTokensPerSecond, "tokens/s", COLORS[3]);
 series("requests", "Requests and retries per interval", [
   { label: "requests", data: points.map((p) => p.requests) },

@@ -9,6 +9,7 @@ import type { PromptResult, SessionEvent } from "../../shared/events.js";
 import type { ToolFigures } from "./agentic-metrics.js";
 import { LoadMetrics, type LoadProgress, type PromptRecord } from "./load-metrics.js";
 import { RetryLedger, type RetryLedgerTotals } from "./retry-ledger.js";
+import type { Sketch } from "./sketch.js";
 import type { Timeline } from "./timeline.js";
 
 /** What the report needs from a run's meter once the run is over (buildReport's inputs). */
@@ -17,7 +18,7 @@ export interface MeterOutcome {
   requests: LoadMetrics["requests"];
   prompts: LoadMetrics["prompts"];
   retryLedger: Readonly<RetryLedgerTotals>;
-  chunkGapsMs: number[];
+  chunkGaps: Sketch;
   tools: ToolFigures;
 }
 
@@ -104,7 +105,7 @@ export class RunMeter {
       requests: this.metrics.requests,
       prompts: this.metrics.prompts,
       retryLedger: this.#ledger.totals,
-      chunkGapsMs: this.metrics.chunkGaps,
+      chunkGaps: this.metrics.chunkGaps,
       tools: this.metrics.agentic.figures,
     };
   }

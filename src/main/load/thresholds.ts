@@ -24,6 +24,10 @@ export const THRESHOLD_METRICS = [
   "prompt_goodput",
   "first_attempt_success_rate",
   "requests_per_successful_prompt",
+  "p99_ttfb_ms",
+  "tool_failure_rate",
+  "p99_tool_latency_ms",
+  "p99_session_completion_ms",
 ] as const;
 
 /** One of {@link THRESHOLD_METRICS}. */

@@ -96,6 +96,8 @@ describe("tool turns against the built-in mock", () => {
     const run = await runLoad([
       ...["--sessions", String(sessions), "--prompts", String(prompts), "--tool-calls", `1:${calls}`],
       ...["--tool-failure", String(rate), "--seed", String(seed), ...FAST_MOCK],
+      ...["--threshold", "tool_failure_rate<=1", "--threshold", "p99_tool_latency_ms>=0"],
+      ...["--threshold", "p99_session_completion_ms>0"],
     ]);
     expect(run.code, run.stderr).toBe(0);
     const report = readReport(run);
@@ -107,6 +109,12 @@ describe("tool turns against the built-in mock", () => {
     }
     expect(report.agentic.toolCalls).toBe(sessions * prompts * calls);
     expect(report.agentic.toolFailures).toBe(expected);
+    // The tool thresholds read the agentic figures.
+    expect(report.thresholds.map((t) => [t.metric, t.actual])).toEqual([
+      ["tool_failure_rate", Math.round((expected / (sessions * prompts * calls)) * 1e6) / 1e6],
+      ["p99_tool_latency_ms", report.agentic.toolLatencyMs.p99],
+      ["p99_session_completion_ms", report.agentic.sessionCompletionMs.p99],
+    ]);
     // A failed tool is an error result for the model, not a failed prompt.
     expect(report.totals.prompts.succeeded).toBe(sessions * prompts);
   });
@@ -122,9 +130,13 @@ describe("tool turns against the built-in mock", () => {
       "--tool-failure",
       "1",
       ...FAST_MOCK,
+      ...["--threshold", "tool_failure_rate<0.5"],
     ]);
-    expect(run.code, run.stderr).toBe(0);
-    expect(readReport(run).agentic).toMatchObject({ toolCalls: 8, toolFailures: 8 });
+    // Every call failed: the threshold on the failure rate fails the run (k6's exit code 99).
+    expect(run.code, run.stderr).toBe(99);
+    const report = readReport(run);
+    expect(report.agentic).toMatchObject({ toolCalls: 8, toolFailures: 8 });
+    expect(report.thresholds).toMatchObject([{ metric: "tool_failure_rate", actual: 1, passed: false }]);
   });
 });
 

@@ -524,6 +524,11 @@ async function printN(n) {
       rows,
     ),
   );
+  for (const r of n.runs.filter((x) => x.failed > 0)) {
+    console.log(
+      `Run ${r.rep}, ${r.workload}, threads ${r.threads}: ${r.failed} prompt(s) failed, ending with ${r.failedWith.join(" | ")}`,
+    );
+  }
   const idle = n.idle;
   console.log(
     `A worker's fixed cost (threads 4, sessions opened one by one): RSS ${idle.rssPerWorkerMb.toFixed(1)} MB per idle worker ` +

@@ -165,7 +165,12 @@ async function batchRun(workload, threads) {
   const threads1 = await threadCpu();
   clearInterval(rssTimer);
   rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
-  const failed = results.filter((msg) => msg?.role !== "assistant" || msg.stopReason !== "stop").length;
+  const failures = results.filter((msg) => msg?.role !== "assistant" || msg.stopReason !== "stop");
+  const failed = failures.length;
+  // What the failed prompts ended with, a few distinct texts, so a failing run says why.
+  const failedWith = [
+    ...new Set(failures.map((msg) => `${msg?.stopReason}: ${msg?.errorMessage ?? ""}`.slice(0, 160))),
+  ].slice(0, 3);
   const workersStarted = host.workerCount;
 
   // The threads that appeared with the host and used CPU in the batch: the busiest `threads` of
@@ -188,6 +193,7 @@ async function batchRun(workload, threads) {
     workersStarted,
     sessions: N,
     failed,
+    failedWith,
     wallMs: m.wallMs,
     promptsPerS: N / (m.wallMs / 1e3),
     events: counts.events,

@@ -193,16 +193,17 @@ export const HOST_DEFAULTS = {
 /**
  * Share of one core the main thread spends per worker that is busy on a whole core, measured by
  * bench section (n) (docs/performance.md, "(n) worker threads"): main-thread CPU ÷ worker CPU for
- * the same prompts, streamed over HTTP/SSE (a 503, then 200 tokens), rounded up from the
- * 0.10–0.11 measured. The main thread's cost per prompt (delivering events, the retry, settling)
- * is what each worker's output adds to the one thread every worker reports to.
+ * the same prompts streamed over HTTP/SSE (a 503, then 200 tokens). Single runs at 1,000
+ * sessions gave 0.106–0.126, the median of the worse thread count 0.121; 200 sessions gave 0.13.
+ * It is what each busy worker's output (events to deliver, retries, settling) costs the one
+ * thread every worker reports to.
  */
 const MAIN_SHARE_PER_BUSY_WORKER = 0.12;
 
 /**
  * The most of the main thread that busy workers may take: half. Past it a batch waits for the
  * batches before it (at a utilisation ρ a message waits about ρ / (2(1 − ρ)) messages' work on
- * average, one more message's at 0.67, four more at 0.9), and the application embedding the host
+ * average: half a message's at 0.5, one at 0.67, four and a half at 0.9), and the application embedding the host
  * shares the same thread for its own server or UI.
  */
 const MAIN_BUDGET = 0.5;

@@ -18,6 +18,9 @@
  *                          sessions, and the highest open-model arrival rate it starts on schedule
  *   (k) load-fleet.mjs     distributed `lifeline load` with 1, 2, 3 generators: the coordinator's CPU
  *                          and Redis traffic per generator (needs redis-server)
+ *   (n) threads.mjs        worker threads: 1,000 prompts over HTTP/SSE (and on demo-fast) with 1, 2 (3)
+ *                          workers, the fixed cost of a worker, and the default `threads` rule checked
+ *                          against the main thread's measured share per busy worker
  *
  * Env: BENCH_QUICK=1 for smaller counts (a smoke run; noisier), BENCH_JSON=<path> to also write
  * the raw results as JSON, BENCH_ONLY=a,c to run some sections only.
@@ -47,6 +50,7 @@ const SECTIONS = [
     file: "./load-fleet.mjs",
     title: "(k) distributed load: coordinator CPU and Redis traffic per generator (1, 2, 3 generators)",
   },
+  { id: "n", file: "./threads.mjs", title: "(n) worker threads: what a second worker buys and what one costs" },
 ];
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
@@ -453,6 +457,119 @@ function printJ(j) {
 
 const pct = (x) => `${(x * 100).toFixed(1)} %`;
 
+/** (n): the share of the main thread busy workers may take (MAIN_BUDGET in host-options.ts). */
+const N_MAIN_BUDGET = 0.5;
+
+/**
+ * (n)'s derived figures: from the streamed workload (the real-provider shape), the main thread's
+ * CPU per unit of worker CPU (the worst of the thread counts), what one worker on a whole core
+ * sustains, and so how many busy workers the main thread serves within its budget.
+ */
+function deriveN(n) {
+  const stream = n.aggregates.filter((r) => r.workload === "stream");
+  const one = stream.find((r) => r.threads === 1);
+  const share = Math.max(...stream.map((r) => r.mainCpuMs / r.workerCpuMs));
+  return {
+    one,
+    share,
+    promptsPerWorkerS: 1e6 / one.workerCpuUsPerPrompt,
+    messagesPerWorkerS: 1e6 / one.workerCpuUsPerDelivery,
+    mainUsPerMessage: one.mainCpuUsPerDelivery,
+    saturatesAt: 1 / share,
+    withinBudget: Math.floor(N_MAIN_BUDGET / share),
+  };
+}
+
+async function printN(n) {
+  const rows = [];
+  for (const r of n.aggregates) {
+    const base = n.aggregates.find((x) => x.workload === r.workload && x.threads === 1);
+    rows.push([
+      `${r.workload}, threads ${r.threads}`,
+      `${(r.wallMs / 1000).toFixed(2)} (${r.wallMsRuns.map((ms) => (ms / 1000).toFixed(1)).join(", ")})`,
+      r.promptsPerS.toFixed(0),
+      ratio(r.promptsPerS / base.promptsPerS),
+      r.mainCpuUsPerPrompt.toFixed(0),
+      `${r.mainCpuUsPerDelivery.toFixed(0)} / ${r.mainCpuUsPerEvent.toFixed(1)}`,
+      r.workerCpuUsPerPrompt.toFixed(0),
+      `${r.workerCpuUsPerDelivery.toFixed(0)} / ${r.workerCpuUsPerEvent.toFixed(1)}`,
+      `${r.processCpuUsPerPrompt.toFixed(0)} (${ratio(r.processCpuUsPerPrompt / base.processCpuUsPerPrompt)})`,
+      r.processCores.toFixed(2),
+      `${(r.events / n.config.N).toFixed(1)} / ${(r.deliveries / n.config.N).toFixed(2)}`,
+      `${ms2(r.loopP99Ms)} / ${ms2(r.loopMaxMs)}`,
+      `${pct(r.mainElu)} (${r.mainWaitMsPerS.toFixed(0)})`,
+      `${r.rssPeakMb.toFixed(0)} (${ratio(r.rssPeakMb / base.rssPeakMb)})`,
+      r.failed,
+    ]);
+  }
+  console.log(
+    table(
+      [
+        `${n.config.N} prompts at once`,
+        "wall s (runs)",
+        "prompts/s",
+        "× threads 1",
+        "main CPU µs/prompt",
+        "main µs/msg / µs/event",
+        "worker CPU µs/prompt",
+        "worker µs/msg / µs/event",
+        "process CPU µs/prompt (× t1)",
+        "process cores",
+        "events / msgs per prompt",
+        "loop p99 / max ms",
+        "main ELU (waiting ms/s)",
+        "RSS peak MB (× t1)",
+        "failed",
+      ],
+      rows,
+    ),
+  );
+  for (const r of n.runs.filter((x) => x.failed > 0)) {
+    console.log(
+      `Run ${r.rep}, ${r.workload}, threads ${r.threads}: ${r.failed} prompt(s) failed, ending with ${r.failedWith.join(" | ")}`,
+    );
+  }
+  const idle = n.idle;
+  console.log(
+    `A worker's fixed cost (threads 4, sessions opened one by one): RSS ${idle.rssPerWorkerMb.toFixed(1)} MB per idle worker ` +
+      `(the first: ${idle.rssFirstWorkerMb.toFixed(1)} MB with the host's own start), startup ${idle.startupMs.toFixed(0)} ms ` +
+      `(an open that starts a worker ${idle.openMs
+        .slice(1, 4)
+        .map((ms) => ms.toFixed(0))
+        .join(", ")} ms, one that joins a running worker ${idle.joinOpenMs.toFixed(0)} ms).`,
+  );
+  const d = deriveN(n);
+  console.log(
+    `Derived (stream): one worker on a whole core sustains ${d.promptsPerWorkerS.toFixed(0)} prompts/s and ${d.messagesPerWorkerS.toFixed(0)} messages/s; ` +
+      `the main thread spends ${d.mainUsPerMessage.toFixed(0)} µs per message, ${pct(d.share)} of a core per busy worker (worst of the thread counts), ` +
+      `so it saturates at ${d.saturatesAt.toFixed(1)} busy workers and stays within ${N_MAIN_BUDGET * 100} % with ${d.withinBudget}.`,
+  );
+  const { defaultThreads } = await import("../dist/main/host/host-options.js");
+  console.log(
+    table(
+      [
+        "cores (on paper)",
+        "default threads",
+        "prompts/s (busy workers)",
+        "messages/s",
+        "main-thread share",
+        "cores − 1 uncapped: main share",
+      ],
+      [2, 4, 16, 64].map((cores) => {
+        const w = defaultThreads(cores);
+        return [
+          cores,
+          w,
+          (w * d.promptsPerWorkerS).toFixed(0),
+          (w * d.messagesPerWorkerS).toFixed(0),
+          pct(w * d.share),
+          pct((cores - 1) * d.share),
+        ];
+      }),
+    ),
+  );
+}
+
 function printG(g) {
   const row = (label, q, base, rtts) => [
     label,
@@ -511,7 +628,7 @@ for (const section of SECTIONS) {
     console.log(`FAILED: ${error instanceof Error ? error.message : String(error)}\n`);
     continue;
   }
-  ({
+  await {
     a: printA,
     b: printB,
     c: printC,
@@ -523,7 +640,8 @@ for (const section of SECTIONS) {
     i: printI,
     j: printJ,
     k: printK,
-  })[section.id](results[section.id]);
+    n: printN,
+  }[section.id](results[section.id]);
   console.log(`(${((performance.now() - t0) / 1000).toFixed(1)} s; load average after: ${loadavg()[0].toFixed(2)})\n`);
 }
 
@@ -676,6 +794,33 @@ if (j !== undefined) {
     `≥ ${J_RATE_MIN}/s`,
     best === undefined ? `none of ${j.config.RATES.join(", ")}/s` : `${best.rate}/s (lag p99 ${ms2(best.lagP99Ms)} ms)`,
     best !== undefined && best.rate >= J_RATE_MIN ? "PASS" : "FAIL",
+  ]);
+}
+const n = results.n;
+if (n !== undefined) {
+  const d = deriveN(n);
+  const { defaultThreads } = await import("../dist/main/host/host-options.js");
+  const cap = defaultThreads(1024);
+  for (const r of n.aggregates.filter((x) => x.threads > 1)) {
+    const base = n.aggregates.find((x) => x.workload === r.workload && x.threads === 1);
+    summary.push([
+      `(n) threads ${r.threads} ÷ 1 on this machine, ${r.workload}: prompts/s (loop max ms)`,
+      "— (reported)",
+      `${ratio(r.promptsPerS / base.promptsPerS)} (${ms2(r.loopMaxMs)} vs ${ms2(base.loopMaxMs)})`,
+      "info",
+    ]);
+  }
+  summary.push([
+    `(n) default threads cap ${cap}: main share with that many busy workers`,
+    `≤ ${N_MAIN_BUDGET * 100} %`,
+    `${pct(cap * d.share)} (${pct(d.share)} per busy worker; ${d.withinBudget} fit)`,
+    cap * d.share <= N_MAIN_BUDGET ? "PASS" : "FAIL",
+  ]);
+  summary.push([
+    "(n) fixed cost of one idle worker: RSS, startup",
+    "— (reported)",
+    `${n.idle.rssPerWorkerMb.toFixed(1)} MB, ${n.idle.startupMs.toFixed(0)} ms`,
+    "info",
   ]);
 }
 console.log("## Summary");

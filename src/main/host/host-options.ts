@@ -36,7 +36,10 @@ import type { LinkEndpoint } from "../workers/link-options.js";
 
 /** Options of {@link createSessionHost}. Every field is optional. */
 export interface SessionHostOptions {
-  /** Worker threads in the pool. @default one less than the cores, at least 1 and at most 4 */
+  /**
+   * Worker threads in the pool. @default one less than the cores, at least 1 and at most 4
+   * ({@link defaultThreads}: past 4 busy workers the main thread would be over half busy)
+   */
   threads?: number;
   /**
    * Directory of the project settings file `.lifeline/settings.json`, and the one base for relative
@@ -182,10 +185,41 @@ export const HOST_DEFAULTS = {
   callTimeoutMs: 30_000,
   hangTimeoutMs: 15_000,
   setupTimeoutMs: 60_000,
-  /** One less than the cores (the main thread keeps one), at least 1 and at most 4; read per host. */
-  threads: (): number => Math.max(1, Math.min(4, availableParallelism() - 1)),
+  /** {@link defaultThreads} of this machine's cores; read per host. */
+  threads: (): number => defaultThreads(availableParallelism()),
   onListenerError: reportListenerError,
 } as const;
+
+/**
+ * Share of one core the main thread spends per worker that is busy on a whole core, measured by
+ * bench section (n) (docs/performance.md, "(n) worker threads"): main-thread CPU ÷ worker CPU for
+ * the same prompts streamed over HTTP/SSE (a 503, then 200 tokens). Single runs at 1,000
+ * sessions gave 0.106–0.126, the median of the worse thread count 0.121; 200 sessions gave 0.13.
+ * It is what each busy worker's output (events to deliver, retries, settling) costs the one
+ * thread every worker reports to.
+ */
+const MAIN_SHARE_PER_BUSY_WORKER = 0.12;
+
+/**
+ * The most of the main thread that busy workers may take: half. Past it a batch waits for the
+ * batches before it (at a utilisation ρ a message waits about ρ / (2(1 − ρ)) messages' work on
+ * average: half a message's at 0.5, one at 0.67, four and a half at 0.9), and the application embedding the host
+ * shares the same thread for its own server or UI.
+ */
+const MAIN_BUDGET = 0.5;
+
+/** The most workers the main thread serves within {@link MAIN_BUDGET}: ⌊0.5 ÷ 0.12⌋ = 4. */
+const THREADS_CAP = Math.floor(MAIN_BUDGET / MAIN_SHARE_PER_BUSY_WORKER);
+
+/**
+ * The default `threads` for a machine of `cores` (os.availableParallelism()): one core is left
+ * to the main thread (a worker on the main thread's core made its loop stall: section (n) on 2
+ * cores), and no more workers than the main thread can serve within half its time
+ * ({@link THREADS_CAP}). 1 core → 1, 2 → 1, 4 → 3, 16 → 4, 64 → 4.
+ */
+export function defaultThreads(cores: number): number {
+  return Math.max(1, Math.min(THREADS_CAP, Math.floor(cores) - 1));
+}
 
 /**
  * The bound on `abort()`, `dispose()` and each step of `close()` when a worker does not answer

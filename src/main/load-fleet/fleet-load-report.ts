@@ -7,11 +7,10 @@
  * with a `generator` field and its `startMs` moved onto the run's common clock.
  */
 
-import { arrivalConfig } from "../load/arrival-report.js";
 import { LoadMetrics } from "../load/load-metrics.js";
 import { LOAD_DEFAULTS, type LoadOptions } from "../load/load-options.js";
 import { buildReport, type LoadReport } from "../load/load-report.js";
-import { fullMockTools, fullToolBehaviour } from "../load/load-tools.js";
+import { reportConfig } from "../load/report-config.js";
 import { type MergeInfo, type MergeInput, mergeLoadReports } from "../load/report-merge.js";
 import { Sketch, type SketchJson } from "../load/sketch.js";
 import { round3, summarizeSketch } from "../load/stats.js";
@@ -108,7 +107,9 @@ export function buildFleetReport(
   const finals = generators.flatMap((g) => (g.final === undefined ? [] : [{ g, final: g.final }]));
   const runStartMs =
     finals.length === 0 ? input.plannedStartMs : Math.min(...finals.map(({ final }) => final.startedAtMs));
-  const config = fleetConfig(input.options, finals[0]?.final.report.config);
+  // The generators' hosts joined the fleet; its URL (maybe with a password) stays out of the report.
+  const { fleet: _fleet, ...settings } = finals[0]?.final.report.config.settings ?? input.options.settings ?? {};
+  const config = reportConfig(input.options, settings);
   const merged = mergeFinals(
     finals.map(({ g, final }) => ({ source: g.agent.id, report: onRedisClock(final), records: final.chunks })),
     input,
@@ -203,42 +204,6 @@ function mergeFinals(parts: MergeInput[], input: FleetReportInput, config: LoadR
     mock: null,
     tools: { toolCalls: 0, toolFailures: 0, toolLatenciesMs: [] },
   });
-}
-
-/** report.json `config` of the whole run (sessions and concurrency in total, the run's seed). */
-function fleetConfig(options: LoadOptions, first: LoadReport["config"] | undefined): LoadReport["config"] {
-  const settings: Record<string, unknown> = { ...(first?.settings ?? options.settings ?? {}) };
-  // The generators' hosts joined the fleet; its URL (maybe with a password) stays out of the report.
-  delete settings.fleet;
-  return {
-    sessions: options.sessions,
-    promptsPerSession: options.prompts ?? null,
-    durationMs: options.durationMs ?? null,
-    target: options.model === undefined ? "mock" : "model",
-    model: options.model ?? first?.model ?? "lifeline-mock/mock-1",
-    faults: [...(options.faults ?? [])],
-    seed: options.seed ?? LOAD_DEFAULTS.seed,
-    rampUpMs: options.rampUpMs ?? LOAD_DEFAULTS.rampUpMs,
-    concurrency: options.concurrency ?? options.sessions,
-    thinkTimeMs: options.thinkTimeMs ?? LOAD_DEFAULTS.thinkTimeMs,
-    threads: options.threads ?? null,
-    promptTexts: options.promptTexts?.length ?? 0,
-    conversations: options.conversations?.length ?? 0,
-    // As runLoad: the load tool when the mock calls it or its behaviour is set.
-    tools:
-      options.tools === undefined && options.mock?.tools === undefined ? null : fullToolBehaviour(options.tools ?? {}),
-    arrival: arrivalConfig(options),
-    mock:
-      options.model === undefined
-        ? {
-            tokens: options.mock?.tokens ?? LOAD_DEFAULTS.mockTokens,
-            tokenDelayMs: options.mock?.tokenDelayMs ?? LOAD_DEFAULTS.mockTokenDelayMs,
-            rateLimit: options.mock?.rateLimit ?? null,
-            tools: options.mock?.tools === undefined ? null : fullMockTools(options.mock.tools),
-          }
-        : null,
-    settings,
-  };
 }
 
 function generatorSummary(g: GeneratorState, runStartMs: number): GeneratorSummary {

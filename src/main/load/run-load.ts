@@ -17,16 +17,16 @@ import type { SessionHostOptions, SessionOptions } from "../host/host-options.js
 import { createSessionHost, type SessionHost } from "../host/session-host.js";
 import { abortableSleep } from "../retry/sleep.js";
 import type { AgentSession } from "../session/agent-session.js";
-import { arrivalConfig } from "./arrival-report.js";
 import type { LoadProgress, PromptRecord, RequestRecord } from "./load-metrics.js";
 import { checkLoadOptions, LOAD_DEFAULTS, type LoadOptions } from "./load-options.js";
 import { buildReport, type LoadReport } from "./load-report.js";
-import { fullMockTools, fullToolBehaviour, loadToolSessionOptions } from "./load-tools.js";
+import { loadToolSessionOptions } from "./load-tools.js";
 import { withMockIdleTimeout } from "./mock-idle-timeout.js";
 import { type MockTargetStats, startMockTarget } from "./mock-target.js";
 import { driveOpenRun } from "./open-run.js";
 import { Permits } from "./permits.js";
 import { conversationTurn } from "./prompts-file.js";
+import { reportConfig } from "./report-config.js";
 import { type ReportFiles, writeReportFiles } from "./report-files.js";
 import { RunMeter } from "./run-meter.js";
 import { checkSloOption } from "./slo.js";
@@ -122,33 +122,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     if (target !== undefined) mockStats = await target.close();
     const report = buildReport({
       ...outcome,
-      config: {
-        sessions: options.sessions,
-        promptsPerSession: options.prompts ?? null,
-        durationMs: options.durationMs ?? null,
-        target: target === undefined ? "model" : "mock",
-        model: target === undefined ? (options.model as string) : "lifeline-mock/mock-1",
-        faults,
-        seed,
-        rampUpMs: options.rampUpMs ?? LOAD_DEFAULTS.rampUpMs,
-        concurrency: options.concurrency ?? options.sessions,
-        thinkTimeMs: options.thinkTimeMs ?? LOAD_DEFAULTS.thinkTimeMs,
-        threads: options.threads ?? null,
-        promptTexts: options.promptTexts?.length ?? 0,
-        conversations: options.conversations?.length ?? 0,
-        tools: tools === undefined ? null : fullToolBehaviour(tools),
-        mock:
-          target === undefined
-            ? null
-            : {
-                tokens: options.mock?.tokens ?? LOAD_DEFAULTS.mockTokens,
-                tokenDelayMs,
-                rateLimit: options.mock?.rateLimit ?? null,
-                tools: options.mock?.tools === undefined ? null : fullMockTools(options.mock.tools),
-              },
-        settings: { ...(settings ?? {}) },
-        arrival: arrivalConfig(options),
-      },
+      config: reportConfig(options, settings ?? {}),
       watchdogTerminations,
       thresholds,
       mock: mockStats,

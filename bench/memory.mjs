@@ -9,7 +9,11 @@
  * worker-side Agent lives in the worker's own V8 heap and is not in this figure; RSS is reported
  * for the whole process (main + workers) as context.
  *
- * A second pass disposes every session and measures again, to show the memory is given back.
+ * Then every session runs one prompt of the performance issue's workload on demo-fast (a failed
+ * first request, so a retry, then a 200-word answer) and the heap is measured again: what a session
+ * keeps once it has a short transcript (P4 of docs/performance.md asks ≤ 8 KB per session).
+ *
+ * A last pass disposes every session and measures again, to show the memory is given back.
  */
 import { fullGc, makeHost, mapLimit, pick, report } from "./lib.mjs";
 
@@ -39,6 +43,10 @@ try {
   const workers = host.workerCount;
   const open = host.sessionCount;
 
+  await mapLimit(sessions, 50, (session, i) => session.prompt(`[fail=1][words=200] session ${i}`));
+  await fullGc();
+  const prompted = mem();
+
   await Promise.all(sessions.map((session) => session.dispose()));
   sessions.length = 0; // drop this script's own references
   await fullGc();
@@ -51,6 +59,8 @@ try {
     workers,
     createMsTotal: createMs,
     heapBytesPerSession: (after.heapUsed - before.heapUsed) / SESSIONS,
+    heapBytesPerPromptedSession: (prompted.heapUsed - before.heapUsed) / SESSIONS,
+    rssPromptedMb: prompted.rss / 2 ** 20,
     externalBytesPerSession: (after.external - before.external) / SESSIONS,
     heapUsedBeforeMb: before.heapUsed / 2 ** 20,
     heapUsedAfterMb: after.heapUsed / 2 ** 20,

@@ -227,6 +227,10 @@ function printD(d) {
       [
         [`main heapUsed per idle session (${d.sessions} sessions)`, `${(d.heapBytesPerSession / 1024).toFixed(2)} KB`],
         [
+          "main heapUsed per session after one prompt (a retry, then 200 words)",
+          `${(d.heapBytesPerPromptedSession / 1024).toFixed(2)} KB (RSS ${d.rssPromptedMb.toFixed(1)} MB)`,
+        ],
+        [
           "heapUsed before → after → after dispose",
           `${ms2(d.heapUsedBeforeMb)} → ${ms2(d.heapUsedAfterMb)} → ${ms2(d.heapUsedDisposedMb)} MB`,
         ],
@@ -709,6 +713,18 @@ if (d !== undefined) {
     "≤ 100 KB",
     `${(d.heapBytesPerSession / 1024).toFixed(2)} KB (${d.workers} worker, RSS ${d.rssAfterMb.toFixed(0)} MB)`,
     d.heapBytesPerSession <= 100 * 1024 ? "PASS" : "FAIL",
+  ]);
+  summary.push([
+    `(d) P4 main heap per idle session at ${d.sessions}`,
+    "≤ 8 KB",
+    `${(d.heapBytesPerSession / 1024).toFixed(2)} KB`,
+    d.heapBytesPerSession <= 8 * 1024 ? "PASS" : "FAIL",
+  ]);
+  summary.push([
+    `(d) P4 main heap per session after one prompt (retry + 200 words) at ${d.sessions}`,
+    "≤ 8 KB",
+    `${(d.heapBytesPerPromptedSession / 1024).toFixed(2)} KB`,
+    d.heapBytesPerPromptedSession <= 8 * 1024 ? "PASS" : "FAIL",
   ]);
 }
 if (e !== undefined) {

@@ -1,8 +1,10 @@
 /**
- * What a prompt waits for before its run is posted: B7's write-ahead of its user message (when the
- * session is persisted), then B8's provider gate while a rate limit closes it. `abort()` ends
- * either wait and the prompt then settles as aborted with no request sent. At most one prompt
- * waits at a time (the session's live one); the live prompt does not settle while it waits.
+ * What a prompt waits for before its run is posted: its turn on the host's pacer (only when a
+ * burst of prompts leaves the current slice of the main thread no room; workers/turn-pacer.ts),
+ * then B7's write-ahead of its user message (when the session is persisted), then B8's provider
+ * gate while a rate limit closes it. `abort()` ends any of these waits and the prompt then
+ * settles as aborted with no request sent. At most one prompt waits at a time (the session's live
+ * one); the live prompt does not settle while it waits.
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { LifelineError } from "../../shared/errors.js";
@@ -10,6 +12,7 @@ import { PromptGate } from "../coordination/prompt-gate.js";
 import type { SessionCoordination } from "../coordination/session-coordination.js";
 import { PromptWriteAhead } from "../session-files/prompt-write-ahead.js";
 import type { SessionRecorder } from "../session-files/session-recorder.js";
+import type { QueuedTurn, TurnPacer } from "../workers/turn-pacer.js";
 
 /** What becomes of a prompt once its waits are over; each is called only while `live()`. */
 export interface Admitted {
@@ -29,22 +32,39 @@ export class PromptAdmission {
   readonly #writeAhead: PromptWriteAhead | undefined;
   /** B8: the live prompt waits at its provider's closed gate before its first request. */
   readonly #gate: PromptGate;
+  /** The host's pacer of bursts; undefined: every prompt goes on at once. */
+  readonly #pacer: TurnPacer | undefined;
+  /** The live prompt's wait for its turn on the pacer, and what becomes of it. */
+  #turn: { queued: QueuedTurn; admitted: Admitted } | undefined;
 
-  constructor(recorder: SessionRecorder | undefined, coordination: SessionCoordination | undefined) {
+  constructor(recorder: SessionRecorder | undefined, coordination: SessionCoordination | undefined, pacer?: TurnPacer) {
     this.#writeAhead = recorder === undefined ? undefined : new PromptWriteAhead(recorder);
     this.#gate = new PromptGate(coordination);
+    this.#pacer = pacer;
   }
 
-  /** A prompt is being written ahead or waits at the gate: it has sent nothing yet. */
+  /** A prompt waits for its turn, is being written ahead or waits at the gate: it has sent nothing yet. */
   get waiting(): boolean {
-    return this.#writeAhead?.writing === true || this.#gate.waiting;
+    return this.#turn !== undefined || this.#writeAhead?.writing === true || this.#gate.waiting;
   }
 
   /**
-   * Admits the prompt whose user message is `message`: stored first (marked with `promptId` if
-   * given), then through the gate.
+   * Admits the prompt whose user message is `message`: on its turn, stored first (marked with
+   * `promptId` if given), then through the gate.
    */
   admit(message: AgentMessage, admitted: Admitted, promptId?: string): void {
+    if (this.#pacer === undefined) {
+      this.#store(message, admitted, promptId);
+      return;
+    }
+    const queued = this.#pacer.run(() => {
+      this.#turn = undefined;
+      if (admitted.live()) this.#store(message, admitted, promptId);
+    });
+    if (queued !== undefined) this.#turn = { queued, admitted };
+  }
+
+  #store(message: AgentMessage, admitted: Admitted, promptId: string | undefined): void {
     const writeAhead = this.#writeAhead;
     if (writeAhead === undefined) {
       this.#pass(admitted);
@@ -75,14 +95,24 @@ export class PromptAdmission {
     });
   }
 
-  /** The session's abort(): the write in progress ends as aborted once over; a gate wait ends now. */
+  /** The session's abort(): a wait for a turn or at the gate ends now; the write in progress ends as aborted once over. */
   abort(): void {
+    const turn = this.#turn;
+    if (turn?.queued.cancel()) {
+      // Ends as a gate wait does: on a microtask, after the rest of abort(); waiting until then.
+      queueMicrotask(() => {
+        if (this.#turn === turn) this.#turn = undefined;
+        if (turn.admitted.live()) turn.admitted.aborted("Aborted before the model request was sent.");
+      });
+    }
     this.#writeAhead?.abort();
     this.#gate.abort();
   }
 
-  /** The session closed: a gate wait ends now (a write in progress finds the prompt no longer live). */
+  /** The session closed: a turn or gate wait ends now (a write in progress finds the prompt no longer live). */
   close(): void {
+    this.#turn?.queued.cancel();
+    this.#turn = undefined;
     this.#gate.abort();
   }
 }

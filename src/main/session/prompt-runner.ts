@@ -116,7 +116,7 @@ export class PromptRunner implements SessionRunsTarget, CompactionTarget, Linked
       compaction: this.#compaction,
       setModel,
     });
-    this.#admission = new PromptAdmission(setup.host.recorder, coordination);
+    this.#admission = new PromptAdmission(setup.host.recorder, coordination, setup.host.pacer);
     this.records = new PromptRecords(setup.start.prompts, setup.start.lastPromptId, setup.host.recorder);
   }
 

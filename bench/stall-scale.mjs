@@ -46,7 +46,7 @@ const SIZES = process.env.STALL_SIZES?.split(",").map(Number) ?? pick([1000, 200
 const TOKENS = 200;
 const TOKEN_DELAY_MS = 2;
 /** After this long past the kickoff, the prompts still running are aborted (the stream phase is cut short). */
-const MAX_S = pick(60, 20);
+const MAX_S = pick(45, 20);
 /** The target (P1). */
 export const STALL_TARGET_MS = 20;
 const BUCKETS = [10, 20, 50, 100];

@@ -18,8 +18,8 @@ import type { QueuedTurn, TurnPacer } from "../workers/turn-pacer.js";
 export interface Admitted {
   /** Whether the prompt is still the session's live one (checked once each wait is over). */
   live(): boolean;
-  /** Both waits are over: the prompt's run may be posted. */
-  start(): void;
+  /** Every wait is over: the prompt's run, of its user `message`, may be posted. */
+  start(message: AgentMessage): void;
   /** abort() ended a wait; `failure` says which (the prompt's `errorMessage`). */
   aborted(failure: string): void;
   /** The write-ahead failed: the prompt rejects with `error`. */
@@ -49,17 +49,18 @@ export class PromptAdmission {
   }
 
   /**
-   * Admits the prompt whose user message is `message`: on its turn, stored first (marked with
-   * `promptId` if given), then through the gate.
+   * Admits a prompt: on its turn, its user message is built by `message()` (so a burst of
+   * `prompt()` calls costs its loop little), stored first (marked with `promptId` if given), then
+   * taken through the gate. A prompt no longer live on its turn builds nothing.
    */
-  admit(message: AgentMessage, admitted: Admitted, promptId?: string): void {
+  admit(message: () => AgentMessage, admitted: Admitted, promptId?: string): void {
     if (this.#pacer === undefined) {
-      this.#store(message, admitted, promptId);
+      this.#store(message(), admitted, promptId);
       return;
     }
     const queued = this.#pacer.run(() => {
       this.#turn = undefined;
-      if (admitted.live()) this.#store(message, admitted, promptId);
+      if (admitted.live()) this.#store(message(), admitted, promptId);
     });
     if (queued !== undefined) this.#turn = { queued, admitted };
   }
@@ -67,7 +68,7 @@ export class PromptAdmission {
   #store(message: AgentMessage, admitted: Admitted, promptId: string | undefined): void {
     const writeAhead = this.#writeAhead;
     if (writeAhead === undefined) {
-      this.#pass(admitted);
+      this.#pass(message, admitted);
       return;
     }
     // B7 write-ahead: the run is posted only once the user message is stored.
@@ -75,7 +76,7 @@ export class PromptAdmission {
       message,
       {
         live: () => admitted.live(),
-        stored: () => this.#pass(admitted),
+        stored: () => this.#pass(message, admitted),
         aborted: () => admitted.aborted("Aborted before the model request was sent."),
         failed: (error) => admitted.failed(error),
       },
@@ -87,10 +88,10 @@ export class PromptAdmission {
    * B8: the prompt's first model attempt is counted toward the provider's retry budget, and held
    * first at the provider's gate while a rate limit closes it.
    */
-  #pass(admitted: Admitted): void {
+  #pass(message: AgentMessage, admitted: Admitted): void {
     this.#gate.admit({
       live: () => admitted.live(),
-      start: () => admitted.start(),
+      start: () => admitted.start(message),
       aborted: () => admitted.aborted("Aborted while waiting at the provider gate, before the model request was sent."),
     });
   }

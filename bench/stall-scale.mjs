@@ -48,7 +48,7 @@ const TOKEN_DELAY_MS = 2;
 /** After this long past the kickoff, the prompts still running are aborted (the stream phase is cut short). */
 const MAX_S = pick(45, 20);
 /** The target (P1). */
-export const STALL_TARGET_MS = 20;
+const STALL_TARGET_MS = 20;
 const BUCKETS = [10, 20, 50, 100];
 
 /** perf_hooks' GC kinds (entry.detail.kind). */

@@ -18,7 +18,7 @@
  */
 
 /** How long one slice of turns may keep the main thread, in milliseconds (P1 of the performance issue: no stall over 20 ms). */
-export const SLICE_BUDGET_MS = 4;
+const SLICE_BUDGET_MS = 4;
 
 /** Turns a slice runs before its first measurement. */
 const FIRST_QUOTA = 32;

@@ -21,6 +21,9 @@
  *   (n) threads.mjs        worker threads: 1,000 prompts over HTTP/SSE (and on demo-fast) with 1, 2 (3)
  *                          workers, the fixed cost of a worker, and the default `threads` rule checked
  *                          against the main thread's measured share per busy worker
+ *   (m) stall-scale.mjs    stalls of the host's loop with 1,000 … 10,000 sessions started at once (a 503,
+ *                          then 200 tokens at ~500/s from `lifeline mock-server` in its own process):
+ *                          max stall per phase (kickoff, after), its distribution, heap per session
  *
  * Env: BENCH_QUICK=1 for smaller counts (a smoke run; noisier), BENCH_JSON=<path> to also write
  * the raw results as JSON, BENCH_ONLY=a,c to run some sections only.
@@ -51,6 +54,7 @@ const SECTIONS = [
     title: "(k) distributed load: coordinator CPU and Redis traffic per generator (1, 2, 3 generators)",
   },
   { id: "n", file: "./threads.mjs", title: "(n) worker threads: what a second worker buys and what one costs" },
+  { id: "m", file: "./stall-scale.mjs", title: "(m) host stalls at scale: N prompts started at once" },
 ];
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
@@ -407,6 +411,65 @@ function printF(f) {
   );
 }
 
+/** (m): P1, the largest stall of the host's loop, kickoff included, at every N. */
+const M_STALL_MAX_MS = 20;
+
+function printM(m) {
+  const over = (p) => p.over.join(" / ");
+  console.log(
+    table(
+      [
+        "sessions",
+        "workers",
+        "max stall ms",
+        "own ms",
+        "kickoff max",
+        "after max",
+        "> 10/20/50/100 ms, kickoff",
+        "> 10/20/50/100 ms, after",
+        "p99 kickoff / after",
+        "GC max ms",
+        "prompt() loop ms",
+        "kickoff s",
+        "after s (settled)",
+        "heap KB/session",
+        "loadavg",
+      ],
+      m.runs.map((r) => [
+        r.sessions,
+        r.workers,
+        ms2(r.maxStallMs),
+        ms2(r.maxOwnStallMs),
+        ms2(r.gaps.kickoff.max),
+        ms2(r.gaps.after.max),
+        over(r.gaps.kickoff),
+        over(r.gaps.after),
+        `${ms2(r.delay.kickoff.p99)} / ${ms2(r.delay.after.p99)}`,
+        ms2(Math.max(r.gc.kickoff.maxMs, r.gc.after.maxMs)),
+        ms2(r.promptLoopMs),
+        (r.kickoffMs / 1e3).toFixed(1),
+        `${(r.afterMs / 1e3).toFixed(1)} (${r.settledInTime}${r.timedOut ? ", cut" : ""})`,
+        (r.heapBytesPerSession / 1024).toFixed(2),
+        `${r.loadavgBefore.toFixed(1)} → ${r.loadavgAfter.toFixed(1)}`,
+      ]),
+    ),
+  );
+  for (const r of m.runs) {
+    const top = r.topStalls
+      .slice(0, 4)
+      .map((t) => `${ms2(t.gapMs)} ms (ran ${ms2(t.ranMs)}) at ${(t.atMs / 1e3).toFixed(2)} s, ${t.phase}`)
+      .join("; ");
+    const exits = Object.entries(r.workerExits ?? {});
+    console.log(
+      `${r.sessions}: largest stalls ${top || "none over 10 ms"}; GC max by kind ${JSON.stringify(r.gc.maxByKind)}` +
+        (exits.length === 0 ? "" : `; sessions restored after a worker died: ${JSON.stringify(r.workerExits)}`),
+    );
+  }
+  console.log(
+    '"own ms": the largest main-thread run time within one stall (schedstat); the rest of a stall was waiting for a CPU.',
+  );
+}
+
 /** (j): targets of the generator's overhead. */
 const J_BOOKKEEPING_MAX = 0.2;
 const J_RATE_MIN = 500;
@@ -644,6 +707,7 @@ for (const section of SECTIONS) {
     i: printI,
     j: printJ,
     k: printK,
+    m: printM,
     n: printN,
   }[section.id](results[section.id]);
   console.log(`(${((performance.now() - t0) / 1000).toFixed(1)} s; load average after: ${loadavg()[0].toFixed(2)})\n`);
@@ -836,6 +900,24 @@ if (n !== undefined) {
     "(n) fixed cost of one idle worker: RSS, startup",
     "— (reported)",
     `${n.idle.rssPerWorkerMb.toFixed(1)} MB, ${n.idle.startupMs.toFixed(0)} ms`,
+    "info",
+  ]);
+}
+const m = results.m;
+if (m !== undefined) {
+  for (const r of m.runs) {
+    summary.push([
+      `(m) P1: max stall of the host's loop, ${r.sessions} prompts started at once (kickoff / after)`,
+      `≤ ${M_STALL_MAX_MS} ms`,
+      `${ms2(r.maxStallMs)} ms (${ms2(r.gaps.kickoff.max)} / ${ms2(r.gaps.after.max)}; own ${ms2(r.maxOwnStallMs)}; loadavg ${r.loadavgBefore.toFixed(1)})`,
+      r.maxStallMs <= M_STALL_MAX_MS ? "PASS" : "FAIL",
+    ]);
+  }
+  const last = m.runs.at(-1);
+  summary.push([
+    `(m) main heap per session before prompting, ${last.sessions} sessions (P4 wants ≤ 8 KB)`,
+    "— (reported)",
+    `${(last.heapBytesPerSession / 1024).toFixed(2)} KB`,
     "info",
   ]);
 }

@@ -21,6 +21,7 @@ import type { OpenedSession, SessionStore } from "../session-files/session-store
 import { summarizeEntries } from "../session-files/session-summary.js";
 import { restoreTranscript } from "../session-files/session-transcript.js";
 import type { HostTelemetry } from "../telemetry/host-telemetry.js";
+import type { TurnPacer } from "../workers/turn-pacer.js";
 import type { WorkerRoster } from "../workers/worker-roster.js";
 import type { HostConfig } from "./host-config.js";
 import type { HostFleet } from "./host-fleet.js";
@@ -47,6 +48,8 @@ export interface SessionAssemblyParts {
   extensions: ExtensionRunner | undefined;
   /** B9: gives each session its telemetry, when the host records. */
   telemetry: HostTelemetry;
+  /** Paces the posting of bursts of runs (a thousand prompts started in one loop) over macrotasks. */
+  pacer: TurnPacer;
   /**
    * The host's open sessions by id: a new session is added in the same turn it is created (so that
    * `close()` and the permit bridge see it at once), and removed by its `onDisposed`.
@@ -215,6 +218,7 @@ export class SessionAssembly {
         reopen: async (messages, model, thinkingLevel, isolate) =>
           (await workers.open(withModel(init, model, messages, thinkingLevel), isolate)).link,
         ...(this.#parts.options.sleep === undefined ? {} : { sleep: this.#parts.options.sleep }),
+        pacer: this.#parts.pacer,
         telemetry,
       },
     };

@@ -27,6 +27,7 @@ import { assertValidSessionId } from "../session-files/session-format.js";
 import { SessionPersistence } from "../session-files/session-persistence.js";
 import type { SessionInfo } from "../session-files/session-store.js";
 import { HostTelemetry } from "../telemetry/host-telemetry.js";
+import { TurnPacer } from "../workers/turn-pacer.js";
 import { WorkerRoster } from "../workers/worker-roster.js";
 import { HostConfig } from "./host-config.js";
 import { HostFleet } from "./host-fleet.js";
@@ -139,6 +140,7 @@ export class SessionHost {
       fleet: this.#fleet,
       extensions,
       telemetry: this.#telemetry,
+      pacer: new TurnPacer(),
       sessions: this.#sessions,
       assertOpen: () => this.#assertOpen(),
     });

@@ -1,8 +1,10 @@
 /**
- * What a prompt waits for before its run is posted: B7's write-ahead of its user message (when the
- * session is persisted), then B8's provider gate while a rate limit closes it. `abort()` ends
- * either wait and the prompt then settles as aborted with no request sent. At most one prompt
- * waits at a time (the session's live one); the live prompt does not settle while it waits.
+ * What a prompt waits for before its run is posted: its turn on the host's pacer (only when a
+ * burst of prompts leaves the current slice of the main thread no room; workers/turn-pacer.ts),
+ * then B7's write-ahead of its user message (when the session is persisted), then B8's provider
+ * gate while a rate limit closes it. `abort()` ends any of these waits and the prompt then
+ * settles as aborted with no request sent. At most one prompt waits at a time (the session's live
+ * one); the live prompt does not settle while it waits.
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { LifelineError } from "../../shared/errors.js";
@@ -10,13 +12,14 @@ import { PromptGate } from "../coordination/prompt-gate.js";
 import type { SessionCoordination } from "../coordination/session-coordination.js";
 import { PromptWriteAhead } from "../session-files/prompt-write-ahead.js";
 import type { SessionRecorder } from "../session-files/session-recorder.js";
+import type { QueuedTurn, TurnPacer } from "../workers/turn-pacer.js";
 
 /** What becomes of a prompt once its waits are over; each is called only while `live()`. */
 export interface Admitted {
   /** Whether the prompt is still the session's live one (checked once each wait is over). */
   live(): boolean;
-  /** Both waits are over: the prompt's run may be posted. */
-  start(): void;
+  /** Every wait is over: the prompt's run, of its user `message`, may be posted. */
+  start(message: AgentMessage): void;
   /** abort() ended a wait; `failure` says which (the prompt's `errorMessage`). */
   aborted(failure: string): void;
   /** The write-ahead failed: the prompt rejects with `error`. */
@@ -29,25 +32,43 @@ export class PromptAdmission {
   readonly #writeAhead: PromptWriteAhead | undefined;
   /** B8: the live prompt waits at its provider's closed gate before its first request. */
   readonly #gate: PromptGate;
+  /** The host's pacer of bursts; undefined: every prompt goes on at once. */
+  readonly #pacer: TurnPacer | undefined;
+  /** The live prompt's wait for its turn on the pacer, and what becomes of it. */
+  #turn: { queued: QueuedTurn; admitted: Admitted } | undefined;
 
-  constructor(recorder: SessionRecorder | undefined, coordination: SessionCoordination | undefined) {
+  constructor(recorder: SessionRecorder | undefined, coordination: SessionCoordination | undefined, pacer?: TurnPacer) {
     this.#writeAhead = recorder === undefined ? undefined : new PromptWriteAhead(recorder);
     this.#gate = new PromptGate(coordination);
+    this.#pacer = pacer;
   }
 
-  /** A prompt is being written ahead or waits at the gate: it has sent nothing yet. */
+  /** A prompt waits for its turn, is being written ahead or waits at the gate: it has sent nothing yet. */
   get waiting(): boolean {
-    return this.#writeAhead?.writing === true || this.#gate.waiting;
+    return this.#turn !== undefined || this.#writeAhead?.writing === true || this.#gate.waiting;
   }
 
   /**
-   * Admits the prompt whose user message is `message`: stored first (marked with `promptId` if
-   * given), then through the gate.
+   * Admits a prompt: on its turn, its user message is built by `message()` (so a burst of
+   * `prompt()` calls costs its loop little), stored first (marked with `promptId` if given), then
+   * taken through the gate. A prompt no longer live on its turn builds nothing.
    */
-  admit(message: AgentMessage, admitted: Admitted, promptId?: string): void {
+  admit(message: () => AgentMessage, admitted: Admitted, promptId?: string): void {
+    if (this.#pacer === undefined) {
+      this.#store(message(), admitted, promptId);
+      return;
+    }
+    const queued = this.#pacer.run(() => {
+      this.#turn = undefined;
+      if (admitted.live()) this.#store(message(), admitted, promptId);
+    });
+    if (queued !== undefined) this.#turn = { queued, admitted };
+  }
+
+  #store(message: AgentMessage, admitted: Admitted, promptId: string | undefined): void {
     const writeAhead = this.#writeAhead;
     if (writeAhead === undefined) {
-      this.#pass(admitted);
+      this.#pass(message, admitted);
       return;
     }
     // B7 write-ahead: the run is posted only once the user message is stored.
@@ -55,7 +76,7 @@ export class PromptAdmission {
       message,
       {
         live: () => admitted.live(),
-        stored: () => this.#pass(admitted),
+        stored: () => this.#pass(message, admitted),
         aborted: () => admitted.aborted("Aborted before the model request was sent."),
         failed: (error) => admitted.failed(error),
       },
@@ -67,22 +88,32 @@ export class PromptAdmission {
    * B8: the prompt's first model attempt is counted toward the provider's retry budget, and held
    * first at the provider's gate while a rate limit closes it.
    */
-  #pass(admitted: Admitted): void {
+  #pass(message: AgentMessage, admitted: Admitted): void {
     this.#gate.admit({
       live: () => admitted.live(),
-      start: () => admitted.start(),
+      start: () => admitted.start(message),
       aborted: () => admitted.aborted("Aborted while waiting at the provider gate, before the model request was sent."),
     });
   }
 
-  /** The session's abort(): the write in progress ends as aborted once over; a gate wait ends now. */
+  /** The session's abort(): a wait for a turn or at the gate ends now; the write in progress ends as aborted once over. */
   abort(): void {
+    const turn = this.#turn;
+    if (turn?.queued.cancel()) {
+      // Ends as a gate wait does: on a microtask, after the rest of abort(); waiting until then.
+      queueMicrotask(() => {
+        if (this.#turn === turn) this.#turn = undefined;
+        if (turn.admitted.live()) turn.admitted.aborted("Aborted before the model request was sent.");
+      });
+    }
     this.#writeAhead?.abort();
     this.#gate.abort();
   }
 
-  /** The session closed: a gate wait ends now (a write in progress finds the prompt no longer live). */
+  /** The session closed: a turn or gate wait ends now (a write in progress finds the prompt no longer live). */
   close(): void {
+    this.#turn?.queued.cancel();
+    this.#turn = undefined;
     this.#gate.abort();
   }
 }

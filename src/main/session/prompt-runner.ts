@@ -116,7 +116,7 @@ export class PromptRunner implements SessionRunsTarget, CompactionTarget, Linked
       compaction: this.#compaction,
       setModel,
     });
-    this.#admission = new PromptAdmission(setup.host.recorder, coordination);
+    this.#admission = new PromptAdmission(setup.host.recorder, coordination, setup.host.pacer);
     this.records = new PromptRecords(setup.start.prompts, setup.start.lastPromptId, setup.host.recorder);
   }
 
@@ -266,14 +266,17 @@ export class PromptRunner implements SessionRunsTarget, CompactionTarget, Linked
     const pending: PendingPrompt = { resolve, reject, retries: 0, lastAssistant: undefined, failure: undefined, id };
     this.#prompt = pending;
     this.#setup.host.telemetry?.begin(trace);
-    this.#beforePrompt();
-    // Built here rather than in the worker so the same object can be stored first (write-ahead).
-    const message: AgentMessage = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
     this.#admission.admit(
-      message,
+      // On the prompt's turn (prompt-admission.ts): deferred bash messages go in first, then the
+      // user message, built here rather than in the worker so the same object can be stored first
+      // (write-ahead).
+      (): AgentMessage => {
+        this.#beforePrompt();
+        return { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
+      },
       {
         live: () => this.#prompt === pending && this.#closed === undefined,
-        start: () => {
+        start: (message) => {
           this.records.stored(id);
           void this.#runs.start({ kind: "prompt", message });
         },

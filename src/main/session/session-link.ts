@@ -68,6 +68,7 @@ export class SessionLink implements RestoreLink, MirrorWorker {
     this.#restore = new SessionRestore<AfterRun>(session, this, {
       settings: setup.start.settings,
       events: parts.events,
+      pacer: setup.host.pacer,
     });
     this.#client = {
       handleItem: (item) => session.handleItem(item),

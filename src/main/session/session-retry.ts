@@ -25,10 +25,20 @@ export function sessionRetryController(
   emit: (event: RetryEvent) => void,
 ): RetryController<AssistantMessage> {
   const settings = setup.start.settings;
+  const pacer = setup.host.pacer;
   const options: RetryControllerOptions = {
     sessionId: setup.start.sessionId,
     settings: () => settings.retry,
-    sleep: setup.host.sleep ?? abortableSleep,
+    // The retried run is posted on a turn of the host's pacer: sleeps that end together (a burst
+    // of 503s) then do not post their runs in one long task. Aborting the chain ends either wait.
+    sleep:
+      setup.host.sleep ??
+      (pacer === undefined
+        ? abortableSleep
+        : async (ms, signal) => {
+            await abortableSleep(ms, signal);
+            await pacer.turn(signal);
+          }),
     now: Date.now,
     random: Math.random,
     isOverflow: (message: ClassifiableMessage) => {

@@ -17,6 +17,7 @@ import type { HostCoordination } from "../coordination/host-coordination.js";
 import type { SessionExtensions } from "../extensions/session-extensions.js";
 import type { SessionRecorder } from "../session-files/session-recorder.js";
 import type { PromptRecord } from "../session-files/session-transcript.js";
+import type { TurnPacer } from "../workers/turn-pacer.js";
 import type { WorkerLink } from "../workers/worker-link.js";
 
 /** Everything a new `AgentSession` is built from. */
@@ -76,7 +77,13 @@ interface HostServices {
     thinkingLevel: ThinkingLevel,
     isolate: boolean,
   ) => Promise<WorkerLink>;
-  /** Test seam for the retry controller's sleep; production uses real timers. */
+  /**
+   * The host's pacer (workers/turn-pacer.ts): a prompt's first run, and a retry's after its sleep,
+   * are posted on a turn of it, so a burst of them does not hold the main thread. Undefined: none
+   * is paced.
+   */
+  pacer?: TurnPacer | undefined;
+  /** Test seam for the retry controller's sleep; production uses real timers (paced, see `pacer`). */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** B9: the session's telemetry, told where each prompt begins; undefined when the host records nothing. */
   telemetry?: PromptTracing | undefined;

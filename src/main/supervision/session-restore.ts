@@ -11,6 +11,7 @@ import { SessionCrashedError, type WorkerExitCause, type WorkerExitedError } fro
 import type { SessionEvent } from "../../shared/events.js";
 import type { RunInput } from "../../shared/protocol.js";
 import type { SupervisionSettings } from "../../shared/settings.js";
+import type { TurnPacer } from "../workers/turn-pacer.js";
 import type { WorkerLink } from "../workers/worker-link.js";
 import { interruptedRun, workerFate } from "./interrupted-run.js";
 import { RestartBudget } from "./restart-budget.js";
@@ -55,8 +56,14 @@ export interface RestoreLink {
   adopt(link: WorkerLink): void;
 }
 
-/** What a restore reads of its session besides target and link: its settings and where its events go. */
+/** What a restore reads of its session besides target and link: its settings, where its events go, the host's pacer. */
 export interface RestoreHost {
+  /**
+   * The host's pacer: a dead worker's sessions (thousands, on a busy host) end their runs and
+   * reopen each on a turn of it, so their restores do not hold the main thread in one task.
+   * Undefined: at once.
+   */
+  readonly pacer?: TurnPacer | undefined;
   /** The session's settings, read at each charge (the restart budget reads `supervision`). */
   readonly settings: { readonly supervision: SupervisionSettings };
   /** Where `session_restored` and `worker_exited` go (the session's listeners). */
@@ -72,8 +79,10 @@ export class SessionRestore<D> {
   readonly #budget: RestartBudget;
   #restarts = 0;
   #restoring: Promise<void> | undefined;
+  readonly #pacer: TurnPacer | undefined;
 
-  constructor(target: RestoreTarget<D>, link: RestoreLink, { settings, events }: RestoreHost) {
+  constructor(target: RestoreTarget<D>, link: RestoreLink, { settings, events, pacer }: RestoreHost) {
+    this.#pacer = pacer;
     this.#target = target;
     this.#sessionLink = link;
     this.#settings = settings;
@@ -114,8 +123,17 @@ export class SessionRestore<D> {
     this.#restoring = new Promise<void>((resolve) => {
       restored = resolve;
     });
-    const decision = target.interrupt(error);
-    void this.#restore(error, suspect, decision).finally(restored);
+    // Restoring from now on (calls wait, the prompt does not settle); the work runs on its turn.
+    const restore = () => {
+      if (target.isClosed()) {
+        restored();
+        return;
+      }
+      const decision = target.interrupt(error);
+      void this.#restore(error, suspect, decision).finally(restored);
+    };
+    if (this.#pacer === undefined) restore();
+    else this.#pacer.run(restore);
   }
 
   async #restore(error: WorkerExitedError, suspect: boolean, decision: D | undefined): Promise<void> {

@@ -1,0 +1,345 @@
+/**
+ * Section (m): stalls of the host's event loop at scale (issue target P1: max stall ≤ 20 ms at
+ * every N up to 10,000, the kickoff included).
+ *
+ * The workload of the performance issue: N sessions on the host's default thread count, each
+ * given a distinct prompt, all N `prompt()` calls made in one synchronous loop (the kickoff).
+ * The model is the built-in mock server in a child process of its own (`lifeline mock-server`,
+ * so its CPU is not on the measured thread), scripted so that every conversation first gets a
+ * 503 (the auto-retry path runs: the decision, the backoff sleep on a main-thread timer, the
+ * `continue` run) and then streams 200 tokens 2 ms apart (~500 tokens/s).
+ *
+ * Each N runs in a fresh process (this file spawns itself with `run N`). In it:
+ *   1. one warm-up session prompts once (pool, worker, code paths warm), then full GC → heap →
+ *      N sessions created (32 at a time) → full GC → heap: main-thread heap per session (P4, info);
+ *   2. the kickoff: every session's `prompt()` in one loop; it lasts until every session has seen
+ *      its `auto_retry_start`, i.e. its first request went out and got its 503 back;
+ *   3. after the kickoff: until every prompt settled (or MAX_S passed, then the rest is aborted).
+ * The main loop is watched two ways over both phases: `monitorEventLoopDelay` (resolution 1 ms:
+ * p50/p99/max per phase), and a 1 ms interval timer that records every actual gap between its
+ * ticks. A gap is a stall of the loop (an idle loop shows ~1 ms); the max gap is the figure the
+ * target is judged on, and the gaps over 10/20/50/100 ms are counted per phase, the phase being
+ * where the gap began. GC pauses are recorded too (PerformanceObserver "gc").
+ *
+ * On a shared machine a gap is also time the main thread was runnable but had no CPU. On Linux
+ * each tick reads the thread's schedstat (run time, run-queue wait), so every gap over 10 ms is
+ * split into what the main thread ran (its own work: the library's and this script's) and what
+ * it waited for a CPU; "max own stall" is the largest run time within one gap. The target is
+ * judged on the wall-clock gap, which equals the own stall on a quiet machine.
+ *
+ * STALL_PROFILE=<dir>: also take CPU profiles of the main thread (inspector Session, 100 µs
+ * sampling) of the kickoff and of what follows, write them to <dir>/m-<N>-{kickoff,after}.cpuprofile
+ * and report their top functions by self time. Profiling slows the thread: read stalls from runs
+ * without it. STALL_SIZES=1000,5000 picks the sizes.
+ */
+import { spawn } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { Session } from "node:inspector/promises";
+import { loadavg, tmpdir } from "node:os";
+import { basename, join } from "node:path";
+import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { fullGc, makeHost, mapLimit, mockModel, pick, report, runChild, sleep, startMeter } from "./lib.mjs";
+
+const SIZES = process.env.STALL_SIZES?.split(",").map(Number) ?? pick([1000, 2000, 5000, 10_000], [200, 1000]);
+const TOKENS = 200;
+const TOKEN_DELAY_MS = 2;
+/** After this long past the kickoff, the prompts still running are aborted (the stream phase is cut short). */
+const MAX_S = pick(45, 20);
+/** The target (P1). */
+const STALL_TARGET_MS = 20;
+const BUCKETS = [10, 20, 50, 100];
+
+/** perf_hooks' GC kinds (entry.detail.kind). */
+const GC_KINDS = { 1: "scavenge", 2: "mark-compact", 4: "incremental", 8: "weak callbacks" };
+
+const SCRIPT = {
+  conversations: [{ match: "", steps: [503, { type: "ok", tokens: TOKENS, tokenDelayMs: TOKEN_DELAY_MS }] }],
+};
+
+/** Starts `lifeline mock-server` in a child process; resolves with its port and a stop function. */
+async function startMock() {
+  const scriptFile = join(tmpdir(), `lifeline-bench-m-${process.pid}.json`);
+  writeFileSync(scriptFile, JSON.stringify(SCRIPT));
+  const cli = fileURLToPath(new URL("../dist/main/cli.js", import.meta.url));
+  const child = spawn(process.execPath, [cli, "mock-server", "--port", "0", "--script", scriptFile], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const port = await new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (data) => {
+      out += data;
+      const match = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
+      if (match !== null) resolve(Number(match[1]));
+    });
+    child.once("error", reject);
+    child.once("exit", (code) => reject(new Error(`mock server exited with ${code}`)));
+  });
+  return { port, stop: () => child.kill("SIGTERM") };
+}
+
+const SCHEDSTAT = `/proc/${process.pid}/task/${process.pid}/schedstat`;
+/** The main thread's [run, run-queue wait] in ms, or undefined where schedstat is unavailable. */
+function schedstat() {
+  try {
+    const [run, wait] = readFileSync(SCHEDSTAT, "utf8").split(" ");
+    return [Number(run) / 1e6, Number(wait) / 1e6];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Gaps of a 1 ms interval timer, bucketed per phase. */
+function gapRecorder() {
+  const phase0 = () => ({ max: 0, ownMax: 0, count: 0, over: BUCKETS.map(() => 0) });
+  const phases = { kickoff: phase0(), after: phase0() };
+  const top = [];
+  let phase = "kickoff";
+  let last = performance.now();
+  let lastSched = schedstat();
+  let t0 = last;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    const sched = lastSched === undefined ? undefined : schedstat();
+    const gap = now - last;
+    const ranMs = sched === undefined ? gap : sched[0] - lastSched[0];
+    const waitedMs = sched === undefined ? 0 : sched[1] - lastSched[1];
+    last = now;
+    lastSched = sched;
+    const p = phases[phase];
+    p.count++;
+    if (gap > p.max) p.max = gap;
+    if (Math.min(gap, ranMs) > p.ownMax) p.ownMax = Math.min(gap, ranMs);
+    for (let i = 0; i < BUCKETS.length; i++) if (gap > BUCKETS[i]) p.over[i]++;
+    if (gap > 10) top.push({ atMs: now - gap - t0, gapMs: gap, ranMs, waitedMs, phase });
+  }, 1);
+  return {
+    start(at) {
+      t0 = at;
+      last = performance.now();
+      lastSched = schedstat();
+    },
+    /** The kickoff ended: gaps from the next tick on belong to "after" (a gap that began before is the kickoff's). */
+    endKickoff() {
+      const now = performance.now();
+      const gap = now - last;
+      // The gap running right now began in the kickoff: close it there.
+      if (gap > phases.kickoff.max) phases.kickoff.max = gap;
+      last = now;
+      phase = "after";
+    },
+    stop() {
+      clearInterval(timer);
+      top.sort((a, b) => b.gapMs - a.gapMs);
+      return { phases, top: top.slice(0, 8) };
+    },
+  };
+}
+
+function hist(h) {
+  const ms = (ns) => ns / 1e6;
+  return { count: h.count, p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max) };
+}
+
+/** Top functions by self time of a V8 CPU profile. */
+function topSelf(profile, count = 12) {
+  const total = profile.endTime - profile.startTime;
+  const perSample = profile.samples.length > 0 ? total / profile.samples.length : 0;
+  const byName = new Map();
+  for (const node of profile.nodes) {
+    if (node.hitCount === 0) continue;
+    const f = node.callFrame;
+    const where = f.url === "" ? "" : ` ${basename(f.url)}:${f.lineNumber + 1}`;
+    const name = `${f.functionName || "(anonymous)"}${where}`;
+    byName.set(name, (byName.get(name) ?? 0) + node.hitCount * perSample);
+  }
+  return {
+    totalMs: total / 1e3,
+    top: [...byName.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, count)
+      .map(([name, us]) => [name, us / 1e3]),
+  };
+}
+
+async function variant(n) {
+  const mock = await startMock();
+  const { host, close } = await makeHost();
+  const profileDir = process.env.STALL_PROFILE;
+  let inspector;
+  const profiles = {};
+  try {
+    const options = { model: mockModel(mock.port), apiKey: "dummy" };
+    const warm = await host.createSession(options);
+    await warm.prompt("warm-up prompt");
+    await warm.dispose();
+    await fullGc();
+    const heap0 = process.memoryUsage().heapUsed;
+    const createdAt = performance.now();
+    const sessions = await mapLimit(
+      Array.from({ length: n }, (_, i) => i),
+      32,
+      () => host.createSession(options),
+    );
+    const createMs = performance.now() - createdAt;
+    await fullGc();
+    const heapBytesPerSession = (process.memoryUsage().heapUsed - heap0) / n;
+
+    const counts = { retryStarts: 0, firstDeltas: 0, events: 0, settled: 0, succeeded: 0 };
+    /** Sessions restored after their worker died (X7), by how it ended: a restore is a burst of its own. */
+    const workerExits = {};
+    let kickoffDone;
+    const kickoffOver = new Promise((resolve) => {
+      kickoffDone = resolve;
+    });
+    for (const session of sessions) {
+      let retried = false;
+      let streaming = false;
+      session.subscribe((event) => {
+        counts.events++;
+        if (event.type === "session_restored" && event.restarts === 1) {
+          workerExits[event.reason] = (workerExits[event.reason] ?? 0) + 1;
+        } else if (event.type === "auto_retry_start" && !retried) {
+          retried = true;
+          if (++counts.retryStarts === n) kickoffDone();
+        } else if (event.type === "message_update" && !streaming) {
+          streaming = true;
+          counts.firstDeltas++;
+        }
+      });
+    }
+    if (profileDir !== undefined) {
+      mkdirSync(profileDir, { recursive: true });
+      inspector = new Session();
+      inspector.connect();
+      await inspector.post("Profiler.enable");
+      await inspector.post("Profiler.setSamplingInterval", { interval: 100 });
+    }
+    await sleep(200);
+
+    // ---- kickoff: every prompt started in one task
+    const gcPauses = { kickoff: [], after: [] };
+    const gcMaxByKind = {};
+    let gcPhase = "kickoff";
+    const gcObserver = new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) {
+        gcPauses[gcPhase].push(entry.duration);
+        const kind = GC_KINDS[entry.detail?.kind] ?? "other";
+        gcMaxByKind[kind] = Math.max(gcMaxByKind[kind] ?? 0, entry.duration);
+      }
+    });
+    gcObserver.observe({ entryTypes: ["gc"] });
+    const gaps = gapRecorder();
+    const hKick = monitorEventLoopDelay({ resolution: 1 });
+    const hAfter = monitorEventLoopDelay({ resolution: 1 });
+    if (inspector !== undefined) await inspector.post("Profiler.start");
+    const meter = startMeter();
+    const load0 = loadavg()[0];
+    hKick.enable();
+    const t0 = performance.now();
+    gaps.start(t0);
+    const loopStart = performance.now();
+    const prompts = sessions.map((session, i) =>
+      session.prompt(`session ${i}: tell the benchmark a story`).then(
+        () => {
+          counts.settled++;
+          counts.succeeded++;
+        },
+        () => {
+          counts.settled++;
+        },
+      ),
+    );
+    const promptLoopMs = performance.now() - loopStart;
+    await kickoffOver;
+    const kickoffMs = performance.now() - t0;
+    gaps.endKickoff();
+    hKick.disable();
+    hAfter.enable();
+    gcPhase = "after";
+    if (inspector !== undefined) {
+      const { profile } = await inspector.post("Profiler.stop");
+      profiles.kickoff = topSelf(profile);
+      await writeFile(join(profileDir, `m-${n}-kickoff.cpuprofile`), JSON.stringify(profile));
+      await inspector.post("Profiler.start");
+    }
+
+    // ---- after the kickoff: until every prompt settled, or MAX_S
+    let timedOut = false;
+    const cap = setTimeout(() => {
+      timedOut = true;
+    }, MAX_S * 1000);
+    const all = Promise.all(prompts);
+    while (counts.settled < n && !timedOut) await Promise.race([all, sleep(50)]);
+    clearTimeout(cap);
+    const afterMs = performance.now() - t0 - kickoffMs;
+    hAfter.disable();
+    const m = meter();
+    const g = gaps.stop();
+    gcObserver.disconnect();
+    if (inspector !== undefined) {
+      const { profile } = await inspector.post("Profiler.stop");
+      profiles.after = topSelf(profile);
+      await writeFile(join(profileDir, `m-${n}-after.cpuprofile`), JSON.stringify(profile));
+      inspector.disconnect();
+    }
+    const settledInTime = counts.settled;
+    const rssMb = process.memoryUsage().rss / 2 ** 20;
+    if (timedOut) await Promise.allSettled(sessions.map((session) => session.abort()));
+    await Promise.allSettled(prompts);
+    const gcOf = (list) => ({
+      count: list.length,
+      totalMs: list.reduce((a, b) => a + b, 0),
+      maxMs: list.length === 0 ? 0 : Math.max(...list),
+    });
+    return {
+      sessions: n,
+      workers: host.workerCount,
+      // Workers the watchdog terminated as hung (X8): their sessions were restored elsewhere (X7).
+      watchdogTerminations: host.watchdogTerminations,
+      workerExits,
+      loadavgBefore: load0,
+      loadavgAfter: loadavg()[0],
+      createMs,
+      heapBytesPerSession,
+      promptLoopMs,
+      kickoffMs,
+      afterMs,
+      timedOut,
+      settledInTime,
+      succeeded: counts.succeeded,
+      firstDeltas: counts.firstDeltas,
+      events: counts.events,
+      maxStallMs: Math.max(g.phases.kickoff.max, g.phases.after.max),
+      maxOwnStallMs: Math.max(g.phases.kickoff.ownMax, g.phases.after.ownMax),
+      gaps: g.phases,
+      topStalls: g.top,
+      delay: { kickoff: hist(hKick), after: hist(hAfter) },
+      gc: { kickoff: gcOf(gcPauses.kickoff), after: gcOf(gcPauses.after), maxByKind: gcMaxByKind },
+      mainCpuMs: m.cpuNs / 1e6,
+      mainElu: m.elu,
+      rssMb,
+      profiles,
+    };
+  } finally {
+    await close();
+    mock.stop();
+  }
+}
+
+const [mode, n] = process.argv.slice(2);
+if (mode === "run") {
+  report(await variant(Number(n)));
+} else {
+  const runs = [];
+  for (const size of SIZES) {
+    process.stderr.write(`  (m) ${size} sessions …\n`);
+    runs.push(await runChild("./stall-scale.mjs", ["run", String(size)]));
+  }
+  report({
+    section: "m",
+    config: { SIZES, TOKENS, TOKEN_DELAY_MS, MAX_S, BUCKETS, STALL_TARGET_MS },
+    runs,
+  });
+}

@@ -1,0 +1,191 @@
+/**
+ * The host's pacer of bursts of per-session work on the main thread: the posting of many
+ * sessions' runs at once (a host that starts thousands of prompts in one loop, thousands of retry
+ * sleeps ending together) is spread over macrotasks, so that the host's own event loop (its HTTP
+ * server, its UI) keeps turning.
+ *
+ * Each piece of work is a turn, run by {@link TurnPacer.run}. A turn runs at once, inside the
+ * caller's task, while the current slice has room; otherwise it waits in a FIFO queue that is
+ * drained one slice per event-loop iteration (`setImmediate`), with timers and I/O in between.
+ * A slice has room while it has run fewer turns than its quota and its synchronous part has
+ * lasted less than the budget. The quota adapts to what turns cost, microtasks included: a turn
+ * usually ends in promises (a comlink call, a resolved sleep), whose work runs after the turn
+ * returns, so each draining slice is followed, in the same check phase, by a second immediate
+ * that runs only once every microtask the slice caused is done and measures the whole slice.
+ *
+ * Order: turns run in the order they were given. No turn waits while the queue is empty and its
+ * slice has room, so a lone prompt is posted exactly as without the pacer. Main thread only.
+ */
+
+/** How long one slice of turns may keep the main thread, in milliseconds (P1 of the performance issue: no stall over 20 ms). */
+const SLICE_BUDGET_MS = 4;
+
+/** Turns a slice runs before its first measurement. */
+const FIRST_QUOTA = 32;
+const MAX_QUOTA = 4096;
+
+/** A turn that waits in the queue; {@link cancel} drops it. */
+export interface QueuedTurn {
+  /** Drops the turn if it has not run yet; returns whether it was dropped. */
+  cancel(): boolean;
+}
+
+interface Slice {
+  start: number;
+  ran: number;
+}
+
+interface Turn {
+  work: (() => void) | undefined;
+}
+
+/** What a consumed place of the queue holds, so that the turn it held can be collected. */
+const CONSUMED: Turn = { work: undefined };
+
+/** One host's pacer; see the file comment. */
+export class TurnPacer {
+  readonly #budgetMs: number;
+  #queue: Turn[] = [];
+  #head = 0;
+  /** The slice in progress; undefined while none is (the next turn then opens one). */
+  #slice: Slice | undefined;
+  /** Turns per slice, adapted to the measured cost of the last drained slices. */
+  #quota = FIRST_QUOTA;
+
+  constructor(budgetMs = SLICE_BUDGET_MS) {
+    this.#budgetMs = budgetMs;
+  }
+
+  /** Turns waiting for a slice. */
+  get waiting(): number {
+    return this.#queue.length - this.#head;
+  }
+
+  /**
+   * Runs `work` now if the queue is empty and the current slice has room; otherwise queues it and
+   * returns its handle. `work` must not throw (a throw is reported as an uncaught exception of
+   * the slice, and the queue goes on).
+   */
+  run(work: () => void): QueuedTurn | undefined {
+    if (this.#head === this.#queue.length) {
+      const slice = this.#slice ?? this.#openSlice();
+      if (this.#hasRoom(slice)) {
+        slice.ran++;
+        work();
+        return undefined;
+      }
+    }
+    const turn: Turn = { work };
+    this.#queue.push(turn);
+    return {
+      cancel: () => {
+        if (turn.work === undefined) return false;
+        turn.work = undefined;
+        return true;
+      },
+    };
+  }
+
+  /**
+   * A promise that resolves on a turn of its own (the caller's continuation is its work, measured
+   * with its slice); rejects with the signal's reason if `signal` aborts first.
+   */
+  turn(signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (signal.aborted) {
+        reject(signal.reason);
+        return;
+      }
+      const onAbort = () => {
+        queued?.cancel();
+        reject(signal.reason);
+      };
+      const queued = this.run(() => {
+        signal.removeEventListener("abort", onAbort);
+        resolve();
+      });
+      if (queued !== undefined) signal.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  #hasRoom(slice: Slice): boolean {
+    return slice.ran < this.#quota && performance.now() - slice.start < this.#budgetMs;
+  }
+
+  /** A slice opened by a turn run at once: it lasts until the next check phase, then the queue drains. */
+  #openSlice(): Slice {
+    const slice: Slice = { start: performance.now(), ran: 0 };
+    this.#slice = slice;
+    setImmediate(() => {
+      if (this.#slice === slice) this.#slice = undefined;
+      this.#scheduleDrain();
+    });
+    return slice;
+  }
+
+  /** Drains one slice on the next iteration, then measures it once its microtasks are done. */
+  #scheduleDrain(): void {
+    this.#skipCancelled();
+    if (this.#head === this.#queue.length) return;
+    let slice: Slice | undefined;
+    // Two immediates queued together run back to back in one check phase; the second one only
+    // after the first and every microtask it caused, so it sees the slice's whole cost.
+    setImmediate(() => {
+      slice = { start: performance.now(), ran: 0 };
+      this.#slice = slice;
+      this.#drain(slice);
+    });
+    setImmediate(() => {
+      if (slice === undefined) return;
+      if (this.#slice === slice) this.#slice = undefined;
+      this.#adapt(slice, performance.now() - slice.start);
+      this.#scheduleDrain();
+    });
+  }
+
+  #drain(slice: Slice): void {
+    while (this.#head < this.#queue.length && this.#hasRoom(slice)) {
+      const turn = this.#queue[this.#head] as Turn;
+      this.#queue[this.#head] = CONSUMED;
+      this.#head++;
+      const work = turn.work;
+      if (work === undefined) continue;
+      turn.work = undefined;
+      slice.ran++;
+      try {
+        work();
+      } catch (error) {
+        // The contract says a turn does not throw; if one does, the others still get their turn.
+        setImmediate(() => {
+          throw error;
+        });
+      }
+    }
+    this.#compact();
+  }
+
+  /** Sets the quota from the last slice's cost per turn, so that a slice fits the budget. */
+  #adapt(slice: Slice, elapsedMs: number): void {
+    if (slice.ran === 0) return;
+    const perTurn = elapsedMs / slice.ran;
+    const fits = perTurn > 0 ? Math.floor(this.#budgetMs / perTurn) : MAX_QUOTA;
+    // Grows at most twofold per slice (one cheap slice is not proof), shrinks at once.
+    this.#quota = Math.max(1, Math.min(MAX_QUOTA, fits, this.#quota * 2));
+  }
+
+  #skipCancelled(): void {
+    while (this.#head < this.#queue.length && this.#queue[this.#head]?.work === undefined) this.#head++;
+    this.#compact();
+  }
+
+  /** Drops the queue's consumed head once it is large, so the array does not grow without end. */
+  #compact(): void {
+    if (this.#head === this.#queue.length) {
+      this.#queue = [];
+      this.#head = 0;
+    } else if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#head);
+      this.#head = 0;
+    }
+  }
+}

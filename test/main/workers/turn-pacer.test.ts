@@ -1,0 +1,78 @@
+/**
+ * The host's pacer of bursts (workers/turn-pacer.ts) on its own: turns run at once while the slice
+ * has room, the rest later in the order given, one slice per event-loop iteration; a queued turn
+ * can be cancelled; a `turn(signal)` wait rejects when its signal aborts.
+ */
+import { setImmediate as nextTurn } from "node:timers/promises";
+import { describe, expect, it } from "vitest";
+import { TurnPacer } from "../../../src/main/workers/turn-pacer.js";
+
+/** Resolves once the pacer has nothing queued, counting the event-loop iterations it took. */
+async function drained(pacer: TurnPacer): Promise<number> {
+  let turns = 0;
+  while (pacer.waiting > 0) {
+    await nextTurn();
+    turns++;
+  }
+  return turns;
+}
+
+describe("TurnPacer", () => {
+  it("runs a burst's first turns at once and the rest on later iterations, in order", async () => {
+    const pacer = new TurnPacer(1_000);
+    const ran: number[] = [];
+    for (let i = 0; i < 200; i++) pacer.run(() => ran.push(i));
+    // The first slice's quota (32 turns) ran inside the loop; the rest waits.
+    expect(ran).toHaveLength(32);
+    expect(pacer.waiting).toBe(168);
+    const iterations = await drained(pacer);
+    expect(iterations).toBeGreaterThan(1);
+    expect(ran).toEqual(Array.from({ length: 200 }, (_, i) => i));
+  });
+
+  it("keeps a slice within its time budget", async () => {
+    const pacer = new TurnPacer(2);
+    let ran = 0;
+    const busy = () => {
+      const until = performance.now() + 1;
+      while (performance.now() < until) {
+        // a turn that costs 1 ms of main-thread time
+      }
+      ran++;
+    };
+    for (let i = 0; i < 10; i++) pacer.run(busy);
+    // Two turns of 1 ms fill a 2 ms budget; the third finds no room.
+    expect(ran).toBeLessThanOrEqual(3);
+    await drained(pacer);
+    expect(ran).toBe(10);
+  });
+
+  it("a cancelled turn never runs; a lone turn on a quiet pacer runs at once", async () => {
+    const pacer = new TurnPacer(1_000);
+    const ran: number[] = [];
+    const queued = [];
+    for (let i = 0; i < 40; i++) queued.push(pacer.run(() => ran.push(i)));
+    expect(queued[35]?.cancel()).toBe(true);
+    expect(queued[35]?.cancel()).toBe(false);
+    await drained(pacer);
+    expect(ran).toHaveLength(39);
+    expect(ran).not.toContain(35);
+    // Two iterations later the slice is over: the next turn runs inside the caller's task.
+    await nextTurn();
+    await nextTurn();
+    let now = false;
+    expect(pacer.run(() => (now = true))).toBeUndefined();
+    expect(now).toBe(true);
+  });
+
+  it("turn(signal) rejects with the signal's reason when aborted while queued", async () => {
+    const pacer = new TurnPacer(1_000);
+    for (let i = 0; i < 32; i++) pacer.run(() => {});
+    const abort = new AbortController();
+    const waiting = pacer.turn(abort.signal);
+    abort.abort(new Error("stop"));
+    await expect(waiting).rejects.toThrow("stop");
+    const ok = pacer.turn(new AbortController().signal);
+    await expect(ok).resolves.toBeUndefined();
+  });
+});

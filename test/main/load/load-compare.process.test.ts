@@ -47,9 +47,11 @@ function figure(comparison: Comparison, id: string) {
 }
 
 beforeAll(async () => {
-  // One after another: runs side by side would load each other's host.
-  const a1 = await load(BASE);
-  const a2 = await load(BASE);
+  // A1 and A2 side by side, so that they share whatever else loads the machine: run one after the
+  // other, a burst of load from other test files could slow one and not the other, and that
+  // between-run shift is a difference no interval within a run can see. Each loads the other
+  // equally. B runs alone after them.
+  const [a1, a2] = await Promise.all([load(BASE), load(BASE)]);
   const b = await load(`${BASE} --mock-token-delay 150ms --retry-budget 0,0 --prompts 3`);
   folders = { a1, a2, b };
 }, 120_000);

@@ -18,6 +18,8 @@
  *                          sessions, and the highest open-model arrival rate it starts on schedule
  *   (k) load-fleet.mjs     distributed `lifeline load` with 1, 2, 3 generators: the coordinator's CPU
  *                          and Redis traffic per generator (needs redis-server)
+ *   (l) abort-under-load.mjs  abort() → prompt settled, idle and while 500 sessions stream on the same
+ *                          worker (the built-in mock in its own process)
  *
  * Env: BENCH_QUICK=1 for smaller counts (a smoke run; noisier), BENCH_JSON=<path> to also write
  * the raw results as JSON, BENCH_ONLY=a,c to run some sections only.
@@ -47,6 +49,7 @@ const SECTIONS = [
     file: "./load-fleet.mjs",
     title: "(k) distributed load: coordinator CPU and Redis traffic per generator (1, 2, 3 generators)",
   },
+  { id: "l", file: "./abort-under-load.mjs", title: "(l) abort under load: abort() → prompt settled, one worker" },
 ];
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
@@ -290,6 +293,32 @@ function printH(h) {
   );
 }
 
+/** (l): targets of abort() → prompt settled, p99, ms. */
+const L_BUSY_P99_MS = 25;
+const L_IDLE_P99_MS = 5;
+
+function printL(l) {
+  const rows = [];
+  for (const [label, s] of [
+    ["idle", l.idle],
+    [`${l.busy.busySessions} sessions streaming`, l.busy],
+  ]) {
+    for (const [what, h] of [
+      ["abort() → prompt settled", s.settleMs],
+      ["abort() → abort() resolved", s.ackMs],
+      ["abort() → server saw the request closed", s.closeMs],
+    ]) {
+      rows.push([`${label}: ${what}`, ms2(h.p50), ms2(h.p90), ms2(h.p99), ms2(h.max), h.n]);
+    }
+  }
+  console.log(table(["measurement (ms)", "p50", "p90", "p99", "max", "n"], rows));
+  console.log(
+    `busy ÷ idle, settled: p50 ${ratio(l.busy.settleMs.p50 / l.idle.settleMs.p50)}×, p99 ${ratio(l.busy.settleMs.p99 / l.idle.settleMs.p99)}×. ` +
+      `While probing, the ${l.busy.busySessions} sessions got ${Math.round(l.busy.deltasPerS)} text deltas/s (${l.busy.kcharsPerS.toFixed(0)} kchars/s); ` +
+      `main loop delay p99 ${ms2(l.busy.mainLoopP99Ms)} ms, max ${ms2(l.busy.mainLoopMaxMs)} ms; load average at the end ${l.busy.loadavg.toFixed(2)}.`,
+  );
+}
+
 function printK(k) {
   console.log(
     table(
@@ -523,6 +552,7 @@ for (const section of SECTIONS) {
     i: printI,
     j: printJ,
     k: printK,
+    l: printL,
   })[section.id](results[section.id]);
   console.log(`(${((performance.now() - t0) / 1000).toFixed(1)} s; load average after: ${loadavg()[0].toFixed(2)})\n`);
 }
@@ -676,6 +706,21 @@ if (j !== undefined) {
     `≥ ${J_RATE_MIN}/s`,
     best === undefined ? `none of ${j.config.RATES.join(", ")}/s` : `${best.rate}/s (lag p99 ${ms2(best.lagP99Ms)} ms)`,
     best !== undefined && best.rate >= J_RATE_MIN ? "PASS" : "FAIL",
+  ]);
+}
+const l = results.l;
+if (l !== undefined) {
+  summary.push([
+    `(l) abort() → prompt settled, p99, while ${l.busy.busySessions} sessions stream on the worker`,
+    `≤ ${L_BUSY_P99_MS} ms`,
+    `${ms2(l.busy.settleMs.p99)} ms (p50 ${ms2(l.busy.settleMs.p50)}, max ${ms2(l.busy.settleMs.max)}, n=${l.busy.settleMs.n}; ${ratio(l.busy.settleMs.p99 / l.idle.settleMs.p99)}× idle)`,
+    l.busy.settleMs.p99 <= L_BUSY_P99_MS ? "PASS" : "FAIL",
+  ]);
+  summary.push([
+    "(l) abort() → prompt settled, p99, idle",
+    `≤ ${L_IDLE_P99_MS} ms`,
+    `${ms2(l.idle.settleMs.p99)} ms (p50 ${ms2(l.idle.settleMs.p50)}, n=${l.idle.settleMs.n})`,
+    l.idle.settleMs.p99 <= L_IDLE_P99_MS ? "PASS" : "FAIL",
   ]);
 }
 console.log("## Summary");

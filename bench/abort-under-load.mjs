@@ -1,0 +1,177 @@
+/**
+ * Section (l): `abort()` under load. How long from `session.abort()` on the host's main thread to
+ * the prompt settling (and to the model server seeing the request closed), on an idle host and
+ * while BUSY_SESSIONS other sessions stream long answers through the same worker thread.
+ *
+ * The model server is the built-in mock (bench/mock-child.mjs, a process of its own, so its CPU
+ * is not this process's). Its script gives:
+ *  - probe conversations (keys containing "probe"): `stall` after one token, so the request stays
+ *    open until the client leaves;
+ *  - every other conversation: an answer of STREAM_TOKENS tokens, TOKEN_DELAY_MS apart (about
+ *    500 tokens/s per session).
+ *
+ * The host has one worker thread (`threads: 1`), so the probe shares its worker with every
+ * streaming session. Each iteration: prompt() on the probe session → the server has the request
+ * and the main thread has the probe's first text delta → IDLE_MS → t0; abort() → the prompt
+ * settles (`stopReason: "aborted"`), abort() resolves, the server reports the connection closed
+ * (`client_closed`). Main-thread times are `performance.now()`; the server's close time is read
+ * on the wall clock (`performance.timeOrigin + performance.now()`) on both sides.
+ *
+ * Also printed: the busy run's delivered text rate (what the streaming sessions really got: the
+ * worker and the mock share two cores, so the offered 500 tokens/s per session is a ceiling), and
+ * the host's main event-loop delay during it.
+ */
+import { fork } from "node:child_process";
+import { loadavg } from "node:os";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { makeHost, mockModel, pick, report, sleep, summarize } from "./lib.mjs";
+
+const ITERATIONS = pick(200, 40);
+const WARMUP = pick(10, 5);
+const IDLE_MS = 20;
+const BUSY_SESSIONS = pick(500, 200);
+/** Seconds the streams run before the first probe: the kickoff of BUSY_SESSIONS prompts is over. */
+const RAMP_S = pick(5, 3);
+const STREAM_TOKENS = 5000;
+const TOKEN_DELAY_MS = 2;
+const PROBE_STEPS = 2000;
+
+const SCRIPT = {
+  conversations: [
+    { match: "probe", steps: Array.from({ length: PROBE_STEPS }, () => ({ type: "stall", afterTokens: 1 })) },
+    {
+      match: "",
+      steps: Array.from({ length: 50 }, () => ({ type: "ok", tokens: STREAM_TOKENS, tokenDelayMs: TOKEN_DELAY_MS })),
+    },
+  ],
+};
+
+const wall = () => performance.timeOrigin + performance.now();
+
+/** The mock in its own process; `ends` maps a probe's conversation key to its close waiter. */
+async function startMock() {
+  const child = fork(fileURLToPath(new URL("./mock-child.mjs", import.meta.url)), [], {
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+    env: { ...process.env, MOCK_SCRIPT: JSON.stringify(SCRIPT), MOCK_WATCH: "probe" },
+  });
+  /** Waiters for the next probe request's end, in order. */
+  const endWaiters = [];
+  const port = await new Promise((resolve, reject) => {
+    child.once("error", reject);
+    child.once("exit", (code) => reject(new Error(`mock child exited with ${code}`)));
+    child.on("message", (message) => {
+      if (message.port !== undefined) resolve(message.port);
+      else if (message.event === "end") endWaiters.shift()?.(message);
+    });
+  });
+  return {
+    port,
+    nextEnd: () => new Promise((resolve) => endWaiters.push(resolve)),
+    stop: () =>
+      new Promise((resolve) => {
+        child.once("exit", resolve);
+        child.disconnect();
+      }),
+  };
+}
+
+/** Resolves on the session's first text delta: the probe's request is open and streaming. */
+function firstDelta(session) {
+  return new Promise((resolve) => {
+    const off = session.subscribe((event) => {
+      if (event.type === "message_update" && event.assistantMessageEvent.type === "text_delta") {
+        off();
+        resolve();
+      }
+    });
+  });
+}
+
+async function abortOnce(session, mock, iteration) {
+  const ended = mock.nextEnd();
+  const delta = firstDelta(session);
+  const settled = session.prompt(`probe ${iteration}`);
+  await delta;
+  await sleep(IDLE_MS);
+  const t0 = performance.now();
+  const t0Wall = wall();
+  const ack = session.abort().then(() => performance.now());
+  const result = await settled;
+  const settledAt = performance.now();
+  const end = await ended;
+  const ackAt = await ack;
+  if (result.stopReason !== "aborted")
+    throw new Error(`expected an aborted prompt, got ${result.stopReason}: ${result.errorMessage}`);
+  if (end.outcome !== "client_closed") throw new Error(`expected client_closed at the server, got ${end.outcome}`);
+  return { settleMs: settledAt - t0, ackMs: ackAt - t0, closeMs: end.at - t0Wall };
+}
+
+async function scenario(busy) {
+  const mock = await startMock();
+  const { host, close } = await makeHost({ threads: 1 });
+  const model = mockModel(mock.port);
+  const background = [];
+  let stop = false;
+  let deltaChars = 0;
+  let deltas = 0;
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  try {
+    const probe = await host.createSession({ model, apiKey: "dummy" });
+    if (busy > 0) {
+      const others = [];
+      for (let i = 0; i < busy; i++) others.push(await host.createSession({ model, apiKey: "dummy" }));
+      for (const [index, other] of others.entries()) {
+        other.subscribe((event) => {
+          if (event.type === "message_update" && event.assistantMessageEvent.type === "text_delta") {
+            deltas++;
+            deltaChars += event.assistantMessageEvent.delta.length;
+          }
+        });
+        background.push(
+          (async () => {
+            for (let k = 0; !stop; k++) await other.prompt(`stream ${index} ${k}`).catch(() => {});
+          })(),
+        );
+      }
+      await sleep(RAMP_S * 1000);
+    }
+    for (let i = 0; i < WARMUP; i++) await abortOnce(probe, mock, `w${i}`);
+    const chars0 = deltaChars;
+    const deltas0 = deltas;
+    const t0 = performance.now();
+    loop.enable();
+    const samples = [];
+    for (let i = 0; i < ITERATIONS; i++) samples.push(await abortOnce(probe, mock, i));
+    loop.disable();
+    const seconds = (performance.now() - t0) / 1000;
+    return {
+      busySessions: busy,
+      workers: host.workerCount,
+      settleMs: summarize(samples.map((s) => s.settleMs)),
+      ackMs: summarize(samples.map((s) => s.ackMs)),
+      closeMs: summarize(samples.map((s) => s.closeMs)),
+      windowS: seconds,
+      deltasPerS: (deltas - deltas0) / seconds,
+      // The mock's tokens are words of about 5 characters with their space.
+      kcharsPerS: (deltaChars - chars0) / seconds / 1000,
+      mainLoopP99Ms: loop.percentile(99) / 1e6,
+      mainLoopMaxMs: loop.max / 1e6,
+      loadavg: loadavg()[0],
+    };
+  } finally {
+    stop = true;
+    await close();
+    await Promise.allSettled(background);
+    await mock.stop();
+  }
+}
+
+const idle = await scenario(0);
+const busy = await scenario(BUSY_SESSIONS);
+report({
+  section: "l",
+  config: { ITERATIONS, WARMUP, IDLE_MS, BUSY_SESSIONS, RAMP_S, STREAM_TOKENS, TOKEN_DELAY_MS },
+  idle,
+  busy,
+});

@@ -49,6 +49,13 @@ export class InFlightWork {
     this.#end(`${sessionId}#${runId}`);
   }
 
+  /** The id of the session's run in flight (started, no `run_end` yet), if it has one. */
+  openRun(sessionId: string): number | undefined {
+    const prefix = `${sessionId}#`;
+    for (const run of this.#openRuns) if (run.startsWith(prefix)) return Number(run.slice(prefix.length));
+    return undefined;
+  }
+
   /** The session detached: its runs will send nothing more to this link. */
   sessionDetached(sessionId: string): void {
     for (const run of this.#openRuns) if (run.startsWith(`${sessionId}#`)) this.#end(run);

@@ -16,6 +16,7 @@ import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { LifelineError, type WorkerExitCause, WorkerExitedError } from "../../shared/errors.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import {
+  type ControlMessage,
   decodeWorkerMessage,
   type LoopDelay,
   type SessionInit,
@@ -74,6 +75,8 @@ export class WorkerLink {
   #lastSeenAt = performance.now();
   /** Only in-flight work keeps the process alive: pending calls and open runs. */
   readonly #work: InFlightWork;
+  /** The worker's control channel (early aborts), when the endpoint has one. */
+  readonly #control: { port: MessagePort; posted: Int32Array } | undefined;
   /**
    * SPEC X7: this worker serves only sessions suspected of crashing their previous worker, so that
    * a poison session stops taking its neighbours down. New sessions never go to it.
@@ -104,6 +107,9 @@ export class WorkerLink {
     this.#port = endpoint.port;
     this.#timeouts = options;
     this.#terminate = endpoint.terminate;
+    this.#control = endpoint.control;
+    // Never what keeps the process alive: the main port and the work in flight decide that.
+    this.#control?.port.unref();
     this.#onProtocolError = options.onProtocolError;
     this.#work = new InFlightWork((referenced) => {
       if (referenced) this.#port.ref();
@@ -230,6 +236,7 @@ export class WorkerLink {
     ...args: Parameters<WorkerApi[K]>
   ): Promise<Unwrapped<ApiResult<K>>> {
     const limit = this.#timeouts.controlTimeoutMs;
+    if (method === "abort" && this.#dead === undefined) this.#abortEarly(String(args[0]));
     return this.#invoke(method, args, limit, () => {
       if (method === "abort") this.terminateHung(`it did not answer abort within ${limit} ms`);
       return new LifelineError("ERR_CALL_TIMEOUT", `The worker did not answer ${method} within ${limit} ms.`);
@@ -289,6 +296,19 @@ export class WorkerLink {
       // The worker is already gone or stuck; the pool's destroy() terminates it.
     }
     this.#die("exit", "the host closed");
+  }
+
+  /**
+   * The early half of an abort: names the session's run in flight on the control channel and
+   * moves the shared counter, so a worker busy streaming for other sessions aborts it between two
+   * of their events instead of at its loop's next turn (control-inbox.ts). The `abort` call that
+   * follows on the port stays the ordered, acknowledged and bounded one.
+   */
+  #abortEarly(sessionId: string): void {
+    const runId = this.#work.openRun(sessionId);
+    if (this.#control === undefined || runId === undefined) return;
+    this.#control.port.postMessage({ type: "abort", sessionId, runId } satisfies ControlMessage);
+    Atomics.add(this.#control.posted, 0, 1);
   }
 
   /** A bounded call that holds the process while it is pending; a `startRun` also holds it until its run_end. */
@@ -391,6 +411,7 @@ export class WorkerLink {
     this.#work.stop();
     this.#calls.failAll(error);
     this.#port.close();
+    this.#control?.port.close();
     this.#sessions.end(!closing && error instanceof WorkerExitedError ? error : undefined);
   }
 }

@@ -19,13 +19,14 @@
  *
  * Also printed: the busy run's delivered text rate (what the streaming sessions really got: the
  * worker and the mock share two cores, so the offered 500 tokens/s per session is a ceiling), and
- * the host's main event-loop delay during it.
+ * the host's main event-loop delay, the CPU of the process's other threads (the worker, mostly) and
+ * the mock's CPU during it.
  */
 import { fork } from "node:child_process";
 import { loadavg } from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { makeHost, mockModel, pick, report, sleep, summarize } from "./lib.mjs";
+import { makeHost, mockModel, pick, report, sleep, startMeter, summarize } from "./lib.mjs";
 
 const ITERATIONS = pick(200, 40);
 const WARMUP = pick(10, 5);
@@ -55,19 +56,27 @@ async function startMock() {
     stdio: ["ignore", "inherit", "inherit", "ipc"],
     env: { ...process.env, MOCK_SCRIPT: JSON.stringify(SCRIPT), MOCK_WATCH: "probe" },
   });
-  /** Waiters for the next probe request's end, in order. */
+  /** Waiters for the next probe request's end, in order; for the mock's CPU reading. */
   const endWaiters = [];
+  const cpuWaiters = [];
   const port = await new Promise((resolve, reject) => {
     child.once("error", reject);
     child.once("exit", (code) => reject(new Error(`mock child exited with ${code}`)));
     child.on("message", (message) => {
       if (message.port !== undefined) resolve(message.port);
       else if (message.event === "end") endWaiters.shift()?.(message);
+      else if (message.cpu !== undefined) cpuWaiters.shift()?.(message.cpu);
     });
   });
   return {
     port,
     nextEnd: () => new Promise((resolve) => endWaiters.push(resolve)),
+    /** The mock process's CPU so far, in ms. */
+    cpuMs: () =>
+      new Promise((resolve) => {
+        cpuWaiters.push((cpu) => resolve((cpu.user + cpu.system) / 1000));
+        child.send({ cpu: true });
+      }),
     stop: () =>
       new Promise((resolve) => {
         child.once("exit", resolve);
@@ -115,14 +124,21 @@ async function scenario(busy) {
   let stop = false;
   let deltaChars = 0;
   let deltas = 0;
+  // A worker terminated as hung (an abort call unanswered within the control bound) restores its
+  // sessions: counted, since it would change what the figures mean.
+  let restored = 0;
   const loop = monitorEventLoopDelay({ resolution: 1 });
   try {
     const probe = await host.createSession({ model, apiKey: "dummy" });
+    probe.subscribe((event) => {
+      if (event.type === "session_restored") restored++;
+    });
     if (busy > 0) {
       const others = [];
       for (let i = 0; i < busy; i++) others.push(await host.createSession({ model, apiKey: "dummy" }));
       for (const [index, other] of others.entries()) {
         other.subscribe((event) => {
+          if (event.type === "session_restored") restored++;
           if (event.type === "message_update" && event.assistantMessageEvent.type === "text_delta") {
             deltas++;
             deltaChars += event.assistantMessageEvent.delta.length;
@@ -140,11 +156,19 @@ async function scenario(busy) {
     const chars0 = deltaChars;
     const deltas0 = deltas;
     const t0 = performance.now();
+    const meter = startMeter();
+    const cpu0 = process.cpuUsage();
+    const mockCpu0 = await mock.cpuMs();
     loop.enable();
     const samples = [];
     for (let i = 0; i < ITERATIONS; i++) samples.push(await abortOnce(probe, mock, i));
     loop.disable();
     const seconds = (performance.now() - t0) / 1000;
+    const main = meter();
+    const cpu = process.cpuUsage(cpu0);
+    const processCpuMs = (cpu.user + cpu.system) / 1000;
+    const mainCpuMs = main.cpuNs / 1e6;
+    const mockCpuMs = (await mock.cpuMs()) - mockCpu0;
     return {
       busySessions: busy,
       workers: host.workerCount,
@@ -157,6 +181,11 @@ async function scenario(busy) {
       kcharsPerS: (deltaChars - chars0) / seconds / 1000,
       mainLoopP99Ms: loop.percentile(99) / 1e6,
       mainLoopMaxMs: loop.max / 1e6,
+      // Share of one core: the main thread, and the process's other threads (the worker, mostly).
+      mainCpuPct: (mainCpuMs / (seconds * 1000)) * 100,
+      otherThreadsCpuPct: ((processCpuMs - mainCpuMs) / (seconds * 1000)) * 100,
+      mockCpuPct: (mockCpuMs / (seconds * 1000)) * 100,
+      sessionsRestored: restored,
       loadavg: loadavg()[0],
     };
   } finally {

@@ -7,8 +7,9 @@
  * MOCK_WATCH (when set), it also sends `{ event: "start" | "end", conversation, outcome, at }`,
  * where `at` is `performance.timeOrigin + performance.now()` when the event happened here: a
  * clock the parent can read the same way (both are the machine's wall clock at sub-millisecond
- * resolution), so the parent can time its own calls against what the server saw. Exits when the
- * parent disconnects.
+ * resolution), so the parent can time its own calls against what the server saw. Answers
+ * `{ cpu: true }` with `{ cpu: process.cpuUsage() }` (this process's CPU so far, µs). Exits when
+ * the parent disconnects.
  */
 import { startMockServer } from "../dist/mock-server/index.js";
 
@@ -25,6 +26,9 @@ if (watch !== undefined && watch !== "") {
       process.send?.({ event: "end", conversation: record.conversation, outcome: record.outcome, at: wall() });
   });
 }
+process.on("message", (message) => {
+  if (message?.cpu === true) process.send?.({ cpu: process.cpuUsage() });
+});
 process.send?.({ port: server.port });
 process.on("disconnect", () => {
   void server.close().finally(() => process.exit(0));

@@ -315,7 +315,10 @@ function printL(l) {
   console.log(
     `busy ÷ idle, settled: p50 ${ratio(l.busy.settleMs.p50 / l.idle.settleMs.p50)}×, p99 ${ratio(l.busy.settleMs.p99 / l.idle.settleMs.p99)}×. ` +
       `While probing, the ${l.busy.busySessions} sessions got ${Math.round(l.busy.deltasPerS)} text deltas/s (${l.busy.kcharsPerS.toFixed(0)} kchars/s); ` +
-      `main loop delay p99 ${ms2(l.busy.mainLoopP99Ms)} ms, max ${ms2(l.busy.mainLoopMaxMs)} ms; load average at the end ${l.busy.loadavg.toFixed(2)}.`,
+      `main loop delay p99 ${ms2(l.busy.mainLoopP99Ms)} ms, max ${ms2(l.busy.mainLoopMaxMs)} ms; ` +
+      `CPU (% of a core) main ${l.busy.mainCpuPct.toFixed(0)}, other threads (the worker, mostly) ${l.busy.otherThreadsCpuPct.toFixed(0)}, the mock's process ${l.busy.mockCpuPct.toFixed(0)}; ` +
+      `sessions restored on a fresh worker (a worker terminated as hung) ${l.busy.sessionsRestored}; ` +
+      `load average at the end ${l.busy.loadavg.toFixed(2)}.`,
   );
 }
 

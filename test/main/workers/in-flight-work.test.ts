@@ -1,6 +1,7 @@
 /**
- * InFlightWork.openRun (src/main/workers/in-flight-work.ts): the run an early abort names on the
- * control channel is the session's run between its `startRun` and its `run_end`.
+ * InFlightWork (src/main/workers/in-flight-work.ts) for aborts: the run an early abort names on the
+ * control channel is the session's run between its `startRun` and its `run_end` (openRun), and
+ * abort() resolves once that run is over for the link (whenOver).
  */
 import { describe, expect, it } from "vitest";
 import { InFlightWork } from "../../../src/main/workers/in-flight-work.js";
@@ -21,5 +22,24 @@ describe("InFlightWork.openRun", () => {
     expect(work.openRun("s-1")).toBe(7);
     work.runEnded("s-1", 7);
     expect(work.openRun("s-1")).toBeUndefined();
+  });
+
+  it("whenOver resolves at the run's run_end, at once for a run not open, and on a detach", async () => {
+    const work = new InFlightWork(() => {});
+    void work.track("startRun", ["s", 1], () => new Promise<void>(() => {}));
+    void work.track("startRun", ["t", 1], () => new Promise<void>(() => {}));
+    let over = false;
+    const ended = work.whenOver("s", 1).then(() => {
+      over = true;
+    });
+    await Promise.resolve();
+    expect(over).toBe(false);
+    work.runEnded("s", 1);
+    await ended;
+    expect(over).toBe(true);
+    await work.whenOver("s", 2);
+    const detached = work.whenOver("t", 1);
+    work.sessionDetached("t");
+    await detached;
   });
 });

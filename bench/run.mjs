@@ -18,12 +18,14 @@
  *                          sessions, and the highest open-model arrival rate it starts on schedule
  *   (k) load-fleet.mjs     distributed `lifeline load` with 1, 2, 3 generators: the coordinator's CPU
  *                          and Redis traffic per generator (needs redis-server)
- *   (n) threads.mjs        worker threads: 1,000 prompts over HTTP/SSE (and on demo-fast) with 1, 2 (3)
- *                          workers, the fixed cost of a worker, and the default `threads` rule checked
- *                          against the main thread's measured share per busy worker
+ *   (l) abort-under-load.mjs  abort() → prompt settled, idle and while 500 sessions stream on the same
+ *                          worker (the built-in mock in its own process)
  *   (m) stall-scale.mjs    stalls of the host's loop with 1,000 … 10,000 sessions started at once (a 503,
  *                          then 200 tokens at ~500/s from `lifeline mock-server` in its own process):
  *                          max stall per phase (kickoff, after), its distribution, heap per session
+ *   (n) threads.mjs        worker threads: 1,000 prompts over HTTP/SSE (and on demo-fast) with 1, 2 (3)
+ *                          workers, the fixed cost of a worker, and the default `threads` rule checked
+ *                          against the main thread's measured share per busy worker
  *
  * Env: BENCH_QUICK=1 for smaller counts (a smoke run; noisier), BENCH_JSON=<path> to also write
  * the raw results as JSON, BENCH_ONLY=a,c to run some sections only.
@@ -53,8 +55,9 @@ const SECTIONS = [
     file: "./load-fleet.mjs",
     title: "(k) distributed load: coordinator CPU and Redis traffic per generator (1, 2, 3 generators)",
   },
-  { id: "n", file: "./threads.mjs", title: "(n) worker threads: what a second worker buys and what one costs" },
+  { id: "l", file: "./abort-under-load.mjs", title: "(l) abort under load: abort() → prompt settled, one worker" },
   { id: "m", file: "./stall-scale.mjs", title: "(m) host stalls at scale: N prompts started at once" },
+  { id: "n", file: "./threads.mjs", title: "(n) worker threads: what a second worker buys and what one costs" },
 ];
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
@@ -299,6 +302,35 @@ function printH(h) {
   const first = h.runs[0];
   console.log(
     `Commands per prompt with ${first.hosts} serve process(es), by command (those inside scripts included): ${first.byCommand.map(([command, perPrompt]) => `${command} ${perPrompt.toFixed(1)}`).join(", ")}`,
+  );
+}
+
+/** (l): targets of abort() → prompt settled, p99, ms. */
+const L_BUSY_P99_MS = 25;
+const L_IDLE_P99_MS = 5;
+
+function printL(l) {
+  const rows = [];
+  for (const [label, s] of [
+    ["idle", l.idle],
+    [`${l.busy.busySessions} sessions streaming`, l.busy],
+  ]) {
+    for (const [what, h] of [
+      ["abort() → prompt settled", s.settleMs],
+      ["abort() → abort() resolved", s.ackMs],
+      ["abort() → server saw the request closed", s.closeMs],
+    ]) {
+      rows.push([`${label}: ${what}`, ms2(h.p50), ms2(h.p90), ms2(h.p99), ms2(h.max), h.n]);
+    }
+  }
+  console.log(table(["measurement (ms)", "p50", "p90", "p99", "max", "n"], rows));
+  console.log(
+    `busy ÷ idle, settled: p50 ${ratio(l.busy.settleMs.p50 / l.idle.settleMs.p50)}×, p99 ${ratio(l.busy.settleMs.p99 / l.idle.settleMs.p99)}×. ` +
+      `While probing, the ${l.busy.busySessions} sessions got ${Math.round(l.busy.deltasPerS)} text deltas/s (${l.busy.kcharsPerS.toFixed(0)} kchars/s); ` +
+      `main loop delay p99 ${ms2(l.busy.mainLoopP99Ms)} ms, max ${ms2(l.busy.mainLoopMaxMs)} ms; ` +
+      `CPU (% of a core) main ${l.busy.mainCpuPct.toFixed(0)}, other threads (the worker, mostly) ${l.busy.otherThreadsCpuPct.toFixed(0)}, the mock's process ${l.busy.mockCpuPct.toFixed(0)}; ` +
+      `sessions restored on a fresh worker (a worker terminated as hung) ${l.busy.sessionsRestored}; ` +
+      `load average at the end ${l.busy.loadavg.toFixed(2)}.`,
   );
 }
 
@@ -707,6 +739,7 @@ for (const section of SECTIONS) {
     i: printI,
     j: printJ,
     k: printK,
+    l: printL,
     m: printM,
     n: printN,
   }[section.id](results[section.id]);
@@ -919,6 +952,21 @@ if (m !== undefined) {
     "— (reported)",
     `${(last.heapBytesPerSession / 1024).toFixed(2)} KB`,
     "info",
+  ]);
+}
+const l = results.l;
+if (l !== undefined) {
+  summary.push([
+    `(l) abort() → prompt settled, p99, while ${l.busy.busySessions} sessions stream on the worker`,
+    `≤ ${L_BUSY_P99_MS} ms`,
+    `${ms2(l.busy.settleMs.p99)} ms (p50 ${ms2(l.busy.settleMs.p50)}, max ${ms2(l.busy.settleMs.max)}, n=${l.busy.settleMs.n}; ${ratio(l.busy.settleMs.p99 / l.idle.settleMs.p99)}× idle)`,
+    l.busy.settleMs.p99 <= L_BUSY_P99_MS ? "PASS" : "FAIL",
+  ]);
+  summary.push([
+    "(l) abort() → prompt settled, p99, idle",
+    `≤ ${L_IDLE_P99_MS} ms`,
+    `${ms2(l.idle.settleMs.p99)} ms (p50 ${ms2(l.idle.settleMs.p50)}, n=${l.idle.settleMs.n})`,
+    l.idle.settleMs.p99 <= L_IDLE_P99_MS ? "PASS" : "FAIL",
   ]);
 }
 console.log("## Summary");

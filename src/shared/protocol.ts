@@ -11,7 +11,12 @@
  *   completion is a `run_end` item on the same port, after the run's last event.
  *
  * Only plain data crosses (X6): every call returns a {@link Result}; nothing is thrown across.
+ *
+ * One exception to "one port": the control channel ({@link ControlChannel}), main → worker only,
+ * which lets an abort reach a busy worker ahead of its loop's turn. It carries nothing whose order
+ * matters: every abort also goes as the `abort` call on the port, in order.
  */
+import type { MessagePort } from "node:worker_threads";
 import type { AgentEvent, AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import type { BashResult } from "./bash/bash-message.js";
@@ -250,6 +255,38 @@ export interface LoopDelay {
 
 /** Heartbeats per loop report of a watched worker: with the default 1 s heartbeat, one every 5 s. */
 export const LOOP_REPORT_BEATS = 5;
+
+/**
+ * The control channel of a worker, made by the main thread and handed over with the worker's
+ * task: a second port, main → worker, and a shared counter (an `Int32Array` over `flag`, one
+ * element) that main increments after each message it posts there. A worker busy streaming for
+ * other sessions reads the counter between the events it queues (an `Atomics.load`, nothing
+ * more) and, when it moved, takes the messages off the port at once (`receiveMessageOnPort`),
+ * instead of when its loop next turns to the port, which under load is tens to hundreds of ms
+ * later. An idle worker gets them as ordinary messages. Messages here have no order relative to
+ * the main port's (F2), so each names exactly what it acts on and repeats what an ordered call
+ * on the main port also does.
+ */
+export interface ControlChannel {
+  port: MessagePort;
+  flag: SharedArrayBuffer;
+}
+
+/**
+ * A message on the control channel. `abort`: abort run `runId` of the session, if that run is
+ * the one active in the worker (what its `abort` call, which follows on the main port, does
+ * too); a run that has not started there yet, or has ended, is left alone, so the early abort can
+ * never hit a later run of the session.
+ */
+export type ControlMessage = { type: "abort"; sessionId: string; runId: number };
+
+/** Checks a message that arrived on the control channel; undefined for anything malformed. */
+export function decodeControlMessage(data: unknown): ControlMessage | undefined {
+  if (data === null || typeof data !== "object") return undefined;
+  const { type, sessionId, runId } = data as Record<string, unknown>;
+  if (type !== "abort" || typeof sessionId !== "string" || !Number.isInteger(runId)) return undefined;
+  return { type, sessionId, runId: runId as number };
+}
 
 /** A batch of session items (see EventBatcher). */
 export interface BatchMessage {

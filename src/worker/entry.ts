@@ -4,6 +4,7 @@
  * worker busy and never parks it in Atomics.wait while sessions are open (fact F5 in docs/architecture.md).
  */
 import type { MessagePort } from "node:worker_threads";
+import type { ControlChannel } from "../shared/protocol.js";
 import { type ServeOptions, serveWorker } from "./serve-worker.js";
 
 /** The task the main thread runs on the pool: one per worker link. */
@@ -11,11 +12,14 @@ export interface LinkTask {
   port: MessagePort;
   batchIntervalMs?: number;
   heartbeatMs?: number;
+  /** The control channel for early aborts (shared/protocol.ts). */
+  control?: ControlChannel;
 }
 
 export default function serveLink(task: LinkTask): Promise<void> {
   const options: ServeOptions = {};
   if (task.batchIntervalMs !== undefined) options.batchIntervalMs = task.batchIntervalMs;
   if (task.heartbeatMs !== undefined) options.heartbeatMs = task.heartbeatMs;
+  if (task.control !== undefined) options.control = task.control;
   return serveWorker(task.port, options);
 }

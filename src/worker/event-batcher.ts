@@ -28,11 +28,19 @@ export class EventBatcher {
   /** The pending flush: a spacing timeout, or an immediate (next macrotask). */
   #timer: { kind: "timeout"; handle: NodeJS.Timeout } | { kind: "immediate"; handle: NodeJS.Immediate } | undefined;
   #lastFlush = Number.NEGATIVE_INFINITY;
+  /** Called for every event pushed: the worker's control inbox looks for aborts (control-inbox.ts). */
+  readonly #onEvent: (() => void) | undefined;
 
-  constructor(post: (message: BatchMessage) => void, minIntervalMs: number, maxItems = 32) {
+  /**
+   * @param onEvent called for each event pushed, merged ones included, before it is queued; must
+   *   be cheap and must not push anything itself (the control inbox's poll: one atomic read, its
+   *   work deferred to a microtask).
+   */
+  constructor(post: (message: BatchMessage) => void, minIntervalMs: number, maxItems = 32, onEvent?: () => void) {
     this.#post = post;
     this.#minIntervalMs = minIntervalMs;
     this.#maxItems = maxItems;
+    this.#onEvent = onEvent;
   }
 
   /**
@@ -40,6 +48,7 @@ export class EventBatcher {
    * `message_end` may carry its request's timing (the session adds it; the batcher passes it on).
    */
   pushEvent(sessionId: string, event: AgentEvent | MessageEndEvent): void {
+    this.#onEvent?.();
     if (event.type === "message_start") {
       this.#append(sessionId, { type: "event", sessionId, event: { ...event, message: snapshot(event.message) } });
       return;
@@ -70,10 +79,14 @@ export class EventBatcher {
 
   /**
    * Queues a run boundary, sent after every event queued before it. It goes out on the next
-   * macrotask, not after the load spacing: prompts settle and retries proceed on it.
+   * macrotask, not after the load spacing: prompts settle and retries proceed on it. With `now`
+   * (the end of an aborted run) it goes out at once, with everything queued before it: on a busy
+   * worker the next macrotask can be a whole turn of its loop away (every other session's chunks
+   * are parsed first), and `abort()` waits for this item to settle the prompt.
    */
-  pushRunEnd(item: Extract<BatchItem, { type: "run_end" }>): void {
+  pushRunEnd(item: Extract<BatchItem, { type: "run_end" }>, now = false): void {
     this.#append(item.sessionId, item, true);
+    if (now) this.flush();
   }
 
   /** Sends everything queued now. */

@@ -11,6 +11,7 @@ import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { LifelineError, toWireError } from "../shared/errors.js";
 import { sampleLoopDelay, takeLoopDelay } from "../shared/loop-delay.js";
 import {
+  type ControlChannel,
   LOOP_REPORT_BEATS,
   type Result,
   type SessionInit,
@@ -19,6 +20,7 @@ import {
   type WorkerMessage,
 } from "../shared/protocol.js";
 import { BashRuns } from "./bash/bash-runs.js";
+import { ControlInbox } from "./control-inbox.js";
 import { demoModels } from "./demo-provider.js";
 import { EventBatcher } from "./event-batcher.js";
 import { WorkerUi } from "./extensions/worker-ui.js";
@@ -37,6 +39,11 @@ export interface ServeOptions {
    * nothing else was sent in that time. 0 sends none (tests that serve in-process). @default 0
    */
   heartbeatMs?: number;
+  /**
+   * The control channel main sends early aborts on (shared/protocol.ts, `ControlChannel`). Without
+   * it (tests that serve in-process) aborts come only as `abort` calls on the port.
+   */
+  control?: ControlChannel;
 }
 
 /**
@@ -49,10 +56,21 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
     sentSinceBeat = true;
     port.postMessage(message);
   };
-  const batcher = new EventBatcher(post, options.batchIntervalMs ?? 8);
+  const sessions = new Map<string, WorkerSession>();
+  const control = options.control;
+  // An early abort names its run, so it can never hit a later one (WorkerSession.abortRun).
+  const inbox =
+    control === undefined
+      ? undefined
+      : new ControlInbox(control, (message) => sessions.get(message.sessionId)?.abortRun(message.runId));
+  const batcher = new EventBatcher(
+    post,
+    options.batchIntervalMs ?? 8,
+    undefined,
+    inbox === undefined ? undefined : () => inbox.poll(),
+  );
   // Posted at once, not batched: a permit request is on the critical path of a model request.
   const permits = new RequestPermits(post, () => batcher.flush());
-  const sessions = new Map<string, WorkerSession>();
   const bash = new BashRuns();
   const ui = new WorkerUi(post, () => batcher.flush());
   /** Sessions whose `openSession` is awaiting the worker module; a closeSession cancels them. */
@@ -78,6 +96,7 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
   const stopped = new Promise<void>((resolve) => {
     stop = () => {
       clearInterval(heartbeat);
+      inbox?.close();
       loopDelay?.disable();
       resolve();
     };

@@ -98,4 +98,33 @@ describe("EventBatcher", () => {
     expect(sent).toHaveLength(2);
     expect(sent[1]?.items.map((i) => i.type)).toEqual(["event", "run_end"]);
   });
+
+  it("posts an aborted run's end at once, with everything queued before it", () => {
+    const sent: BatchMessage[] = [];
+    const batcher = new EventBatcher((m) => sent.push(m), 10_000);
+    batcher.pushEvent("b", delta("other"));
+    batcher.pushEvent("a", { type: "agent_end", messages: [] });
+    batcher.pushRunEnd({ type: "run_end", sessionId: "a", runId: 1, tail: [] }, true);
+    // Synchronously: a busy worker's next macrotask may be a whole turn of its loop away.
+    expect(sent).toHaveLength(1);
+    expect(sent[0]?.items.map((i) => `${i.sessionId}:${i.type === "event" ? i.event.type : i.type}`)).toEqual([
+      "b:message_update",
+      "a:agent_end",
+      "a:run_end",
+    ]);
+  });
+
+  it("calls its onEvent hook for every event pushed, merged deltas included", () => {
+    let calls = 0;
+    const batcher = new EventBatcher(
+      () => {},
+      10_000,
+      32,
+      () => calls++,
+    );
+    batcher.pushEvent("a", delta("Hel"));
+    batcher.pushEvent("a", delta("lo"));
+    batcher.pushEvent("a", { type: "turn_start" });
+    expect(calls).toBe(3);
+  });
 });

@@ -194,10 +194,11 @@ export class AgentSession {
 
   /**
    * R9: cancels any retry chain (abortRetry), then aborts the active run's model request in the
-   * worker (X3). Resolves when the worker has acted on it, or after the host's control bound
-   * (2 s at most) if it does not answer: a worker that sent nothing in that time is stuck in
-   * synchronous code and is terminated (SPEC X8). The prompt settles through its events, or with
-   * ERR_WORKER_EXITED when the worker was terminated.
+   * worker (X3). Resolves when the worker has acted on it (the run has ended, or the worker
+   * answered), or after the host's control bound (2 s at most) if it has done neither: a worker
+   * that has not even ended the run in that time is stuck in synchronous code and is terminated
+   * (SPEC X8). The prompt settles through its events, or with ERR_WORKER_EXITED when the worker
+   * was terminated.
    */
   async abort(): Promise<void> {
     this.abortRetry();

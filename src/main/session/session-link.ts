@@ -173,9 +173,9 @@ export class SessionLink implements RestoreLink, MirrorWorker {
    */
   async abort(): Promise<void> {
     try {
-      await (await this.worker()).control("abort", this.sessionId);
+      await (await this.worker()).abort(this.sessionId);
     } catch (error) {
-      // Bounded (see WorkerLink.control): a worker that does not answer is terminated as hung, and
+      // Bounded (see WorkerLink.abort): a worker that does not act on it is terminated as hung, and
       // the prompt settles through the worker's exit; a worker that is gone runs nothing either.
       // Either way abort() has done all it can.
       if (!isWorkerGone(error)) throw error;

@@ -10,6 +10,8 @@ export class InFlightWork {
   readonly #keepAlive: KeepAlive;
   /** Runs started and not yet ended (`sessionId#runId`), each counted once in #keepAlive. */
   readonly #openRuns = new Set<string>();
+  /** What waits for an open run to be over ({@link whenOver}), by run. */
+  readonly #overWaiters = new Map<string, (() => void)[]>();
 
   /** @param setReferenced refs or unrefs the worker's handles (see `KeepAlive`). */
   constructor(setReferenced: (referenced: boolean) => void) {
@@ -49,6 +51,28 @@ export class InFlightWork {
     this.#end(`${sessionId}#${runId}`);
   }
 
+  /** The id of the session's run in flight (started, no `run_end` yet), if it has one. */
+  openRun(sessionId: string): number | undefined {
+    const prefix = `${sessionId}#`;
+    for (const run of this.#openRuns) if (run.startsWith(prefix)) return Number(run.slice(prefix.length));
+    return undefined;
+  }
+
+  /**
+   * Resolves once run `runId` of the session is over for this link: its `run_end` arrived, its
+   * start was refused, or its session detached; at once if it is not open. Never resolves if the
+   * worker dies first (the link's calls reject then).
+   */
+  whenOver(sessionId: string, runId: number): Promise<void> {
+    const run = `${sessionId}#${runId}`;
+    if (!this.#openRuns.has(run)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const waiters = this.#overWaiters.get(run);
+      if (waiters === undefined) this.#overWaiters.set(run, [resolve]);
+      else waiters.push(resolve);
+    });
+  }
+
   /** The session detached: its runs will send nothing more to this link. */
   sessionDetached(sessionId: string): void {
     for (const run of this.#openRuns) if (run.startsWith(`${sessionId}#`)) this.#end(run);
@@ -61,10 +85,14 @@ export class InFlightWork {
 
   /** The worker is gone: nothing more to count. */
   stop(): void {
+    this.#overWaiters.clear();
     this.#keepAlive.stop();
   }
 
   #end(run: string): void {
     if (this.#openRuns.delete(run)) this.#keepAlive.end();
+    const waiters = this.#overWaiters.get(run);
+    this.#overWaiters.delete(run);
+    for (const resolve of waiters ?? []) resolve();
   }
 }

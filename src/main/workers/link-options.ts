@@ -14,6 +14,12 @@ export interface LinkEndpoint {
    * a link that must stop one is abandoned instead.
    */
   terminate?: () => void;
+  /**
+   * main's end of the worker's control channel (shared/protocol.ts, `ControlChannel`): the port
+   * and the counter over the shared flag. Absent for in-process endpoints: aborts then go only as
+   * calls on `port`.
+   */
+  control?: { port: MessagePort; posted: Int32Array };
   /** Refs or unrefs what else of the worker holds the process (the pool's own port for it). */
   setReferenced?: (referenced: boolean) => void;
 }

@@ -16,6 +16,7 @@ import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { LifelineError, type WorkerExitCause, WorkerExitedError } from "../../shared/errors.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import {
+  type ControlMessage,
   decodeWorkerMessage,
   type LoopDelay,
   type SessionInit,
@@ -74,6 +75,8 @@ export class WorkerLink {
   #lastSeenAt = performance.now();
   /** Only in-flight work keeps the process alive: pending calls and open runs. */
   readonly #work: InFlightWork;
+  /** The worker's control channel (early aborts), when the endpoint has one. */
+  readonly #control: { port: MessagePort; posted: Int32Array } | undefined;
   /**
    * SPEC X7: this worker serves only sessions suspected of crashing their previous worker, so that
    * a poison session stops taking its neighbours down. New sessions never go to it.
@@ -104,6 +107,9 @@ export class WorkerLink {
     this.#port = endpoint.port;
     this.#timeouts = options;
     this.#terminate = endpoint.terminate;
+    this.#control = endpoint.control;
+    // Never what keeps the process alive: the main port and the work in flight decide that.
+    this.#control?.port.unref();
     this.#onProtocolError = options.onProtocolError;
     this.#work = new InFlightWork((referenced) => {
       if (referenced) this.#port.ref();
@@ -217,23 +223,49 @@ export class WorkerLink {
   }
 
   /**
-   * A call on the shutdown and cancellation paths (`abort`, `closeSession`, `shutdown`), bounded by
-   * `controlTimeoutMs` so that `abort()` and `close()` never wait long. A healthy worker answers
-   * these in milliseconds, whatever its load; an `abort` it does not answer in time means its loop
-   * is stuck in synchronous code, which only terminating the thread can stop, so it is terminated
-   * as hung (the user asked for the run to stop). `closeSession` and `shutdown` leave that to the
-   * watchdog and the pool.
-   * @throws as {@link call}; ERR_CALL_TIMEOUT after `controlTimeoutMs`.
+   * A call on the shutdown path (`closeSession`, `shutdown`), bounded by `controlTimeoutMs` so
+   * that `close()` never waits long; a worker that does not answer is left to the watchdog and
+   * the pool. @throws as {@link call}; ERR_CALL_TIMEOUT after `controlTimeoutMs`.
    */
-  control<K extends "abort" | "closeSession" | "shutdown">(
+  control<K extends "closeSession" | "shutdown">(
     method: K,
     ...args: Parameters<WorkerApi[K]>
   ): Promise<Unwrapped<ApiResult<K>>> {
     const limit = this.#timeouts.controlTimeoutMs;
     return this.#invoke(method, args, limit, () => {
-      if (method === "abort") this.terminateHung(`it did not answer abort within ${limit} ms`);
       return new LifelineError("ERR_CALL_TIMEOUT", `The worker did not answer ${method} within ${limit} ms.`);
     });
+  }
+
+  /**
+   * Aborts the session's run (X3): the early abort on the control channel, then the `abort` call
+   * on the port. Resolves when the worker has acted on it: the run the early abort named is over
+   * (its `run_end` came), or the call was answered, whichever comes first. A worker streaming for
+   * many sessions can take longer than `controlTimeoutMs` to come back to its port while it ends
+   * the run within milliseconds; such a worker is not stuck. One that has done neither within
+   * `controlTimeoutMs` is stuck in synchronous code, which only terminating the thread can stop,
+   * so it is terminated as hung (the user asked for the run to stop).
+   * @throws as {@link call}; ERR_CALL_TIMEOUT after `controlTimeoutMs`.
+   */
+  async abort(sessionId: string): Promise<void> {
+    const limit = this.#timeouts.controlTimeoutMs;
+    const runId = this.#dead === undefined ? this.#abortEarly(sessionId) : undefined;
+    let over = false;
+    const runOver = runId === undefined ? undefined : this.#work.whenOver(sessionId, runId);
+    void runOver?.then(() => {
+      over = true;
+    });
+    const call = this.#invoke("abort", [sessionId], limit, () => {
+      if (!over) this.terminateHung(`it did not answer abort within ${limit} ms`);
+      return new LifelineError("ERR_CALL_TIMEOUT", `The worker did not answer abort within ${limit} ms.`);
+    });
+    if (runOver === undefined) {
+      await call;
+      return;
+    }
+    // Whichever comes second is of no interest, a late timeout included.
+    call.catch(() => {});
+    await Promise.race([call, runOver]);
   }
 
   /**
@@ -289,6 +321,21 @@ export class WorkerLink {
       // The worker is already gone or stuck; the pool's destroy() terminates it.
     }
     this.#die("exit", "the host closed");
+  }
+
+  /**
+   * The early half of an abort: names the session's run in flight on the control channel and
+   * moves the shared counter, so a worker busy streaming for other sessions aborts it between two
+   * of their events instead of at its loop's next turn (control-inbox.ts). The `abort` call that
+   * follows on the port stays the ordered, acknowledged and bounded one. Returns the run named,
+   * if one was (none without a control channel or a run in flight).
+   */
+  #abortEarly(sessionId: string): number | undefined {
+    const runId = this.#work.openRun(sessionId);
+    if (this.#control === undefined || runId === undefined) return undefined;
+    this.#control.port.postMessage({ type: "abort", sessionId, runId } satisfies ControlMessage);
+    Atomics.add(this.#control.posted, 0, 1);
+    return runId;
   }
 
   /** A bounded call that holds the process while it is pending; a `startRun` also holds it until its run_end. */
@@ -391,6 +438,7 @@ export class WorkerLink {
     this.#work.stop();
     this.#calls.failAll(error);
     this.#port.close();
+    this.#control?.port.close();
     this.#sessions.end(!closing && error instanceof WorkerExitedError ? error : undefined);
   }
 }

@@ -44,11 +44,18 @@ export class WorkerPool {
   connect(): LinkEndpoint {
     const pool = this.#ensurePool();
     const { port1, port2 } = new MessageChannel();
+    // The control channel (shared/protocol.ts): early aborts, ahead of a busy worker's loop.
+    const control = new MessageChannel();
+    const flag = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
     const abort = new AbortController();
-    const done = pool.run({ port: port2, ...this.#options.task }, { transferList: [port2], signal: abort.signal });
+    const done = pool.run(
+      { port: port2, control: { port: control.port2, flag }, ...this.#options.task },
+      { transferList: [port2, control.port2], signal: abort.signal },
+    );
     const poolThreads = this.#poolThreads;
     return {
       port: port1,
+      control: { port: control.port1, posted: new Int32Array(flag) },
       done,
       terminate: () => abort.abort(),
       setReferenced: (referenced) => poolThreads?.(port2, referenced),

@@ -42,6 +42,8 @@ export class WorkerSession {
   readonly #streamFn: StreamFn;
   /** Aborts the summary request of an active `summarize` run. */
   #summaryAbort: AbortController | undefined;
+  /** The run {@link abort} was called on: its `run_end` is posted at once, not batched. */
+  #abortedRunId: number | undefined;
 
   private constructor(id: string, cwd: string, parts: SessionAgent, batcher: EventBatcher) {
     const { agent, capture, credentials } = parts;
@@ -196,10 +198,20 @@ export class WorkerSession {
    */
   abort(): boolean {
     const active = this.#activeRunId !== undefined;
+    this.#abortedRunId = this.#activeRunId;
     this.#agent.clearAllQueues();
     this.#agent.abort();
     this.#summaryAbort?.abort();
     return active;
+  }
+
+  /**
+   * The control channel's early abort (control-inbox.ts): {@link abort}, but only if run `runId`
+   * is the active one. A run whose `startRun` is still queued on the port, or one that has ended,
+   * is left alone; the ordered `abort` call that follows on the port then does what is left.
+   */
+  abortRun(runId: number): void {
+    if (this.#activeRunId === runId) this.abort();
   }
 
   /** R4: removes a trailing failed assistant message. Refused while a run is active. */
@@ -252,7 +264,7 @@ export class WorkerSession {
       if (wire.stack !== undefined) wire.stack = redactSecrets(wire.stack, this.#credentials.secrets);
       item.error = wire;
     }
-    this.#batcher.pushRunEnd(item);
+    this.#batcher.pushRunEnd(item, this.#abortedRunId === runId);
   }
 }
 

@@ -286,7 +286,11 @@ describe("sessions through a real worker pool", () => {
     const host = realHost({ callTimeoutMs: 500 });
     const session = await host.createSession({ model: TOOLS_MODEL, workerModule: TOOL_MODULE });
     const restored = nextEvent(session, "session_restored");
+    const spinning = nextEvent(session, "tool_execution_start");
     const stuck = session.prompt("please [spin]");
+    // The tool is running (its start is flushed before it runs): an abort sent earlier would stop
+    // the run before the tool (the control channel reaches it between two events).
+    await within(spinning, 5000, "the spinning tool to start");
     // Bounded by callTimeoutMs here: abort() returns once the unanswering worker is terminated.
     await within(session.abort(), 5000, "abort() on a stuck worker");
     // It was aborted: the interrupted run ends as aborted and is not retried (X7, R9).

@@ -15,10 +15,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { createSessionHost, type SessionHost, type SessionHostOptions } from "../../../dist/main/index.js";
-import { tempDir, within } from "../../fixtures/bounded.js";
+import type { SessionHost, SessionHostOptions } from "../../../dist/main/index.js";
+import { within } from "../../fixtures/bounded.js";
 import { nextEvent } from "../../fixtures/events.js";
 import { mockModel, SSE_HEADERS, sseChunk, workerApiModel } from "../../fixtures/models.mjs";
+import { realHost as sharedRealHost } from "../../fixtures/real-host.js";
 
 const FLOOD_MODULE = new URL("../../fixtures/flood-provider.mjs", import.meta.url);
 const FLOOD_MODEL = workerApiModel("lifeline-test-flood", "flood-1");
@@ -35,11 +36,9 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
+/** A host on the real pool, isolated from any user or project settings file. */
 function realHost(options: SessionHostOptions = {}): SessionHost {
-  const dir = tempDir(cleanups, "lifeline-abort-load-");
-  const host = createSessionHost({ lifelineDir: dir, cwd: dir, settings: { retry: { baseDelayMs: 1 } }, ...options });
-  cleanups.push(() => host.close());
-  return host;
+  return sharedRealHost(cleanups, "lifeline-abort-load-", options);
 }
 
 /** A server that answers one SSE chunk and then stalls; `closed` resolves when the client leaves. */

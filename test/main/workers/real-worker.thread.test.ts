@@ -13,7 +13,6 @@ import { getModels, type Model } from "@mariozechner/pi-ai";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   type AgentSession,
-  createSessionHost,
   LifelineError,
   type PromptResult,
   type SessionHost,
@@ -24,6 +23,7 @@ import { tempDir, within } from "../../fixtures/bounded.js";
 import { checkEventOrder, type LogEntry } from "../../fixtures/event-order.js";
 import { nextEvent } from "../../fixtures/events.js";
 import { mockModel, SSE_HEADERS, sseChunk, workerApiModel } from "../../fixtures/models.mjs";
+import { realHost as sharedRealHost } from "../../fixtures/real-host.js";
 
 const DIST_INDEX = new URL("../../../dist/main/index.js", import.meta.url).href;
 const PACED_MODULE = new URL("../../fixtures/paced-provider.mjs", import.meta.url);
@@ -46,10 +46,7 @@ afterEach(async () => {
 
 /** A host on the real pool, isolated from any user or project settings file. */
 function realHost(options: SessionHostOptions = {}): SessionHost {
-  const dir = tempDir(cleanups, "lifeline-real-");
-  const host = createSessionHost({ lifelineDir: dir, cwd: dir, settings: { retry: { baseDelayMs: 1 } }, ...options });
-  cleanups.push(() => host.close());
-  return host;
+  return sharedRealHost(cleanups, "lifeline-real-", options);
 }
 
 /** Starts `server` on 127.0.0.1 (a free port), closed after the test. */

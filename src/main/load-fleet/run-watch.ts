@@ -38,6 +38,25 @@ export interface GeneratorState {
 
 const ENTRY_TYPES: readonly RunEntry["type"][] = ["run_accepted", "snapshot", "records", "run_final", "run_failed"];
 
+/** A generator's state when the run is set: starting, nothing received from it yet. */
+export function newGeneratorState(agent: AgentRegistration, index: number, share: ShareOptions): GeneratorState {
+  return {
+    agent,
+    index,
+    share,
+    status: "starting",
+    snapshot: undefined,
+    final: undefined,
+    failure: undefined,
+    lostAtMs: undefined,
+    inFlightPrompts: undefined,
+    records: [],
+    snapshots: 0,
+    snapshotBytes: 0,
+    finalBytes: 0,
+  };
+}
+
 /** See the file comment. */
 export class RunWatch {
   readonly generators: GeneratorState[];
@@ -59,21 +78,7 @@ export class RunWatch {
     this.#reader = reader;
     this.#stream = stream;
     this.#runId = runId;
-    this.generators = generators.map(({ agent, share }, index) => ({
-      agent,
-      index,
-      share,
-      status: "starting",
-      snapshot: undefined,
-      final: undefined,
-      failure: undefined,
-      lostAtMs: undefined,
-      inFlightPrompts: undefined,
-      records: [],
-      snapshots: 0,
-      snapshotBytes: 0,
-      finalBytes: 0,
-    }));
+    this.generators = generators.map(({ agent, share }, index) => newGeneratorState(agent, index, share));
   }
 
   /** Every generator finished, failed or was lost. */

@@ -9,6 +9,7 @@
  * correlated; the intervals are then narrower than the run-to-run noise, and a "better" or
  * "worse" by a small margin deserves a second pair of runs.
  */
+import { mulberry32 } from "../../shared/prng.js";
 import { percentile } from "./stats.js";
 
 /** A two-sided interval of a difference B − A. */
@@ -25,21 +26,6 @@ export interface BootstrapOptions {
   confidence: number;
   /** Seed of the resampling PRNG: the same seed gives the same interval. */
   seed: number;
-}
-
-/**
- * A seeded PRNG (mulberry32's recurrence), uniform in [0, 1). Statistical quality is ample for
- * resampling; it is not for cryptography.
- */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /**
@@ -69,7 +55,7 @@ export function bootstrapPercentileDifferences(
   options: BootstrapOptions,
 ): Interval[] {
   const prepared = [prepare(a, "A"), prepare(b, "B")] as const;
-  const random = seededRandom(options.seed);
+  const random = mulberry32(options.seed);
   const differences = ps.map(() => new Float64Array(options.resamples));
   for (let r = 0; r < options.resamples; r++) {
     const fromA = resampledPercentiles(prepared[0], ps, random);
@@ -90,7 +76,7 @@ export function bootstrapMeanDifference(
   options: BootstrapOptions & { sum?: boolean },
 ): Interval {
   const prepared = [prepare(a, "A"), prepare(b, "B")] as const;
-  const random = seededRandom(options.seed);
+  const random = mulberry32(options.seed);
   const differences = new Float64Array(options.resamples);
   const statistic = (sample: Prepared) => {
     draw(sample, random);

@@ -132,9 +132,9 @@ interface SessionState {
 
 const TOKEN_DELTAS = new Set(["text_delta", "thinking_delta", "toolcall_delta"]);
 
-/** Collects a run's records and counters; see the file comment. */
-export class LoadMetrics {
-  readonly counters: LoadCounters = {
+/** The counters of a run that has done nothing yet. */
+export function emptyLoadCounters(): LoadCounters {
+  return {
     promptsSent: 0,
     promptsSucceeded: 0,
     promptsFailed: 0,
@@ -155,6 +155,11 @@ export class LoadMetrics {
     costUsd: 0,
     restores: {},
   };
+}
+
+/** Collects a run's records and counters; see the file comment. */
+export class LoadMetrics {
+  readonly counters: LoadCounters = emptyLoadCounters();
   readonly requests: RequestRecord[] = [];
   readonly prompts: PromptRecord[] = [];
   /** Turns and tools (report.json `agentic`). */

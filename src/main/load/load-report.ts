@@ -11,7 +11,7 @@ import { type FailureGroup, groupFailures } from "./failure-groups.js";
 import type { LoadCounters, PromptRecord, RequestRecord } from "./load-metrics.js";
 import type { LoadFault } from "./load-options.js";
 import type { MockTargetStats } from "./mock-target.js";
-import type { RetryLedgerTotals } from "./retry-ledger.js";
+import { emptyLedgerTotals, type RetryLedgerTotals } from "./retry-ledger.js";
 import { buildVerdicts, type RetryVerdicts } from "./retry-verdicts.js";
 import { Sketch } from "./sketch.js";
 import { evaluateSlo, type Slo, type SloReport } from "./slo.js";
@@ -249,7 +249,7 @@ export function buildReport(input: ReportInput): LoadReport {
       input.slo === undefined
         ? null
         : evaluateSlo(input.slo, input.requests, input.prompts, input.durationMs, input.config.promptsPerSession !== 1),
-    verdicts: buildVerdicts(input.prompts, counters, input.retryLedger ?? EMPTY_LEDGER),
+    verdicts: buildVerdicts(input.prompts, counters, input.retryLedger ?? emptyLedgerTotals()),
     failures: groupFailures(input.requests, input.secrets ?? []),
     agentic: agenticReport(input.tools, input.prompts),
     sweep: input.sweep ?? null,
@@ -307,13 +307,3 @@ function toolFailureRate(agentic: AgenticReport | undefined): number | null {
   if (agentic === undefined || agentic.toolCalls === 0) return null;
   return Math.round((agentic.toolFailures / agentic.toolCalls) * 1e6) / 1e6;
 }
-
-/** The ledger of a run fed no events (a report built from records alone). */
-const EMPTY_LEDGER: RetryLedgerTotals = {
-  retriesByCause: {},
-  backoffMs: 0,
-  sleptMinusHintMs: [],
-  gateWaits: { retry: 0, prompt: 0 },
-  fallbackSwitches: 0,
-  credentialRotations: 0,
-};

@@ -10,7 +10,7 @@ import type { FailureGroup } from "./failure-groups.js";
 import type { LoadReport } from "./load-report.js";
 import type { RetryVerdicts } from "./retry-verdicts.js";
 import { Sketch } from "./sketch.js";
-import type { SloAttainment, SloReport } from "./slo.js";
+import { attainment, type SloAttainment, type SloReport } from "./slo.js";
 import { type Summary, summarizeSketch } from "./stats.js";
 
 /** Where the parts come from (`sources[i]` names part i in errors). */
@@ -160,15 +160,6 @@ function mergeSummaries(summaries: readonly Summary[], sources: readonly string[
   for (const [i, summary] of summaries.entries())
     sketch.merge(Sketch.fromJSON(summary.sketch, `${sources[i]}: ${path}.sketch`));
   return summarizeSketch(sketch);
-}
-
-function attainment(total: number, conforming: number, durationMs: number): SloAttainment {
-  return {
-    total,
-    conforming,
-    attainment: total === 0 ? null : Math.round((conforming / total) * 1e6) / 1e6,
-    goodputPerSecond: durationMs > 0 ? Math.round((conforming * 1e6) / durationMs) / 1000 : 0,
-  };
 }
 
 /** Adds up counts by key. */

@@ -43,11 +43,9 @@ interface SessionLedger {
   promptBackoffMs: number;
 }
 
-/** Counts one run's retries; see the file comment. Never throws. */
-export class RetryLedger {
-  readonly #now: () => number;
-  readonly #sessions = new Map<number, SessionLedger>();
-  readonly #totals: RetryLedgerTotals = {
+/** The totals of a ledger fed no events (also a report built from records alone). */
+export function emptyLedgerTotals(): RetryLedgerTotals {
+  return {
     retriesByCause: {},
     backoffMs: 0,
     sleptMinusHintMs: [],
@@ -55,6 +53,13 @@ export class RetryLedger {
     fallbackSwitches: 0,
     credentialRotations: 0,
   };
+}
+
+/** Counts one run's retries; see the file comment. Never throws. */
+export class RetryLedger {
+  readonly #now: () => number;
+  readonly #sessions = new Map<number, SessionLedger>();
+  readonly #totals = emptyLedgerTotals();
 
   /** @param now ms since the run began (the same clock as the run's records) */
   constructor(now: () => number) {

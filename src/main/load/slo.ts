@@ -188,7 +188,8 @@ function interTokenLatency(request: RequestRecord): number | null {
   return (request.e2eMs - request.ttftMs) / (request.outputTokens - 1);
 }
 
-function attainment(total: number, conforming: number, durationMs: number): SloAttainment {
+/** Attainment and goodput of `conforming` of `total` over `durationMs` (also for merged reports). */
+export function attainment(total: number, conforming: number, durationMs: number): SloAttainment {
   return {
     total,
     conforming,

@@ -5,13 +5,13 @@
  * figures; records tagged with their generator and moved onto the run's clock.
  */
 import { describe, expect, it } from "vitest";
-import type { LoadCounters, RequestRecord } from "../../../src/main/load/load-metrics.js";
+import { emptyLoadCounters, type LoadCounters, type RequestRecord } from "../../../src/main/load/load-metrics.js";
 import { buildReport, type LoadReport } from "../../../src/main/load/load-report.js";
 import { Sketch } from "../../../src/main/load/sketch.js";
 import type { TimelinePoint } from "../../../src/main/load/timeline.js";
 import { buildFleetReport, onRedisClock } from "../../../src/main/load-fleet/fleet-load-report.js";
 import type { AgentRegistration } from "../../../src/main/load-fleet/load-fleet-protocol.js";
-import type { GeneratorState } from "../../../src/main/load-fleet/run-watch.js";
+import { type GeneratorState, newGeneratorState } from "../../../src/main/load-fleet/run-watch.js";
 
 const config: LoadReport["config"] = {
   sessions: 1,
@@ -35,25 +35,12 @@ const config: LoadReport["config"] = {
 
 function counters(requests: number): LoadCounters {
   return {
+    ...emptyLoadCounters(),
     promptsSent: requests,
     promptsSucceeded: requests,
-    promptsFailed: 0,
-    promptsCancelled: 0,
     inFlightPrompts: 1,
-    inFlightRequests: 0,
     requests,
-    failedRequests: 0,
-    failuresByKind: {},
-    failuresByClass: {},
-    retries: 0,
-    retryChains: {},
-    gateWaits: 0,
-    gateWaitMs: 0,
-    toolCalls: 0,
     outputTokens: requests,
-    inputTokens: 0,
-    costUsd: 0,
-    restores: {},
   };
 }
 
@@ -123,22 +110,7 @@ function agent(id: string, clockOffsetMs: number): AgentRegistration {
 }
 
 function state(id: string, index: number, partial: Partial<GeneratorState>): GeneratorState {
-  return {
-    agent: agent(id, 0),
-    index,
-    share: { sessions: 1, seed: index },
-    status: "finished",
-    snapshot: undefined,
-    final: undefined,
-    failure: undefined,
-    lostAtMs: undefined,
-    inFlightPrompts: undefined,
-    records: [],
-    snapshots: 0,
-    snapshotBytes: 0,
-    finalBytes: 0,
-    ...partial,
-  };
+  return { ...newGeneratorState(agent(id, 0), index, { sessions: 1, seed: index }), status: "finished", ...partial };
 }
 
 describe("onRedisClock", () => {

@@ -10,11 +10,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { compareReports } from "../../../src/main/load/compare-reports.js";
-import { seededRandom } from "../../../src/main/load/compare-stats.js";
 import { REPORT_SCHEMA } from "../../../src/main/load/load-report.js";
 import { type ComparedRun, readLoadReport } from "../../../src/main/load/report-reader.js";
 import { summarize } from "../../../src/main/load/stats.js";
 import type { LifelineError } from "../../../src/shared/errors.js";
+import { mulberry32 } from "../../../src/shared/prng.js";
 
 interface RunShape {
   seed: number;
@@ -27,7 +27,7 @@ interface RunShape {
 
 /** A run of `prompts` (600: enough for a p99's interval) prompts, one after another, as records and report. */
 function makeRun(shape: RunShape): ComparedRun {
-  const random = seededRandom(shape.seed);
+  const random = mulberry32(shape.seed);
   const records: Record<string, unknown>[] = [];
   let clock = 0;
   let requests = 0;

@@ -14,8 +14,8 @@ import {
   independent,
   normalQuantile,
   proportionDifference,
-  seededRandom,
 } from "../../../src/main/load/compare-stats.js";
+import { mulberry32 } from "../../../src/shared/prng.js";
 
 const TRIALS = 100;
 const OPTIONS = { resamples: 400, confidence: 0.95 };
@@ -32,17 +32,17 @@ function latencies(random: () => number, n: number, median: number): number[] {
 const contains = (interval: Interval | undefined, value: number) =>
   interval !== undefined && interval.low <= value && value <= interval.high;
 
-describe("seededRandom", () => {
+describe("mulberry32, the resampling PRNG", () => {
   it("gives the same sequence for the same seed, uniform in [0, 1)", () => {
-    const first = seededRandom(42);
-    const second = seededRandom(42);
+    const first = mulberry32(42);
+    const second = mulberry32(42);
     const values = Array.from({ length: 10_000 }, () => first());
     expect(Array.from({ length: 10_000 }, () => second())).toEqual(values);
     expect(values.every((value) => value >= 0 && value < 1)).toBe(true);
     const mean = values.reduce((sum, value) => sum + value, 0) / values.length;
     expect(mean).toBeGreaterThan(0.48);
     expect(mean).toBeLessThan(0.52);
-    expect(seededRandom(43)()).not.toBe(seededRandom(42)());
+    expect(mulberry32(43)()).not.toBe(mulberry32(42)());
   });
 });
 
@@ -66,7 +66,7 @@ describe("bootstrap of percentile differences", () => {
     let p50 = 0;
     let p99 = 0;
     for (let trial = 1; trial <= TRIALS; trial++) {
-      const random = seededRandom(trial);
+      const random = mulberry32(trial);
       const a = latencies(random, 300, 200);
       const b = latencies(random, 300, 200);
       const [i50, i99] = bootstrapPercentileDifferences(independent(a), independent(b), [50, 99], {
@@ -83,7 +83,7 @@ describe("bootstrap of percentile differences", () => {
   it("detects a distribution shifted by 30 % in at least 95 % of seeded trials, with the interval on the right side", () => {
     let detected = 0;
     for (let trial = 1; trial <= TRIALS; trial++) {
-      const random = seededRandom(1000 + trial);
+      const random = mulberry32(1000 + trial);
       const a = latencies(random, 300, 200);
       const b = latencies(random, 300, 260);
       const [i50] = bootstrapPercentileDifferences(independent(a), independent(b), [50], { ...OPTIONS, seed: trial });
@@ -95,7 +95,7 @@ describe("bootstrap of percentile differences", () => {
   });
 
   it("gives the same interval for the same seed, and another for another seed", () => {
-    const random = seededRandom(9);
+    const random = mulberry32(9);
     const a = independent(latencies(random, 100, 100));
     const b = independent(latencies(random, 100, 110));
     const once = bootstrapPercentileDifferences(a, b, [50, 90], { ...OPTIONS, seed: 5 });
@@ -104,7 +104,7 @@ describe("bootstrap of percentile differences", () => {
   });
 
   it("widens the interval when values move together in clusters (a busy moment of one run)", () => {
-    const random = seededRandom(3);
+    const random = mulberry32(3);
     // Ten periods, each with its own offset shared by its 30 requests.
     const clustered = (): ClusteredSample => {
       const values: number[] = [];
@@ -166,7 +166,7 @@ describe("bootstrap of mean and sum differences", () => {
   it("calls two samples of the same distribution within noise in at least 90 % of seeded trials", () => {
     let within = 0;
     for (let trial = 1; trial <= TRIALS; trial++) {
-      const random = seededRandom(2000 + trial);
+      const random = mulberry32(2000 + trial);
       const a = requestsPerPrompt(random, 100, 0.4);
       const b = requestsPerPrompt(random, 100, 0.4);
       if (contains(bootstrapMeanDifference(independent(a), independent(b), { ...OPTIONS, seed: trial }), 0)) within++;
@@ -175,7 +175,7 @@ describe("bootstrap of mean and sum differences", () => {
   });
 
   it("detects a higher retry probability, as a mean and as a sum", () => {
-    const random = seededRandom(77);
+    const random = mulberry32(77);
     const a = independent(requestsPerPrompt(random, 100, 0.2));
     const b = independent(requestsPerPrompt(random, 100, 0.6));
     const mean = bootstrapMeanDifference(a, b, { ...OPTIONS, seed: 1 });

@@ -7,37 +7,10 @@ import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
 import { failureKind, LoadMetrics } from "../../../src/main/load/load-metrics.js";
 import type { SessionEvent } from "../../../src/shared/events.js";
-import { REQUEST_FAILURE_DIAGNOSTIC } from "../../../src/shared/request-failure.js";
+import { meteredFailure, meteredReply } from "../../fixtures/messages.js";
 
-function reply(over: Partial<AssistantMessage> = {}): AssistantMessage {
-  return {
-    role: "assistant",
-    content: [{ type: "text", text: "hi" }],
-    api: "openai-completions",
-    provider: "mock",
-    model: "mock-1",
-    usage: {
-      input: 10,
-      output: 5,
-      cacheRead: 0,
-      cacheWrite: 0,
-      totalTokens: 15,
-      cost: { input: 0.001, output: 0.002, cacheRead: 0, cacheWrite: 0, total: 0.003 },
-    },
-    stopReason: "stop",
-    timestamp: 0,
-    ...over,
-  };
-}
-
-function failed(details: Record<string, unknown>, errorMessage: string): AssistantMessage {
-  return reply({
-    stopReason: "error",
-    errorMessage,
-    content: [],
-    diagnostics: [{ type: REQUEST_FAILURE_DIAGNOSTIC, timestamp: 0, details }],
-  } as Partial<AssistantMessage>);
-}
+const reply = meteredReply;
+const failed = meteredFailure;
 
 const delta = { type: "message_update", assistantMessageEvent: { type: "text_delta" } } as unknown as SessionEvent;
 const end = (message: AssistantMessage) => ({ type: "message_end", message }) as SessionEvent;

@@ -11,37 +11,10 @@ import { LoadMetrics, type PromptRecord } from "../../../src/main/load/load-metr
 import { RetryLedger } from "../../../src/main/load/retry-ledger.js";
 import { buildVerdicts } from "../../../src/main/load/retry-verdicts.js";
 import type { AutoRetryEndReason, SessionEvent } from "../../../src/shared/events.js";
-import { REQUEST_FAILURE_DIAGNOSTIC } from "../../../src/shared/request-failure.js";
+import { meteredFailure, meteredReply } from "../../fixtures/messages.js";
 
-function reply(over: Partial<AssistantMessage> = {}): AssistantMessage {
-  return {
-    role: "assistant",
-    content: [{ type: "text", text: "hi" }],
-    api: "openai-completions",
-    provider: "mock",
-    model: "mock-1",
-    usage: {
-      input: 10,
-      output: 5,
-      cacheRead: 0,
-      cacheWrite: 0,
-      totalTokens: 15,
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-    },
-    stopReason: "stop",
-    timestamp: 0,
-    ...over,
-  };
-}
-
-function failed(details: Record<string, unknown>, errorMessage: string): AssistantMessage {
-  return reply({
-    stopReason: "error",
-    errorMessage,
-    content: [],
-    diagnostics: [{ type: REQUEST_FAILURE_DIAGNOSTIC, timestamp: 0, details }],
-  } as Partial<AssistantMessage>);
-}
+const reply = meteredReply;
+const failed = meteredFailure;
 
 const http503 = () => failed({ status: 503 }, "503 overloaded");
 const http429 = (hintMs: number) =>

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FleetClient, type PromptJobResult } from "../../../dist/main/serve/index.js";
+import { mulberry32 } from "../../../src/shared/prng.js";
 import { tempDir, within } from "../../fixtures/bounded.js";
 import { fleetTranscript, type ServeChild, startServe, writeFleetSettings } from "../../fixtures/fleet-hosts.js";
 import { workerApiModel } from "../../fixtures/models.mjs";
@@ -57,25 +58,14 @@ function serve(): ServeChild {
   return host;
 }
 
-/** mulberry32: the seeded PRNG of the kill moments. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
-
 describe("hosts killed mid-prompt", () => {
   it(`X7: ${KILLS} SIGKILLs at seeded moments: every prompt resolves once, no turn is missing or doubled, no tool runs twice`, async () => {
     for (let i = 0; i < 3; i++) serve();
     await Promise.all([...hosts.values()].map((host) => host.ready));
     const client = await FleetClient.connect({ fleet: { redis: redis.url, name: NAME, leaseMs: LEASE_MS } });
     cleanups.push(() => client.close());
-    const random = prng(20_261_201);
+    // The seeded PRNG of the kill moments.
+    const random = mulberry32(20_261_201);
     let kills = 0;
 
     // Kill plans: the first KILLS prompts to reach their moment kill the host running them (a

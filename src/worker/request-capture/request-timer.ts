@@ -31,6 +31,14 @@ export class RequestTimer {
     this.#chunks = 0;
   }
 
+  /**
+   * True while a model call is in progress whose HTTP request has gone out: the server has it, so
+   * cutting it now cannot leave a request the session started but the server never saw.
+   */
+  get sent(): boolean {
+    return this.#start !== undefined && this.#fetched;
+  }
+
   /** An HTTP request of the call goes out; the first one is the request's start (an SDK retry keeps it). */
   fetching(): void {
     if (this.#start === undefined || this.#fetched) return;

@@ -40,6 +40,8 @@ export class WorkerSession {
   #closed = false;
   readonly #credentials: Credentials;
   readonly #streamFn: StreamFn;
+  /** The session's request timer: whether its current model request has gone out. */
+  readonly #timer: SessionAgent["capture"]["timer"];
   /** Aborts the summary request of an active `summarize` run. */
   #summaryAbort: AbortController | undefined;
   /** The run {@link abort} was called on: its `run_end` is posted at once, not batched. */
@@ -51,6 +53,7 @@ export class WorkerSession {
     this.cwd = cwd;
     this.#agent = agent;
     this.#streamFn = parts.streamFn;
+    this.#timer = capture.timer;
     this.#batcher = batcher;
     this.#credentials = credentials;
     const secrets = credentials.secrets;
@@ -207,11 +210,15 @@ export class WorkerSession {
 
   /**
    * The control channel's early abort (control-inbox.ts): {@link abort}, but only if run `runId`
-   * is the active one. A run whose `startRun` is still queued on the port, or one that has ended,
-   * is left alone; the ordered `abort` call that follows on the port then does what is left.
+   * is the active one and its model request has gone out (the request timer's `sent`). A run whose
+   * `startRun` is still queued on the port, one that has ended, and one between its `turn_start`
+   * and its fetch (or between two requests, or on a provider with no HTTP) are left alone; the
+   * ordered `abort` call that follows on the port then does what is left. Why the fetch: the
+   * early abort is polled between events, so it can land in the microtasks between a turn's
+   * start and its request; cut there, the session would count a request the server never got.
    */
   abortRun(runId: number): void {
-    if (this.#activeRunId === runId) this.abort();
+    if (this.#activeRunId === runId && this.#timer.sent) this.abort();
   }
 
   /** R4: removes a trailing failed assistant message. Refused while a run is active. */

@@ -76,6 +76,7 @@ export type ShareOptions = Pick<
   | "settings"
   | "mock"
   | "sampleIntervalMs"
+  | "arrival"
 >;
 
 /** A generator's part of a run. */

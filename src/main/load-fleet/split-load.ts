@@ -1,14 +1,22 @@
 /**
  * How a distributed run's load is split among its generators: pure functions.
  *
- * The closed model only (sessions × prompts or duration): `sessions` is split as evenly as
- * possible (the shares differ by at most one, the first ones larger), and so is `concurrency`
- * when given. Each generator's mock gets the seed `seed + index`, so the mocks' fault sequences
- * differ between generators yet a run is reproducible. Prompts per session, duration, ramp-up,
- * think time and the mock's settings apply to every generator as given.
+ * `sessions` is split as evenly as possible (the shares differ by at most one, the first ones
+ * larger), and so is `concurrency` when given; in the open model `sessions` is the cap of
+ * conversations open at once, split the same way. The open model's arrival rates (the lone rate,
+ * the start rate and every stage's) are divided by the number of generators k: generator i plays
+ * the divided profile at phase i ÷ k (arrivals.ts), so with evenly spaced arrivals the union of
+ * the generators' arrivals is exactly the undivided schedule, and with Poisson arrivals it is a
+ * Poisson process of the undivided rate (independent Poisson processes add up). The sweep is not
+ * split: it measures the target between steps, which needs one process to decide.
+ *
+ * Each generator gets the seed `seed + index` (its mock's faults, its Poisson arrivals), so the
+ * generators' sequences differ yet a run is reproducible. Prompts per session (or conversation),
+ * duration, ramp-up, think time and the mock's settings apply to every generator as given.
  */
 import { LifelineError } from "../../shared/errors.js";
 import { LOAD_DEFAULTS, type LoadOptions } from "../load/load-options.js";
+import type { ArrivalOptions } from "../load/open-options.js";
 import type { ShareOptions } from "./load-fleet-protocol.js";
 
 /** `total` in `parts` shares differing by at most one, larger first. @throws RangeError when total < parts. */
@@ -22,9 +30,16 @@ export function evenShares(total: number, parts: number): number[] {
 
 /**
  * Each generator's options, in generator order.
- * @throws ERR_INVALID_OPTIONS when there are fewer sessions (or less concurrency) than generators.
+ * @throws ERR_INVALID_OPTIONS when there are fewer sessions (or less concurrency) than
+ *   generators, or for a sweep.
  */
 export function splitLoad(options: LoadOptions, generators: number): ShareOptions[] {
+  if (options.sweep !== undefined) {
+    throw new LifelineError(
+      "ERR_INVALID_OPTIONS",
+      "--sweep is not available with --generators: each step of a sweep is chosen from the target's answers to the last, which one process decides. Run the sweep on one machine, then a distributed run at the rates it found (--rate).",
+    );
+  }
   if (options.sessions < generators) {
     throw new LifelineError(
       "ERR_INVALID_OPTIONS",
@@ -60,6 +75,17 @@ export function splitLoad(options: LoadOptions, generators: number): ShareOption
     }
     const limit = concurrency?.[index];
     if (limit !== undefined) part.concurrency = limit;
+    if (options.arrival !== undefined) part.arrival = splitArrival(options.arrival, index, generators);
     return part;
   });
+}
+
+/** Generator `index` of `generators`' part of an open-model schedule: every rate ÷ k, phase i ÷ k. */
+export function splitArrival(arrival: ArrivalOptions, index: number, generators: number): ArrivalOptions {
+  const part: ArrivalOptions = { ...arrival, phase: index / generators };
+  if (arrival.rate !== undefined) part.rate = arrival.rate / generators;
+  if (arrival.stages !== undefined) {
+    part.stages = arrival.stages.map((stage) => ({ durationMs: stage.durationMs, rate: stage.rate / generators }));
+  }
+  return part;
 }

@@ -97,6 +97,12 @@ export interface ArrivalSchedule {
   process: ArrivalProcess;
   /** Seed of the Poisson process's PRNG (unused by `constant`). */
   seed: number;
+  /**
+   * Where on the Λ axis a constant process puts its first arrival, in [0, 1): its arrivals fall
+   * at Λ = phase, phase + 1, … (unused by `poisson`). Generator i of k plays the profile's rates
+   * ÷ k at phase i ÷ k, so the union of their arrivals is the whole profile's. @default 0
+   */
+  phase?: number;
 }
 
 /**
@@ -108,8 +114,8 @@ export function* arrivalTimes(schedule: ArrivalSchedule): Generator<number, void
   const random = seededRandom(schedule.seed);
   // An exponential gap of mean 1; 1 − u is in (0, 1], so the log is finite.
   const gap = schedule.process === "poisson" ? () => -Math.log(1 - random()) : () => 1;
-  // Where on the Λ axis the next arrival falls; a constant process starts at 0, a Poisson one a gap in.
-  let next = schedule.process === "poisson" ? gap() : 0;
+  // Where on the Λ axis the next arrival falls; a constant process starts at its phase, a Poisson one a gap in.
+  let next = schedule.process === "poisson" ? gap() : (schedule.phase ?? 0);
   let base = 0;
   for (const segment of segmentsOf(schedule.stages, schedule.startRate ?? 0)) {
     const total = ((segment.fromRate + segment.toRate) / 2) * (segment.durationMs / 1000);

@@ -23,7 +23,6 @@ import { type LoadFlags, loadOptionsFromFlags } from "./load-flags.js";
 import type { LoadOptions } from "./load-options.js";
 import type { LoadReport } from "./load-report.js";
 import { addMergeCommand } from "./merge-cli.js";
-import { isOpenModel } from "./open-flags.js";
 import { describeOpenModel } from "./open-summary.js";
 import { createProgressView } from "./progress.js";
 import { defaultOutDir, runLoad } from "./run-load.js";
@@ -311,11 +310,6 @@ function checkDistributed(
   if (fleet === undefined) refuse("--generators needs --fleet <redis-url>: the generators meet on the fleet's Redis.");
   if (flags.metricsPort !== undefined) {
     refuse("--metrics-port is not available with --generators: the coordinator runs no sessions.");
-  }
-  if (isOpenModel(flags)) {
-    refuse(
-      "--rate, --stage and --sweep are not available with --generators yet: a distributed run splits sessions (the closed model); run the open model on one machine.",
-    );
   }
 }
 

@@ -37,6 +37,12 @@ export interface ArrivalOptions {
    * @default "drop"
    */
   onCap?: OnCap;
+  /**
+   * Where a constant process puts its first arrival, as a fraction of one arrival's spacing, in
+   * [0, 1). A distributed run gives generator i of k the phase i ÷ k of a schedule whose rates
+   * are divided by k, so that together the generators play the undivided schedule. @default 0
+   */
+  phase?: number;
 }
 
 /**
@@ -76,6 +82,7 @@ export const arrivalSchema = z.strictObject({
     .optional(),
   process: z.enum(["constant", "poisson"]).optional(),
   onCap: z.enum(["drop", "delay"]).optional(),
+  phase: z.number().min(0).lt(1).optional(),
 });
 
 /** Schema of {@link SweepOptions}. */

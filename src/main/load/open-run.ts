@@ -207,6 +207,7 @@ class OpenRun implements StepRunner {
               ...load,
               process: this.#options.arrival?.process ?? OPEN_DEFAULTS.process,
               seed: (this.#options.seed ?? LOAD_DEFAULTS.seed) + this.#steps.length - 1,
+              phase: this.#options.arrival?.phase ?? 0,
             }),
             startMs,
             counts,

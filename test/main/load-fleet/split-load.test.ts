@@ -1,11 +1,14 @@
 /**
  * How a distributed run's load is split among its generators (src/main/load-fleet/split-load.ts):
  * sessions (and concurrency) in shares that differ by at most one and add up, one seed per
- * generator, the rest as given, and nothing the coordinator keeps (key, thresholds, report folder).
+ * generator, the rest as given, and nothing the coordinator keeps (key, thresholds, report folder);
+ * the open model's rates divided among the generators so that together they play the undivided
+ * schedule; the sweep refused.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { evenShares, splitLoad } from "../../../src/main/load-fleet/split-load.js";
+import { type ArrivalStage, arrivalTimes } from "../../../src/main/load/arrivals.js";
+import { evenShares, splitArrival, splitLoad } from "../../../src/main/load-fleet/split-load.js";
 
 describe("evenShares", () => {
   it("splits into shares that add up, differ by at most one, larger first", () => {
@@ -55,6 +58,114 @@ describe("splitLoad", () => {
     );
     expect(() => splitLoad({ sessions: 6, prompts: 1, concurrency: 2 }, 3)).toThrow(
       expect.objectContaining({ code: "ERR_INVALID_OPTIONS" }),
+    );
+  });
+});
+
+describe("splitting the open model", () => {
+  const stage = fc.record({
+    durationMs: fc.integer({ min: 1, max: 20_000 }),
+    rate: fc.double({ min: 0, max: 200, noNaN: true }),
+  });
+
+  it("evenly spaced arrivals: the generators' arrivals together are the undivided schedule's", () => {
+    fc.assert(
+      fc.property(
+        fc.array(stage, { minLength: 1, maxLength: 4 }),
+        fc.double({ min: 0, max: 100, noNaN: true }),
+        fc.integer({ min: 1, max: 7 }),
+        (stages: ArrivalStage[], rate, k) => {
+          const whole = [...arrivalTimes({ stages, startRate: rate, process: "constant", seed: 1 })];
+          const parts: number[] = [];
+          for (let i = 0; i < k; i++) {
+            const part = splitArrival({ rate, stages }, i, k);
+            expect(part.phase).toBe(i / k);
+            parts.push(
+              ...arrivalTimes({
+                stages: part.stages ?? [],
+                startRate: part.rate ?? 0,
+                process: "constant",
+                seed: 1,
+                phase: part.phase ?? 0,
+              }),
+            );
+          }
+          parts.sort((a, b) => a - b);
+          // Generator i plays arrivals i, i + k, i + 2k, … of the whole; the times agree but for
+          // the float rounding of dividing the rates (and the arrival at a stage's very end, which
+          // rounding can move by one).
+          expect(Math.abs(parts.length - whole.length)).toBeLessThanOrEqual(k);
+          const n = Math.min(parts.length, whole.length);
+          for (let j = 0; j < n; j++) expect(Math.abs((parts[j] ?? 0) - (whole[j] ?? 0))).toBeLessThan(1e-3);
+        },
+      ),
+    );
+  });
+
+  it("a lone constant rate over a whole number of arrivals: exactly the undivided count, spaced as the whole", () => {
+    const whole = [
+      ...arrivalTimes({ stages: [{ durationMs: 3000, rate: 20 }], startRate: 20, process: "constant", seed: 1 }),
+    ];
+    expect(whole).toHaveLength(60);
+    const shares = splitLoad({ sessions: 30, prompts: 1, durationMs: 3000, arrival: { rate: 20 } }, 3);
+    expect(shares.map((s) => [s.sessions, s.arrival])).toEqual([
+      [10, { rate: 20 / 3, phase: 0 }],
+      [10, { rate: 20 / 3, phase: 1 / 3 }],
+      [10, { rate: 20 / 3, phase: 2 / 3 }],
+    ]);
+    const union = shares
+      .flatMap((s) => [
+        ...arrivalTimes({
+          stages: [{ durationMs: 3000, rate: 20 / 3 }],
+          startRate: 20 / 3,
+          process: "constant",
+          seed: 1,
+          phase: s.arrival?.phase ?? 0,
+        }),
+      ])
+      .sort((a, b) => a - b);
+    expect(union).toHaveLength(60);
+    for (const [j, t] of union.entries()) expect(t).toBeCloseTo(j * 50, 6);
+  });
+
+  it("divides every stage's rate and the start rate, keeps the process and the cap's behaviour", () => {
+    const [first, second] = splitLoad(
+      {
+        sessions: 9,
+        prompts: 2,
+        seed: 5,
+        arrival: {
+          rate: 4,
+          stages: [
+            { durationMs: 1000, rate: 10 },
+            { durationMs: 2000, rate: 0 },
+          ],
+          process: "poisson",
+          onCap: "delay",
+        },
+      },
+      2,
+    );
+    expect(first).toMatchObject({
+      sessions: 5,
+      seed: 5,
+      arrival: {
+        rate: 2,
+        stages: [
+          { durationMs: 1000, rate: 5 },
+          { durationMs: 2000, rate: 0 },
+        ],
+        process: "poisson",
+        onCap: "delay",
+        phase: 0,
+      },
+    });
+    expect(second).toMatchObject({ sessions: 4, seed: 6, arrival: { rate: 2, phase: 0.5 } });
+  });
+
+  it("refuses the sweep with ERR_INVALID_OPTIONS, saying what to do instead", () => {
+    expect(() => splitLoad({ sessions: 4, sweep: {} }, 2)).toThrow(
+      expect.objectContaining({ code: "ERR_INVALID_OPTIONS", message: expect.stringMatching(/--sweep .*--rate/) }),
     );
   });
 });

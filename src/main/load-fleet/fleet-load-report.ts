@@ -10,6 +10,7 @@
 import { LoadMetrics } from "../load/load-metrics.js";
 import { LOAD_DEFAULTS, type LoadOptions } from "../load/load-options.js";
 import { buildReport, type LoadReport } from "../load/load-report.js";
+import type { ArrivalOptions } from "../load/open-options.js";
 import { reportConfig } from "../load/report-config.js";
 import { type MergeInfo, type MergeInput, mergeLoadReports } from "../load/report-merge.js";
 import { Sketch, type SketchJson } from "../load/sketch.js";
@@ -43,6 +44,11 @@ export interface GeneratorSummary {
   index: number;
   sessions: number;
   seed: number;
+  /**
+   * The open model: its share of the schedule as it played it (every rate ÷ k, its phase i ÷ k;
+   * split-load.ts). Absent in the closed model.
+   */
+  arrival?: ArrivalOptions;
   /** `finished` (its final report came), `failed` (its run threw: `error`), `lost` (its lease lapsed). */
   status: Exclude<GeneratorStatus, "starting" | "running"> | "unresponsive";
   error?: { code: string; message: string };
@@ -220,6 +226,7 @@ function generatorSummary(g: GeneratorState, runStartMs: number): GeneratorSumma
     traffic: { snapshots: g.snapshots, snapshotBytes: g.snapshotBytes, finalBytes: g.finalBytes },
     figures: figuresOf(g),
   };
+  if (g.share.arrival !== undefined) summary.arrival = g.share.arrival;
   if (g.failure !== undefined) summary.error = g.failure;
   if (g.lostAtMs !== undefined) summary.lostAtMs = Math.max(0, Math.round(g.lostAtMs - runStartMs));
   if (g.inFlightPrompts !== undefined) summary.inFlightPrompts = g.inFlightPrompts;

@@ -219,8 +219,6 @@ class Agent {
       await this.#send(stream, { type: "run_accepted", gen, atMs: now() });
       // A coordinator that never comes back leaves the stream to expire (its own end sets 60 s).
       await this.#connection.redis.pexpire(stream, ORPHAN_STREAM_TTL_MS, "NX");
-      const wait = share.startAtMs - redisNowMs(this.#clock);
-      if (wait > 0) await abortableSleep(wait, stop).catch(() => {});
       const sketches = { e2eMs: new Sketch(), ttftMs: new Sketch() };
       let read = 0;
       let seq = 0;
@@ -250,6 +248,16 @@ class Agent {
         outDir: false,
         signal: stop,
         onSample,
+        // Set up first (mock, host, sessions), then wait for the common instant: the generators'
+        // loads begin together however long each machine took to set up.
+        beforeStart: async () => {
+          const wait = share.startAtMs - redisNowMs(this.#clock);
+          if (wait > 0) await abortableSleep(wait, stop).catch(() => {});
+          else
+            this.#log(
+              `run ${runId}: set up ${Math.round(-wait)} ms after the common start; its load begins late by that`,
+            );
+        },
       };
       if (this.#options.apiKey !== undefined && share.options.model !== undefined) {
         loadOptions.apiKey = this.#options.apiKey;

@@ -65,8 +65,11 @@ export interface FleetLoadResult {
 /** Defaults of {@link FleetLoadOptions}. */
 export const FLEET_LOAD_DEFAULTS = { generatorTimeoutMs: 30_000, onGeneratorLoss: "continue" } as const;
 
-/** Between the commands and the common start: time for every generator to read its command. */
-const START_LEAD_MS = 1000;
+/**
+ * Between the commands and the common start: time for every generator to read its command and
+ * set its run up (its mock, its host's workers, its sessions) before the load begins.
+ */
+const START_LEAD_MS = 3000;
 /** How often the coordinator looks at the generators' leases. */
 const LEASE_CHECK_MS = 500;
 /** Longest wait for the generators' finals after a stop. */

@@ -147,6 +147,14 @@ export interface LoadOptions {
    * here (load-fleet/). It must not throw. @default none
    */
   onSample?: (sample: LoadSample) => void;
+  /**
+   * Awaited once the run is set up (its mock, its host and, in the closed model, its sessions),
+   * right before the load begins; the run's clock starts after it. A distributed run's generator
+   * waits here for the run's common start instant, so that how long each machine takes to set up
+   * does not skew when the generators' loads begin. It must not reject; an abort of `signal`
+   * while it waits ends the run at once. @default none
+   */
+  beforeStart?: () => Promise<void>;
 }
 
 /** Defaults of the optional numeric options. */
@@ -232,6 +240,7 @@ const loadOptionsSchema = z
       .optional(),
     onProgress: fn.optional(),
     onSample: fn.optional(),
+    beforeStart: fn.optional(),
     progressIntervalMs: timerMs(10).optional(),
     sampleIntervalMs: timerMs(10).optional(),
     arrival: arrivalSchema.optional(),

@@ -102,12 +102,14 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     const perSession = (index: number) => (tools === undefined ? {} : loadToolSessionOptions(tools, seed, index));
     const open = host;
     // The open model and the sweep open a session per arrival (open-run.ts); the closed model all up front.
+    const closed = options.arrival === undefined && options.sweep === undefined;
+    const sessions = closed
+      ? await openSessions(host, options.sessions, model, apiKey, options.signal, perSession)
+      : undefined;
+    await options.beforeStart?.();
     const outcome =
-      options.arrival === undefined && options.sweep === undefined
-        ? await new LoadRun(
-            options,
-            await openSessions(host, options.sessions, model, apiKey, options.signal, perSession),
-          ).drive()
+      sessions !== undefined
+        ? await new LoadRun(options, sessions).drive()
         : await driveOpenRun(options, slo, (index) =>
             open.createSession({
               model,

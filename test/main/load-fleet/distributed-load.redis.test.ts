@@ -143,20 +143,33 @@ describe("a distributed run over three generators", () => {
       maxInFlight: 30,
     });
     expect(report.totals.requests.sent).toBe(server.stats().total);
-    // Interleaved, not stacked: the prompts' starts on the run's clock are about 167 ms apart, as
-    // one machine playing 6/s would space them; three generators at phase 0 would start in threes,
-    // apart by no more than the generators' start skew (a few ms to tens on a busy machine).
-    const starts = readFileSync(join(run.cwd, "out", "records.jsonl"), "utf8")
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line) as { type: string; startMs: number })
-      .filter((r) => r.type === "prompt")
-      .map((r) => r.startMs)
-      .sort((a, b) => a - b);
-    expect(starts).toHaveLength(arrivals?.started ?? -1);
-    const gaps = starts.slice(1).map((t, i) => t - (starts[i] ?? 0));
-    const close = gaps.filter((gap) => gap < 60).length;
-    expect(close, `gaps ${gaps.map((g) => g.toFixed(0)).join(" ")}`).toBeLessThan(gaps.length / 4);
+    // Each generator played its third of the rate at its own phase: interleaved, not stacked
+    // (split-load.test.ts checks that such shares together are exactly the undivided schedule).
+    // The prompts' start times cannot show it on a busy machine: each waits for its session to
+    // be created on the worker, tens to hundreds of ms.
+    expect(report.generators.map((g) => g.arrival)).toEqual([0, 1, 2].map((i) => ({ rate: 2, phase: i / 3 })));
+  }, 150_000);
+
+  it("the limiter is the fleet's: --max-concurrent 2 holds all three generators to 2 requests in flight at the target", async () => {
+    const name = file.fleetName("permits");
+    const { server, models } = await sharedMock(20);
+    await startAgents(3, name, models);
+    // Six sessions, two per generator, each generator allowed 2 requests: on their own they
+    // could have all six in flight; with the fleet's permits, at most 2 are, fleet-wide.
+    const run = await runLoadChild(
+      cleanups,
+      [
+        ...["--model", "mock/mock-1", "--sessions", "6", "--prompts", "3", "--threads", "1", "--out", "out"],
+        ...["--max-concurrent", "2"],
+        ...fleetArgs(name, 3),
+      ],
+      { timeoutMs: 90_000 },
+    );
+    expect(run.code, run.stderr).toBe(0);
+    const report = reportOf(run);
+    expect(report.totals.prompts.sent).toBe(18);
+    expect(report.totals.requests.sent).toBe(server.stats().total);
+    expect(server.stats().maxInFlight).toBe(2);
   }, 150_000);
 
   it("a generator killed mid-run is reported lost, the run goes on, and the report is degraded with the others' figures intact", async () => {

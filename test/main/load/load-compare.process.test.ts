@@ -25,8 +25,14 @@ afterAll(async () => {
 /**
  * A faulty, seeded run; B changes its mock and its retries. Each compare is a child process of a
  * few seconds on a busy machine, hence 60 s a test.
+ *
+ * A request's time is mostly the mock's own pacing (4 tokens 25 ms apart, about 100 ms), not the
+ * machine's: with 16 tokens 1 ms apart it was 16 timer turns of a few ms, so how busy the machine
+ * was during each run set it, and two identical runs on a loaded CI machine differed by 0.3–2.5×
+ * (a shift between runs that no interval within a run can see; docs/load.md says so). With the
+ * pacing at 25 ms the same A/A pairs stayed within 0.90–1.13×.
  */
-const BASE = "--sessions 10 --prompts 6 --faults 503:0.3 --seed 7 --mock-tokens 16 --mock-token-delay 1ms";
+const BASE = "--sessions 10 --prompts 6 --faults 503:0.3 --seed 7 --mock-tokens 4 --mock-token-delay 25ms";
 
 let folders: { a1: string; a2: string; b: string };
 
@@ -84,7 +90,7 @@ describe("lifeline load compare", () => {
     expect(figure(comparison, "latency.e2eMs.p99")).toMatchObject({ verdict: "no samples", interval: null });
   }, 60_000);
 
-  it("calls B (each request 2.4 s instead of about 20 ms, no retries) worse on latency and failures, better on amplification", async () => {
+  it("calls B (each request 0.6 s instead of about 0.1 s, no retries) worse on latency and failures, better on amplification", async () => {
     const run = await compare(folders.a1, folders.b, "--json", "--out", "cmp");
     expect(run.code, run.stderr).toBe(0);
     const comparison = JSON.parse(run.stdout) as Comparison;

@@ -148,7 +148,8 @@ export interface LoadOptions {
    */
   onSample?: (sample: LoadSample) => void;
   /**
-   * Awaited once the run is set up (its mock, its host and, in the closed model, its sessions),
+   * Awaited once the run is set up (its mock; its host, whose worker a first session started; in
+   * the closed model, its sessions),
    * right before the load begins; the run's clock starts after it. A distributed run's generator
    * waits here for the run's common start instant, so that how long each machine takes to set up
    * does not skew when the generators' loads begin. It must not reject; an abort of `signal`

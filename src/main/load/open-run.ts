@@ -52,7 +52,9 @@ export async function driveOpenRun(
   slo: Slo | undefined,
   open: (conversation: number) => Promise<AgentSession>,
 ): Promise<OpenOutcome> {
+  // A first session starts the host's worker, so that the schedule's first arrival does not pay for it.
   await (await open(0)).dispose();
+  await options.beforeStart?.();
   return new OpenRun(options, slo, open).drive();
 }
 

@@ -102,14 +102,12 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     const perSession = (index: number) => (tools === undefined ? {} : loadToolSessionOptions(tools, seed, index));
     const open = host;
     // The open model and the sweep open a session per arrival (open-run.ts); the closed model all up front.
-    const closed = options.arrival === undefined && options.sweep === undefined;
-    const sessions = closed
-      ? await openSessions(host, options.sessions, model, apiKey, options.signal, perSession)
-      : undefined;
-    await options.beforeStart?.();
     const outcome =
-      sessions !== undefined
-        ? await new LoadRun(options, sessions).drive()
+      options.arrival === undefined && options.sweep === undefined
+        ? await driveClosedRun(
+            options,
+            await openSessions(host, options.sessions, model, apiKey, options.signal, perSession),
+          )
         : await driveOpenRun(options, slo, (index) =>
             open.createSession({
               model,
@@ -193,6 +191,12 @@ async function openSessions(
   const rest: Promise<AgentSession>[] = [];
   for (let i = 1; i < count && signal?.aborted !== true; i++) rest.push(open(i));
   return [first, ...(await Promise.all(rest))];
+}
+
+/** The closed model: its sessions are open; the load begins once `beforeStart` resolves. */
+async function driveClosedRun(options: LoadOptions, sessions: AgentSession[]) {
+  await options.beforeStart?.();
+  return new LoadRun(options, sessions).drive();
 }
 
 /** One run over open sessions: the prompting loops, the clock, the samplers and the stop. */

@@ -10,6 +10,14 @@
  * await below it inherits the store. Calls made outside a capture (a tool's own fetch, say) pass
  * straight through, unobserved.
  *
+ * The storage is enabled only while some model call may still reach fetch. On Node 20 an enabled
+ * AsyncLocalStorage runs async hooks on every promise of the thread (init, before, after), and a
+ * streaming worker makes several promises per SSE chunk; kept on, the hooks were about a tenth of
+ * the worker's CPU in bench (o). A call's window closes when its request has gone out (the only
+ * moment the store is read), or when the call ends without one; with the SDK's own retries on
+ * (`retry.provider.maxRetries` > 0) it stays open until the call ends, since a retry fetches again.
+ * When no window is open the storage is disabled, and the next call's `run` enables it again.
+ *
  * Providers that do not use fetch (Bedrock's AWS SDK) record nothing; their failures are
  * classified from the text (R2).
  */
@@ -22,6 +30,20 @@ import { RequestTimer } from "./request-timer.js";
 
 const captures = new AsyncLocalStorage<RequestCapture>();
 let installed = false;
+/** Model calls whose window is open (see the file comment); the storage is disabled at 0. */
+let openWindows = 0;
+
+/** Opens a call's window; the returned function closes it, once, whoever calls it first. */
+function openWindow(): () => void {
+  openWindows++;
+  let open = true;
+  return () => {
+    if (!open) return;
+    open = false;
+    openWindows--;
+    if (openWindows === 0) captures.disable();
+  };
+}
 
 /**
  * Wraps `globalThis.fetch` once per worker. Idempotent. The wrapper adds no work to a call made
@@ -33,8 +55,10 @@ export function installRequestCapture(): void {
   installed = true;
   const original = globalThis.fetch;
   globalThis.fetch = async function capturingFetch(input, init) {
+    // A store without an open window is stale: a tool's fetch in a callback that inherited it.
     const capture = captures.getStore();
-    if (capture === undefined) return original(input, init);
+    if (capture === undefined || !capture.awaitingFetch) return original(input, init);
+    capture.sending();
     capture.begin();
     capture.timer.fetching();
     let response: Response;
@@ -58,6 +82,10 @@ export class RequestCapture {
   /** When the latest model request's moments happened (request-timer.ts); the session stamps its deltas on it. */
   readonly timer = new RequestTimer();
   readonly #idleTimeoutMs: number;
+  /** The SDK may fetch again within one call: the window stays open until the call ends. */
+  readonly #sdkRetries: boolean;
+  /** Closes the current call's window; undefined when none is open. */
+  #closeWindow: (() => void) | undefined;
   #failure: RequestFailure | undefined;
   /** Counts HTTP requests, so a stream of an earlier one that ends late records nothing. */
   #request = 0;
@@ -67,16 +95,47 @@ export class RequestCapture {
   /**
    * @param idleTimeoutMs `retry.provider.idleTimeoutMs`: an event stream that delivers no bytes for
    *   this long is cut here and fails as a transient network failure (`ERR_STREAM_IDLE`); 0: never.
+   * @param sdkRetries `retry.provider.maxRetries` > 0: one model call may make several requests.
    */
-  constructor(idleTimeoutMs = 0) {
+  constructor(idleTimeoutMs = 0, sdkRetries = false) {
     this.#idleTimeoutMs = idleTimeoutMs;
+    this.#sdkRetries = sdkRetries;
   }
 
-  /** Runs `fn` (which starts the provider's request) with fetch calls recorded here. */
-  run<T>(fn: () => T): T {
+  /**
+   * Runs `fn`, which starts the provider's request and returns the call's event stream, with its
+   * fetch calls recorded here. The call's window (file comment) closes when the request goes out,
+   * or when the stream's result settles, whichever is first.
+   */
+  run<T extends { result(): Promise<unknown> }>(fn: () => T): T {
     this.begin();
     this.timer.call();
-    return captures.run(this, fn);
+    this.#closeWindow?.();
+    const closeWindow = openWindow();
+    const close = () => {
+      closeWindow();
+      if (this.#closeWindow === close) this.#closeWindow = undefined;
+    };
+    this.#closeWindow = close;
+    let stream: T;
+    try {
+      stream = captures.run(this, fn);
+    } catch (error) {
+      close();
+      throw error;
+    }
+    stream.result().then(close, close);
+    return stream;
+  }
+
+  /** @internal Whether the current call may still fetch: a capture is recorded only then. */
+  get awaitingFetch(): boolean {
+    return this.#closeWindow !== undefined;
+  }
+
+  /** @internal The call's request is going out: its window closes, unless the SDK may retry. */
+  sending(): void {
+    if (!this.#sdkRetries) this.#closeWindow?.();
   }
 
   /**

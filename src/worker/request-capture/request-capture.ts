@@ -47,7 +47,7 @@ function openWindow(): () => void {
 
 /**
  * Wraps `globalThis.fetch` once per worker. Idempotent. The wrapper adds no work to a call made
- * outside a capture, and for a captured call one clone of an error body, or one pass-through
+ * outside a capture, and for a captured call one read and replay of an error body, or one pass-through
  * stream for an event stream (to see it break).
  */
 export function installRequestCapture(): void {
@@ -163,8 +163,9 @@ export class RequestCapture {
   /** @internal Records an error response before the SDK reads it; watches an event stream's body. */
   async observe(response: Response): Promise<Response> {
     if (response.status >= 400) {
-      this.#failure = errorResponseFailure(response.status, response.headers, await readErrorBody(response));
-      return response;
+      const read = await readErrorBody(response);
+      this.#failure = errorResponseFailure(response.status, response.headers, read.text);
+      return read.response;
     }
     const type = response.headers.get("content-type") ?? "";
     if (response.body === null || !type.includes("text/event-stream")) return response;
@@ -196,17 +197,32 @@ export class RequestCapture {
 }
 
 /**
- * The text of an error response's body, read from a clone so the SDK still reads the body itself
- * and builds the error text it always has. Undefined when the body is declared longer than
- * {@link MAX_ERROR_BODY_BYTES} (it is not read) or breaks off: the status and headers are still
- * worth having.
+ * The text of an error response's body, and a response for the SDK that replays it, so the SDK
+ * still reads a body and builds the error text it always has. Undefined text when the body is
+ * declared longer than {@link MAX_ERROR_BODY_BYTES} (it is not read, and the SDK gets the response
+ * as it came) or breaks off (the replay breaks off with the same error): the status and headers
+ * are still worth having.
+ *
+ * Read once and replayed rather than cloned: `clone()` tees the body into two byte streams, and on
+ * Node 20 each new web stream costs a transferable object; with a retried 503 on every prompt the
+ * tee was the worker's largest single item of stream construction in bench (o).
  */
-async function readErrorBody(response: Response): Promise<string | undefined> {
+async function readErrorBody(response: Response): Promise<{ text: string | undefined; response: Response }> {
   const length = Number(response.headers.get("content-length") ?? "0");
-  if (length > MAX_ERROR_BODY_BYTES) return undefined;
+  if (length > MAX_ERROR_BODY_BYTES || response.body === null) return { text: undefined, response };
   try {
-    return await response.clone().text();
-  } catch {
-    return undefined;
+    const text = await response.text();
+    return { text, response: replay(response, text) };
+  } catch (error) {
+    const broken = new ReadableStream<Uint8Array>({ start: (controller) => controller.error(error) });
+    return { text: undefined, response: replay(response, broken) };
   }
+}
+
+/** A response like `response` (status, headers, url) whose body is `body`. */
+function replay(response: Response, body: string | ReadableStream<Uint8Array>): Response {
+  const copy = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  // The SDKs read `url` for their error messages and logs; a constructed Response has none.
+  Object.defineProperty(copy, "url", { value: response.url });
+  return copy;
 }

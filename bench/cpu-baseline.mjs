@@ -215,19 +215,38 @@ async function measure(n, counts, mock, batch, tidsBefore) {
 /** Which component a profile node's self time belongs to. Order matters: first match wins. */
 const COMPONENTS = [
   ["GC", (f) => f.functionName === "(garbage collector)"],
-  ["idle / program", (f) => f.functionName === "(idle)" || f.functionName === "(program)" || f.functionName === "(root)"],
-  ["request capture (fetch wrapper, ALS)", (f) => /request-capture\/(request-capture|request-timer|network-failure|provider-errors)/.test(f.url) || /async_hooks|async_local_storage/.test(f.url)],
-  ["pass-through SSE reader (event-stream-watch, tail)", (f) => /request-capture\/(event-stream-watch|stream-tail)/.test(f.url)],
+  [
+    "idle / program",
+    (f) => f.functionName === "(idle)" || f.functionName === "(program)" || f.functionName === "(root)",
+  ],
+  [
+    "request capture (fetch wrapper, ALS)",
+    (f) =>
+      /request-capture\/(request-capture|request-timer|network-failure|provider-errors)/.test(f.url) ||
+      /async_hooks|async_local_storage/.test(f.url),
+  ],
+  [
+    "pass-through SSE reader (event-stream-watch, tail)",
+    (f) => /request-capture\/(event-stream-watch|stream-tail)/.test(f.url),
+  ],
   ["web streams (SDK body, pass-through copy)", (f) => /node:internal\/webstreams/.test(f.url)],
   ["event batcher, stream wire", (f) => /event-batcher|stream-wire|control-inbox/.test(f.url)],
-  ["structured clone / postMessage", (f) => /^(postMessage|structuredClone|serialize|deserialize|writeValue|readValue)$/.test(f.functionName) || /comlink/.test(f.url)],
+  [
+    "structured clone / postMessage",
+    (f) =>
+      /^(postMessage|structuredClone|serialize|deserialize|writeValue|readValue)$/.test(f.functionName) ||
+      /comlink/.test(f.url),
+  ],
   ["retry (main)", (f) => /main\/retry\/|main\/coordination\//.test(f.url)],
   ["worker session, serve loop", (f) => /dist\/worker\//.test(f.url) || /lifeline-worker/.test(f.url)],
   ["main thread lifeline (session, link, listeners)", (f) => /dist\/main\//.test(f.url)],
   ["agent loop (pi-agent-core)", (f) => /pi-agent-core/.test(f.url)],
   ["provider (pi-ai, openai SDK: SSE parse, chunk handling)", (f) => /pi-ai|node_modules\/openai/.test(f.url)],
   ["JSON parse / stringify", (f) => f.url === "" && /^(parse|stringify)$/.test(f.functionName)],
-  ["HTTP client (undici), sockets, timers", (f) => /undici|node:net|node:internal\/(stream_base|net|timers|http|streams)|node:stream/.test(f.url)],
+  [
+    "HTTP client (undici), sockets, timers",
+    (f) => /undici|node:net|node:internal\/(stream_base|net|timers|http|streams)|node:stream/.test(f.url),
+  ],
   ["text decoding, other node internals", (f) => f.url.startsWith("node:")],
   ["other (builtins, bench)", () => true],
 ];

@@ -485,7 +485,9 @@ function printO(o) {
       [row("in-process (pi-agent-core Agent)", o.sides.baseline), row("lifeline (SessionHost)", o.sides.lifeline)],
     ),
   );
-  console.log(`lifeline ÷ in-process, process CPU per prompt: ${ratio(o.ratio)} (loadavg at the end ${o.loadavg.map((x) => x.toFixed(2)).join(" ")})`);
+  console.log(
+    `lifeline ÷ in-process, process CPU per prompt: ${ratio(o.ratio)} (loadavg at the end ${o.loadavg.map((x) => x.toFixed(2)).join(" ")})`,
+  );
   if (o.profile !== undefined) {
     const threads = o.profile.flatMap((p) => p.threads);
     const names = [...new Set(threads.flatMap((t) => Object.keys(t.usPerPrompt)))];

@@ -221,7 +221,11 @@ async function readErrorBody(response: Response): Promise<{ text: string | undef
 
 /** A response like `response` (status, headers, url) whose body is `body`. */
 function replay(response: Response, body: string | ReadableStream<Uint8Array>): Response {
-  const copy = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  const copy = new Response(body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
   // The SDKs read `url` for their error messages and logs; a constructed Response has none.
   Object.defineProperty(copy, "url", { value: response.url });
   return copy;

@@ -24,7 +24,8 @@
  * Profiles: one more run a side with `--cpu-prof` (the main thread and each worker thread write a
  * .cpuprofile) into BENCH_PROFILE_DIR/<side> (default <tmpdir>/lifeline-bench-o), summarised here
  * by component as self time per prompt over the measured batch only (samples outside it dropped).
- * BENCH_O_PROFILE=0 skips it. BENCH_P4_RSS=1 adds one run a side at 5,000 sessions for RSS.
+ * BENCH_O_PROFILE=0 skips them (the default under BENCH_QUICK; BENCH_O_PROFILE=1 takes them there).
+ * BENCH_P4_RSS=1 adds one run a side at 5,000 sessions for RSS.
  */
 import { fork } from "node:child_process";
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
@@ -32,7 +33,7 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@mariozechner/pi-agent-core";
-import { makeHost, mapLimit, median, mockModel, pick, report, runChild, sleep } from "./lib.mjs";
+import { makeHost, mapLimit, median, mockModel, pick, QUICK, report, runChild, sleep } from "./lib.mjs";
 
 const N = Number(process.env.BENCH_O_N ?? pick(1000, 200));
 const WARM = pick(100, 40);
@@ -341,7 +342,7 @@ if (mode === "baseline") {
     sides[side] = agg;
   }
   let profile;
-  if (process.env.BENCH_O_PROFILE !== "0") {
+  if ((process.env.BENCH_O_PROFILE ?? (QUICK ? "0" : "1")) === "1") {
     profile = [];
     for (const side of ["baseline", "lifeline"]) {
       process.stderr.write(`  (o) ${side} under --cpu-prof, ${N} sessions → ${PROFILE_DIR}/${side} …\n`);

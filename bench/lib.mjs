@@ -150,14 +150,15 @@ export async function fullGc() {
 
 /**
  * Runs a bench script in a fresh Node process (same flags as this one, so --expose-gc carries
- * over), streams its stderr through, and resolves with its BENCH_RESULT object.
+ * over, plus `execArgv`, e.g. a profiler's flags), streams its stderr through, and resolves with
+ * its BENCH_RESULT object.
  */
-export async function runChild(script, args = [], { echo = false } = {}) {
+export async function runChild(script, args = [], { echo = false, execArgv = [] } = {}) {
   const { spawn } = await import("node:child_process");
   const { fileURLToPath } = await import("node:url");
   const file = fileURLToPath(new URL(script, import.meta.url));
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...process.execArgv, file, ...args], {
+    const child = spawn(process.execPath, [...process.execArgv, ...execArgv, file, ...args], {
       stdio: ["ignore", "pipe", "inherit"],
       env: process.env,
     });

@@ -26,6 +26,9 @@
  *   (n) threads.mjs        worker threads: 1,000 prompts over HTTP/SSE (and on demo-fast) with 1, 2 (3)
  *                          workers, the fixed cost of a worker, and the default `threads` rule checked
  *                          against the main thread's measured share per busy worker
+ *   (o) cpu-baseline.mjs   P3: process CPU per prompt, lifeline vs the same agent loop in-process (a 503,
+ *                          then 200 tokens at ~500/s over HTTP/SSE), RSS of each, worker/main CPU profiles
+ *                          by component; BENCH_P4_RSS=1 adds RSS at 5,000 sessions (P4)
  *
  * Env: BENCH_QUICK=1 for smaller counts (a smoke run; noisier), BENCH_JSON=<path> to also write
  * the raw results as JSON, BENCH_ONLY=a,c to run some sections only.
@@ -58,6 +61,7 @@ const SECTIONS = [
   { id: "l", file: "./abort-under-load.mjs", title: "(l) abort under load: abort() → prompt settled, one worker" },
   { id: "m", file: "./stall-scale.mjs", title: "(m) host stalls at scale: N prompts started at once" },
   { id: "n", file: "./threads.mjs", title: "(n) worker threads: what a second worker buys and what one costs" },
+  { id: "o", file: "./cpu-baseline.mjs", title: "(o) process CPU per prompt: lifeline vs the agent loop in-process" },
 ];
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
@@ -446,6 +450,66 @@ function printF(f) {
 /** (m): P1, the largest stall of the host's loop, kickoff included, at every N. */
 const M_STALL_MAX_MS = 20;
 
+/** (o): P3, process CPU per prompt of lifeline ÷ the in-process loop. */
+const O_CPU_RATIO_MAX = 0.8;
+
+function printO(o) {
+  const row = (name, r) => [
+    name,
+    r.reps,
+    r.processCpuUsPerPrompt.toFixed(0),
+    `${r.userUsPerPrompt.toFixed(0)} / ${r.systemUsPerPrompt.toFixed(0)}`,
+    r.mainCpuUsPerPrompt === null ? "—" : r.mainCpuUsPerPrompt.toFixed(0),
+    r.workerCpuUsPerPrompt === null ? "—" : r.workerCpuUsPerPrompt.toFixed(0),
+    r.processCpuRuns.map((x) => x.toFixed(0)).join(", "),
+    (r.wallMs / 1e3).toFixed(1),
+    (r.events / o.config.N).toFixed(1),
+    r.rssMb.toFixed(0),
+    r.failed,
+  ];
+  console.log(
+    table(
+      [
+        `${o.config.N} prompts at once`,
+        "runs",
+        "process CPU µs/prompt",
+        "user / sys",
+        "main thread µs/prompt",
+        "worker µs/prompt",
+        "runs µs/prompt",
+        "wall s",
+        "events/prompt",
+        "RSS end MB",
+        "failed",
+      ],
+      [row("in-process (pi-agent-core Agent)", o.sides.baseline), row("lifeline (SessionHost)", o.sides.lifeline)],
+    ),
+  );
+  console.log(
+    `lifeline ÷ in-process, process CPU per prompt: ${ratio(o.ratio)} (loadavg at the end ${o.loadavg.map((x) => x.toFixed(2)).join(" ")})`,
+  );
+  if (o.profile !== undefined) {
+    const threads = o.profile.flatMap((p) => p.threads);
+    const names = [...new Set(threads.flatMap((t) => Object.keys(t.usPerPrompt)))];
+    const busy = (t) => Object.entries(t.usPerPrompt).reduce((a, [k, v]) => (k === "idle / program" ? a : a + v), 0);
+    const sum = (row) => row.slice(1).reduce((a, v) => a + Number(v), 0);
+    const rows = names
+      .map((name) => [name, ...threads.map((t) => (t.usPerPrompt[name] ?? 0).toFixed(0))])
+      .sort((x, y) => sum(y) - sum(x));
+    rows.push(["total busy (without idle / program)", ...threads.map((t) => busy(t).toFixed(0))]);
+    const under = o.profile.map((p) => `${p.side} ${p.processCpuUsPerPrompt.toFixed(0)}`).join(", ");
+    console.log(
+      `\nSelf time per prompt over the batch, by component (µs; one profiled run a side, process CPU µs/prompt under the profiler: ${under}; profiles in ${o.profile[0]?.dir ?? "?"}/..):`,
+    );
+    console.log(table(["component", ...threads.map((t) => t.thread)], rows));
+  }
+  if (o.p4 !== undefined) {
+    console.log(
+      `\nP4 RSS at 5,000 sessions: in-process ${o.p4.baseline.rssMb.toFixed(0)} MB, lifeline ${o.p4.lifeline.rssMb.toFixed(0)} MB (failed ${o.p4.baseline.failed} / ${o.p4.lifeline.failed})`,
+    );
+  }
+}
+
 function printM(m) {
   const over = (p) => p.over.join(" / ");
   console.log(
@@ -742,6 +806,7 @@ for (const section of SECTIONS) {
     l: printL,
     m: printM,
     n: printN,
+    o: printO,
   }[section.id](results[section.id]);
   console.log(`(${((performance.now() - t0) / 1000).toFixed(1)} s; load average after: ${loadavg()[0].toFixed(2)})\n`);
 }
@@ -968,6 +1033,29 @@ if (l !== undefined) {
     `${ms2(l.idle.settleMs.p99)} ms (p50 ${ms2(l.idle.settleMs.p50)}, n=${l.idle.settleMs.n})`,
     l.idle.settleMs.p99 <= L_IDLE_P99_MS ? "PASS" : "FAIL",
   ]);
+}
+const o = results.o;
+if (o !== undefined) {
+  summary.push([
+    `(o) P3: process CPU per prompt, lifeline ÷ in-process, ${o.config.N} prompts (a 503, then ${o.config.TOKENS} tokens)`,
+    `≤ ${O_CPU_RATIO_MAX}`,
+    `${o.sides.lifeline.processCpuUsPerPrompt.toFixed(0)} ÷ ${o.sides.baseline.processCpuUsPerPrompt.toFixed(0)} µs = ${ratio(o.ratio)} (loadavg ${o.loadavg[0].toFixed(1)})`,
+    o.ratio <= O_CPU_RATIO_MAX ? "PASS" : "FAIL",
+  ]);
+  summary.push([
+    `(o) RSS at the end, ${o.config.N} sessions: lifeline vs in-process`,
+    "— (reported)",
+    `${o.sides.lifeline.rssMb.toFixed(0)} vs ${o.sides.baseline.rssMb.toFixed(0)} MB`,
+    "info",
+  ]);
+  if (o.p4 !== undefined) {
+    summary.push([
+      "(o) P4: RSS at 5,000 sessions, lifeline vs in-process",
+      "≤ 1.0×",
+      `${o.p4.lifeline.rssMb.toFixed(0)} vs ${o.p4.baseline.rssMb.toFixed(0)} MB = ${ratio(o.p4.lifeline.rssMb / o.p4.baseline.rssMb)}×`,
+      o.p4.lifeline.rssMb <= o.p4.baseline.rssMb ? "PASS" : "FAIL",
+    ]);
+  }
 }
 console.log("## Summary");
 console.log(table(["target", "target", "actual", "result"], summary));

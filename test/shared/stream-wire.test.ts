@@ -2,7 +2,7 @@ import type { AgentEvent } from "@mariozechner/pi-agent-core";
 import { type AssistantMessage, fauxAssistantMessage } from "@mariozechner/pi-ai";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { fromWireUpdate, mergeWireUpdates, startStream, toWireUpdate } from "../../src/shared/stream-wire.js";
+import { fromWireUpdate, mergeWireUpdates, snapshot, startStream, toWireUpdate } from "../../src/shared/stream-wire.js";
 
 type Update = Extract<AgentEvent, { type: "message_update" }>;
 
@@ -104,5 +104,20 @@ describe("message_update on the wire", () => {
     const delta = updates[1];
     if (delta === undefined) throw new Error("no delta");
     expect(() => fromWireUpdate(toWireUpdate(delta), undefined)).toThrow(/before its message_start/);
+  });
+
+  it("a snapshot is a deep copy as of its event: the provider's later in-place edits do not show", () => {
+    const message = fauxAssistantMessage([{ type: "text", text: "Hel" }]);
+    const withDetails = { ...message, diagnostics: [{ at: new Date(0), tags: new Map([["a", 1]]) }] };
+    const copy = snapshot(withDetails);
+    const output = withDetails.usage.output;
+    expect(copy).toEqual(structuredClone(withDetails));
+    (withDetails.content[0] as { text: string }).text += "lo";
+    withDetails.usage.output = output + 7;
+    withDetails.diagnostics[0]?.tags.set("b", 2);
+    expect(copy.content[0]).toEqual({ type: "text", text: "Hel" });
+    expect(copy.usage.output).toBe(output);
+    expect(copy.diagnostics[0]?.tags).toEqual(new Map([["a", 1]]));
+    expect(() => snapshot({ ...message, bad: () => 1 })).toThrow();
   });
 });

@@ -10,6 +10,14 @@
  * await below it inherits the store. Calls made outside a capture (a tool's own fetch, say) pass
  * straight through, unobserved.
  *
+ * The storage is enabled only while some model call may still reach fetch. On Node 20 an enabled
+ * AsyncLocalStorage runs async hooks on every promise of the thread (init, before, after), and a
+ * streaming worker makes several promises per SSE chunk; kept on, the hooks were about a tenth of
+ * the worker's CPU in bench (o). A call's window closes when its request has gone out (the only
+ * moment the store is read), or when the call ends without one; with the SDK's own retries on
+ * (`retry.provider.maxRetries` > 0) it stays open until the call ends, since a retry fetches again.
+ * When no window is open the storage is disabled, and the next call's `run` enables it again.
+ *
  * Providers that do not use fetch (Bedrock's AWS SDK) record nothing; their failures are
  * classified from the text (R2).
  */
@@ -22,10 +30,24 @@ import { RequestTimer } from "./request-timer.js";
 
 const captures = new AsyncLocalStorage<RequestCapture>();
 let installed = false;
+/** Model calls whose window is open (see the file comment); the storage is disabled at 0. */
+let openWindows = 0;
+
+/** Opens a call's window; the returned function closes it, once, whoever calls it first. */
+function openWindow(): () => void {
+  openWindows++;
+  let open = true;
+  return () => {
+    if (!open) return;
+    open = false;
+    openWindows--;
+    if (openWindows === 0) captures.disable();
+  };
+}
 
 /**
  * Wraps `globalThis.fetch` once per worker. Idempotent. The wrapper adds no work to a call made
- * outside a capture, and for a captured call one clone of an error body, or one pass-through
+ * outside a capture, and for a captured call one read and replay of an error body, or one pass-through
  * stream for an event stream (to see it break).
  */
 export function installRequestCapture(): void {
@@ -33,8 +55,10 @@ export function installRequestCapture(): void {
   installed = true;
   const original = globalThis.fetch;
   globalThis.fetch = async function capturingFetch(input, init) {
+    // A store without an open window is stale: a tool's fetch in a callback that inherited it.
     const capture = captures.getStore();
-    if (capture === undefined) return original(input, init);
+    if (capture === undefined || !capture.awaitingFetch) return original(input, init);
+    capture.sending();
     capture.begin();
     capture.timer.fetching();
     let response: Response;
@@ -58,6 +82,10 @@ export class RequestCapture {
   /** When the latest model request's moments happened (request-timer.ts); the session stamps its deltas on it. */
   readonly timer = new RequestTimer();
   readonly #idleTimeoutMs: number;
+  /** The SDK may fetch again within one call: the window stays open until the call ends. */
+  readonly #sdkRetries: boolean;
+  /** Closes the current call's window; undefined when none is open. */
+  #closeWindow: (() => void) | undefined;
   #failure: RequestFailure | undefined;
   /** Counts HTTP requests, so a stream of an earlier one that ends late records nothing. */
   #request = 0;
@@ -67,16 +95,47 @@ export class RequestCapture {
   /**
    * @param idleTimeoutMs `retry.provider.idleTimeoutMs`: an event stream that delivers no bytes for
    *   this long is cut here and fails as a transient network failure (`ERR_STREAM_IDLE`); 0: never.
+   * @param sdkRetries `retry.provider.maxRetries` > 0: one model call may make several requests.
    */
-  constructor(idleTimeoutMs = 0) {
+  constructor(idleTimeoutMs = 0, sdkRetries = false) {
     this.#idleTimeoutMs = idleTimeoutMs;
+    this.#sdkRetries = sdkRetries;
   }
 
-  /** Runs `fn` (which starts the provider's request) with fetch calls recorded here. */
-  run<T>(fn: () => T): T {
+  /**
+   * Runs `fn`, which starts the provider's request and returns the call's event stream, with its
+   * fetch calls recorded here. The call's window (file comment) closes when the request goes out,
+   * or when the stream's result settles, whichever is first.
+   */
+  run<T extends { result(): Promise<unknown> }>(fn: () => T): T {
     this.begin();
     this.timer.call();
-    return captures.run(this, fn);
+    this.#closeWindow?.();
+    const closeWindow = openWindow();
+    const close = () => {
+      closeWindow();
+      if (this.#closeWindow === close) this.#closeWindow = undefined;
+    };
+    this.#closeWindow = close;
+    let stream: T;
+    try {
+      stream = captures.run(this, fn);
+    } catch (error) {
+      close();
+      throw error;
+    }
+    stream.result().then(close, close);
+    return stream;
+  }
+
+  /** @internal Whether the current call may still fetch: a capture is recorded only then. */
+  get awaitingFetch(): boolean {
+    return this.#closeWindow !== undefined;
+  }
+
+  /** @internal The call's request is going out: its window closes, unless the SDK may retry. */
+  sending(): void {
+    if (!this.#sdkRetries) this.#closeWindow?.();
   }
 
   /**
@@ -104,8 +163,9 @@ export class RequestCapture {
   /** @internal Records an error response before the SDK reads it; watches an event stream's body. */
   async observe(response: Response): Promise<Response> {
     if (response.status >= 400) {
-      this.#failure = errorResponseFailure(response.status, response.headers, await readErrorBody(response));
-      return response;
+      const read = await readErrorBody(response);
+      this.#failure = errorResponseFailure(response.status, response.headers, read.text);
+      return read.response;
     }
     const type = response.headers.get("content-type") ?? "";
     if (response.body === null || !type.includes("text/event-stream")) return response;
@@ -137,17 +197,36 @@ export class RequestCapture {
 }
 
 /**
- * The text of an error response's body, read from a clone so the SDK still reads the body itself
- * and builds the error text it always has. Undefined when the body is declared longer than
- * {@link MAX_ERROR_BODY_BYTES} (it is not read) or breaks off: the status and headers are still
- * worth having.
+ * The text of an error response's body, and a response for the SDK that replays it, so the SDK
+ * still reads a body and builds the error text it always has. Undefined text when the body is
+ * declared longer than {@link MAX_ERROR_BODY_BYTES} (it is not read, and the SDK gets the response
+ * as it came) or breaks off (the replay breaks off with the same error): the status and headers
+ * are still worth having.
+ *
+ * Read once and replayed rather than cloned: `clone()` tees the body into two byte streams, and on
+ * Node 20 each new web stream costs a transferable object; with a retried 503 on every prompt the
+ * tee was the worker's largest single item of stream construction in bench (o).
  */
-async function readErrorBody(response: Response): Promise<string | undefined> {
+async function readErrorBody(response: Response): Promise<{ text: string | undefined; response: Response }> {
   const length = Number(response.headers.get("content-length") ?? "0");
-  if (length > MAX_ERROR_BODY_BYTES) return undefined;
+  if (length > MAX_ERROR_BODY_BYTES || response.body === null) return { text: undefined, response };
   try {
-    return await response.clone().text();
-  } catch {
-    return undefined;
+    const text = await response.text();
+    return { text, response: replay(response, text) };
+  } catch (error) {
+    const broken = new ReadableStream<Uint8Array>({ start: (controller) => controller.error(error) });
+    return { text: undefined, response: replay(response, broken) };
   }
+}
+
+/** A response like `response` (status, headers, url) whose body is `body`. */
+function replay(response: Response, body: string | ReadableStream<Uint8Array>): Response {
+  const copy = new Response(body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+  // The SDKs read `url` for their error messages and logs; a constructed Response has none.
+  Object.defineProperty(copy, "url", { value: response.url });
+  return copy;
 }

@@ -54,7 +54,7 @@ export async function openSessionAgent(
   const tools = await loadSessionTools(init, () => view);
   assertRegisteredApi(model);
   installRequestCapture();
-  const capture = new RequestCapture(init.provider.idleTimeoutMs ?? 0);
+  const capture = new RequestCapture(init.provider.idleTimeoutMs ?? 0, init.provider.maxRetries > 0);
   const credentials = new Credentials();
   credentials.set(model, init.apiKey, init.authHeader === true);
   // B8: every model request of the session, a compaction's summary included, takes a permit.

@@ -1,0 +1,371 @@
+/**
+ * Section (o): process CPU per prompt, lifeline against the same agent loop run in-process (the
+ * performance issue's target P3: lifeline ≤ 0.8× in-process), and RSS at the end of each (P4's
+ * RSS half, at 5,000 sessions behind BENCH_P4_RSS=1).
+ *
+ * Workload (the issue's): N sessions each given a distinct prompt at once; the model server is the
+ * built-in mock (bench/mock-child.mjs, a process of its own, so its CPU is neither side's), every
+ * conversation first a 503, then 200 tokens 2 ms apart (~500 tokens/s) over real HTTP/SSE.
+ *
+ * Sides, each in a fresh child process so `process.cpuUsage()` and RSS are that side's alone:
+ *   baseline — the loop pi's AgentSession wraps, run in-process: pi-agent-core's `Agent` with
+ *              pi-ai's OpenAI-compatible provider, on the main thread; one listener per session
+ *              that counts events (what an in-process host does with them), and pi's auto-retry
+ *              on a failed reply: the error message dropped from the transcript, a short sleep
+ *              (10 ms, the host's `retry.baseDelayMs` below), then `continue()`. No session files,
+ *              no extensions: pi without its file I/O, so if anything cheaper than pi.
+ *   lifeline — a SessionHost with its default threads, auto-retry on (`retry.baseDelayMs` 10),
+ *              the same model over HTTP, one counting listener per session.
+ * Both run a warm-up batch of WARM sessions first (JIT), then the measured batch. CPU is counted
+ * from the first prompt to the last settle: the whole process (user + system), and for lifeline
+ * also the main thread alone and the worker threads (Linux schedstat). RSS is read after the batch,
+ * before anything is closed. REPS runs a side, alternating which goes first; tables take medians.
+ *
+ * Profiles: one more run a side with `--cpu-prof` (the main thread and each worker thread write a
+ * .cpuprofile) into BENCH_PROFILE_DIR/<side> (default <tmpdir>/lifeline-bench-o), summarised here
+ * by component as self time per prompt over the measured batch only (samples outside it dropped).
+ * BENCH_O_PROFILE=0 skips them (the default under BENCH_QUICK; BENCH_O_PROFILE=1 takes them there).
+ * BENCH_P4_RSS=1 adds one run a side at 5,000 sessions for RSS.
+ */
+import { fork } from "node:child_process";
+import { mkdir, readdir, readFile, rm } from "node:fs/promises";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Agent } from "@mariozechner/pi-agent-core";
+import { makeHost, mapLimit, median, mockModel, pick, QUICK, report, runChild, sleep } from "./lib.mjs";
+
+const N = Number(process.env.BENCH_O_N ?? pick(1000, 200));
+const WARM = pick(100, 40);
+const REPS = Number(process.env.BENCH_O_REPS ?? pick(2, 1));
+const TOKENS = 200;
+const RETRY_DELAY_MS = 10;
+const P4_N = 5000;
+const PROFILE_DIR = process.env.BENCH_PROFILE_DIR ?? join(tmpdir(), "lifeline-bench-o");
+/** The profiler's sampling interval: coarse enough that it does not swamp what it measures. */
+const PROFILE_INTERVAL_US = 500;
+const SCRIPT = { conversations: [{ match: "", steps: [503, { type: "ok", tokens: TOKENS, tokenDelayMs: 2 }] }] };
+
+// ---------------------------------------------------------------- helpers
+
+/** CPU time (ns) of each thread of this process, by tid; empty where /proc is missing. */
+async function threadCpu() {
+  const out = new Map();
+  try {
+    for (const tid of await readdir("/proc/self/task")) {
+      try {
+        out.set(tid, Number((await readFile(`/proc/self/task/${tid}/schedstat`, "utf8")).split(" ")[0]));
+      } catch {
+        // the thread ended between the listing and the read
+      }
+    }
+  } catch {
+    // not Linux
+  }
+  return out;
+}
+
+/** The mock in a process of its own (no profiler flags: its CPU is not measured). */
+async function startMock() {
+  const child = fork(fileURLToPath(new URL("./mock-child.mjs", import.meta.url)), [], {
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+    execArgv: [],
+    env: { ...process.env, MOCK_SCRIPT: JSON.stringify(SCRIPT) },
+  });
+  const port = await new Promise((resolve, reject) => {
+    child.once("error", reject);
+    child.once("exit", (code) => reject(new Error(`mock child exited with ${code}`)));
+    child.on("message", (message) => {
+      if (message.port !== undefined) resolve(message.port);
+    });
+  });
+  const stop = async () => {
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.disconnect();
+    await exited;
+  };
+  return { port, stop };
+}
+
+/** A listener that counts events, as an in-process host's subscriber would see them. */
+function counter() {
+  const counts = { events: 0 };
+  return { counts, listener: () => void counts.events++ };
+}
+
+const monoUs = () => Number(process.hrtime.bigint() / 1000n);
+
+// ---------------------------------------------------------------- the sides
+
+/** The in-process loop: one Agent per session on this thread, pi's retry after a failed reply. */
+async function baselineSide(n) {
+  const mock = await startMock();
+  const model = mockModel(mock.port);
+  const { counts, listener } = counter();
+  const make = () => {
+    const agent = new Agent({
+      initialState: { systemPrompt: "", model, tools: [], messages: [] },
+      sessionId: crypto.randomUUID(),
+      getApiKey: () => "dummy",
+    });
+    agent.subscribe(listener);
+    return agent;
+  };
+  // pi's AgentSession on a retryable error: drop the failed reply, sleep, continue (once here).
+  const run = async (agent, text) => {
+    await agent.prompt(text);
+    let last = agent.state.messages.at(-1);
+    for (let attempt = 0; attempt < 3 && last?.role === "assistant" && last.stopReason === "error"; attempt++) {
+      agent.state.messages = agent.state.messages.slice(0, -1);
+      await sleep(RETRY_DELAY_MS);
+      await agent.continue();
+      last = agent.state.messages.at(-1);
+    }
+    return last;
+  };
+  const warm = Array.from({ length: WARM }, make);
+  await Promise.all(warm.map((a, i) => run(a, `warm-up ${i}: answer me`)));
+  const agents = Array.from({ length: n }, make);
+  return measure(n, counts, mock, async () => {
+    const results = await Promise.all(agents.map((a, i) => run(a, `batch ${i}: answer me`)));
+    return results;
+  });
+}
+
+/** lifeline: a host with its default threads and auto-retry, one counting listener per session. */
+async function lifelineSide(n) {
+  const mock = await startMock();
+  const options = { model: mockModel(mock.port), apiKey: "dummy" };
+  const { counts, listener } = counter();
+  const tidsBefore = new Set((await threadCpu()).keys());
+  const { host, close } = await makeHost({ settings: { retry: { baseDelayMs: RETRY_DELAY_MS } } });
+  const open = (count) =>
+    mapLimit(
+      Array.from({ length: count }, (_, i) => i),
+      32,
+      () => host.createSession(options),
+    );
+  const warm = await open(WARM);
+  await Promise.all(warm.map((s, i) => s.prompt(`warm-up ${i}: answer me`)));
+  await Promise.all(warm.map((s) => s.dispose()));
+  const sessions = await open(n);
+  for (const s of sessions) s.subscribe(listener);
+  const result = await measure(
+    n,
+    counts,
+    mock,
+    () => Promise.all(sessions.map((s, i) => s.prompt(`batch ${i}: answer me`).then(() => s.messages.at(-1)))),
+    tidsBefore,
+  );
+  const workers = host.workerCount;
+  await close();
+  return { ...result, workers };
+}
+
+/** Times `batch` (CPU, per thread where it can), checks its results, reads RSS, stops the mock. */
+async function measure(n, counts, mock, batch, tidsBefore) {
+  await sleep(200);
+  const threads0 = await threadCpu();
+  const events0 = counts.events;
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const startUs = monoUs();
+  const results = await batch();
+  const endUs = monoUs();
+  const wallMs = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  const threads1 = await threadCpu();
+  const rssMb = process.memoryUsage().rss / 2 ** 20;
+  await mock.stop();
+  const failures = results.filter((m) => m?.role !== "assistant" || m.stopReason !== "stop");
+  const processNs = (cpu.user + cpu.system) * 1e3;
+  const mainTid = String(process.pid);
+  const mainNs = (threads1.get(mainTid) ?? Number.NaN) - (threads0.get(mainTid) ?? Number.NaN);
+  // lifeline's workers: threads that appeared with the host (libuv's pool may start more; the
+  // busiest new ones are the workers, as in section (n)).
+  let workerNs = Number.NaN;
+  if (tidsBefore !== undefined) {
+    const grown = [...threads1]
+      .filter(([tid]) => !tidsBefore.has(tid) && threads0.has(tid))
+      .map(([tid, ns]) => ns - (threads0.get(tid) ?? ns))
+      .sort((a, b) => b - a);
+    if (grown.length > 0) workerNs = grown[0];
+  }
+  return {
+    sessions: n,
+    failed: failures.length,
+    failedWith: [...new Set(failures.map((m) => `${m?.stopReason}: ${m?.errorMessage ?? ""}`.slice(0, 160)))].slice(
+      0,
+      3,
+    ),
+    wallMs,
+    events: counts.events - events0,
+    processCpuUsPerPrompt: processNs / 1e3 / n,
+    userUsPerPrompt: cpu.user / n,
+    systemUsPerPrompt: cpu.system / n,
+    mainCpuUsPerPrompt: mainNs / 1e3 / n,
+    workerCpuUsPerPrompt: workerNs / 1e3 / n,
+    rssMb,
+    batchUs: [startUs, endUs],
+    loadavg: loadavg(),
+  };
+}
+
+// ---------------------------------------------------------------- profiles
+
+/** Which component a profile node's self time belongs to. Order matters: first match wins. */
+const COMPONENTS = [
+  ["GC", (f) => f.functionName === "(garbage collector)"],
+  [
+    "idle / program",
+    (f) => f.functionName === "(idle)" || f.functionName === "(program)" || f.functionName === "(root)",
+  ],
+  [
+    "request capture (fetch wrapper, ALS)",
+    (f) =>
+      /request-capture\/(request-capture|request-timer|network-failure|provider-errors)/.test(f.url) ||
+      /async_hooks|async_local_storage/.test(f.url),
+  ],
+  [
+    "pass-through SSE reader (event-stream-watch, tail)",
+    (f) => /request-capture\/(event-stream-watch|stream-tail)/.test(f.url),
+  ],
+  ["web streams (SDK body, pass-through copy)", (f) => /node:internal\/webstreams/.test(f.url)],
+  ["event batcher, stream wire", (f) => /event-batcher|stream-wire|control-inbox/.test(f.url)],
+  [
+    "structured clone / postMessage",
+    (f) =>
+      /^(postMessage|structuredClone|serialize|deserialize|writeValue|readValue)$/.test(f.functionName) ||
+      /comlink/.test(f.url),
+  ],
+  ["retry (main)", (f) => /main\/retry\/|main\/coordination\//.test(f.url)],
+  ["worker session, serve loop", (f) => /dist\/worker\//.test(f.url) || /lifeline-worker/.test(f.url)],
+  ["main thread lifeline (session, link, listeners)", (f) => /dist\/main\//.test(f.url)],
+  ["agent loop (pi-agent-core)", (f) => /pi-agent-core/.test(f.url)],
+  ["provider (pi-ai, openai SDK: SSE parse, chunk handling)", (f) => /pi-ai|node_modules\/openai/.test(f.url)],
+  ["JSON parse / stringify", (f) => f.url === "" && /^(parse|stringify)$/.test(f.functionName)],
+  [
+    "HTTP client (undici), sockets, timers",
+    (f) => /undici|node:net|node:internal\/(stream_base|net|timers|http|streams)|node:stream/.test(f.url),
+  ],
+  ["text decoding, other node internals", (f) => f.url.startsWith("node:")],
+  ["other (builtins, bench)", () => true],
+];
+
+function componentOf(frame) {
+  for (const [name, match] of COMPONENTS) if (match(frame)) return name;
+  return "other (builtins, bench)";
+}
+
+/** Self time (µs) by component of `profile` within [fromUs, toUs] (the profile's monotonic clock). */
+function selfTimeByComponent(profile, fromUs, toUs) {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const out = new Map();
+  let t = profile.startTime;
+  for (let i = 0; i < profile.samples.length; i++) {
+    t += profile.timeDeltas[i];
+    const next = profile.timeDeltas[i + 1] ?? 0;
+    if (t < fromUs || t > toUs) continue;
+    const node = byId.get(profile.samples[i]);
+    if (node === undefined) continue;
+    const name = componentOf(node.callFrame);
+    out.set(name, (out.get(name) ?? 0) + next);
+  }
+  return out;
+}
+
+/**
+ * Runs one `side` under --cpu-prof (every thread writes a profile into PROFILE_DIR/<side>) and
+ * summarises each thread's profile.
+ */
+async function profiledRun(side) {
+  const dir = join(PROFILE_DIR, side);
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  const result = await runChild("./cpu-baseline.mjs", [side, String(N)], {
+    execArgv: ["--cpu-prof", `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${PROFILE_INTERVAL_US}`],
+  });
+  const [fromUs, toUs] = result.batchUs;
+  const files = (await readdir(dir)).filter((f) => f.endsWith(".cpuprofile"));
+  const threads = [];
+  for (const file of files) {
+    const profile = JSON.parse(await readFile(join(dir, file), "utf8"));
+    const components = selfTimeByComponent(profile, fromUs, toUs);
+    const total = [...components.values()].reduce((a, b) => a + b, 0);
+    if (total === 0) continue;
+    // CPU.<date>.<time>.<pid>.<tid>.<seq>.cpuprofile; tid 0 is the main thread.
+    const tid = Number(file.split(".").at(-3));
+    threads.push({
+      file,
+      thread: `${side === "baseline" ? "in-process" : "lifeline"} ${tid === 0 ? "main" : `worker ${tid}`}`,
+      usPerPrompt: Object.fromEntries([...components].map(([k, v]) => [k, v / N])),
+    });
+  }
+  return { side, dir, processCpuUsPerPrompt: result.processCpuUsPerPrompt, batchUs: result.batchUs, threads };
+}
+
+// ---------------------------------------------------------------- parent
+
+const [mode, arg] = process.argv.slice(2);
+if (mode === "baseline") {
+  report(await baselineSide(Number(arg)));
+} else if (mode === "lifeline") {
+  report(await lifelineSide(Number(arg)));
+} else {
+  const runs = [];
+  for (let rep = 1; rep <= REPS; rep++) {
+    const order = rep % 2 === 1 ? ["baseline", "lifeline"] : ["lifeline", "baseline"];
+    for (const side of order) {
+      process.stderr.write(`  (o) run ${rep}/${REPS}: ${side}, ${N} sessions … (loadavg ${loadavg()[0].toFixed(2)})\n`);
+      runs.push({ rep, side, ...(await runChild("./cpu-baseline.mjs", [side, String(N)])) });
+    }
+  }
+  const keys = [
+    "processCpuUsPerPrompt",
+    "userUsPerPrompt",
+    "systemUsPerPrompt",
+    "mainCpuUsPerPrompt",
+    "workerCpuUsPerPrompt",
+    "wallMs",
+    "events",
+    "rssMb",
+  ];
+  const sides = {};
+  for (const side of ["baseline", "lifeline"]) {
+    const mine = runs.filter((r) => r.side === side);
+    const agg = { reps: mine.length, failed: Math.max(...mine.map((r) => r.failed)) };
+    for (const key of keys) {
+      const values = mine.map((r) => r[key]).filter((v) => typeof v === "number");
+      agg[key] = values.length === 0 ? null : median(values);
+    }
+    agg.processCpuRuns = mine.map((r) => r.processCpuUsPerPrompt);
+    sides[side] = agg;
+  }
+  let profile;
+  if ((process.env.BENCH_O_PROFILE ?? (QUICK ? "0" : "1")) === "1") {
+    profile = [];
+    for (const side of ["baseline", "lifeline"]) {
+      process.stderr.write(`  (o) ${side} under --cpu-prof, ${N} sessions → ${PROFILE_DIR}/${side} …\n`);
+      profile.push(await profiledRun(side));
+    }
+  }
+  let p4;
+  if (process.env.BENCH_P4_RSS === "1") {
+    p4 = {};
+    for (const side of ["baseline", "lifeline"]) {
+      process.stderr.write(`  (o) P4 RSS: ${side}, ${P4_N} sessions …\n`);
+      const r = await runChild("./cpu-baseline.mjs", [side, String(P4_N)]);
+      p4[side] = { rssMb: r.rssMb, failed: r.failed, processCpuUsPerPrompt: r.processCpuUsPerPrompt };
+    }
+  }
+  report({
+    section: "o",
+    config: { N, WARM, REPS, TOKENS, RETRY_DELAY_MS },
+    sides,
+    ratio: sides.lifeline.processCpuUsPerPrompt / sides.baseline.processCpuUsPerPrompt,
+    profile,
+    p4,
+    loadavg: loadavg(),
+    runs,
+  });
+}

@@ -47,6 +47,14 @@ export interface PermitHandler {
 const EXIT_REASON_WAIT_MS = 1000;
 
 /**
+ * How many `callTimeoutMs` periods an ordinary call waits for a worker that is still sending
+ * (see {@link WorkerLink.call}): a worker streaming for thousands of sessions answers its port
+ * behind a backlog (bench (m), docs/performance.md), and killing it for that restores every one
+ * of its sessions. The bound keeps "nothing waits forever" for a worker that sends but never answers.
+ */
+export const LIVE_CALL_PERIODS = 4;
+
+/**
  * The main side of one worker, created by `SessionHost`. Dies (once) when the worker exits, its port
  * closes, the host closes it, or it is terminated; every call pending then rejects.
  */
@@ -206,19 +214,33 @@ export class WorkerLink {
   }
 
   /**
-   * Calls the worker and unwraps its {@link Result}.
+   * Calls the worker and unwraps its {@link Result}. A call unanswered after `callTimeoutMs` is
+   * judged by the worker's liveness, not by its own latency: a worker that has sent anything
+   * (events, heartbeats, other replies) within `hangTimeoutMs` is busy, its port's backlog ahead of
+   * this call, and the call waits one more `callTimeoutMs`, up to {@link LIVE_CALL_PERIODS} of
+   * them in all. A silent worker is stuck in synchronous code (which the watchdog, X8, would also
+   * find), and one that keeps sending but leaves a call unanswered that long is not serving its
+   * port; either is terminated as hung, and the call rejects.
    * @throws the worker's typed error; WorkerExitedError/WorkerStartError if the worker is or becomes
-   *   gone; ERR_CALL_TIMEOUT if no reply comes within `callTimeoutMs` (the worker is then taken to
-   *   be hung and terminated).
+   *   gone; ERR_CALL_TIMEOUT if no reply comes within `callTimeoutMs` from a silent worker, or
+   *   within `LIVE_CALL_PERIODS × callTimeoutMs` from one still sending (the worker is then
+   *   terminated as hung).
    */
   call<K extends keyof WorkerApi>(method: K, ...args: Parameters<WorkerApi[K]>): Promise<Unwrapped<ApiResult<K>>> {
-    return this.#invoke(method, args, this.#timeouts.callTimeoutMs, () => {
-      const error = new LifelineError(
+    const limit = this.#timeouts.callTimeoutMs;
+    return this.#invoke(method, args, limit, (periods) => {
+      const silentMs = performance.now() - this.#lastSeenAt;
+      const alive = silentMs < this.#timeouts.hangTimeoutMs + this.allowanceMs;
+      if (alive && periods < LIVE_CALL_PERIODS) return undefined;
+      const waited = periods * limit;
+      const why = alive
+        ? `it did not answer ${method} within ${waited} ms although it kept sending`
+        : `it did not answer ${method} within ${waited} ms and sent nothing for ${Math.round(silentMs)} ms`;
+      this.terminateHung(why);
+      return new LifelineError(
         "ERR_CALL_TIMEOUT",
-        `The worker did not answer ${method} within ${this.#timeouts.callTimeoutMs} ms; it is taken to be blocked in synchronous code and is terminated. Raise callTimeoutMs or check the worker module's tools.`,
+        `The worker did not answer ${method} within ${waited} ms; ${alive ? "it kept sending but does not serve its port" : "it is taken to be blocked in synchronous code"} and is terminated. Raise callTimeoutMs or check the worker module's tools.`,
       );
-      this.terminateHung(`it did not answer ${method} within ${this.#timeouts.callTimeoutMs} ms`);
-      return error;
     });
   }
 
@@ -343,7 +365,7 @@ export class WorkerLink {
     method: K,
     args: unknown[],
     timeoutMs: number,
-    onTimeout: () => LifelineError,
+    onTimeout: (periods: number) => LifelineError | undefined,
   ): Promise<Unwrapped<ApiResult<K>>> {
     if (this.#dead !== undefined) return Promise.reject(this.#dead);
     return this.#work.track(method, args, () => this.#calls.invoke(method, args, timeoutMs, onTimeout));

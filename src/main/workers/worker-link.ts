@@ -13,12 +13,14 @@
 import type { MessagePort } from "node:worker_threads";
 import { wrap } from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
-import { LifelineError, type WorkerExitCause, WorkerExitedError } from "../../shared/errors.js";
+import { fromWireError, LifelineError, type WorkerExitCause, WorkerExitedError } from "../../shared/errors.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import {
   type ControlMessage,
   decodeWorkerMessage,
   type LoopDelay,
+  type RunInput,
+  type RunStart,
   type SessionInit,
   type SessionOpened,
   type WorkerApi,
@@ -83,6 +85,8 @@ export class WorkerLink {
   #lastSeenAt = performance.now();
   /** Only in-flight work keeps the process alive: pending calls and open runs. */
   readonly #work: InFlightWork;
+  /** Run starts not sent yet, sent together as one `startRun` message (see {@link startRun}). */
+  #starts: QueuedStart[] = [];
   /** The worker's control channel (early aborts), when the endpoint has one. */
   readonly #control: { port: MessagePort; posted: Int32Array } | undefined;
   /**
@@ -227,21 +231,82 @@ export class WorkerLink {
    *   terminated as hung).
    */
   call<K extends keyof WorkerApi>(method: K, ...args: Parameters<WorkerApi[K]>): Promise<Unwrapped<ApiResult<K>>> {
+    return this.#invoke(method, args, this.#timeouts.callTimeoutMs, (periods) => this.#callTimedOut(method, periods));
+  }
+
+  /**
+   * Starts a run of the session on the worker. The starts made before the loop's next check phase
+   * (a slice of the host's pacer admits many prompts, each ending in a start some microtasks
+   * later, at depths that differ from prompt to prompt) are queued and sent as one `startRun`
+   * message from a `setImmediate`, so that N prompts cost the main thread one comlink call and one
+   * message per worker instead of N. The wait is short: an immediate runs right after the poll
+   * phase, which does not block while one is queued. Each start still
+   * settles on its own: resolves when the worker started the run, rejects with its own refusal
+   * (ERR_SESSION_BUSY, …), or, with the others of its message, as {@link call} does (the worker's
+   * death, ERR_CALL_TIMEOUT). Any other call of this link sends the queued starts first, so the
+   * port's order is the order of the calls (a `setModel` posted before a start, an `abort` after).
+   */
+  startRun(sessionId: string, runId: number, input: RunInput): Promise<void> {
+    if (this.#dead !== undefined) return Promise.reject(this.#dead);
+    return this.#work.track(
+      "startRun",
+      [sessionId, runId],
+      () =>
+        new Promise<void>((resolve, reject) => {
+          this.#starts.push({ start: { sessionId, runId, input }, resolve, reject });
+          if (this.#starts.length === 1) setImmediate(() => this.#sendStarts());
+        }),
+    );
+  }
+
+  /** What a timed-out ordinary call decides (see {@link call}): wait one more period, or the error. */
+  #callTimedOut(method: keyof WorkerApi, periods: number): LifelineError | undefined {
     const limit = this.#timeouts.callTimeoutMs;
-    return this.#invoke(method, args, limit, (periods) => {
-      const silentMs = performance.now() - this.#lastSeenAt;
-      const alive = silentMs < this.#timeouts.hangTimeoutMs + this.allowanceMs;
-      if (alive && periods < LIVE_CALL_PERIODS) return undefined;
-      const waited = periods * limit;
-      const why = alive
-        ? `it did not answer ${method} within ${waited} ms although it kept sending`
-        : `it did not answer ${method} within ${waited} ms and sent nothing for ${Math.round(silentMs)} ms`;
-      this.terminateHung(why);
-      return new LifelineError(
-        "ERR_CALL_TIMEOUT",
-        `The worker did not answer ${method} within ${waited} ms; ${alive ? "it kept sending but does not serve its port" : "it is taken to be blocked in synchronous code"} and is terminated. Raise callTimeoutMs or check the worker module's tools.`,
+    const silentMs = performance.now() - this.#lastSeenAt;
+    const alive = silentMs < this.#timeouts.hangTimeoutMs + this.allowanceMs;
+    if (alive && periods < LIVE_CALL_PERIODS) return undefined;
+    const waited = periods * limit;
+    const why = alive
+      ? `it did not answer ${method} within ${waited} ms although it kept sending`
+      : `it did not answer ${method} within ${waited} ms and sent nothing for ${Math.round(silentMs)} ms`;
+    this.terminateHung(why);
+    return new LifelineError(
+      "ERR_CALL_TIMEOUT",
+      `The worker did not answer ${method} within ${waited} ms; ${alive ? "it kept sending but does not serve its port" : "it is taken to be blocked in synchronous code"} and is terminated. Raise callTimeoutMs or check the worker module's tools.`,
+    );
+  }
+
+  /** Sends the queued starts as one `startRun` call and settles each from its own answer. */
+  #sendStarts(): void {
+    if (this.#starts.length === 0) return;
+    const queued = this.#starts;
+    this.#starts = [];
+    if (this.#dead !== undefined) {
+      for (const entry of queued) entry.reject(this.#dead);
+      return;
+    }
+    const starts = queued.map((entry) => entry.start);
+    this.#calls
+      .invoke("startRun", [starts], this.#timeouts.callTimeoutMs, (periods) => this.#callTimedOut("startRun", periods))
+      .then(
+        (results) => {
+          queued.forEach((entry, i) => {
+            const result = results[i];
+            if (result === undefined)
+              entry.reject(
+                new LifelineError(
+                  "ERR_PROTOCOL",
+                  `The worker answered ${results.length} of ${queued.length} run starts.`,
+                ),
+              );
+            else if (result.ok) entry.resolve();
+            else entry.reject(fromWireError(result.error));
+          });
+        },
+        (error: unknown) => {
+          for (const entry of queued) entry.reject(error);
+        },
       );
-    });
   }
 
   /**
@@ -368,6 +433,8 @@ export class WorkerLink {
     onTimeout: (periods: number) => LifelineError | undefined,
   ): Promise<Unwrapped<ApiResult<K>>> {
     if (this.#dead !== undefined) return Promise.reject(this.#dead);
+    // The starts queued before this call go first: the port keeps the order of the calls.
+    this.#sendStarts();
     return this.#work.track(method, args, () => this.#calls.invoke(method, args, timeoutMs, onTimeout));
   }
 
@@ -458,6 +525,7 @@ export class WorkerLink {
     this.#permits?.releaseAll(this);
     this.#ui.closeAll();
     this.#work.stop();
+    for (const entry of this.#starts.splice(0)) entry.reject(error);
     this.#calls.failAll(error);
     this.#port.close();
     this.#control?.port.close();
@@ -467,4 +535,11 @@ export class WorkerLink {
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/** A run start waiting for its message (see `WorkerLink.startRun`), with its caller's promise. */
+interface QueuedStart {
+  start: RunStart;
+  resolve: () => void;
+  reject: (error: unknown) => void;
 }

@@ -45,6 +45,13 @@ export interface PermitHandler {
   releaseAll(link: WorkerLink): void;
 }
 
+/**
+ * The most run starts one `startRun` message carries (see {@link WorkerLink.startRun}): enough to
+ * turn a burst of thousands of prompts into tens of messages, few enough that sending one (its
+ * structured clone, on the main thread) stays well under a millisecond.
+ */
+const MAX_STARTS_PER_MESSAGE = 256;
+
 /** How long a closed port waits for the pool to say why the worker ended. */
 const EXIT_REASON_WAIT_MS = 1000;
 
@@ -240,7 +247,9 @@ export class WorkerLink {
    * later, at depths that differ from prompt to prompt) are queued and sent as one `startRun`
    * message from a `setImmediate`, so that N prompts cost the main thread one comlink call and one
    * message per worker instead of N. The wait is short: an immediate runs right after the poll
-   * phase, which does not block while one is queued. Each start still
+   * phase, which does not block while one is queued. A queue of {@link MAX_STARTS_PER_MESSAGE}
+   * is sent at once: the immediate runs outside the pacer's measured slice, so what it sends must
+   * stay small whatever the slice's quota. Each start still
    * settles on its own: resolves when the worker started the run, rejects with its own refusal
    * (ERR_SESSION_BUSY, …), or, with the others of its message, as {@link call} does (the worker's
    * death, ERR_CALL_TIMEOUT). Any other call of this link sends the queued starts first, so the
@@ -254,7 +263,8 @@ export class WorkerLink {
       () =>
         new Promise<void>((resolve, reject) => {
           this.#starts.push({ start: { sessionId, runId, input }, resolve, reject });
-          if (this.#starts.length === 1) setImmediate(() => this.#sendStarts());
+          if (this.#starts.length >= MAX_STARTS_PER_MESSAGE) this.#sendStarts();
+          else if (this.#starts.length === 1) setImmediate(() => this.#sendStarts());
         }),
     );
   }

@@ -121,4 +121,28 @@ describe("run starts", () => {
     ]);
     expect(relay.startMessages).toEqual([3]);
   });
+
+  it("a message carries at most 256 starts: more in one task go as several, in order, each answered", async () => {
+    const relay = relayedWorker();
+    const link = new WorkerLink(
+      { port: relay.port, done: relay.done },
+      {
+        callTimeoutMs: 5000,
+        hangTimeoutMs: 5000,
+        setupTimeoutMs: 5000,
+        controlTimeoutMs: 5000,
+        onProtocolError: () => {},
+      },
+    );
+    cleanups.push(() => link.close());
+    const outcomes = Array.from({ length: 300 }, (_, i) =>
+      link.startRun(`nobody-${i}`, 1, { kind: "continue" }).then(
+        () => "started",
+        (error: { code?: string }) => error.code,
+      ),
+    );
+    const codes = await within(Promise.all(outcomes), 5000, "300 starts");
+    expect(new Set(codes)).toEqual(new Set(["ERR_SESSION_DISPOSED"]));
+    expect(relay.startMessages).toEqual([256, 44]);
+  });
 });

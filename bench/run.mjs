@@ -558,7 +558,9 @@ function printM(m) {
     const exits = Object.entries(r.workerExits ?? {});
     console.log(
       `${r.sessions}: largest stalls ${top || "none over 10 ms"}; GC max by kind ${JSON.stringify(r.gc.maxByKind)}` +
-        (exits.length === 0 ? "" : `; sessions restored after a worker died: ${JSON.stringify(r.workerExits)}`),
+        (exits.length === 0
+          ? ""
+          : `; sessions restored after a worker died: ${JSON.stringify(r.workerExits)}, of them while measured (before the cut's aborts): ${JSON.stringify(r.exitsInWindow ?? {})}${r.firstExitS === undefined ? "" : `, the first at ${r.firstExitS.toFixed(1)} s`}; workers the watchdog terminated: ${r.watchdogTerminations}`),
     );
   }
   console.log(

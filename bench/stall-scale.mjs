@@ -189,6 +189,13 @@ async function variant(n) {
     const counts = { retryStarts: 0, firstDeltas: 0, events: 0, settled: 0, succeeded: 0 };
     /** Sessions restored after their worker died (X7), by how it ended: a restore is a burst of its own. */
     const workerExits = {};
+    /**
+     * The same, only those restored within the measured window (before the cut's aborts): a worker
+     * terminated while it served the prompts, not by the aborts of the cut (abort under load, P2).
+     */
+    const exitsInWindow = {};
+    let measuring = true;
+    let firstExitS;
     let kickoffDone;
     const kickoffOver = new Promise((resolve) => {
       kickoffDone = resolve;
@@ -200,6 +207,10 @@ async function variant(n) {
         counts.events++;
         if (event.type === "session_restored" && event.restarts === 1) {
           workerExits[event.reason] = (workerExits[event.reason] ?? 0) + 1;
+          if (measuring) {
+            exitsInWindow[event.reason] = (exitsInWindow[event.reason] ?? 0) + 1;
+            firstExitS ??= (performance.now() - t0) / 1000;
+          }
         } else if (event.type === "auto_retry_start" && !retried) {
           retried = true;
           if (++counts.retryStarts === n) kickoffDone();
@@ -285,6 +296,7 @@ async function variant(n) {
       inspector.disconnect();
     }
     const settledInTime = counts.settled;
+    measuring = false;
     const rssMb = process.memoryUsage().rss / 2 ** 20;
     if (timedOut) await Promise.allSettled(sessions.map((session) => session.abort()));
     await Promise.allSettled(prompts);
@@ -299,6 +311,8 @@ async function variant(n) {
       // Workers the watchdog terminated as hung (X8): their sessions were restored elsewhere (X7).
       watchdogTerminations: host.watchdogTerminations,
       workerExits,
+      exitsInWindow,
+      firstExitS,
       loadavgBefore: load0,
       loadavgAfter: loadavg()[0],
       createMs,

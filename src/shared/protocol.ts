@@ -126,14 +126,25 @@ export type RunInput =
   | { kind: "continue" }
   | { kind: "summarize"; request: SummaryRequest };
 
+/** One run to start: the session, the run's id (main's, echoed in its `run_end`) and what it starts from. */
+export interface RunStart {
+  sessionId: string;
+  runId: number;
+  input: RunInput;
+}
+
 /**
  * The worker's API, called from the main thread through comlink.
  * Every method returns quickly (but `awaitBash`, see there); a run's progress arrives as batch items.
  */
 export interface WorkerApi {
   openSession(init: SessionInit): Promise<Result<SessionOpened>>;
-  /** Starts a run. Refused with ERR_SESSION_BUSY if one is active. */
-  startRun(sessionId: string, runId: number, input: RunInput): Result<null>;
+  /**
+   * Starts runs, of one session or of many (the main thread sends the starts of one task as one
+   * message: its pacer admits prompts a slice at a time), in order. Each start is answered on its
+   * own in the array, at its index: refused with ERR_SESSION_BUSY if the session has a run active.
+   */
+  startRun(starts: RunStart[]): Result<Result<null>[]>;
   /** Aborts the active run's model request or tool; `value` says whether a run was active. */
   abort(sessionId: string): Result<boolean>;
   /** R4: removes a trailing error assistant message from the runtime transcript. */

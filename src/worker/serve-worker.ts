@@ -141,7 +141,8 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
         return { ok: false, error: toWireError(error, "ERR_INVALID_OPTIONS") };
       }
     },
-    startRun: (sessionId, runId, input) => command(() => find(sessionId).startRun(runId, input)),
+    startRun: (starts) =>
+      attempt(() => starts.map(({ sessionId, runId, input }) => command(() => find(sessionId).startRun(runId, input)))),
     abort: (sessionId) => attempt(() => find(sessionId).abort()),
     popFailedMessage: (sessionId) => attempt(() => find(sessionId).popFailedMessage()),
     appendMessage: (sessionId, message) => command(() => find(sessionId).appendMessage(message)),

@@ -69,8 +69,9 @@ export interface SessionHostOptions {
   authStorage?: AuthStorage;
   /**
    * Longest wait for a worker call before it rejects with ERR_CALL_TIMEOUT (the worker is then taken
-   * to be stuck and is terminated). `abort()`, `dispose()` and `close()` wait at most 2 s (or this,
-   * if smaller). @default 30000
+   * to be stuck and is terminated), when the worker has sent nothing for `hangTimeoutMs`. A worker
+   * still sending (events, heartbeats) is busy, not stuck: its call waits up to four times this.
+   * `abort()`, `dispose()` and `close()` wait at most 2 s (or this, if smaller). @default 30000
    */
   callTimeoutMs?: number;
   /**

@@ -146,7 +146,7 @@ export class SessionRuns implements RunEventsTarget {
       const change = this.#model.freshCredential(this.#setup.host.credentials);
       const sessionId = this.#setup.start.sessionId;
       if (change !== undefined) void link.call("setModel", sessionId, change).catch(() => {});
-      await link.call("startRun", sessionId, runId, input);
+      await link.startRun(sessionId, runId, input);
     } catch (error) {
       if (this.#activeRunId !== runId || this.#target.closed !== undefined) return;
       // A worker that died, or hung (a timed-out call terminates it), settles this prompt through

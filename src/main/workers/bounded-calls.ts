@@ -3,7 +3,10 @@
  * pending call when the worker dies (fact F3 in docs/architecture.md), so each call here settles
  * on the reply, on {@link BoundedCalls.failAll} (the worker's death), or on its timeout, whichever
  * comes first. A worker still booting has not had the chance to answer: timeouts start at its
- * `hello` ({@link BoundedCalls.start}).
+ * `hello` ({@link BoundedCalls.start}). At each expiry the caller decides whether the call fails
+ * or waits one more period (a busy worker that is still sending is not stuck: worker-link.ts); the
+ * decision is taken after pending I/O has been delivered (`setImmediate`), so a reply queued on
+ * the port while the main thread was held is read first.
  *
  * Owned by {@link WorkerLink}, which adds what a call means for the link (keep-alive, open runs).
  */
@@ -41,17 +44,19 @@ export class BoundedCalls {
 
   /**
    * Calls `method` and unwraps its {@link Result}. Rejects with the worker's typed error, with
-   * `onTimeout()` after `timeoutMs` (counted from the worker's start; `Infinity`: never), with ERR_PROTOCOL when
-   * comlink itself fails, or with the error given to {@link failAll}.
+   * what `onTimeout(periods)` returns once `timeoutMs` has passed `periods` times (counted from the
+   * worker's start; `Infinity`: never; `undefined` from it waits one more period), with
+   * ERR_PROTOCOL when comlink itself fails, or with the error given to {@link failAll}.
    */
   invoke<K extends keyof WorkerApi>(
     method: K,
     args: unknown[],
     timeoutMs: number,
-    onTimeout: () => LifelineError,
+    onTimeout: (periods: number) => LifelineError | undefined,
   ): Promise<Unwrapped<ApiResult<K>>> {
     return new Promise<Unwrapped<ApiResult<K>>>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
+      let periods = 0;
       const fail = (error: LifelineError) => {
         clearTimeout(timer);
         this.#pending.delete(fail);
@@ -60,7 +65,13 @@ export class BoundedCalls {
       const arm = () => {
         if (!this.#pending.has(fail) || timeoutMs === Number.POSITIVE_INFINITY) return;
         timer = setTimeout(() => {
-          if (this.#pending.has(fail)) fail(onTimeout());
+          // Judged after the poll phase: a reply already on the port settles the call first.
+          setImmediate(() => {
+            if (!this.#pending.has(fail)) return;
+            const error = onTimeout(++periods);
+            if (error === undefined) arm();
+            else fail(error);
+          });
         }, timeoutMs);
         timer.unref();
       };

@@ -26,8 +26,13 @@ export interface LinkEndpoint {
 
 /** Timeouts of a link, resolved by the host from its options. */
 export interface LinkTimeouts {
-  /** Longest wait for an ordinary call; past it the worker is taken to be hung. */
+  /**
+   * Longest wait for an ordinary call to a silent worker; past it the worker is taken to be hung.
+   * A worker still sending gets more periods of it (worker-link.ts, `LIVE_CALL_PERIODS`).
+   */
   callTimeoutMs: number;
+  /** SPEC X8: a worker silent this long is hung (the watchdog's bound); one heard from sooner is alive. */
+  hangTimeoutMs: number;
   /** Longest wait for `openSession` once the worker has started (its module's `setup()`). */
   setupTimeoutMs: number;
   /** Longest wait for `abort`, `closeSession` and `shutdown`: the bound on `abort()` and `close()`. */

@@ -13,12 +13,14 @@
 import type { MessagePort } from "node:worker_threads";
 import { wrap } from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
-import { LifelineError, type WorkerExitCause, WorkerExitedError } from "../../shared/errors.js";
+import { fromWireError, LifelineError, type WorkerExitCause, WorkerExitedError } from "../../shared/errors.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import {
   type ControlMessage,
   decodeWorkerMessage,
   type LoopDelay,
+  type RunInput,
+  type RunStart,
   type SessionInit,
   type SessionOpened,
   type WorkerApi,
@@ -43,8 +45,23 @@ export interface PermitHandler {
   releaseAll(link: WorkerLink): void;
 }
 
+/**
+ * The most run starts one `startRun` message carries (see {@link WorkerLink.startRun}): enough to
+ * turn a burst of thousands of prompts into tens of messages, few enough that sending one (its
+ * structured clone, on the main thread) stays well under a millisecond.
+ */
+const MAX_STARTS_PER_MESSAGE = 256;
+
 /** How long a closed port waits for the pool to say why the worker ended. */
 const EXIT_REASON_WAIT_MS = 1000;
+
+/**
+ * How many `callTimeoutMs` periods an ordinary call waits for a worker that is still sending
+ * (see {@link WorkerLink.call}): a worker streaming for thousands of sessions answers its port
+ * behind a backlog (bench (m), docs/performance.md), and killing it for that restores every one
+ * of its sessions. The bound keeps "nothing waits forever" for a worker that sends but never answers.
+ */
+export const LIVE_CALL_PERIODS = 4;
 
 /**
  * The main side of one worker, created by `SessionHost`. Dies (once) when the worker exits, its port
@@ -75,6 +92,8 @@ export class WorkerLink {
   #lastSeenAt = performance.now();
   /** Only in-flight work keeps the process alive: pending calls and open runs. */
   readonly #work: InFlightWork;
+  /** Run starts not sent yet, sent together as one `startRun` message (see {@link startRun}). */
+  #starts: QueuedStart[] = [];
   /** The worker's control channel (early aborts), when the endpoint has one. */
   readonly #control: { port: MessagePort; posted: Int32Array } | undefined;
   /**
@@ -206,20 +225,98 @@ export class WorkerLink {
   }
 
   /**
-   * Calls the worker and unwraps its {@link Result}.
+   * Calls the worker and unwraps its {@link Result}. A call unanswered after `callTimeoutMs` is
+   * judged by the worker's liveness, not by its own latency: a worker that has sent anything
+   * (events, heartbeats, other replies) within `hangTimeoutMs` is busy, its port's backlog ahead of
+   * this call, and the call waits one more `callTimeoutMs`, up to {@link LIVE_CALL_PERIODS} of
+   * them in all. A silent worker is stuck in synchronous code (which the watchdog, X8, would also
+   * find), and one that keeps sending but leaves a call unanswered that long is not serving its
+   * port; either is terminated as hung, and the call rejects.
    * @throws the worker's typed error; WorkerExitedError/WorkerStartError if the worker is or becomes
-   *   gone; ERR_CALL_TIMEOUT if no reply comes within `callTimeoutMs` (the worker is then taken to
-   *   be hung and terminated).
+   *   gone; ERR_CALL_TIMEOUT if no reply comes within `callTimeoutMs` from a silent worker, or
+   *   within `LIVE_CALL_PERIODS × callTimeoutMs` from one still sending (the worker is then
+   *   terminated as hung).
    */
   call<K extends keyof WorkerApi>(method: K, ...args: Parameters<WorkerApi[K]>): Promise<Unwrapped<ApiResult<K>>> {
-    return this.#invoke(method, args, this.#timeouts.callTimeoutMs, () => {
-      const error = new LifelineError(
-        "ERR_CALL_TIMEOUT",
-        `The worker did not answer ${method} within ${this.#timeouts.callTimeoutMs} ms; it is taken to be blocked in synchronous code and is terminated. Raise callTimeoutMs or check the worker module's tools.`,
+    return this.#invoke(method, args, this.#timeouts.callTimeoutMs, (periods) => this.#callTimedOut(method, periods));
+  }
+
+  /**
+   * Starts a run of the session on the worker. The starts made before the loop's next check phase
+   * (a slice of the host's pacer admits many prompts, each ending in a start some microtasks
+   * later, at depths that differ from prompt to prompt) are queued and sent as one `startRun`
+   * message from a `setImmediate`, so that N prompts cost the main thread one comlink call and one
+   * message per worker instead of N. The wait is short: an immediate runs right after the poll
+   * phase, which does not block while one is queued. A queue of {@link MAX_STARTS_PER_MESSAGE}
+   * is sent at once: the immediate runs outside the pacer's measured slice, so what it sends must
+   * stay small whatever the slice's quota. Each start still
+   * settles on its own: resolves when the worker started the run, rejects with its own refusal
+   * (ERR_SESSION_BUSY, …), or, with the others of its message, as {@link call} does (the worker's
+   * death, ERR_CALL_TIMEOUT). Any other call of this link sends the queued starts first, so the
+   * port's order is the order of the calls (a `setModel` posted before a start, an `abort` after).
+   */
+  startRun(sessionId: string, runId: number, input: RunInput): Promise<void> {
+    if (this.#dead !== undefined) return Promise.reject(this.#dead);
+    return this.#work.track(
+      "startRun",
+      [sessionId, runId],
+      () =>
+        new Promise<void>((resolve, reject) => {
+          this.#starts.push({ start: { sessionId, runId, input }, resolve, reject });
+          if (this.#starts.length >= MAX_STARTS_PER_MESSAGE) this.#sendStarts();
+          else if (this.#starts.length === 1) setImmediate(() => this.#sendStarts());
+        }),
+    );
+  }
+
+  /** What a timed-out ordinary call decides (see {@link call}): wait one more period, or the error. */
+  #callTimedOut(method: keyof WorkerApi, periods: number): LifelineError | undefined {
+    const limit = this.#timeouts.callTimeoutMs;
+    const silentMs = performance.now() - this.#lastSeenAt;
+    const alive = silentMs < this.#timeouts.hangTimeoutMs + this.allowanceMs;
+    if (alive && periods < LIVE_CALL_PERIODS) return undefined;
+    const waited = periods * limit;
+    const why = alive
+      ? `it did not answer ${method} within ${waited} ms although it kept sending`
+      : `it did not answer ${method} within ${waited} ms and sent nothing for ${Math.round(silentMs)} ms`;
+    this.terminateHung(why);
+    return new LifelineError(
+      "ERR_CALL_TIMEOUT",
+      `The worker did not answer ${method} within ${waited} ms; ${alive ? "it kept sending but does not serve its port" : "it is taken to be blocked in synchronous code"} and is terminated. Raise callTimeoutMs or check the worker module's tools.`,
+    );
+  }
+
+  /** Sends the queued starts as one `startRun` call and settles each from its own answer. */
+  #sendStarts(): void {
+    if (this.#starts.length === 0) return;
+    const queued = this.#starts;
+    this.#starts = [];
+    if (this.#dead !== undefined) {
+      for (const entry of queued) entry.reject(this.#dead);
+      return;
+    }
+    const starts = queued.map((entry) => entry.start);
+    this.#calls
+      .invoke("startRun", [starts], this.#timeouts.callTimeoutMs, (periods) => this.#callTimedOut("startRun", periods))
+      .then(
+        (results) => {
+          queued.forEach((entry, i) => {
+            const result = results[i];
+            if (result === undefined)
+              entry.reject(
+                new LifelineError(
+                  "ERR_PROTOCOL",
+                  `The worker answered ${results.length} of ${queued.length} run starts.`,
+                ),
+              );
+            else if (result.ok) entry.resolve();
+            else entry.reject(fromWireError(result.error));
+          });
+        },
+        (error: unknown) => {
+          for (const entry of queued) entry.reject(error);
+        },
       );
-      this.terminateHung(`it did not answer ${method} within ${this.#timeouts.callTimeoutMs} ms`);
-      return error;
-    });
   }
 
   /**
@@ -343,9 +440,11 @@ export class WorkerLink {
     method: K,
     args: unknown[],
     timeoutMs: number,
-    onTimeout: () => LifelineError,
+    onTimeout: (periods: number) => LifelineError | undefined,
   ): Promise<Unwrapped<ApiResult<K>>> {
     if (this.#dead !== undefined) return Promise.reject(this.#dead);
+    // The starts queued before this call go first: the port keeps the order of the calls.
+    this.#sendStarts();
     return this.#work.track(method, args, () => this.#calls.invoke(method, args, timeoutMs, onTimeout));
   }
 
@@ -436,6 +535,7 @@ export class WorkerLink {
     this.#permits?.releaseAll(this);
     this.#ui.closeAll();
     this.#work.stop();
+    for (const entry of this.#starts.splice(0)) entry.reject(error);
     this.#calls.failAll(error);
     this.#port.close();
     this.#control?.port.close();
@@ -445,4 +545,11 @@ export class WorkerLink {
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/** A run start waiting for its message (see `WorkerLink.startRun`), with its caller's promise. */
+interface QueuedStart {
+  start: RunStart;
+  resolve: () => void;
+  reject: (error: unknown) => void;
 }

@@ -204,6 +204,7 @@ export class WorkerRoster {
   #newLink(isolated: boolean): WorkerLink {
     const link = new WorkerLink(this.#options.connect?.() ?? this.#pool.connect(), {
       callTimeoutMs: this.#options.callTimeoutMs,
+      hangTimeoutMs: this.#options.hangTimeoutMs,
       setupTimeoutMs: this.#options.setupTimeoutMs,
       controlTimeoutMs: this.#options.controlTimeoutMs,
       isolated,

@@ -26,7 +26,13 @@ function link(): { link: WorkerLink; referenced: boolean[]; served: Promise<void
   const referenced: boolean[] = [];
   const workerLink = new WorkerLink(
     { port: port1, done, setReferenced: (value) => referenced.push(value) },
-    { callTimeoutMs: 5_000, setupTimeoutMs: 5_000, controlTimeoutMs: 5_000, onProtocolError: () => {} },
+    {
+      callTimeoutMs: 5_000,
+      hangTimeoutMs: 15_000,
+      setupTimeoutMs: 5_000,
+      controlTimeoutMs: 5_000,
+      onProtocolError: () => {},
+    },
   );
   cleanups.push(async () => {
     finishTask();

@@ -41,8 +41,11 @@ export class SessionBash {
   readonly #transcript: TranscriptMirror;
   readonly #busy: () => boolean;
   #running: Running | undefined;
-  /** Messages of commands that ended while the session was busy, oldest first. */
-  readonly #pending: BashExecutionMessage[] = [];
+  /**
+   * Messages of commands that ended while the session was busy, oldest first; made by the first
+   * (P4: docs/performance.md).
+   */
+  #pending: BashExecutionMessage[] | undefined;
 
   constructor(link: SessionLink, transcript: TranscriptMirror, busy: () => boolean) {
     this.#link = link;
@@ -103,7 +106,10 @@ export class SessionBash {
 
   /** The deferred messages go into the transcript (a prompt is about to begin); called by the prompt runner. */
   flush(): void {
-    for (const message of this.#pending.splice(0)) this.#append(message);
+    const pending = this.#pending;
+    if (pending === undefined) return;
+    this.#pending = undefined;
+    for (const message of pending) this.#append(message);
   }
 
   async #kill(running: Running): Promise<void> {
@@ -118,7 +124,7 @@ export class SessionBash {
 
   #record(message: BashExecutionMessage): void {
     if (this.#link.isClosed()) return;
-    if (this.#busy()) this.#pending.push(message);
+    if (this.#busy()) (this.#pending ??= []).push(message);
     else this.#append(message);
   }
 

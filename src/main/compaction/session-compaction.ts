@@ -143,7 +143,7 @@ export class SessionCompaction {
    */
   startThresholdIfDue(pending: CompactingPrompt): boolean {
     if (!this.thresholdDue(pending.lastAssistant, this.#compacted?.has(pending) === true)) return false;
-    (this.#compacted ??= new WeakSet()).add(pending);
+    this.#markCompacted(pending);
     void this.#threshold();
     return true;
   }
@@ -168,10 +168,11 @@ export class SessionCompaction {
       this.#continued?.has(pending) !== true &&
       !this.#aborted &&
       canContinueFrom(messages[messages.length - 1]);
-    if (pending !== undefined) (this.#compacted ??= new WeakSet()).add(pending);
+    if (pending !== undefined) this.#markCompacted(pending);
     this.end("overflow", outcome, willRetry);
     if (willRetry && pending !== undefined) {
-      (this.#continued ??= new WeakSet()).add(pending);
+      this.#continued ??= new WeakSet();
+      this.#continued.add(pending);
       prompts.continueRun();
       return;
     }
@@ -312,6 +313,12 @@ export class SessionCompaction {
   }
 
   /** Runs a `summarize` run in the worker and waits for its end. Never rejects. */
+  /** A compaction ran for `pending`: the threshold is not checked again before it settles. */
+  #markCompacted(pending: CompactingPrompt): void {
+    this.#compacted ??= new WeakSet();
+    this.#compacted.add(pending);
+  }
+
   /** The session's entry ids, made at first use and kept (a message's local id is stable for its life). */
   #entryIds(): EntryIds {
     this.#ids ??= new EntryIds(this.#host.recorder, this.#transcript.history);

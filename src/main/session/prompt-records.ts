@@ -53,14 +53,15 @@ export class PromptRecords {
   stored(id: string | undefined): void {
     this.#last = id;
     if (id === undefined) return;
-    const records = (this.#records ??= new Map());
-    if (!records.has(id)) records.set(id, {});
+    this.#records ??= new Map();
+    if (!this.#records.has(id)) this.#records.set(id, {});
   }
 
   /** The prompt `id` settled with `result`: kept, and stored as a `lifeline.prompt_end` entry. */
   settled(id: string | undefined, result: PromptResult): void {
     if (id === undefined) return;
-    (this.#records ??= new Map()).set(id, { result });
+    this.#records ??= new Map();
+    this.#records.set(id, { result });
     this.#recorder?.promptEnd(id, result);
   }
 }

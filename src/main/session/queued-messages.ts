@@ -22,7 +22,8 @@ export class QueuedMessages {
 
   /** `message` is being sent to the worker's `kind` queue. */
   add(kind: QueueKind, message: AgentMessage): void {
-    (this.#messages ??= []).push([message, kind]);
+    this.#messages ??= [];
+    this.#messages.push([message, kind]);
   }
 
   /** The worker refused `message` (added last): it is not pending. */

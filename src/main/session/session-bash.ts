@@ -124,8 +124,12 @@ export class SessionBash {
 
   #record(message: BashExecutionMessage): void {
     if (this.#link.isClosed()) return;
-    if (this.#busy()) (this.#pending ??= []).push(message);
-    else this.#append(message);
+    if (!this.#busy()) {
+      this.#append(message);
+      return;
+    }
+    this.#pending ??= [];
+    this.#pending.push(message);
   }
 
   #append(message: BashExecutionMessage): void {

@@ -20,7 +20,8 @@ export class SessionListeners {
 
   /** Adds a listener; returns the function that removes it. */
   subscribe(listener: SessionListener): () => void {
-    const listeners = (this.#listeners ??= new Set());
+    this.#listeners ??= new Set();
+    const listeners = this.#listeners;
     listeners.add(listener);
     return () => {
       listeners.delete(listener);

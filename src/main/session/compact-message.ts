@@ -48,6 +48,14 @@ export function compactMessage<M extends AgentMessage>(message: M): M {
   return copy;
 }
 
+/**
+ * The copy {@link compactMessage} made of `message`, else `message` itself: how `agent_end`'s list
+ * refers to the messages its run's `message_end`s carried, without copying any other.
+ */
+export function knownCopy<M extends AgentMessage>(message: M): M {
+  return (copies.get(message) as M | undefined) ?? message;
+}
+
 /** Thrown inside a copy that meets a cycle; the message is then kept whole. */
 const CYCLE = Symbol("cycle");
 

@@ -1,7 +1,8 @@
 /**
  * Routing of a session's link items into its events (X4: in the order the worker produced them).
  * Streamed updates arrive slimmed and are rebuilt into whole messages here (see stream-wire.ts);
- * messages reach the transcript mirror as compact copies (compact-message.ts); the retry controller sees each reply; and a run's
+ * each `message_end`'s message is replaced by its compact copy (compact-message.ts), which reaches
+ * the listeners and the transcript mirror; the retry controller sees each reply; and a run's
  * `agent_end` is decided here (R1/R4) but acted on at its `run_end`, by the session's runs, when
  * the worker's run is over and the transcript tail is in. A run whose worker died (X7) is ended
  * here too, with the events the worker would have sent.
@@ -15,7 +16,7 @@ import { fromWireUpdate, type StreamState, startStream } from "../../shared/stre
 import { type SummaryEnd, summaryEndOf } from "../compaction/session-compaction.js";
 import type { RetryController, RetryDecision } from "../retry/retry-controller.js";
 import { type ActiveRun, endInterruptedRun } from "../supervision/session-restore.js";
-import { compactMessage } from "./compact-message.js";
+import { compactMessage, knownCopy } from "./compact-message.js";
 import { lastAssistant } from "./pending-prompt.js";
 import type { QueuedMessages } from "./queued-messages.js";
 import type { SessionListeners } from "./session-listeners.js";
@@ -110,8 +111,9 @@ export class RunEvents {
       }
       case "agent_end": {
         // Acted on at run_end: the worker's run is over by then and the transcript tail is in.
-        // The same copies as the message_ends gave (a failed reply restored to the transcript is one).
-        this.#target.decided(this.decide(event.messages.map(compactMessage)));
+        // A message whose message_end came in the same batch is the same object there, as it was
+        // before the copy (a failed reply restored to the transcript is the mirror's copy).
+        this.#target.decided(this.decide(event.messages.map(knownCopy)));
         return;
       }
       case "agent_start": {
@@ -138,7 +140,7 @@ export class RunEvents {
       return;
     }
     for (const message of item.tail) {
-      this.#parts.mirror.append(compactMessage(message));
+      this.#parts.mirror.append(message);
     }
     target.runEnded(item.error?.message);
   }

@@ -39,7 +39,8 @@ interface Running {
 export class SessionBash {
   readonly #link: SessionLink;
   readonly #transcript: TranscriptMirror;
-  readonly #busy: () => boolean;
+  /** The session, read for `isBusy` (held as the object rather than a closure per session, P4). */
+  readonly #session: { readonly isBusy: boolean };
   #running: Running | undefined;
   /**
    * Messages of commands that ended while the session was busy, oldest first; made by the first
@@ -47,10 +48,10 @@ export class SessionBash {
    */
   #pending: BashExecutionMessage[] | undefined;
 
-  constructor(link: SessionLink, transcript: TranscriptMirror, busy: () => boolean) {
+  constructor(link: SessionLink, transcript: TranscriptMirror, session: { readonly isBusy: boolean }) {
     this.#link = link;
     this.#transcript = transcript;
-    this.#busy = busy;
+    this.#session = session;
   }
 
   /** True from `execute()` until its command's result is back. */
@@ -124,7 +125,7 @@ export class SessionBash {
 
   #record(message: BashExecutionMessage): void {
     if (this.#link.isClosed()) return;
-    if (!this.#busy()) {
+    if (!this.#session.isBusy) {
       this.#append(message);
       return;
     }

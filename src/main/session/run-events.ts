@@ -84,6 +84,9 @@ export class RunEvents {
     switch (event.type) {
       case "message_start": {
         if (event.message.role === "assistant") this.#streaming = startStream(event.message);
+        // A user or tool message starts and ends as one object when both events share a batch:
+        // the copy keeps that (its message_end finds the same copy).
+        else event.message = compactMessage(event.message);
         events.emit(event);
         return;
       }

@@ -93,13 +93,17 @@ export class SessionCompaction {
   readonly #host: CompactionHost;
   readonly #prompts: CompactionTarget;
   readonly #transcript: CompactionTranscript;
-  readonly #ids: EntryIds;
+  /** Made by the first compaction that names a kept message (P4: idle sessions keep none; docs/performance.md). */
+  #ids: EntryIds | undefined;
   #reason: CompactionReason | undefined;
   #aborted = false;
-  /** Prompts a compaction ran for: the threshold is not checked again before they settle. */
-  readonly #compacted = new WeakSet<CompactingPrompt>();
+  /**
+   * Prompts a compaction ran for: the threshold is not checked again before they settle. Made by
+   * the first compaction, as is `#continued` (P4: a session that never compacts keeps neither).
+   */
+  #compacted: WeakSet<CompactingPrompt> | undefined;
   /** Prompts that went on after an overflow compaction: a second overflow does not continue them. */
-  readonly #continued = new WeakSet<CompactingPrompt>();
+  #continued: WeakSet<CompactingPrompt> | undefined;
   /** Waits for the `run_end` of the active `summarize` run. */
   #summaryWaiter: ((end: SummaryEnd) => void) | undefined;
 
@@ -107,7 +111,6 @@ export class SessionCompaction {
     this.#host = host;
     this.#prompts = host.prompts;
     this.#transcript = host.transcript;
-    this.#ids = new EntryIds(host.recorder, host.transcript.history);
   }
 
   /** The reason of the compaction in progress; undefined when none is. */
@@ -139,8 +142,8 @@ export class SessionCompaction {
    * the prompt once it is over (through `maybeSettle`).
    */
   startThresholdIfDue(pending: CompactingPrompt): boolean {
-    if (!this.thresholdDue(pending.lastAssistant, this.#compacted.has(pending))) return false;
-    this.#compacted.add(pending);
+    if (!this.thresholdDue(pending.lastAssistant, this.#compacted?.has(pending) === true)) return false;
+    this.#markCompacted(pending);
     void this.#threshold();
     return true;
   }
@@ -162,12 +165,13 @@ export class SessionCompaction {
       outcome.result !== null &&
       pending !== undefined &&
       prompts.livePrompt() === pending &&
-      !this.#continued.has(pending) &&
+      this.#continued?.has(pending) !== true &&
       !this.#aborted &&
       canContinueFrom(messages[messages.length - 1]);
-    if (pending !== undefined) this.#compacted.add(pending);
+    if (pending !== undefined) this.#markCompacted(pending);
     this.end("overflow", outcome, willRetry);
     if (willRetry && pending !== undefined) {
+      this.#continued ??= new WeakSet();
       this.#continued.add(pending);
       prompts.continueRun();
       return;
@@ -270,7 +274,8 @@ export class SessionCompaction {
     if ("error" in end) return { result: null, aborted: false, errorMessage: end.error };
     if (this.#aborted) return { result: null, aborted: true };
     const [firstKept] = plan.kept;
-    const firstKeptEntryId = firstKept === undefined ? this.#ids.fresh() : this.#ids.of(firstKept);
+    const ids = this.#entryIds();
+    const firstKeptEntryId = firstKept === undefined ? ids.fresh() : ids.of(firstKept);
     const compacted = [summaryMessage(end.summary, tokensBefore, Date.now()), ...plan.kept];
     await this.#transcript.install(compacted);
     const result: CompactionResult = {
@@ -300,13 +305,26 @@ export class SessionCompaction {
     if (hooked === undefined) return { result: null, aborted: false };
     const { messages, firstKept, summary } = hooked;
     await this.#transcript.install(messages);
-    const firstKeptEntryId = firstKept === undefined ? this.#ids.fresh() : this.#ids.of(firstKept);
+    const ids = this.#entryIds();
+    const firstKeptEntryId = firstKept === undefined ? ids.fresh() : ids.of(firstKept);
     const result: CompactionResult = { summary, firstKeptEntryId, tokensBefore, tokensAfter: estimateAll(messages) };
     this.#host.recorder?.compaction({ ...result, fromHook: true });
     return { result, aborted: false };
   }
 
   /** Runs a `summarize` run in the worker and waits for its end. Never rejects. */
+  /** A compaction ran for `pending`: the threshold is not checked again before it settles. */
+  #markCompacted(pending: CompactingPrompt): void {
+    this.#compacted ??= new WeakSet();
+    this.#compacted.add(pending);
+  }
+
+  /** The session's entry ids, made at first use and kept (a message's local id is stable for its life). */
+  #entryIds(): EntryIds {
+    this.#ids ??= new EntryIds(this.#host.recorder, this.#transcript.history);
+    return this.#ids;
+  }
+
   #summarize(request: SummaryRequest): Promise<SummaryEnd> {
     // abort() came before the summary run could start: there is nothing to cancel in the worker.
     if (this.#aborted) return Promise.resolve({ aborted: true });

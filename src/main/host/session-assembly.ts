@@ -14,6 +14,7 @@ import type { HostCoordination } from "../coordination/host-coordination.js";
 import type { ExtensionRunner } from "../extensions/extension-runner.js";
 import type { SessionExtensions } from "../extensions/session-extensions.js";
 import { AgentSession } from "../session/agent-session.js";
+import { sharedModel } from "../session/session-model.js";
 import type { SessionSetup } from "../session/session-setup.js";
 import type { SessionPersistence } from "../session-files/session-persistence.js";
 import type { SessionRecorder } from "../session-files/session-recorder.js";
@@ -175,7 +176,7 @@ export class SessionAssembly {
       start: {
         sessionId,
         link,
-        model: opened.model,
+        model: sharedModel(opened.model),
         modelChange: resolved,
         thinkingLevel: opened.thinkingLevel,
         settings,

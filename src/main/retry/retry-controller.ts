@@ -68,7 +68,10 @@ export interface RetryCoordination {
 /** Statuses whose retry hint closes the provider gate (B8): rate limited, overloaded. */
 const GATE_STATUSES = new Set([429, 529]);
 
-/** Dependencies of the controller; everything time- or I/O-related is injected. */
+/**
+ * Dependencies of the controller; everything time- or I/O-related is injected. Its functions are
+ * always called as methods of this object, so a class may implement them on its prototype.
+ */
 export interface RetryControllerOptions {
   sessionId: string;
   /** Read at every decision, so toggles apply to the next failure (R4, R12). */
@@ -81,11 +84,11 @@ export interface RetryControllerOptions {
   random: () => number;
   isOverflow: (message: ClassifiableMessage) => boolean;
   emit: (event: RetryEvent) => void;
-  authStorage?: AuthStorage;
+  authStorage?: AuthStorage | undefined;
   /** Base URL of the session's current model, passed to the auth storage. */
   baseUrl?: () => string | undefined;
   /** B8: the host's budget and gate; absent, chains are the session's own business (pi). */
-  coordination?: RetryCoordination;
+  coordination?: RetryCoordination | undefined;
 }
 
 /** The decision for one `agent_end`. */
@@ -174,7 +177,7 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
       this.#failChain("Run failed without a reply", "non_retryable");
       return { kind: "none", failure: "no_message" };
     }
-    const failure = classifyMessage(message, this.#options.isOverflow);
+    const failure = classifyMessage(message, (failed) => this.#options.isOverflow(failed));
     if (failure === "success") {
       if (this.#chain !== undefined) this.#endChain(true, this.#attempt, "success");
       return { kind: "none", failure };

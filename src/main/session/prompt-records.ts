@@ -13,7 +13,8 @@ export type { PromptRecord } from "../session-files/session-transcript.js";
 
 /** One session's prompt records; main thread only. */
 export class PromptRecords {
-  readonly #records: Map<string, PromptRecord>;
+  /** Made by the first prompt given an id (P4: most sessions never give one; docs/performance.md). */
+  #records: Map<string, PromptRecord> | undefined;
   readonly #recorder: SessionRecorder | undefined;
   /** The last prompt accepted, if it had an id; undefined after a prompt without one. */
   #last: string | undefined;
@@ -27,7 +28,7 @@ export class PromptRecords {
     lastId: string | undefined,
     recorder: SessionRecorder | undefined,
   ) {
-    this.#records = new Map(restored);
+    this.#records = restored === undefined || restored.size === 0 ? undefined : new Map(restored);
     this.#last = lastId;
     this.#recorder = recorder;
   }
@@ -39,24 +40,27 @@ export class PromptRecords {
    */
   get unfinished(): string | undefined {
     const last = this.#last;
-    return last !== undefined && this.#records.get(last)?.result === undefined ? last : undefined;
+    return last !== undefined && this.#records?.get(last)?.result === undefined ? last : undefined;
   }
 
   /** What became of the prompt `id`; undefined when no prompt of that id was stored. */
   get(id: string): PromptRecord | undefined {
-    const record = this.#records.get(id);
+    const record = this.#records?.get(id);
     return record === undefined ? undefined : { ...record };
   }
 
   /** The prompt `id` was accepted (its user message stored, or sent when not persisted). */
   stored(id: string | undefined): void {
     this.#last = id;
-    if (id !== undefined && !this.#records.has(id)) this.#records.set(id, {});
+    if (id === undefined) return;
+    this.#records ??= new Map();
+    if (!this.#records.has(id)) this.#records.set(id, {});
   }
 
   /** The prompt `id` settled with `result`: kept, and stored as a `lifeline.prompt_end` entry. */
   settled(id: string | undefined, result: PromptResult): void {
     if (id === undefined) return;
+    this.#records ??= new Map();
     this.#records.set(id, { result });
     this.#recorder?.promptEnd(id, result);
   }

@@ -22,9 +22,12 @@ import { errorText } from "../../shared/error-text.js";
 import { LifelineError, SessionBusyError, type WorkerExitedError } from "../../shared/errors.js";
 import type { CompactionResult, PromptResult } from "../../shared/events.js";
 import type { BatchItem } from "../../shared/protocol.js";
-import { type CompactionTarget, SessionCompaction } from "../compaction/session-compaction.js";
+import type { CompactionSettings, Settings } from "../../shared/settings.js";
+import type { ContextOverflowHook } from "../compaction/context-overflow-hook.js";
+import { type CompactionHost, type CompactionTarget, SessionCompaction } from "../compaction/session-compaction.js";
 import type { SessionCoordination } from "../coordination/session-coordination.js";
 import type { RetryController } from "../retry/retry-controller.js";
+import type { SessionRecorder } from "../session-files/session-recorder.js";
 import { storedRunTail } from "../supervision/interrupted-run.js";
 import { type PendingPrompt, type QueuedPrompt, settledResult } from "./pending-prompt.js";
 import { PromptAdmission } from "./prompt-admission.js";
@@ -53,6 +56,40 @@ export interface PromptRunnerParts {
   setModel(name: string): Promise<unknown>;
   /** Called as a prompt begins, before its user message is built: deferred bash messages go in first. */
   beforePrompt(): void;
+}
+
+/**
+ * What the session's compactions read of it: a class, so that `settings` and `contextWindow` are
+ * methods on the shared prototype rather than two closures per session (P4, docs/performance.md).
+ */
+class RunnerCompactionHost implements CompactionHost {
+  readonly sessionId: string;
+  readonly overflowHook: ContextOverflowHook | undefined;
+  readonly recorder: SessionRecorder | undefined;
+  readonly prompts: PromptRunner;
+  readonly transcript: TranscriptMirror;
+  readonly events: SessionListeners;
+  readonly #settings: Settings;
+  readonly #model: SessionModel;
+
+  constructor(setup: SessionSetup, model: SessionModel, runner: PromptRunner, events: SessionListeners) {
+    this.sessionId = setup.start.sessionId;
+    this.overflowHook = setup.host.onContextOverflow;
+    this.recorder = setup.host.recorder;
+    this.prompts = runner;
+    this.transcript = runner.transcript;
+    this.events = events;
+    this.#settings = setup.start.settings;
+    this.#model = model;
+  }
+
+  settings(): CompactionSettings {
+    return this.#settings.compaction;
+  }
+
+  contextWindow(): number {
+    return this.#model.current.contextWindow;
+  }
 }
 
 /** One session's prompts. All methods are called on the main thread. */
@@ -95,16 +132,7 @@ export class PromptRunner implements SessionRunsTarget, CompactionTarget, Linked
       this.link,
     );
     this.retry = sessionRetryController(setup, model, coordination, (event) => this.#runs.retryEvent(event));
-    this.#compaction = new SessionCompaction({
-      sessionId: this.sessionId,
-      overflowHook: setup.host.onContextOverflow,
-      recorder: setup.host.recorder,
-      settings: () => setup.start.settings.compaction,
-      contextWindow: () => model.current.contextWindow,
-      prompts: this,
-      transcript: this.transcript,
-      events,
-    });
+    this.#compaction = new SessionCompaction(new RunnerCompactionHost(setup, model, this, events));
     this.#runs = new SessionRuns(this, {
       setup,
       model,

@@ -10,47 +10,50 @@ export type QueueKind = "steer" | "followUp";
 
 /** One session's sent, undelivered steering and follow-up messages, in the order sent. */
 export class QueuedMessages {
-  readonly #messages: AgentMessage[] = [];
-  readonly #kinds = new Map<AgentMessage, QueueKind>();
+  /**
+   * Each pending message with its queue, in the order sent. Made by the first `add` (P4: a session
+   * that never steers keeps no array; docs/performance.md).
+   */
+  #messages: [AgentMessage, QueueKind][] | undefined;
 
   get count(): number {
-    return this.#messages.length;
+    return this.#messages?.length ?? 0;
   }
 
   /** `message` is being sent to the worker's `kind` queue. */
   add(kind: QueueKind, message: AgentMessage): void {
-    this.#messages.push(message);
-    this.#kinds.set(message, kind);
+    this.#messages ??= [];
+    this.#messages.push([message, kind]);
   }
 
   /** The worker refused `message` (added last): it is not pending. */
   remove(message: AgentMessage): void {
-    this.#messages.splice(this.#messages.indexOf(message), 1);
-    this.#kinds.delete(message);
+    const messages = this.#messages;
+    if (messages === undefined) return;
+    const index = messages.findIndex(([queued]) => queued === message);
+    if (index >= 0) messages.splice(index, 1);
   }
 
   /** abort(): the worker drops its queues with the run. Returns whether anything was queued. */
   clear(): boolean {
-    const had = this.#messages.length > 0;
-    this.#messages.length = 0;
-    this.#kinds.clear();
+    const had = this.count > 0;
+    this.#messages = undefined;
     return had;
   }
 
   /** A user message reached the transcript: the queued message it is (same time, same content) is delivered. */
   delivered(message: AgentMessage): void {
-    if (this.#messages.length === 0) return;
-    const index = this.#messages.findIndex(
-      (queued) => queued.timestamp === message.timestamp && sameContent(queued, message),
+    const messages = this.#messages;
+    if (messages === undefined || messages.length === 0) return;
+    const index = messages.findIndex(
+      ([queued]) => queued.timestamp === message.timestamp && sameContent(queued, message),
     );
-    if (index < 0) return;
-    const [queued] = this.#messages.splice(index, 1);
-    if (queued !== undefined) this.#kinds.delete(queued);
+    if (index >= 0) messages.splice(index, 1);
   }
 
   /** Each pending message with its queue, in the order sent. */
   *[Symbol.iterator](): IterableIterator<[AgentMessage, QueueKind]> {
-    for (const message of this.#messages) yield [message, this.#kinds.get(message) ?? "followUp"];
+    for (const [message, kind] of this.#messages ?? []) yield [message, kind];
   }
 }
 

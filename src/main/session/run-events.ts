@@ -1,7 +1,8 @@
 /**
  * Routing of a session's link items into its events (X4: in the order the worker produced them).
  * Streamed updates arrive slimmed and are rebuilt into whole messages here (see stream-wire.ts);
- * messages reach the transcript mirror; the retry controller sees each reply; and a run's
+ * each `message_end`'s message is replaced by its compact copy (compact-message.ts), which reaches
+ * the listeners and the transcript mirror; the retry controller sees each reply; and a run's
  * `agent_end` is decided here (R1/R4) but acted on at its `run_end`, by the session's runs, when
  * the worker's run is over and the transcript tail is in. A run whose worker died (X7) is ended
  * here too, with the events the worker would have sent.
@@ -15,6 +16,7 @@ import { fromWireUpdate, type StreamState, startStream } from "../../shared/stre
 import { type SummaryEnd, summaryEndOf } from "../compaction/session-compaction.js";
 import type { RetryController, RetryDecision } from "../retry/retry-controller.js";
 import { type ActiveRun, endInterruptedRun } from "../supervision/session-restore.js";
+import { compactMessage, knownCopy } from "./compact-message.js";
 import { lastAssistant } from "./pending-prompt.js";
 import type { QueuedMessages } from "./queued-messages.js";
 import type { SessionListeners } from "./session-listeners.js";
@@ -82,6 +84,9 @@ export class RunEvents {
     switch (event.type) {
       case "message_start": {
         if (event.message.role === "assistant") this.#streaming = startStream(event.message);
+        // A user or tool message starts and ends as one object when both events share a batch:
+        // the copy keeps that (its message_end finds the same copy).
+        else event.message = compactMessage(event.message);
         events.emit(event);
         return;
       }
@@ -91,22 +96,27 @@ export class RunEvents {
       }
       case "message_end": {
         this.#streaming = undefined;
+        // P4: the session keeps, and everyone sees, the compact copy (compact-message.ts).
+        const message = compactMessage(event.message);
+        event.message = message;
         const run = this.#target.activeRun;
-        if (event.message.role === "user") {
-          queued.delivered(event.message);
+        if (message.role === "user") {
+          queued.delivered(message);
           if (run !== undefined) run.userSeen = true;
         }
-        mirror.append(event.message);
+        mirror.append(message);
         events.emit(event);
-        if (event.message.role === "assistant") {
-          this.#target.noteReply(event.message);
-          retry.onMessageEnd(event.message);
+        if (message.role === "assistant") {
+          this.#target.noteReply(message);
+          retry.onMessageEnd(message);
         }
         return;
       }
       case "agent_end": {
         // Acted on at run_end: the worker's run is over by then and the transcript tail is in.
-        this.#target.decided(this.decide(event.messages));
+        // A message whose message_end came in the same batch is the same object there, as it was
+        // before the copy (a failed reply restored to the transcript is the mirror's copy).
+        this.#target.decided(this.decide(event.messages.map(knownCopy)));
         return;
       }
       case "agent_start": {

@@ -39,15 +39,19 @@ interface Running {
 export class SessionBash {
   readonly #link: SessionLink;
   readonly #transcript: TranscriptMirror;
-  readonly #busy: () => boolean;
+  /** The session, read for `isBusy` (held as the object rather than a closure per session, P4). */
+  readonly #session: { readonly isBusy: boolean };
   #running: Running | undefined;
-  /** Messages of commands that ended while the session was busy, oldest first. */
-  readonly #pending: BashExecutionMessage[] = [];
+  /**
+   * Messages of commands that ended while the session was busy, oldest first; made by the first
+   * (P4: docs/performance.md).
+   */
+  #pending: BashExecutionMessage[] | undefined;
 
-  constructor(link: SessionLink, transcript: TranscriptMirror, busy: () => boolean) {
+  constructor(link: SessionLink, transcript: TranscriptMirror, session: { readonly isBusy: boolean }) {
     this.#link = link;
     this.#transcript = transcript;
-    this.#busy = busy;
+    this.#session = session;
   }
 
   /** True from `execute()` until its command's result is back. */
@@ -103,7 +107,10 @@ export class SessionBash {
 
   /** The deferred messages go into the transcript (a prompt is about to begin); called by the prompt runner. */
   flush(): void {
-    for (const message of this.#pending.splice(0)) this.#append(message);
+    const pending = this.#pending;
+    if (pending === undefined) return;
+    this.#pending = undefined;
+    for (const message of pending) this.#append(message);
   }
 
   async #kill(running: Running): Promise<void> {
@@ -118,8 +125,12 @@ export class SessionBash {
 
   #record(message: BashExecutionMessage): void {
     if (this.#link.isClosed()) return;
-    if (this.#busy()) this.#pending.push(message);
-    else this.#append(message);
+    if (!this.#session.isBusy) {
+      this.#append(message);
+      return;
+    }
+    this.#pending ??= [];
+    this.#pending.push(message);
   }
 
   #append(message: BashExecutionMessage): void {

@@ -10,7 +10,7 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
-import type { LifelineError } from "../../shared/errors.js";
+import type { LifelineError, WorkerExitedError } from "../../shared/errors.js";
 import type { BatchItem, ModelChange, QueueMode } from "../../shared/protocol.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
 import { type RestoreLink, type RestoreTarget, SessionRestore } from "../supervision/session-restore.js";
@@ -25,6 +25,12 @@ import type { SessionSetup } from "./session-setup.js";
 import type { SessionThinking } from "./session-thinking.js";
 import type { MirrorWorker } from "./transcript-mirror.js";
 
+/** pi's default modes of both queues, shared by every session that keeps them. */
+const DEFAULT_QUEUE_MODES: Readonly<Record<QueueKind, QueueMode>> = Object.freeze({
+  steer: "one-at-a-time",
+  followUp: "one-at-a-time",
+});
+
 /** What the link needs of its session's prompt lifecycle (the session's `PromptRunner` implements it). */
 export interface LinkedSession extends RestoreTarget<AfterRun> {
   /** The error the session was closed with; undefined while it is open. */
@@ -38,19 +44,26 @@ export interface LinkedSession extends RestoreTarget<AfterRun> {
 }
 
 /** One session's link to its worker, replaced by a restore when the worker dies. */
-export class SessionLink implements RestoreLink, MirrorWorker {
+/**
+ * The link is also what the session registers with its `WorkerLink` (`LinkClient`): methods on the
+ * shared prototype rather than an object of closures per session (P4, docs/performance.md).
+ */
+export class SessionLink implements RestoreLink, MirrorWorker, LinkClient {
   readonly sessionId: string;
   readonly #setup: SessionSetup;
   readonly #session: LinkedSession;
   readonly #model: SessionModel;
   readonly #thinking: SessionThinking;
   readonly #queued: QueuedMessages;
-  readonly #client: LinkClient;
   /** X7: restores on a fresh worker after this session's worker dies; calls to the worker wait for one. */
   readonly #restore: SessionRestore<AfterRun>;
   #link: WorkerLink;
-  /** pi's steering and follow-up modes as the worker has them (a restore sets them again). */
-  readonly #queueModes: Record<QueueKind, QueueMode> = { steer: "one-at-a-time", followUp: "one-at-a-time" };
+  /**
+   * pi's steering and follow-up modes as the worker has them (a restore sets them again). Every
+   * session starts on the one frozen default and gets its own record only once it changes a mode
+   * (P4, docs/performance.md).
+   */
+  #queueModes: Readonly<Record<QueueKind, QueueMode>> = DEFAULT_QUEUE_MODES;
 
   /** Nothing reaches the session until {@link connect}. */
   constructor(
@@ -70,12 +83,26 @@ export class SessionLink implements RestoreLink, MirrorWorker {
       events: parts.events,
       pacer: setup.host.pacer,
     });
-    this.#client = {
-      handleItem: (item) => session.handleItem(item),
-      hasRunInFlight: () => session.hasRunInFlight(),
-      stored: () => setup.host.recorder?.flush() ?? Promise.resolve(),
-      handleWorkerExit: (error, suspect) => this.#restore.onWorkerExit(error, suspect),
-    };
+  }
+
+  /** `LinkClient`: an item the worker sent for the session, in order (X4). */
+  handleItem(item: BatchItem): void {
+    this.#session.handleItem(item);
+  }
+
+  /** `LinkClient`: true while the session has a run in the worker. */
+  hasRunInFlight(): boolean {
+    return this.#session.hasRunInFlight();
+  }
+
+  /** `LinkClient`: resolves once everything the session recorded so far is stored; never rejects. */
+  stored(): Promise<void> {
+    return this.#setup.host.recorder?.flush() ?? Promise.resolve();
+  }
+
+  /** `LinkClient`: the worker died; X7's restore decides what follows. */
+  handleWorkerExit(error: WorkerExitedError, suspect: boolean): void {
+    this.#restore.onWorkerExit(error, suspect);
   }
 
   /** The link now, without waiting for a restore (`dispose()` detaches from it). */
@@ -95,7 +122,7 @@ export class SessionLink implements RestoreLink, MirrorWorker {
 
   /** Attaches the session's client: its items and its worker's death reach it from now on. Called once. */
   connect(): void {
-    this.#link.attach(this.sessionId, this.#client);
+    this.#link.attach(this.sessionId, this);
   }
 
   /** The link to the session's worker, once any restore in progress is over. @throws the session's close error. */
@@ -163,7 +190,7 @@ export class SessionLink implements RestoreLink, MirrorWorker {
    */
   async setQueueMode(kind: QueueKind, mode: QueueMode): Promise<void> {
     await (await this.worker()).call("setQueueMode", this.sessionId, kind, mode);
-    this.#queueModes[kind] = mode;
+    this.#queueModes = { ...this.#queueModes, [kind]: mode };
   }
 
   /**
@@ -191,7 +218,7 @@ export class SessionLink implements RestoreLink, MirrorWorker {
   /** X7: `link`, the fresh worker's, becomes the session's; steering not yet delivered goes to it, once. */
   adopt(link: WorkerLink): void {
     this.#link = link;
-    link.attach(this.sessionId, this.#client);
+    link.attach(this.sessionId, this);
     // Posted before the steering below, on the same port: the modes apply to it.
     for (const [kind, mode] of Object.entries(this.#queueModes) as [QueueKind, QueueMode][]) {
       if (mode !== "one-at-a-time") void link.call("setQueueMode", this.sessionId, kind, mode).catch(() => {});

@@ -10,7 +10,8 @@ export type SessionListener = (event: SessionEvent) => void;
 
 /** Ordered, synchronous delivery to a session's listeners; used by `AgentSession`. */
 export class SessionListeners {
-  readonly #listeners = new Set<SessionListener>();
+  /** Made by the first `subscribe` (P4: a session nobody listens to keeps no Set; docs/performance.md). */
+  #listeners: Set<SessionListener> | undefined;
   readonly #onListenerError: (error: unknown, event: SessionEvent) => void;
 
   constructor(onListenerError: (error: unknown, event: SessionEvent) => void) {
@@ -19,14 +20,18 @@ export class SessionListeners {
 
   /** Adds a listener; returns the function that removes it. */
   subscribe(listener: SessionListener): () => void {
-    this.#listeners.add(listener);
+    this.#listeners ??= new Set();
+    const listeners = this.#listeners;
+    listeners.add(listener);
     return () => {
-      this.#listeners.delete(listener);
+      listeners.delete(listener);
     };
   }
 
   emit(event: SessionEvent): void {
-    for (const listener of this.#listeners) {
+    const listeners = this.#listeners;
+    if (listeners === undefined) return;
+    for (const listener of listeners) {
       try {
         listener(event);
       } catch (error) {
@@ -36,7 +41,7 @@ export class SessionListeners {
   }
 
   clear(): void {
-    this.#listeners.clear();
+    this.#listeners?.clear();
   }
 }
 

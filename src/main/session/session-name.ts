@@ -11,12 +11,17 @@ import type { SessionRecorder } from "../session-files/session-recorder.js";
 export class SessionName {
   #name: string | undefined;
   readonly #recorder: SessionRecorder | undefined;
-  readonly #emit: (event: SessionEvent) => void;
+  /** Where `session_info_changed` goes (the session's listeners; held as the object, P4). */
+  readonly #events: { emit(event: SessionEvent): void };
 
-  constructor(start: string | undefined, recorder: SessionRecorder | undefined, emit: (event: SessionEvent) => void) {
+  constructor(
+    start: string | undefined,
+    recorder: SessionRecorder | undefined,
+    events: { emit(event: SessionEvent): void },
+  ) {
     this.#name = start;
     this.#recorder = recorder;
-    this.#emit = emit;
+    this.#events = events;
   }
 
   get current(): string | undefined {
@@ -38,6 +43,6 @@ export class SessionName {
     }
     this.#name = trimmed;
     this.#recorder?.sessionInfo(trimmed);
-    this.#emit({ type: "session_info_changed", name: trimmed });
+    this.#events.emit({ type: "session_info_changed", name: trimmed });
   }
 }

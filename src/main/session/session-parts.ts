@@ -67,8 +67,8 @@ export class SessionParts {
     this.coordination = coordination;
     this.runner = runner;
     this.steering = new SessionSteering(runner, queued);
-    this.name = new SessionName(start.name, setup.host.recorder, (event) => events.emit(event));
-    this.bash = new SessionBash(runner.link, runner.transcript, () => facade.isBusy);
+    this.name = new SessionName(start.name, setup.host.recorder, events);
+    this.bash = new SessionBash(runner.link, runner.transcript, facade);
     this.#setup = setup;
     this.#facade = facade;
   }

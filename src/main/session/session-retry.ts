@@ -4,14 +4,27 @@
  * model (the context window says what counts as an overflow, R1; provider, endpoint and key pick
  * the budget and gate), the host's auth storage (R4) and the test seam for sleep; and the actions
  * its chains take on the session.
+ *
+ * Each is a small class whose methods read the session's parts at each call, rather than an
+ * object of closures: the methods live once on the shared prototype, so a session keeps one
+ * instance of a few fields where it kept a closure and a context per callback (P4, main heap per
+ * session; docs/performance.md).
  */
 import { type AssistantMessage, isContextOverflow } from "@mariozechner/pi-ai";
 import type { ClassifiableMessage } from "../../shared/classify.js";
-import type { RetryEvent } from "../../shared/events.js";
+import type { ProviderGateWaitEvent, RetryEvent } from "../../shared/events.js";
+import type { RetrySettings, Settings } from "../../shared/settings.js";
+import type { AuthStorage } from "../auth/auth-storage.js";
 import { switchToFallback } from "../auth/session-credentials.js";
-import { SessionCoordination } from "../coordination/session-coordination.js";
-import { type RetryActions, RetryController, type RetryControllerOptions } from "../retry/retry-controller.js";
+import { SessionCoordination, type SessionCoordinationView } from "../coordination/session-coordination.js";
+import {
+  type RetryActions,
+  RetryController,
+  type RetryControllerOptions,
+  type RetryCoordination,
+} from "../retry/retry-controller.js";
 import { abortableSleep } from "../retry/sleep.js";
+import type { TurnPacer } from "../workers/turn-pacer.js";
 import type { SessionListeners } from "./session-listeners.js";
 import type { SessionModel } from "./session-model.js";
 import type { SessionSetup } from "./session-setup.js";
@@ -24,33 +37,67 @@ export function sessionRetryController(
   coordination: SessionCoordination | undefined,
   emit: (event: RetryEvent) => void,
 ): RetryController<AssistantMessage> {
-  const settings = setup.start.settings;
-  const pacer = setup.host.pacer;
-  const options: RetryControllerOptions = {
-    sessionId: setup.start.sessionId,
-    settings: () => settings.retry,
-    // The retried run is posted on a turn of the host's pacer: sleeps that end together (a burst
-    // of 503s) then do not post their runs in one long task. Aborting the chain ends either wait.
-    sleep:
-      setup.host.sleep ??
-      (pacer === undefined
-        ? abortableSleep
-        : async (ms, signal) => {
-            await abortableSleep(ms, signal);
-            await pacer.turn(signal);
-          }),
-    now: Date.now,
-    random: Math.random,
-    isOverflow: (message: ClassifiableMessage) => {
-      const contextWindow = model.current.contextWindow;
-      return isContextOverflow(message as AssistantMessage, contextWindow > 0 ? contextWindow : undefined);
-    },
-    emit,
-    baseUrl: () => model.current.baseUrl,
-  };
-  if (setup.host.credentials.authStorage !== undefined) options.authStorage = setup.host.credentials.authStorage;
-  if (coordination !== undefined) options.coordination = coordination;
-  return new RetryController<AssistantMessage>(options);
+  return new RetryController<AssistantMessage>(new SessionRetryOptions(setup, model, coordination, emit));
+}
+
+/** The controller's options for one session; see the module comment. */
+class SessionRetryOptions implements RetryControllerOptions {
+  readonly sessionId: string;
+  readonly emit: (event: RetryEvent) => void;
+  readonly authStorage: AuthStorage | undefined;
+  readonly coordination: RetryCoordination | undefined;
+  readonly #settings: Settings;
+  readonly #model: SessionModel;
+  /** The host's test seam for sleep, if it set one. */
+  readonly #hostSleep: ((ms: number, signal: AbortSignal) => Promise<void>) | undefined;
+  readonly #pacer: TurnPacer | undefined;
+
+  constructor(
+    setup: SessionSetup,
+    model: SessionModel,
+    coordination: RetryCoordination | undefined,
+    emit: (event: RetryEvent) => void,
+  ) {
+    this.sessionId = setup.start.sessionId;
+    this.emit = emit;
+    this.authStorage = setup.host.credentials.authStorage;
+    this.coordination = coordination;
+    this.#settings = setup.start.settings;
+    this.#model = model;
+    this.#hostSleep = setup.host.sleep;
+    this.#pacer = setup.host.pacer;
+  }
+
+  settings(): RetrySettings {
+    return this.#settings.retry;
+  }
+
+  /**
+   * The retried run is posted on a turn of the host's pacer: sleeps that end together (a burst of
+   * 503s) then do not post their runs in one long task. Aborting the chain ends either wait.
+   */
+  async sleep(ms: number, signal: AbortSignal): Promise<void> {
+    if (this.#hostSleep !== undefined) return this.#hostSleep(ms, signal);
+    await abortableSleep(ms, signal);
+    if (this.#pacer !== undefined) await this.#pacer.turn(signal);
+  }
+
+  now(): number {
+    return Date.now();
+  }
+
+  random(): number {
+    return Math.random();
+  }
+
+  isOverflow(message: ClassifiableMessage): boolean {
+    const contextWindow = this.#model.current.contextWindow;
+    return isContextOverflow(message as AssistantMessage, contextWindow > 0 ? contextWindow : undefined);
+  }
+
+  baseUrl(): string | undefined {
+    return this.#model.current.baseUrl;
+  }
 }
 
 /** B8: the session's view of the host's budgets, gates and permits; undefined without the host's. Called once per session. */
@@ -60,13 +107,40 @@ export function sessionCoordination(
   events: SessionListeners,
 ): SessionCoordination | undefined {
   if (setup.host.coordination === undefined) return undefined;
-  return new SessionCoordination(setup.host.coordination, {
-    provider: () => model.current.provider,
-    baseUrl: () => model.current.baseUrl,
-    apiKey: () => model.change.apiKey,
-    settings: () => setup.start.settings.retry,
-    emit: (event) => events.emit(event),
-  });
+  return new SessionCoordination(setup.host.coordination, new CoordinationView(setup.start.settings, model, events));
+}
+
+/** What a session tells its coordination about itself, read at each call. */
+class CoordinationView implements SessionCoordinationView {
+  readonly #settings: Settings;
+  readonly #model: SessionModel;
+  readonly #events: SessionListeners;
+
+  constructor(settings: Settings, model: SessionModel, events: SessionListeners) {
+    this.#settings = settings;
+    this.#model = model;
+    this.#events = events;
+  }
+
+  provider(): string {
+    return this.#model.current.provider;
+  }
+
+  baseUrl(): string | undefined {
+    return this.#model.current.baseUrl;
+  }
+
+  apiKey(): string | undefined {
+    return this.#model.change.apiKey;
+  }
+
+  settings(): RetrySettings {
+    return this.#settings.retry;
+  }
+
+  emit(event: ProviderGateWaitEvent): void {
+    this.#events.emit(event);
+  }
 }
 
 /**
@@ -82,16 +156,46 @@ export function sessionRetryActions(
   setModel: (name: string) => Promise<unknown>,
   continueRun: () => Promise<void>,
 ): RetryActions<AssistantMessage> {
-  return {
-    removeFailedMessage: () => transcript.removeFailed(),
-    restoreFailedMessage: (message) => transcript.restoreFailed(message),
-    continueRun,
-    switchToFallback: () =>
-      switchToFallback(
-        setup.start.settings.retry.fallbackModels ?? [],
-        `${model.current.provider}/${model.current.id}`,
-        setup.host.credentials.isProviderExhausted,
-        setModel,
-      ),
-  };
+  return new SessionRetryActions(setup, model, transcript, setModel, continueRun);
+}
+
+/** See {@link sessionRetryActions}. */
+class SessionRetryActions implements RetryActions<AssistantMessage> {
+  readonly continueRun: () => Promise<void>;
+  readonly #setup: SessionSetup;
+  readonly #model: SessionModel;
+  readonly #transcript: TranscriptMirror;
+  readonly #setModel: (name: string) => Promise<unknown>;
+
+  constructor(
+    setup: SessionSetup,
+    model: SessionModel,
+    transcript: TranscriptMirror,
+    setModel: (name: string) => Promise<unknown>,
+    continueRun: () => Promise<void>,
+  ) {
+    this.continueRun = continueRun;
+    this.#setup = setup;
+    this.#model = model;
+    this.#transcript = transcript;
+    this.#setModel = setModel;
+  }
+
+  removeFailedMessage(): Promise<void> {
+    return this.#transcript.removeFailed();
+  }
+
+  restoreFailedMessage(message: AssistantMessage): Promise<void> {
+    return this.#transcript.restoreFailed(message);
+  }
+
+  switchToFallback(): Promise<string | undefined> {
+    const current = this.#model.current;
+    return switchToFallback(
+      this.#setup.start.settings.retry.fallbackModels ?? [],
+      `${current.provider}/${current.id}`,
+      this.#setup.host.credentials.isProviderExhausted,
+      this.#setModel,
+    );
+  }
 }

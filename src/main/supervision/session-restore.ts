@@ -76,7 +76,8 @@ export class SessionRestore<D> {
   readonly #sessionLink: RestoreLink;
   readonly #settings: RestoreHost["settings"];
   readonly #events: RestoreHost["events"];
-  readonly #budget: RestartBudget;
+  /** Made by the first restart the session is charged for (P4: docs/performance.md). */
+  #budget: RestartBudget | undefined;
   #restarts = 0;
   #restoring: Promise<void> | undefined;
   readonly #pacer: TurnPacer | undefined;
@@ -87,7 +88,6 @@ export class SessionRestore<D> {
     this.#sessionLink = link;
     this.#settings = settings;
     this.#events = events;
-    this.#budget = new RestartBudget(() => settings.supervision);
   }
 
   /**
@@ -96,6 +96,13 @@ export class SessionRestore<D> {
    */
   get restoring(): Promise<void> | undefined {
     return this.#restoring;
+  }
+
+  /** The session's restart budget, made at its first charge and kept (it remembers the charges). */
+  #restartBudget(): RestartBudget {
+    const settings = this.#settings;
+    this.#budget ??= new RestartBudget(() => settings.supervision);
+    return this.#budget;
   }
 
   /**
@@ -108,7 +115,7 @@ export class SessionRestore<D> {
     const target = this.#target;
     if (target.isClosed()) return;
     this.#restarts++;
-    if (suspect && !this.#budget.charge()) {
+    if (suspect && !this.#restartBudget().charge()) {
       const { maxRestarts, windowMs } = this.#settings.supervision;
       this.#giveUp(
         new SessionCrashedError(

@@ -65,6 +65,29 @@ function harness(
 }
 
 describe("RunEvents", () => {
+  it("P4: a message's start, end and transcript entry are one compact copy when one batch carried it", () => {
+    const h = harness();
+    const original = structuredClone(user);
+    h.events.route(event({ type: "message_start", message: original }));
+    h.events.route(event({ type: "message_end", message: original }));
+    const [start, end] = h.emitted as Extract<SessionEvent, { type: "message_start" | "message_end" }>[];
+    expect(start?.message).toBe(end?.message);
+    expect(h.transcript[0]).toBe(end?.message);
+    expect(end?.message).not.toBe(original);
+    expect(end?.message).toStrictEqual(original);
+  });
+
+  it("P4: agent_end names the copies its batch's message_ends made, and a reply never ended there as it came", () => {
+    const h = harness();
+    const ended = structuredClone(assistantMessage("error", "503"));
+    const unseen = assistantMessage("error", "504");
+    h.events.route(event({ type: "message_end", message: ended }));
+    h.events.route(event({ type: "agent_end", messages: [ended, unseen] }));
+    const agentEnd = h.emitted.find((e) => e.type === "agent_end") as Extract<SessionEvent, { type: "agent_end" }>;
+    expect(agentEnd.messages[0]).toBe(h.transcript[0]);
+    expect(agentEnd.messages[1]).toBe(unseen);
+  });
+
   it("listeners see agent_end before the retry events its decision emits, and the decision waits for run_end", () => {
     const h = harness((events) => {
       events.retryEvent({ type: "auto_retry_end", success: false, attempt: 2, reason: "exhausted", finalError: "x" });

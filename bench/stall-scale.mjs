@@ -30,7 +30,8 @@
  * STALL_PROFILE=<dir>: also take CPU profiles of the main thread (inspector Session, 100 µs
  * sampling) of the kickoff and of what follows, write them to <dir>/m-<N>-{kickoff,after}.cpuprofile
  * and report their top functions by self time. Profiling slows the thread: read stalls from runs
- * without it. STALL_SIZES=1000,5000 picks the sizes.
+ * without it. STALL_SIZES=1000,5000 picks the sizes. STALL_WORKER_PRIORITY=n sets the host's
+ * `workerPriority` (the worker threads' nice value; unset: the host's default).
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -49,6 +50,9 @@ const TOKEN_DELAY_MS = 2;
 const MAX_S = pick(45, 20);
 /** The target (P1). */
 const STALL_TARGET_MS = 20;
+/** STALL_WORKER_PRIORITY=n: the host's `workerPriority` (the workers' nice value); unset: its default. */
+const PRIORITY =
+  process.env.STALL_WORKER_PRIORITY === undefined ? undefined : Number(process.env.STALL_WORKER_PRIORITY);
 const BUCKETS = [10, 20, 50, 100];
 
 /** perf_hooks' GC kinds (entry.detail.kind). */
@@ -165,7 +169,7 @@ function topSelf(profile, count = 12) {
 
 async function variant(n) {
   const mock = await startMock();
-  const { host, close } = await makeHost();
+  const { host, close } = await makeHost(PRIORITY === undefined ? {} : { workerPriority: PRIORITY });
   const profileDir = process.env.STALL_PROFILE;
   let inspector;
   const profiles = {};
@@ -353,7 +357,7 @@ if (mode === "run") {
   }
   report({
     section: "m",
-    config: { SIZES, TOKENS, TOKEN_DELAY_MS, MAX_S, BUCKETS, STALL_TARGET_MS },
+    config: { SIZES, TOKENS, TOKEN_DELAY_MS, MAX_S, BUCKETS, STALL_TARGET_MS, PRIORITY: PRIORITY ?? "default" },
     runs,
   });
 }

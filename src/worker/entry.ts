@@ -6,6 +6,7 @@
 import type { MessagePort } from "node:worker_threads";
 import type { ControlChannel } from "../shared/protocol.js";
 import { type ServeOptions, serveWorker } from "./serve-worker.js";
+import { lowerThreadPriority } from "./thread-priority.js";
 
 /** The task the main thread runs on the pool: one per worker link. */
 export interface LinkTask {
@@ -14,9 +15,12 @@ export interface LinkTask {
   heartbeatMs?: number;
   /** The control channel for early aborts (shared/protocol.ts). */
   control?: ControlChannel;
+  /** The host's `workerPriority`: this thread's nice value, on Linux (thread-priority.ts). */
+  priority?: number;
 }
 
 export default function serveLink(task: LinkTask): Promise<void> {
+  if (task.priority !== undefined && task.priority > 0) lowerThreadPriority(task.priority);
   const options: ServeOptions = {};
   if (task.batchIntervalMs !== undefined) options.batchIntervalMs = task.batchIntervalMs;
   if (task.heartbeatMs !== undefined) options.heartbeatMs = task.heartbeatMs;

@@ -89,6 +89,15 @@ export interface SessionHostOptions {
   setupTimeoutMs?: number;
   /** Minimum spacing of event batches from a busy worker, in ms. @default 8 */
   batchIntervalMs?: number;
+  /**
+   * The worker threads' nice value on Linux, 0 (as the main thread) to 19 (runs last): with every
+   * core busy, the host's main thread gets a CPU before its workers, so its event loop stalls less
+   * (bench (m), docs/performance.md). The workers lose nothing while a core is free. Elsewhere a
+   * nice value is per process, and this has no effect. Off by default: under a crowded machine a
+   * lowered worker also yields to other processes, which a host that wants its agents' throughput
+   * first would not want. @default 0
+   */
+  workerPriority?: number;
   /** V8 heap limits for each worker; a worker over them exits and its sessions get ERR_WORKER_EXITED. */
   resourceLimits?: ResourceLimits;
   /** Receives errors thrown by `subscribe()` listeners. @default prints to stderr */
@@ -247,6 +256,7 @@ const hostOptionsSchema = z.strictObject({
   hangTimeoutMs: timerMs(10).optional(),
   setupTimeoutMs: timerMs(1).optional(),
   batchIntervalMs: z.number().min(0).max(1000).optional(),
+  workerPriority: z.number().int().min(0).max(19).optional(),
   resourceLimits: resourceLimitsSchema.optional(),
   onListenerError: fn.optional(),
   connect: fn.optional(),

@@ -124,6 +124,7 @@ export class SessionHost {
           : toModuleUrl(options.workerEntry, options.cwd ?? process.cwd()),
       resourceLimits: options.resourceLimits,
       batchIntervalMs: options.batchIntervalMs,
+      workerPriority: options.workerPriority,
       connect: options.connect,
       isClosed: () => this.#closed,
       permits: permitBridge(this.#coordination, (sessionId) => this.#sessions.get(sessionId)?.permitTarget),

@@ -12,6 +12,7 @@
  *   AbortError, and a task still queued is simply dropped (fact F1 in docs/architecture.md: the worker gets no
  *   chance to clean up, which is the point for a thread stuck in synchronous code).
  */
+import { stat } from "node:fs";
 import { MessageChannel, type MessagePort, type ResourceLimits, type Worker } from "node:worker_threads";
 import { Piscina } from "piscina";
 import type { LinkEndpoint } from "./link-options.js";
@@ -24,7 +25,7 @@ export interface WorkerPoolOptions {
   maxThreads: number;
   resourceLimits?: ResourceLimits;
   /** What each link task carries besides its port. */
-  task: { batchIntervalMs?: number; heartbeatMs: number };
+  task: { batchIntervalMs?: number; heartbeatMs: number; priority?: number };
   /** A worker failed outside any task: see the file comment. */
   onStartFailure: (error: unknown) => void;
 }
@@ -76,6 +77,10 @@ export class WorkerPool {
 
   #ensurePool(): Piscina {
     if (this.#pool !== undefined) return this.#pool;
+    // libuv's thread pool (file system, DNS) is created by the first thread that uses it, and a
+    // Linux thread inherits its creator's nice value: created by a lowered worker, the main
+    // thread's file writes would run at the workers' priority. One use from here creates it first.
+    if (this.#options.task.priority !== undefined) stat(".", () => {});
     const pool = new Piscina({
       filename: this.#options.filename,
       minThreads: 0,

@@ -21,6 +21,8 @@ export interface WorkerRosterOptions extends LinkTimeouts {
   workerEntry: string;
   resourceLimits?: ResourceLimits | undefined;
   batchIntervalMs?: number | undefined;
+  /** Nice value of the worker threads (host option `workerPriority`); 0 leaves them as they are. */
+  workerPriority?: number | undefined;
   /** Replaces the pool as the source of endpoints (in-process tests). */
   connect?: (() => LinkEndpoint) | undefined;
   /** True once the host is closed: an open in progress is then closed again and refused. */
@@ -49,10 +51,11 @@ export class WorkerRoster {
 
   constructor(options: WorkerRosterOptions) {
     this.#options = options;
-    const task: { heartbeatMs: number; batchIntervalMs?: number } = {
+    const task: { heartbeatMs: number; batchIntervalMs?: number; priority?: number } = {
       heartbeatMs: tickIntervalMs(options.hangTimeoutMs),
     };
     if (options.batchIntervalMs !== undefined) task.batchIntervalMs = options.batchIntervalMs;
+    if (options.workerPriority !== undefined && options.workerPriority > 0) task.priority = options.workerPriority;
     this.#pool = new WorkerPool({
       filename: options.workerEntry,
       // Room for the isolated workers of crash suspects beside the shared ones (SPEC X7).

@@ -33,7 +33,7 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent } from "@mariozechner/pi-agent-core";
-import { makeHost, mapLimit, median, mockModel, pick, QUICK, report, runChild, sleep } from "./lib.mjs";
+import { makeHost, mapLimit, median, mockModel, pick, QUICK, report, runChild, sleep, threadCpu } from "./lib.mjs";
 
 const N = Number(process.env.BENCH_O_N ?? pick(1000, 200));
 const WARM = pick(100, 40);
@@ -47,23 +47,6 @@ const PROFILE_INTERVAL_US = 500;
 const SCRIPT = { conversations: [{ match: "", steps: [503, { type: "ok", tokens: TOKENS, tokenDelayMs: 2 }] }] };
 
 // ---------------------------------------------------------------- helpers
-
-/** CPU time (ns) of each thread of this process, by tid; empty where /proc is missing. */
-async function threadCpu() {
-  const out = new Map();
-  try {
-    for (const tid of await readdir("/proc/self/task")) {
-      try {
-        out.set(tid, Number((await readFile(`/proc/self/task/${tid}/schedstat`, "utf8")).split(" ")[0]));
-      } catch {
-        // the thread ended between the listing and the read
-      }
-    }
-  } catch {
-    // not Linux
-  }
-  return out;
-}
 
 /** The mock in a process of its own (no profiler flags: its CPU is not measured). */
 async function startMock() {

@@ -5,7 +5,7 @@
  * printing one line `BENCH_RESULT <json>` that run.mjs collects.
  */
 import { readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSessionHost } from "../dist/main/index.js";
@@ -177,4 +177,21 @@ export async function runChild(script, args = [], { echo = false, execArgv = [] 
       resolve(JSON.parse(line.slice("BENCH_RESULT ".length)));
     });
   });
+}
+
+/** CPU time (ns) of each thread of this process, by tid; empty where /proc is missing. */
+export async function threadCpu() {
+  const out = new Map();
+  try {
+    for (const tid of await readdir("/proc/self/task")) {
+      try {
+        out.set(tid, Number((await readFile(`/proc/self/task/${tid}/schedstat`, "utf8")).split(" ")[0]));
+      } catch {
+        // the thread ended between the listing and the read
+      }
+    }
+  } catch {
+    // not Linux
+  }
+  return out;
 }

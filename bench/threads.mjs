@@ -32,12 +32,24 @@
  */
 import { fork } from "node:child_process";
 import { pbkdf2 } from "node:crypto";
-import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { fullGc, makeHost, mapLimit, median, mockModel, pick, report, runChild, sleep, startMeter } from "./lib.mjs";
+import {
+  fullGc,
+  makeHost,
+  mapLimit,
+  median,
+  mockModel,
+  pick,
+  report,
+  runChild,
+  sleep,
+  startMeter,
+  threadCpu,
+} from "./lib.mjs";
 
 const N = pick(1000, 200);
 const WARM = pick(100, 40);
@@ -48,23 +60,6 @@ const THREADS = availableParallelism() >= 4 ? [1, 2, 3] : [1, 2];
 const CLI = fileURLToPath(new URL("../dist/main/cli.js", import.meta.url));
 
 // ---------------------------------------------------------------- per-thread CPU
-
-/** CPU time (ns) of each thread of this process, by tid; empty where /proc is missing. */
-async function threadCpu() {
-  const out = new Map();
-  try {
-    for (const tid of await readdir("/proc/self/task")) {
-      try {
-        out.set(tid, Number((await readFile(`/proc/self/task/${tid}/schedstat`, "utf8")).split(" ")[0]));
-      } catch {
-        // the thread ended between the listing and the read
-      }
-    }
-  } catch {
-    // not Linux
-  }
-  return out;
-}
 
 /** Starts all of libuv's pool threads now, so that threads appearing later are the workers. */
 async function startLibuvPool() {

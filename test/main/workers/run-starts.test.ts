@@ -47,6 +47,22 @@ function relayedWorker(): Relay {
   return { port: toMain.port1, done, startMessages };
 }
 
+/** A link to `relay`'s worker with 5 s bounds, closed by the test's cleanups. */
+function linkTo(relay: Relay): WorkerLink {
+  const link = new WorkerLink(
+    { port: relay.port, done: relay.done },
+    {
+      callTimeoutMs: 5000,
+      hangTimeoutMs: 5000,
+      setupTimeoutMs: 5000,
+      controlTimeoutMs: 5000,
+      onProtocolError: () => {},
+    },
+  );
+  cleanups.push(() => link.close());
+  return link;
+}
+
 describe("run starts", () => {
   it("the prompts a host starts in one loop reach their worker as one startRun message, and each is answered", async () => {
     const scripted = scriptedModel([{ text: "ok" }]);
@@ -81,17 +97,7 @@ describe("run starts", () => {
     const scripted = scriptedModel([{ text: "ok" }]);
     cleanups.push(() => scripted.unregister());
     const relay = relayedWorker();
-    const link = new WorkerLink(
-      { port: relay.port, done: relay.done },
-      {
-        callTimeoutMs: 5000,
-        hangTimeoutMs: 5000,
-        setupTimeoutMs: 5000,
-        controlTimeoutMs: 5000,
-        onProtocolError: () => {},
-      },
-    );
-    cleanups.push(() => link.close());
+    const link = linkTo(relay);
     await within(
       link.openSession({
         sessionId: "s-1",
@@ -124,17 +130,7 @@ describe("run starts", () => {
 
   it("a message carries at most 256 starts: more in one task go as several, in order, each answered", async () => {
     const relay = relayedWorker();
-    const link = new WorkerLink(
-      { port: relay.port, done: relay.done },
-      {
-        callTimeoutMs: 5000,
-        hangTimeoutMs: 5000,
-        setupTimeoutMs: 5000,
-        controlTimeoutMs: 5000,
-        onProtocolError: () => {},
-      },
-    );
-    cleanups.push(() => link.close());
+    const link = linkTo(relay);
     const outcomes = Array.from({ length: 300 }, (_, i) =>
       link.startRun(`nobody-${i}`, 1, { kind: "continue" }).then(
         () => "started",

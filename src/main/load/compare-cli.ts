@@ -25,6 +25,7 @@ interface CompareFlags {
   json?: boolean;
   confidence?: string;
   seed?: string;
+  noise?: string;
 }
 
 /**
@@ -51,6 +52,12 @@ export function addCompareCommand(load: Command, setExitCode: (code: number) => 
     .addOption(new Option("--json", "print compare.json on stdout instead of the table"))
     .addOption(new Option("--confidence <level>", "coverage of the intervals: 0.95 or 95% (default 0.95)"))
     .addOption(new Option("--seed <n>", "seed of the bootstrap's resampling (default 1)"))
+    .addOption(
+      new Option(
+        "--noise <fraction>",
+        "noise floor: better or worse only beyond ± this share of A's figure, 0.05 or 5% (default 0)",
+      ),
+    )
     .action(async (a: string, b: string, own: CompareFlags) => {
       const shared = load.opts<Pick<CompareFlags, "out" | "threshold" | "seed">>();
       const flags: CompareFlags = { ...own };
@@ -69,6 +76,7 @@ async function runCompareCommand(pathA: string, pathB: string, flags: CompareFla
       thresholds: flags.threshold ?? [],
       ...(flags.confidence === undefined ? {} : { confidence: parseConfidence(flags.confidence) }),
       ...(flags.seed === undefined ? {} : { seed: parseSeed(flags.seed) }),
+      ...(flags.noise === undefined ? {} : { noise: parseNoise(flags.noise) }),
     };
     const [a, b] = await Promise.all([readLoadReport(pathA), readLoadReport(pathB)]);
     comparison = compareReports(a, b, options);
@@ -94,16 +102,28 @@ async function runCompareCommand(pathA: string, pathB: string, flags: CompareFla
 
 /** `0.95`, or a percentage such as `95%`. */
 function parseConfidence(text: string): number {
+  return parseShare(
+    "--confidence",
+    text,
+    (level) => level > 0 && level < 1,
+    "a level in (0, 1): give e.g. 0.95 or 95%",
+  );
+}
+
+/** `--noise`: a share of A's figure in [0, 1), as a fraction or a percentage. @throws ERR_INVALID_OPTIONS */
+function parseNoise(text: string): number {
+  return parseShare("--noise", text, (share) => share >= 0 && share < 1, "a share in [0, 1): give e.g. 0.05 or 5%");
+}
+
+/** A fraction (`0.95`) or a percentage (`95%`) that `accept` allows. @throws ERR_INVALID_OPTIONS naming `flag` */
+function parseShare(flag: string, text: string, accept: (value: number) => boolean, what: string): number {
   const percent = text.trim().endsWith("%");
   const value = Number(percent ? text.trim().slice(0, -1) : text);
-  const level = percent ? value / 100 : value;
-  if (text.trim() === "" || !(level > 0 && level < 1)) {
-    throw new LifelineError(
-      "ERR_INVALID_OPTIONS",
-      `--confidence "${text}" is not a level in (0, 1): give e.g. 0.95 or 95%`,
-    );
+  const share = percent ? value / 100 : value;
+  if (text.trim() === "" || !accept(share)) {
+    throw new LifelineError("ERR_INVALID_OPTIONS", `${flag} "${text}" is not ${what}`);
   }
-  return level;
+  return share;
 }
 
 function parseSeed(text: string): number {

@@ -73,7 +73,7 @@ const signed = (v) => v !== null && v > 0 ? "+" + num(v) : num(v);
 const run = (name, r) => name + " = " + r.source + (r.startedAt ? " (started " + r.startedAt + ")" : "") + (r.records ? "" : ", no records.jsonl");
 document.getElementById("runs").textContent = run("A", cmp.a) + " · " + run("B", cmp.b);
 for (const d of cmp.configDifferences) document.getElementById("config").append(el("li", {}, "config differs: " + d.path + ": A " + JSON.stringify(d.a) + ", B " + JSON.stringify(d.b)));
-document.getElementById("method").textContent = Math.round(cmp.confidence * 1000) / 10 + " % intervals of B − A; bootstrap of " + cmp.resamples + " resamples, seed " + cmp.seed;
+document.getElementById("method").textContent = Math.round(cmp.confidence * 1000) / 10 + " % intervals of B − A; bootstrap of " + cmp.resamples + " resamples, seed " + cmp.seed + (cmp.noise > 0 ? "; noise floor ± " + Math.round(cmp.noise * 1000) / 10 + " % of A" : "");
 
 const CLASS = { "better": "better", "worse": "worse", "within noise": "noise", "no samples": "nosamples" };
 const figures = document.getElementById("figures");

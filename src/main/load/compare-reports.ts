@@ -31,6 +31,13 @@ export interface CompareOptions {
   seed?: number;
   /** Bootstrap resamples of each run, 100–100000. @default 1000 */
   resamples?: number;
+  /**
+   * The noise floor, a fraction of A's figure in [0, 1): B is `better` or `worse` only when the
+   * whole interval of B − A lies beyond ± noise × |A| (criterion's noise threshold). It absorbs
+   * the shift between runs that no interval within a run can see (a busier machine during one
+   * run). @default 0
+   */
+  noise?: number;
   /** Comparison thresholds, `<metric>_ratio<op><n>` or `<metric>_delta<op><n>`. @default [] */
   thresholds?: readonly string[];
 }
@@ -39,7 +46,7 @@ export interface CompareOptions {
 const TAIL_SAMPLES = 5;
 
 /** The defaults of {@link CompareOptions}. */
-const COMPARE_DEFAULTS = { confidence: 0.95, seed: 1, resamples: 1000 } as const;
+const COMPARE_DEFAULTS = { confidence: 0.95, seed: 1, resamples: 1000, noise: 0 } as const;
 
 /**
  * A figure's verdict: B is `better` or `worse` than A (the interval of B − A excludes 0), the
@@ -95,6 +102,8 @@ export interface Comparison {
   confidence: number;
   resamples: number;
   seed: number;
+  /** The noise floor the verdicts used, a fraction of A's figure (see {@link CompareOptions}). */
+  noise: number;
   figures: FigureComparison[];
   thresholds: ComparisonThresholdResult[];
   /** True when every threshold held (also when there are none). */
@@ -103,8 +112,8 @@ export interface Comparison {
 
 /**
  * Compares run B with run A.
- * @throws LifelineError ERR_INVALID_OPTIONS for a bad confidence, seed, resample count or
- * threshold (before any work).
+ * @throws LifelineError ERR_INVALID_OPTIONS for a bad confidence, seed, resample count, noise
+ * floor or threshold (before any work).
  */
 export function compareReports(a: ComparedRun, b: ComparedRun, options: CompareOptions = {}): Comparison {
   const settings = validate(options);
@@ -117,7 +126,7 @@ export function compareReports(a: ComparedRun, b: ComparedRun, options: CompareO
     if (figure.a === null || figure.b === null) return figure;
     const seed = mix(settings.seed, index);
     const tested = testFigure(spec, a.report, b.report, samplesA, samplesB, intervals, { ...settings, seed });
-    return withVerdict(figure, tested);
+    return withVerdict(figure, tested, settings.noise);
   });
   const checked = evaluateComparisonThresholds(thresholds, fields(a.report), fields(b.report));
   return {
@@ -132,12 +141,12 @@ export function compareReports(a: ComparedRun, b: ComparedRun, options: CompareO
   };
 }
 
-type Settings = { confidence: number; seed: number; resamples: number };
+type Settings = { confidence: number; seed: number; resamples: number; noise: number };
 type Tested = { interval: Interval | null; test: string; samples: { a: number; b: number } | null; note?: string };
 
 function validate(options: CompareOptions): Settings {
   const settings = { ...COMPARE_DEFAULTS, ...dropUndefined(options) };
-  const { confidence, seed, resamples } = settings;
+  const { confidence, seed, resamples, noise } = settings;
   if (!(confidence > 0 && confidence < 1)) {
     throw new LifelineError("ERR_INVALID_OPTIONS", `confidence ${confidence} is not within (0, 1): give e.g. 0.95`);
   }
@@ -147,7 +156,10 @@ function validate(options: CompareOptions): Settings {
   if (!(Number.isInteger(resamples) && resamples >= 100 && resamples <= 100_000)) {
     throw new LifelineError("ERR_INVALID_OPTIONS", `resamples ${resamples} is not a whole number from 100 to 100000`);
   }
-  return { confidence, seed, resamples };
+  if (!(noise >= 0 && noise < 1)) {
+    throw new LifelineError("ERR_INVALID_OPTIONS", `noise ${noise} is not within [0, 1): give e.g. 0.05 for 5 %`);
+  }
+  return { confidence, seed, resamples, noise };
 }
 
 function dropUndefined(options: CompareOptions): Partial<Settings> {
@@ -155,6 +167,7 @@ function dropUndefined(options: CompareOptions): Partial<Settings> {
   if (options.confidence !== undefined) out.confidence = options.confidence;
   if (options.seed !== undefined) out.seed = options.seed;
   if (options.resamples !== undefined) out.resamples = options.resamples;
+  if (options.noise !== undefined) out.noise = options.noise;
   return out;
 }
 
@@ -281,7 +294,8 @@ function samplesForPercentile(p: number): number {
   return Math.ceil((TAIL_SAMPLES * 100) / Math.min(p, 100 - p));
 }
 
-function withVerdict(figure: FigureComparison, tested: Tested): FigureComparison {
+/** The verdict from the interval: beyond ± `noise` × |A| one way or the other, else within noise. */
+function withVerdict(figure: FigureComparison, tested: Tested, noise: number): FigureComparison {
   const out: FigureComparison = { ...figure, test: tested.test, samples: tested.samples };
   if (tested.note !== undefined) out.note = tested.note;
   const delta = figure.delta ?? 0;
@@ -293,7 +307,8 @@ function withVerdict(figure: FigureComparison, tested: Tested): FigureComparison
     return out;
   }
   out.interval = { low: round4(tested.interval.low), high: round4(tested.interval.high) };
-  const sign = tested.interval.low > 0 ? 1 : tested.interval.high < 0 ? -1 : 0;
+  const floor = noise * Math.abs(figure.a ?? 0);
+  const sign = tested.interval.low > floor ? 1 : tested.interval.high < -floor ? -1 : 0;
   out.verdict = sign === 0 ? "within noise" : towards(sign) === "better" ? "better" : "worse";
   return out;
 }

@@ -16,7 +16,7 @@ export function formatComparison(comparison: Comparison, dir?: string): string {
     lines.push(`config differs: ${difference.path}: A ${show(difference.a)}, B ${show(difference.b)}`);
   }
   lines.push(
-    `${Math.round(comparison.confidence * 1000) / 10} % intervals of B − A; bootstrap of ${comparison.resamples} resamples, seed ${comparison.seed}`,
+    `${Math.round(comparison.confidence * 1000) / 10} % intervals of B − A; bootstrap of ${comparison.resamples} resamples, seed ${comparison.seed}${comparison.noise > 0 ? `; noise floor ± ${Math.round(comparison.noise * 1000) / 10} % of A` : ""}`,
   );
   lines.push("");
   lines.push(

@@ -219,13 +219,32 @@ describe("compareReports", () => {
     expect(comparison.thresholdsPassed).toBe(false);
   });
 
-  it("refuses an unknown threshold metric and a confidence outside (0, 1) with ERR_INVALID_OPTIONS", () => {
+  it("with a noise floor, calls B better or worse only when the whole interval lies beyond ± noise × A", () => {
+    // B 8 % slower: its e2e p50 interval lies clear of 0.
+    const a = makeRun({ seed: 3, medianMs: 200, failP: 0 });
+    const b = makeRun({ seed: 4, medianMs: 216, failP: 0 });
+    const plain = byId(compareReports(a, b), "latency.e2eMs.p50");
+    expect(plain.verdict).toBe("worse");
+    const low = plain.interval?.low ?? Number.NaN;
+    const high = plain.interval?.high ?? Number.NaN;
+    const a50 = plain.a ?? Number.NaN;
+    // A floor under the interval's low end keeps the verdict; one above it makes it noise.
+    expect(byId(compareReports(a, b, { noise: (low / a50) * 0.9 }), "latency.e2eMs.p50").verdict).toBe("worse");
+    const floored = compareReports(a, b, { noise: (high / a50) * 1.1 });
+    expect(byId(floored, "latency.e2eMs.p50")).toMatchObject({ verdict: "within noise", interval: plain.interval });
+    expect(floored.noise).toBeCloseTo((high / a50) * 1.1, 10);
+    expect(compareReports(a, b).noise).toBe(0);
+  });
+
+  it("refuses an unknown threshold metric, a confidence outside (0, 1) and a noise floor outside [0, 1) with ERR_INVALID_OPTIONS", () => {
     const a = makeRun({ seed: 11, medianMs: 200, failP: 0 });
     for (const options of [
       { thresholds: ["p99_latency_ms<1"] },
       { thresholds: ["nope_ratio<1"] },
       { confidence: 1 },
       { resamples: 5 },
+      { noise: 1 },
+      { noise: -0.1 },
     ]) {
       expect(() => compareReports(a, a, options), JSON.stringify(options)).toThrow(
         expect.objectContaining({ code: "ERR_INVALID_OPTIONS" }),

@@ -9,18 +9,23 @@
  * exits, crashes, runs out of memory, is terminated as hung, or the host closes it. Its death is
  * typed: `WorkerStartError` if the worker never served, else {@link WorkerExitedError}
  * with the cause (SPEC X5).
+ *
+ * Over 450 lines, kept whole: what remains here is the link's one state machine. Every method
+ * reads the same death (`#dead`), the same liveness (`#lastSeenAt`, which judges both the hang of
+ * a call and the watchdog's) and the same port order (queued run starts go before any other call);
+ * the parts that stand alone already live in their own files (bounded-calls, in-flight-work,
+ * link-sessions, link-ui, run-start-queue, worker-exit).
  */
 import type { MessagePort } from "node:worker_threads";
 import { wrap } from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
-import { fromWireError, LifelineError, type WorkerExitCause, WorkerExitedError } from "../../shared/errors.js";
+import { LifelineError, type WorkerExitCause, WorkerExitedError } from "../../shared/errors.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import {
   type ControlMessage,
   decodeWorkerMessage,
   type LoopDelay,
   type RunInput,
-  type RunStart,
   type SessionInit,
   type SessionOpened,
   type WorkerApi,
@@ -30,6 +35,7 @@ import { InFlightWork } from "./in-flight-work.js";
 import type { LinkEndpoint, LinkTimeouts } from "./link-options.js";
 import { type LinkClient, LinkSessions } from "./link-sessions.js";
 import { LinkUi } from "./link-ui.js";
+import { RunStartQueue } from "./run-start-queue.js";
 import { describeError, exitCauseOf, linkDeath } from "./worker-exit.js";
 
 /**
@@ -44,13 +50,6 @@ export interface PermitHandler {
   /** The worker is gone: every permit it held or waited for is released. */
   releaseAll(link: WorkerLink): void;
 }
-
-/**
- * The most run starts one `startRun` message carries (see {@link WorkerLink.startRun}): enough to
- * turn a burst of thousands of prompts into tens of messages, few enough that sending one (its
- * structured clone, on the main thread) stays well under a millisecond.
- */
-const MAX_STARTS_PER_MESSAGE = 256;
 
 /** How long a closed port waits for the pool to say why the worker ended. */
 const EXIT_REASON_WAIT_MS = 1000;
@@ -93,7 +92,13 @@ export class WorkerLink {
   /** Only in-flight work keeps the process alive: pending calls and open runs. */
   readonly #work: InFlightWork;
   /** Run starts not sent yet, sent together as one `startRun` message (see {@link startRun}). */
-  #starts: QueuedStart[] = [];
+  readonly #starts = new RunStartQueue((starts) =>
+    this.#dead !== undefined
+      ? Promise.reject(this.#dead)
+      : this.#calls.invoke("startRun", [starts], this.#timeouts.callTimeoutMs, (periods) =>
+          this.#callTimedOut("startRun", periods),
+        ),
+  );
   /** The worker's control channel (early aborts), when the endpoint has one. */
   readonly #control: { port: MessagePort; posted: Int32Array } | undefined;
   /**
@@ -242,31 +247,16 @@ export class WorkerLink {
   }
 
   /**
-   * Starts a run of the session on the worker. The starts made before the loop's next check phase
-   * (a slice of the host's pacer admits many prompts, each ending in a start some microtasks
-   * later, at depths that differ from prompt to prompt) are queued and sent as one `startRun`
-   * message from a `setImmediate`, so that N prompts cost the main thread one comlink call and one
-   * message per worker instead of N. The wait is short: an immediate runs right after the poll
-   * phase, which does not block while one is queued. A queue of {@link MAX_STARTS_PER_MESSAGE}
-   * is sent at once: the immediate runs outside the pacer's measured slice, so what it sends must
-   * stay small whatever the slice's quota. Each start still
-   * settles on its own: resolves when the worker started the run, rejects with its own refusal
-   * (ERR_SESSION_BUSY, …), or, with the others of its message, as {@link call} does (the worker's
-   * death, ERR_CALL_TIMEOUT). Any other call of this link sends the queued starts first, so the
-   * port's order is the order of the calls (a `setModel` posted before a start, an `abort` after).
+   * Starts a run of the session on the worker. The starts of one loop turn go to the worker as one
+   * `startRun` message (run-start-queue.ts); each still settles on its own: resolves when the
+   * worker started the run, rejects with its own refusal (ERR_SESSION_BUSY, …), or, with the
+   * others of its message, as {@link call} does (the worker's death, ERR_CALL_TIMEOUT). Any other
+   * call of this link sends the queued starts first, so the port's order is the order of the calls
+   * (a `setModel` posted before a start, an `abort` after).
    */
   startRun(sessionId: string, runId: number, input: RunInput): Promise<void> {
     if (this.#dead !== undefined) return Promise.reject(this.#dead);
-    return this.#work.track(
-      "startRun",
-      [sessionId, runId],
-      () =>
-        new Promise<void>((resolve, reject) => {
-          this.#starts.push({ start: { sessionId, runId, input }, resolve, reject });
-          if (this.#starts.length >= MAX_STARTS_PER_MESSAGE) this.#sendStarts();
-          else if (this.#starts.length === 1) setImmediate(() => this.#sendStarts());
-        }),
-    );
+    return this.#work.track("startRun", [sessionId, runId], () => this.#starts.add({ sessionId, runId, input }));
   }
 
   /** What a timed-out ordinary call decides (see {@link call}): wait one more period, or the error. */
@@ -284,39 +274,6 @@ export class WorkerLink {
       "ERR_CALL_TIMEOUT",
       `The worker did not answer ${method} within ${waited} ms; ${alive ? "it kept sending but does not serve its port" : "it is taken to be blocked in synchronous code"} and is terminated. Raise callTimeoutMs or check the worker module's tools.`,
     );
-  }
-
-  /** Sends the queued starts as one `startRun` call and settles each from its own answer. */
-  #sendStarts(): void {
-    if (this.#starts.length === 0) return;
-    const queued = this.#starts;
-    this.#starts = [];
-    if (this.#dead !== undefined) {
-      for (const entry of queued) entry.reject(this.#dead);
-      return;
-    }
-    const starts = queued.map((entry) => entry.start);
-    this.#calls
-      .invoke("startRun", [starts], this.#timeouts.callTimeoutMs, (periods) => this.#callTimedOut("startRun", periods))
-      .then(
-        (results) => {
-          queued.forEach((entry, i) => {
-            const result = results[i];
-            if (result === undefined)
-              entry.reject(
-                new LifelineError(
-                  "ERR_PROTOCOL",
-                  `The worker answered ${results.length} of ${queued.length} run starts.`,
-                ),
-              );
-            else if (result.ok) entry.resolve();
-            else entry.reject(fromWireError(result.error));
-          });
-        },
-        (error: unknown) => {
-          for (const entry of queued) entry.reject(error);
-        },
-      );
   }
 
   /**
@@ -444,7 +401,7 @@ export class WorkerLink {
   ): Promise<Unwrapped<ApiResult<K>>> {
     if (this.#dead !== undefined) return Promise.reject(this.#dead);
     // The starts queued before this call go first: the port keeps the order of the calls.
-    this.#sendStarts();
+    this.#starts.flush();
     return this.#work.track(method, args, () => this.#calls.invoke(method, args, timeoutMs, onTimeout));
   }
 
@@ -535,7 +492,7 @@ export class WorkerLink {
     this.#permits?.releaseAll(this);
     this.#ui.closeAll();
     this.#work.stop();
-    for (const entry of this.#starts.splice(0)) entry.reject(error);
+    this.#starts.failAll(error);
     this.#calls.failAll(error);
     this.#port.close();
     this.#control?.port.close();
@@ -545,11 +502,4 @@ export class WorkerLink {
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
-
-/** A run start waiting for its message (see `WorkerLink.startRun`), with its caller's promise. */
-interface QueuedStart {
-  start: RunStart;
-  resolve: () => void;
-  reject: (error: unknown) => void;
 }

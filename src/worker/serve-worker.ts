@@ -4,12 +4,11 @@
  * Takes any port-like endpoint, so tests run it in-process over a `MessageChannel`; the
  * worker entry only binds it to the port piscina hands over.
  */
-import type { IntervalHistogram } from "node:perf_hooks";
 import { type MessagePort, threadId } from "node:worker_threads";
 import { expose } from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { LifelineError, toWireError } from "../shared/errors.js";
-import { sampleLoopDelay, takeLoopDelay } from "../shared/loop-delay.js";
+import { LoopDelaySampler } from "../shared/loop-delay.js";
 import {
   type ControlChannel,
   LOOP_REPORT_BEATS,
@@ -77,7 +76,7 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
   const opening = new Map<string, { cancelled: boolean }>();
   const heartbeatMs = options.heartbeatMs ?? 0;
   /** B9: this worker's loop-delay sampler, once the main thread asked for it (`watchEventLoop`). */
-  let loopDelay: IntervalHistogram | undefined;
+  let loopDelay: LoopDelaySampler | undefined;
   let beats = 0;
   // The timer keeps nothing alive that the port does not: the worker lives as long as its port.
   // A loop report rides on every LOOP_REPORT_BEATS-th heartbeat, which then goes out regardless.
@@ -85,8 +84,7 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
     heartbeatMs > 0
       ? setInterval(() => {
           beats++;
-          const loop =
-            loopDelay !== undefined && beats % LOOP_REPORT_BEATS === 0 ? takeLoopDelay(loopDelay) : undefined;
+          const loop = loopDelay !== undefined && beats % LOOP_REPORT_BEATS === 0 ? loopDelay.take() : undefined;
           if (loop !== undefined) port.postMessage({ type: "heartbeat", loop } satisfies WorkerMessage);
           else if (!sentSinceBeat) port.postMessage({ type: "heartbeat" } satisfies WorkerMessage);
           sentSinceBeat = false;
@@ -97,7 +95,7 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
     stop = () => {
       clearInterval(heartbeat);
       inbox?.close();
-      loopDelay?.disable();
+      loopDelay?.stop();
       resolve();
     };
   });
@@ -154,7 +152,7 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
     listBuiltInModels: () => attempt(() => [...demoModels().values()]),
     watchEventLoop: () =>
       command(() => {
-        loopDelay ??= sampleLoopDelay();
+        loopDelay ??= new LoopDelaySampler();
       }),
     grantPermit: (requestId, granted) => command(() => permits.grant(requestId, granted)),
     startBash: (sessionId, line) => attempt(() => bash.start(sessionId, line, find(sessionId).cwd)),

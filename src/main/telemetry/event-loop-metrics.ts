@@ -19,7 +19,7 @@
 import type { EventLoopUtilization } from "node:perf_hooks";
 import type { Worker } from "node:worker_threads";
 import type { BatchObservableResult, Meter, ObservableGauge } from "@opentelemetry/api";
-import { sampleLoopDelay, takeLoopDelay } from "../../shared/loop-delay.js";
+import { LoopDelaySampler } from "../../shared/loop-delay.js";
 import type { LoopDelay } from "../../shared/protocol.js";
 import { WorkerSlots } from "./worker-slots.js";
 
@@ -36,7 +36,7 @@ const QUANTILES: readonly Quantile[] = ["p50", "p99", "max"];
 
 /** Registers the event-loop gauges on `meter`; `workers` lists the pool's live threads. */
 export function observeEventLoops(meter: Meter, workers: () => readonly Worker[]): EventLoopObserver {
-  const delay = sampleLoopDelay();
+  const delay = new LoopDelaySampler();
   const gauges = (prefix: string, whose: string) =>
     QUANTILES.map((quantile) =>
       meter.createObservableGauge(`${prefix}.event_loop.delay.${quantile}`, {
@@ -69,7 +69,7 @@ export function observeEventLoops(meter: Meter, workers: () => readonly Worker[]
   const slots = new WorkerSlots();
   // One callback for all: it reads and resets, so every collection covers one interval.
   const read = (observer: BatchObservableResult) => {
-    const host = takeLoopDelay(delay);
+    const host = delay.take();
     if (host !== undefined) observe(observer, hostDelay, host);
     const now = performance.eventLoopUtilization();
     observer.observe(hostUtilization, performance.eventLoopUtilization(now, hostLast).utilization);
@@ -106,7 +106,7 @@ export function observeEventLoops(meter: Meter, workers: () => readonly Worker[]
       );
     },
     stop() {
-      delay.disable();
+      delay.stop();
       meter.removeBatchObservableCallback(read, instruments);
       reported.clear();
     },

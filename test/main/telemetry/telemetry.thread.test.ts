@@ -233,6 +233,9 @@ describe("a worker killed mid-run", () => {
 });
 
 describe("each worker's event loop", () => {
+  /** A loop delay this long (s) is the tool's 800 ms block. */
+  const SEEN_BLOCK_S = 0.7;
+
   it("B9: a worker blocked by a synchronous tool shows in its own lifeline.worker.event_loop.delay, not in the host's", async () => {
     // The host's and the workers' loop gauges of every export (one each 100 ms), from the prompt on.
     const host: number[] = [];
@@ -249,7 +252,7 @@ describe("each worker's event loop", () => {
           if (metric.descriptor.name === "lifeline.worker.event_loop.delay.max") worker.push(...points);
         }
         if (worker.length > 0) sampling();
-        if (worker.some((point) => point.value >= 0.7)) reported();
+        if (worker.some((point) => point.value >= SEEN_BLOCK_S)) reported();
         done({ code: 0 });
       },
       forceFlush: async () => {},
@@ -283,13 +286,18 @@ describe("each worker's event loop", () => {
     // The block must have happened on the watched worker, not been cut by a restart.
     expect(restored).toEqual([]);
     expect(result.stopReason).toBe("stop");
-    await within(workerReported, 30_000, "the worker's loop report of its 800 ms block");
-    const blocked = worker.find((point) => point.value >= 0.7);
+    // On a timeout, say what the worker did report (each collection's highest max, in seconds).
+    await within(workerReported, 30_000, "the worker's loop report of its 800 ms block").catch((error: unknown) => {
+      const seen = worker.map((point) => point.value.toFixed(3)).join(", ");
+      throw new Error(`${error instanceof Error ? error.message : String(error)}; reports seen: ${seen}`);
+    });
+    const blocked = worker.find((point) => point.value >= SEEN_BLOCK_S);
     expect(blocked?.attributes).toEqual({ "lifeline.worker.slot": 0 });
     expect(host.length).toBeGreaterThan(0);
-    // The main thread was never blocked: its worst delay stays far below the worker's (half of it:
-    // a loaded machine delays the main thread too, but not by a synchronous 800 ms).
-    expect(Math.max(...host)).toBeLessThan((blocked?.value ?? 0) / 2);
+    // The main thread was never blocked: its worst delay stays below what counts as the block. A
+    // machine loaded by other work delays the main thread too (up to 0.46 s seen at load average
+    // 10 on 2 cores), but a synchronous 800 ms on it would read 0.8 s or more.
+    expect(Math.max(...host)).toBeLessThan(SEEN_BLOCK_S);
   }, 120_000);
 });
 

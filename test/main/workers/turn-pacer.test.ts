@@ -1,7 +1,8 @@
 /**
  * The host's pacer of bursts (workers/turn-pacer.ts) on its own: turns run at once while the slice
  * has room, the rest later in the order given, one slice per event-loop iteration; a queued turn
- * can be cancelled; a `turn(signal)` wait rejects when its signal aborts.
+ * can be cancelled; a `turn(signal)` wait rejects when its signal aborts; turns given as objects
+ * (`enqueue`) share the queue and its order with closures, and one that reads `cancelled` is skipped.
  */
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
@@ -74,5 +75,33 @@ describe("TurnPacer", () => {
     await expect(waiting).rejects.toThrow("stop");
     const ok = pacer.turn(new AbortController().signal);
     await expect(ok).resolves.toBeUndefined();
+  });
+
+  it("object turns (enqueue) keep the order of the queue they share with closures; a cancelled one is skipped", async () => {
+    const pacer = new TurnPacer(1_000);
+    const ran: string[] = [];
+    const objectTurn = (name: string) => ({
+      cancelled: false,
+      paced() {
+        ran.push(name);
+      },
+    });
+    const atOnce: boolean[] = [];
+    const turns = [];
+    for (let i = 0; i < 40; i++) {
+      if (i % 2 === 0) {
+        const turn = objectTurn(`o${i}`);
+        turns.push(turn);
+        atOnce.push(pacer.enqueue(turn));
+      } else pacer.run(() => ran.push(`c${i}`));
+    }
+    // The first slice's quota (32) ran at once, objects and closures alike; the rest waits.
+    expect(atOnce.filter(Boolean)).toHaveLength(16);
+    expect(ran).toHaveLength(32);
+    const dropped = turns[17];
+    if (dropped !== undefined) dropped.cancelled = true;
+    await drained(pacer);
+    const expected = Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? `o${i}` : `c${i}`)).filter((n) => n !== "o34");
+    expect(ran).toEqual(expected);
   });
 });

@@ -24,6 +24,8 @@
  * context or handle, is what keeps that loop cheap.
  */
 
+import { MAX_TIMER_MS } from "../../shared/timer-ms.js";
+
 /** How long one slice of turns may keep the main thread, in milliseconds (P1 of the performance issue: no stall over 20 ms). */
 const SLICE_BUDGET_MS = 4;
 
@@ -74,6 +76,64 @@ class ClosureTurn implements PacedTurn, QueuedTurn {
     this.#work = undefined;
     return true;
   }
+}
+
+/** A sleep of {@link TurnPacer.sleep}: its timer, then its turn; the abort listener of its signal. */
+class PacedSleep implements PacedTurn {
+  cancelled = false;
+  readonly #pacer: TurnPacer;
+  #remaining: number;
+  readonly #signal: AbortSignal;
+  readonly #resolve: () => void;
+  readonly #reject: (reason: unknown) => void;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    pacer: TurnPacer,
+    ms: number,
+    signal: AbortSignal,
+    resolve: () => void,
+    reject: (reason: unknown) => void,
+  ) {
+    this.#pacer = pacer;
+    this.#remaining = Number.isFinite(ms) ? Math.max(0, ms) : Number.MAX_SAFE_INTEGER;
+    this.#signal = signal;
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  /** Starts the next part of the sleep (always one timer, so even 0 ms ends on a later macrotask). */
+  schedule(): void {
+    const part = Math.min(this.#remaining, MAX_TIMER_MS);
+    this.#remaining -= part;
+    this.#timer = setTimeout(wake, part, this);
+  }
+
+  /** The timer fired: another part, or the sleep's turn. */
+  woke(): void {
+    this.#timer = undefined;
+    if (this.#remaining > 0) this.schedule();
+    else this.#pacer.enqueue(this);
+  }
+
+  paced(): void {
+    this.cancelled = true;
+    this.#signal.removeEventListener("abort", this);
+    this.#resolve();
+  }
+
+  /** The signal aborted (an EventListener object, so no closure): the sleep ends, rejected. */
+  handleEvent(): void {
+    if (this.cancelled) return;
+    this.cancelled = true;
+    clearTimeout(this.#timer);
+    this.#reject(this.#signal.reason);
+  }
+}
+
+/** The timers' callback of every {@link PacedSleep}, shared (the sleep is the timer's argument). */
+function wake(sleeping: PacedSleep): void {
+  sleeping.woke();
 }
 
 /** What a consumed place of the queue holds, so that the turn it held can be collected. */
@@ -137,24 +197,23 @@ export class TurnPacer {
   }
 
   /**
-   * A promise that resolves on a turn of its own (the caller's continuation is its work, measured
-   * with its slice); rejects with the signal's reason if `signal` aborts first.
+   * Resolves once `ms` have passed, on a turn of its own (the caller's continuation is its work,
+   * measured with its slice); rejects with the signal's reason if `signal` aborts first. A retry's
+   * backoff: thousands of sleeps that end in the same millisecond (a burst of 503s, decided in one
+   * batch) fire in one timers phase, where each only queues its turn. One promise, one timer, one
+   * abort listener and one object per sleep, and no closure: a burst of retries allocates little
+   * while they all wait (P1, docs/performance.md "(m)"). A delay above Node's timer range
+   * ({@link MAX_TIMER_MS}) is slept in parts, as `abortableSleep` does.
    */
-  turn(signal: AbortSignal): Promise<void> {
+  sleep(ms: number, signal: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (signal.aborted) {
         reject(signal.reason);
         return;
       }
-      const onAbort = () => {
-        queued?.cancel();
-        reject(signal.reason);
-      };
-      const queued = this.run(() => {
-        signal.removeEventListener("abort", onAbort);
-        resolve();
-      });
-      if (queued !== undefined) signal.addEventListener("abort", onAbort, { once: true });
+      const sleeping = new PacedSleep(this, ms, signal, resolve, reject);
+      signal.addEventListener("abort", sleeping, { once: true });
+      sleeping.schedule();
     });
   }
 

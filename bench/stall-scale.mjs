@@ -30,7 +30,8 @@
  * STALL_PROFILE=<dir>: also take CPU profiles of the main thread (inspector Session, 100 µs
  * sampling) of the kickoff and of what follows, write them to <dir>/m-<N>-{kickoff,after}.cpuprofile
  * and report their top functions by self time. Profiling slows the thread: read stalls from runs
- * without it. STALL_SIZES=1000,5000 picks the sizes. STALL_WORKER_PRIORITY=n sets the host's
+ * without it. `node --expose-gc --max-semi-space-size=256 bench/stall-scale.mjs alloc 5000`: what
+ * a burst allocates per prompt and per retry sleep (see `allocation`). STALL_SIZES=1000,5000 picks the sizes. STALL_WORKER_PRIORITY=n sets the host's
  * `workerPriority` (the worker threads' nice value; unset: the host's default).
  */
 import { spawn } from "node:child_process";
@@ -443,9 +444,81 @@ async function variant(n) {
   }
 }
 
+/**
+ * `alloc N`: what a burst allocates inside the caller's task, where all of it survives until each
+ * turn (so young-generation GC copies it there): bytes per `prompt()` of a loop of N (the bench's
+ * own `.then` and template string included, as in the kickoff), and bytes per retry sleep while
+ * it waits (the production path: the host's pacer), with the time to wake N sleeps that end in
+ * the same millisecond. Run with a young generation large enough that no GC falls inside
+ * (`--max-semi-space-size=256`; `gcs` says if one did). Works on builds before TurnPacer.sleep
+ * (abortableSleep, then pacer.turn), for A/B runs from a baseline's worktree.
+ */
+async function allocation(n) {
+  let gcs = 0;
+  const observer = new PerformanceObserver((list) => {
+    gcs += list.getEntries().length;
+  });
+  observer.observe({ entryTypes: ["gc"] });
+  const { host, close } = await makeHost();
+  const options = { model: mockModel(9), apiKey: "dummy" };
+  const sessions = await mapLimit(
+    Array.from({ length: n }, (_, i) => i),
+    32,
+    () => host.createSession(options),
+  );
+  await fullGc();
+  await sleep(50);
+  gcs = 0;
+  let heap0 = process.memoryUsage().heapUsed;
+  let t0 = performance.now();
+  const prompts = sessions.map((session, i) =>
+    session.prompt(`session ${i}: tell the benchmark a story`).then(
+      () => {},
+      () => {},
+    ),
+  );
+  const loopMs = performance.now() - t0;
+  const promptBytes = (process.memoryUsage().heapUsed - heap0) / n;
+  const promptGcs = gcs;
+  await Promise.allSettled(sessions.map((session) => session.abort()));
+  await Promise.allSettled(prompts);
+  await close();
+
+  const { TurnPacer } = await import("../dist/main/workers/turn-pacer.js");
+  const { abortableSleep } = await import("../dist/main/retry/sleep.js");
+  const pacer = new TurnPacer();
+  const pacedSleep =
+    typeof pacer.sleep === "function"
+      ? (ms, signal) => pacer.sleep(ms, signal)
+      : async (ms, signal) => {
+          await abortableSleep(ms, signal);
+          await pacer.turn(signal);
+        };
+  const signals = Array.from({ length: n }, () => new AbortController().signal);
+  await fullGc();
+  gcs = 0;
+  heap0 = process.memoryUsage().heapUsed;
+  const sleeps = signals.map((signal) => pacedSleep(50, signal));
+  const sleepBytes = (process.memoryUsage().heapUsed - heap0) / n;
+  const sleepGcs = gcs;
+  t0 = performance.now();
+  await Promise.all(sleeps);
+  const wakeMs = performance.now() - t0;
+  observer.disconnect();
+  return {
+    mode: "alloc",
+    n,
+    prompt: { loopMs, usPerPrompt: (loopMs * 1e3) / n, bytesPerPrompt: promptBytes, gcs: promptGcs },
+    retrySleep: { bytesPerSleep: sleepBytes, gcs: sleepGcs, wakeAllMs: wakeMs },
+    loadavg: loadavg()[0],
+  };
+}
+
 const [mode, n] = process.argv.slice(2);
 if (mode === "run") {
   report(await variant(Number(n)));
+} else if (mode === "alloc") {
+  report(await allocation(Number(n)));
 } else {
   const runs = [];
   for (const size of SIZES) {

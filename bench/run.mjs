@@ -563,6 +563,17 @@ function printM(m) {
           : `; sessions restored after a worker died: ${JSON.stringify(r.workerExits)}, of them while measured (before the cut's aborts): ${JSON.stringify(r.exitsInWindow ?? {})}${r.firstExitS === undefined ? "" : `, the first at ${r.firstExitS.toFixed(1)} s`}; workers the watchdog terminated: ${r.watchdogTerminations}`),
     );
   }
+  for (const r of m.runs) {
+    const own = (r.topOwnStalls ?? [])
+      .slice(0, 4)
+      .map(
+        (t) =>
+          `ran ${ms2(t.ranMs)} of ${ms2(t.gapMs)} ms at ${(t.atMs / 1e3).toFixed(2)} s, ${t.phase}` +
+          (t.gc.length === 0 ? "" : ` (GC ${t.gc.map(([kind, d]) => `${kind} ${ms2(d)}`).join(", ")})`),
+      )
+      .join("; ");
+    console.log(`${r.sessions}: largest own stalls ${own || "none over 5 ms"}`);
+  }
   console.log(
     '"own ms": the largest main-thread run time within one stall (schedstat); the rest of a stall was waiting for a CPU.',
   );

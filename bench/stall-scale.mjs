@@ -30,7 +30,8 @@
  * STALL_PROFILE=<dir>: also take CPU profiles of the main thread (inspector Session, 100 µs
  * sampling) of the kickoff and of what follows, write them to <dir>/m-<N>-{kickoff,after}.cpuprofile
  * and report their top functions by self time. Profiling slows the thread: read stalls from runs
- * without it. STALL_SIZES=1000,5000 picks the sizes. STALL_WORKER_PRIORITY=n sets the host's
+ * without it. `node --expose-gc --max-semi-space-size=256 bench/stall-scale.mjs alloc 5000`: what
+ * a burst allocates per prompt and per retry sleep (see `allocation`). STALL_SIZES=1000,5000 picks the sizes. STALL_WORKER_PRIORITY=n sets the host's
  * `workerPriority` (the worker threads' nice value; unset: the host's default).
  */
 import { spawn } from "node:child_process";
@@ -99,6 +100,8 @@ function gapRecorder() {
   const phase0 = () => ({ max: 0, ownMax: 0, count: 0, over: BUCKETS.map(() => 0) });
   const phases = { kickoff: phase0(), after: phase0() };
   const top = [];
+  /** Stalls whose own run time was over 5 ms, whatever their wall-clock length (where the main thread's own work is). */
+  const topOwn = [];
   let phase = "kickoff";
   let last = performance.now();
   let lastSched = schedstat();
@@ -117,6 +120,8 @@ function gapRecorder() {
     if (Math.min(gap, ranMs) > p.ownMax) p.ownMax = Math.min(gap, ranMs);
     for (let i = 0; i < BUCKETS.length; i++) if (gap > BUCKETS[i]) p.over[i]++;
     if (gap > 10) top.push({ atMs: now - gap - t0, gapMs: gap, ranMs, waitedMs, phase });
+    if (Math.min(gap, ranMs) > 5)
+      topOwn.push({ atMs: now - gap - t0, gapMs: gap, ranMs, waitedMs, phase, from: now - gap, to: now });
   }, 1);
   return {
     start(at) {
@@ -136,7 +141,8 @@ function gapRecorder() {
     stop() {
       clearInterval(timer);
       top.sort((a, b) => b.gapMs - a.gapMs);
-      return { phases, top: top.slice(0, 8) };
+      topOwn.sort((a, b) => b.ranMs - a.ranMs);
+      return { phases, top: top.slice(0, 8), topOwn: topOwn.slice(0, 8) };
     },
   };
 }
@@ -165,6 +171,68 @@ function topSelf(profile, count = 12) {
       .slice(0, count)
       .map(([name, us]) => [name, us / 1e3]),
   };
+}
+
+/**
+ * What the main thread ran inside each of `stalls` (from / to: performance.now() ms), from a CPU
+ * profile whose start was at `perfStartMs`: self time by function, and by the task's entry (the
+ * frame below the root: which macrotask held the loop), in ms of samples.
+ */
+function stallBreakdown(profile, perfStartMs, stalls, gcEntries) {
+  const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parent = new Map();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const label = (node) => {
+    const f = node.callFrame;
+    return `${f.functionName || "(anonymous)"}${f.url === "" ? "" : ` ${basename(f.url)}:${f.lineNumber + 1}`}`;
+  };
+  const entryOf = (id) => {
+    let at = id;
+    for (;;) {
+      const up = parent.get(at);
+      if (up === undefined) return nodes.get(at);
+      if (parent.get(up) === undefined) return nodes.get(at);
+      at = up;
+    }
+  };
+  const times = [];
+  let t = profile.startTime;
+  for (const delta of profile.timeDeltas) {
+    t += delta;
+    times.push(t);
+  }
+  const toPerf = (us) => perfStartMs + (us - profile.startTime) / 1e3;
+  return stalls.map((stall) => {
+    const self = new Map();
+    const entry = new Map();
+    let sampledMs = 0;
+    for (let i = 0; i < profile.samples.length; i++) {
+      const at = toPerf(times[i]);
+      if (at < stall.from || at > stall.to) continue;
+      const dt = (profile.timeDeltas[i + 1] ?? 0) / 1e3;
+      sampledMs += dt;
+      const node = nodes.get(profile.samples[i]);
+      if (node === undefined) continue;
+      self.set(label(node), (self.get(label(node)) ?? 0) + dt);
+      const e = entryOf(node.id);
+      if (e !== undefined) entry.set(label(e), (entry.get(label(e)) ?? 0) + dt);
+    }
+    const top = (map, count) =>
+      [...map.entries()]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, count)
+        .map(([name, ms]) => [name, Number(ms.toFixed(2))]);
+    const gc = gcEntries.filter((g) => g.start < stall.to && g.start + g.duration > stall.from);
+    return {
+      atMs: stall.atMs,
+      gapMs: stall.gapMs,
+      ranMs: stall.ranMs,
+      sampledMs,
+      gc: gc.map((g) => [g.kind, Number(g.duration.toFixed(2))]),
+      self: top(self, 12),
+      entry: top(entry, 5),
+    };
+  });
 }
 
 async function variant(n) {
@@ -236,19 +304,26 @@ async function variant(n) {
     // ---- kickoff: every prompt started in one task
     const gcPauses = { kickoff: [], after: [] };
     const gcMaxByKind = {};
+    /** Every GC pause with its start (performance.now() ms), to match against the stalls. */
+    const gcEntries = [];
     let gcPhase = "kickoff";
     const gcObserver = new PerformanceObserver((list) => {
       for (const entry of list.getEntries()) {
         gcPauses[gcPhase].push(entry.duration);
         const kind = GC_KINDS[entry.detail?.kind] ?? "other";
         gcMaxByKind[kind] = Math.max(gcMaxByKind[kind] ?? 0, entry.duration);
+        gcEntries.push({ kind, start: entry.startTime, duration: entry.duration });
       }
     });
     gcObserver.observe({ entryTypes: ["gc"] });
     const gaps = gapRecorder();
     const hKick = monitorEventLoopDelay({ resolution: 1 });
     const hAfter = monitorEventLoopDelay({ resolution: 1 });
-    if (inspector !== undefined) await inspector.post("Profiler.start");
+    const profileStarts = {};
+    if (inspector !== undefined) {
+      profileStarts.kickoff = performance.now();
+      await inspector.post("Profiler.start");
+    }
     const meter = startMeter();
     const load0 = loadavg()[0];
     hKick.enable();
@@ -276,7 +351,9 @@ async function variant(n) {
     if (inspector !== undefined) {
       const { profile } = await inspector.post("Profiler.stop");
       profiles.kickoff = topSelf(profile);
+      profiles.kickoffRaw = profile;
       await writeFile(join(profileDir, `m-${n}-kickoff.cpuprofile`), JSON.stringify(profile));
+      profileStarts.after = performance.now();
       await inspector.post("Profiler.start");
     }
 
@@ -298,6 +375,23 @@ async function variant(n) {
       profiles.after = topSelf(profile);
       await writeFile(join(profileDir, `m-${n}-after.cpuprofile`), JSON.stringify(profile));
       inspector.disconnect();
+      // The largest own stalls of each phase, broken down from that phase's profile.
+      const kickoffRaw = profiles.kickoffRaw;
+      delete profiles.kickoffRaw;
+      profiles.ownStalls = [
+        ...stallBreakdown(
+          kickoffRaw,
+          profileStarts.kickoff,
+          g.topOwn.filter((s) => s.phase === "kickoff"),
+          gcEntries,
+        ),
+        ...stallBreakdown(
+          profile,
+          profileStarts.after,
+          g.topOwn.filter((s) => s.phase === "after"),
+          gcEntries,
+        ),
+      ].sort((a, b) => b.ranMs - a.ranMs);
     }
     const settledInTime = counts.settled;
     measuring = false;
@@ -333,6 +427,10 @@ async function variant(n) {
       maxOwnStallMs: Math.max(g.phases.kickoff.ownMax, g.phases.after.ownMax),
       gaps: g.phases,
       topStalls: g.top,
+      topOwnStalls: g.topOwn.map(({ from, to, ...rest }) => ({
+        ...rest,
+        gc: gcEntries.filter((e) => e.start < to && e.start + e.duration > from).map((e) => [e.kind, e.duration]),
+      })),
       delay: { kickoff: hist(hKick), after: hist(hAfter) },
       gc: { kickoff: gcOf(gcPauses.kickoff), after: gcOf(gcPauses.after), maxByKind: gcMaxByKind },
       mainCpuMs: m.cpuNs / 1e6,
@@ -346,9 +444,81 @@ async function variant(n) {
   }
 }
 
+/**
+ * `alloc N`: what a burst allocates inside the caller's task, where all of it survives until each
+ * turn (so young-generation GC copies it there): bytes per `prompt()` of a loop of N (the bench's
+ * own `.then` and template string included, as in the kickoff), and bytes per retry sleep while
+ * it waits (the production path: the host's pacer), with the time to wake N sleeps that end in
+ * the same millisecond. Run with a young generation large enough that no GC falls inside
+ * (`--max-semi-space-size=256`; `gcs` says if one did). Works on builds before TurnPacer.sleep
+ * (abortableSleep, then pacer.turn), for A/B runs from a baseline's worktree.
+ */
+async function allocation(n) {
+  let gcs = 0;
+  const observer = new PerformanceObserver((list) => {
+    gcs += list.getEntries().length;
+  });
+  observer.observe({ entryTypes: ["gc"] });
+  const { host, close } = await makeHost();
+  const options = { model: mockModel(9), apiKey: "dummy" };
+  const sessions = await mapLimit(
+    Array.from({ length: n }, (_, i) => i),
+    32,
+    () => host.createSession(options),
+  );
+  await fullGc();
+  await sleep(50);
+  gcs = 0;
+  let heap0 = process.memoryUsage().heapUsed;
+  let t0 = performance.now();
+  const prompts = sessions.map((session, i) =>
+    session.prompt(`session ${i}: tell the benchmark a story`).then(
+      () => {},
+      () => {},
+    ),
+  );
+  const loopMs = performance.now() - t0;
+  const promptBytes = (process.memoryUsage().heapUsed - heap0) / n;
+  const promptGcs = gcs;
+  await Promise.allSettled(sessions.map((session) => session.abort()));
+  await Promise.allSettled(prompts);
+  await close();
+
+  const { TurnPacer } = await import("../dist/main/workers/turn-pacer.js");
+  const { abortableSleep } = await import("../dist/main/retry/sleep.js");
+  const pacer = new TurnPacer();
+  const pacedSleep =
+    typeof pacer.sleep === "function"
+      ? (ms, signal) => pacer.sleep(ms, signal)
+      : async (ms, signal) => {
+          await abortableSleep(ms, signal);
+          await pacer.turn(signal);
+        };
+  const signals = Array.from({ length: n }, () => new AbortController().signal);
+  await fullGc();
+  gcs = 0;
+  heap0 = process.memoryUsage().heapUsed;
+  const sleeps = signals.map((signal) => pacedSleep(50, signal));
+  const sleepBytes = (process.memoryUsage().heapUsed - heap0) / n;
+  const sleepGcs = gcs;
+  t0 = performance.now();
+  await Promise.all(sleeps);
+  const wakeMs = performance.now() - t0;
+  observer.disconnect();
+  return {
+    mode: "alloc",
+    n,
+    prompt: { loopMs, usPerPrompt: (loopMs * 1e3) / n, bytesPerPrompt: promptBytes, gcs: promptGcs },
+    retrySleep: { bytesPerSleep: sleepBytes, gcs: sleepGcs, wakeAllMs: wakeMs },
+    loadavg: loadavg()[0],
+  };
+}
+
 const [mode, n] = process.argv.slice(2);
 if (mode === "run") {
   report(await variant(Number(n)));
+} else if (mode === "alloc") {
+  report(await allocation(Number(n)));
 } else {
   const runs = [];
   for (const size of SIZES) {

@@ -38,6 +38,8 @@ import { SessionParts } from "./session-parts.js";
 import type { SessionSetup } from "./session-setup.js";
 import { type SessionStats, sessionStats } from "./session-stats.js";
 
+/** The options of a `prompt()` called without any (shared, never written). */
+const NO_OPTIONS: PromptOptions = Object.freeze({});
 /**
  * One conversation with a model whose agent loop runs in a worker thread.
  * Created by `SessionHost.createSession()`. All methods are called on the main thread.
@@ -68,10 +70,11 @@ export class AgentSession {
    * @throws SessionBusyError (ERR_SESSION_BUSY) while another prompt is live, unless `queue` is set.
    * @throws ERR_SESSION_DISPOSED after dispose(); WorkerExitedError if the worker dies; ERR_INVALID_OPTIONS for empty text or malformed options.
    */
-  prompt(text: string, options: PromptOptions = {}): Promise<PromptResult> {
-    const refusal = this.#runner.closed ?? invalidPrompt(text, options);
+  prompt(text: string, options?: PromptOptions): Promise<PromptResult> {
+    // No `= {}` default: a burst of prompt() calls would allocate one empty object per call.
+    const refusal = this.#runner.closed ?? invalidPrompt(text, options === undefined ? NO_OPTIONS : options);
     return refusal === undefined
-      ? this.#runner.submit(text, options.queue === true, options.id)
+      ? this.#runner.submit(text, options?.queue === true, options?.id)
       : Promise.reject(refusal);
   }
 

@@ -12,7 +12,7 @@ import { PromptGate } from "../coordination/prompt-gate.js";
 import type { SessionCoordination } from "../coordination/session-coordination.js";
 import { PromptWriteAhead } from "../session-files/prompt-write-ahead.js";
 import type { SessionRecorder } from "../session-files/session-recorder.js";
-import type { QueuedTurn, TurnPacer } from "../workers/turn-pacer.js";
+import type { PacedTurn, TurnPacer } from "../workers/turn-pacer.js";
 
 /** What becomes of a prompt once its waits are over; each is called only while `live()`. */
 export interface Admitted {
@@ -26,6 +26,38 @@ export interface Admitted {
   failed(error: LifelineError): void;
 }
 
+/**
+ * A prompt to admit: what becomes of it, and what the admission reads of it on its turn. One
+ * object per prompt (a class of the session's runner), rather than closures: see {@link PromptTurn}.
+ */
+export interface AdmissionPrompt extends Admitted {
+  /** Builds the prompt's user message, on its turn (deferred bash messages go in first). */
+  message(): AgentMessage;
+  /** The caller's id of the prompt, stored with its user message. */
+  readonly promptId: string | undefined;
+}
+
+/**
+ * A prompt's wait for its turn on the pacer, as the pacer's queue holds it. `prompt()` queues one
+ * inside the caller's task (a loop of thousands of calls), where whatever it allocates survives
+ * until its turn: one object, rather than a closure with its context and a handle (P1 at 10,000
+ * sessions, docs/performance.md "(m)").
+ */
+class PromptTurn implements PacedTurn {
+  cancelled = false;
+  readonly #admission: PromptAdmission;
+  readonly prompt: AdmissionPrompt;
+
+  constructor(admission: PromptAdmission, prompt: AdmissionPrompt) {
+    this.#admission = admission;
+    this.prompt = prompt;
+  }
+
+  paced(): void {
+    this.#admission.onTurn(this);
+  }
+}
+
 /** One session's waits before a prompt's first model request. */
 export class PromptAdmission {
   /** B7: stores each prompt's user message before its run is posted; undefined when not persisted. */
@@ -34,8 +66,8 @@ export class PromptAdmission {
   readonly #gate: PromptGate;
   /** The host's pacer of bursts; undefined: every prompt goes on at once. */
   readonly #pacer: TurnPacer | undefined;
-  /** The live prompt's wait for its turn on the pacer, and what becomes of it. */
-  #turn: { queued: QueuedTurn; admitted: Admitted } | undefined;
+  /** The live prompt's wait for its turn on the pacer. */
+  #turn: PromptTurn | undefined;
 
   constructor(recorder: SessionRecorder | undefined, coordination: SessionCoordination | undefined, pacer?: TurnPacer) {
     this.#writeAhead = recorder === undefined ? undefined : new PromptWriteAhead(recorder);
@@ -49,20 +81,24 @@ export class PromptAdmission {
   }
 
   /**
-   * Admits a prompt: on its turn, its user message is built by `message()` (so a burst of
-   * `prompt()` calls costs its loop little), stored first (marked with `promptId` if given), then
-   * taken through the gate. A prompt no longer live on its turn builds nothing.
+   * Admits a prompt: on its turn, its user message is built by `prompt.message()` (so a burst of
+   * `prompt()` calls costs its loop little), stored first (marked with `prompt.promptId` if given),
+   * then taken through the gate. A prompt no longer live on its turn builds nothing.
    */
-  admit(message: () => AgentMessage, admitted: Admitted, promptId?: string): void {
+  admit(prompt: AdmissionPrompt): void {
     if (this.#pacer === undefined) {
-      this.#store(message(), admitted, promptId);
+      this.#store(prompt.message(), prompt, prompt.promptId);
       return;
     }
-    const queued = this.#pacer.run(() => {
-      this.#turn = undefined;
-      if (admitted.live()) this.#store(message(), admitted, promptId);
-    });
-    if (queued !== undefined) this.#turn = { queued, admitted };
+    const turn = new PromptTurn(this, prompt);
+    if (!this.#pacer.enqueue(turn)) this.#turn = turn;
+  }
+
+  /** The pacer gave `turn` its turn (PromptTurn.paced; not called once it is cancelled). */
+  onTurn(turn: PromptTurn): void {
+    if (this.#turn === turn) this.#turn = undefined;
+    const prompt = turn.prompt;
+    if (prompt.live()) this.#store(prompt.message(), prompt, prompt.promptId);
   }
 
   #store(message: AgentMessage, admitted: Admitted, promptId: string | undefined): void {
@@ -99,11 +135,12 @@ export class PromptAdmission {
   /** The session's abort(): a wait for a turn or at the gate ends now; the write in progress ends as aborted once over. */
   abort(): void {
     const turn = this.#turn;
-    if (turn?.queued.cancel()) {
+    if (turn !== undefined && !turn.cancelled) {
+      turn.cancelled = true;
       // Ends as a gate wait does: on a microtask, after the rest of abort(); waiting until then.
       queueMicrotask(() => {
         if (this.#turn === turn) this.#turn = undefined;
-        if (turn.admitted.live()) turn.admitted.aborted("Aborted before the model request was sent.");
+        if (turn.prompt.live()) turn.prompt.aborted("Aborted before the model request was sent.");
       });
     }
     this.#writeAhead?.abort();
@@ -112,7 +149,7 @@ export class PromptAdmission {
 
   /** The session closed: a turn or gate wait ends now (a write in progress finds the prompt no longer live). */
   close(): void {
-    this.#turn?.queued.cancel();
+    if (this.#turn !== undefined) this.#turn.cancelled = true;
     this.#turn = undefined;
     this.#gate.abort();
   }

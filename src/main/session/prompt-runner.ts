@@ -30,7 +30,7 @@ import type { RetryController } from "../retry/retry-controller.js";
 import type { SessionRecorder } from "../session-files/session-recorder.js";
 import { storedRunTail } from "../supervision/interrupted-run.js";
 import { type PendingPrompt, type QueuedPrompt, settledResult } from "./pending-prompt.js";
-import { PromptAdmission } from "./prompt-admission.js";
+import { type AdmissionPrompt, PromptAdmission } from "./prompt-admission.js";
 import { PromptRecords } from "./prompt-records.js";
 import type { QueuedMessages } from "./queued-messages.js";
 import type { AfterRun } from "./run-events.js";
@@ -89,6 +89,73 @@ class RunnerCompactionHost implements CompactionHost {
 
   contextWindow(): number {
     return this.#model.current.contextWindow;
+  }
+}
+
+/** What {@link captureResolvers} leaves for `submit()` to take; UNSET between calls. */
+const UNSET = (): void => {};
+const captured: { resolve: (result: PromptResult) => void; reject: (error: Error) => void } = {
+  resolve: UNSET,
+  reject: UNSET,
+};
+
+/**
+ * The executor of every prompt's promise: it hands the resolving functions to `submit()` through
+ * `captured` (synchronously: a Promise runs its executor inside the constructor), so that a
+ * `prompt()` allocates no executor closure and no context for it (a burst of 10,000 calls in one
+ * loop allocates all of it inside the caller's task; P1, docs/performance.md "(m)").
+ */
+function captureResolvers(resolve: (result: PromptResult) => void, reject: (error: Error) => void): void {
+  captured.resolve = resolve;
+  captured.reject = reject;
+}
+
+/**
+ * A prompt being admitted (prompt-admission.ts): what the admission reads of it and tells it, as
+ * one object per prompt with its methods on the shared prototype. `prompt()` makes one inside the
+ * caller's task, and a burst of them (10,000 in one loop) survives there until each prompt's turn:
+ * a closure per callback, each with its context, made that loop allocate several times as much
+ * (P1, docs/performance.md "(m)").
+ */
+class PromptTicket implements AdmissionPrompt {
+  readonly #runner: PromptRunner;
+  readonly #pending: PendingPrompt;
+  readonly #text: string;
+
+  constructor(runner: PromptRunner, pending: PendingPrompt, text: string) {
+    this.#runner = runner;
+    this.#pending = pending;
+    this.#text = text;
+  }
+
+  get promptId(): string | undefined {
+    return this.#pending.id;
+  }
+
+  // On the prompt's turn: deferred bash messages go in first, then the user message, built here
+  // rather than in the worker so the same object can be stored first (write-ahead).
+  message(): AgentMessage {
+    this.#runner.beforePrompt();
+    return { role: "user", content: [{ type: "text", text: this.#text }], timestamp: Date.now() };
+  }
+
+  live(): boolean {
+    return this.#runner.livePrompt() === this.#pending && !this.#runner.isClosed();
+  }
+
+  start(message: AgentMessage): void {
+    this.#runner.records.stored(this.#pending.id);
+    this.#runner.startPrompt(message);
+  }
+
+  aborted(failure: string): void {
+    this.#pending.abortedEarly = true;
+    this.#pending.failure = failure;
+    this.#runner.maybeSettle();
+  }
+
+  failed(error: LifelineError): void {
+    this.#runner.rejectPrompt(error);
   }
 }
 
@@ -180,26 +247,33 @@ export class PromptRunner implements SessionRunsTarget, CompactionTarget, Linked
   submit(text: string, queue: boolean, id?: string): Promise<PromptResult> {
     // B9: read here, synchronously, where the caller's trace context is active.
     const trace = this.#setup.host.telemetry?.capture();
-    return new Promise<PromptResult>((resolve, reject) => {
+    // The shared executor, not a closure per call (see captureResolvers).
+    const promise = new Promise<PromptResult>(captureResolvers);
+    const { resolve, reject } = captured;
+    captured.resolve = UNSET;
+    captured.reject = UNSET;
+    try {
       if (this.#prompt === undefined && this.#compaction.reason === undefined) {
-        this.#begin({ text, resolve, reject, id, trace });
-        return;
-      }
-      if (queue) {
+        this.#begin(text, resolve, reject, id, trace);
+      } else if (queue) {
         this.#queue.push({ text, resolve, reject, id, trace });
-        return;
+      } else {
+        const state = this.retry.isRetrying
+          ? `in a retry chain (attempt ${this.retry.attempt})`
+          : this.#compaction.reason !== undefined
+            ? "compacting"
+            : "streaming";
+        reject(
+          new SessionBusyError(
+            `Session ${this.sessionId} is ${state}. Wait for agent_settled (or the pending prompt), call abort(), or pass { queue: true } to run this prompt afterwards.`,
+          ),
+        );
       }
-      const state = this.retry.isRetrying
-        ? `in a retry chain (attempt ${this.retry.attempt})`
-        : this.#compaction.reason !== undefined
-          ? "compacting"
-          : "streaming";
-      reject(
-        new SessionBusyError(
-          `Session ${this.sessionId} is ${state}. Wait for agent_settled (or the pending prompt), call abort(), or pass { queue: true } to run this prompt afterwards.`,
-        ),
-      );
-    });
+    } catch (error) {
+      // As a throw inside a Promise executor would: the prompt rejects.
+      reject(error instanceof Error ? error : new Error(String(error)));
+    }
+    return promise;
   }
 
   /**
@@ -290,39 +364,33 @@ export class PromptRunner implements SessionRunsTarget, CompactionTarget, Linked
     });
   }
 
-  #begin({ text, resolve, reject, id, trace }: QueuedPrompt): void {
+  #begin(
+    text: string,
+    resolve: QueuedPrompt["resolve"],
+    reject: QueuedPrompt["reject"],
+    id: string | undefined,
+    trace: unknown,
+  ): void {
     const pending: PendingPrompt = { resolve, reject, retries: 0, lastAssistant: undefined, failure: undefined, id };
     this.#prompt = pending;
     this.#setup.host.telemetry?.begin(trace);
-    this.#admission.admit(
-      // On the prompt's turn (prompt-admission.ts): deferred bash messages go in first, then the
-      // user message, built here rather than in the worker so the same object can be stored first
-      // (write-ahead).
-      (): AgentMessage => {
-        this.#beforePrompt();
-        return { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
-      },
-      {
-        live: () => this.#prompt === pending && this.#closed === undefined,
-        start: (message) => {
-          this.records.stored(id);
-          void this.#runs.start({ kind: "prompt", message });
-        },
-        aborted: (failure) => {
-          pending.abortedEarly = true;
-          pending.failure = failure;
-          this.maybeSettle();
-        },
-        failed: (error) => this.rejectPrompt(error),
-      },
-      id,
-    );
+    this.#admission.admit(new PromptTicket(this, pending, text));
+  }
+
+  /** The live prompt's turn (PromptTicket.message): deferred bash messages go in before its user message. */
+  beforePrompt(): void {
+    this.#beforePrompt();
+  }
+
+  /** Every wait of the live prompt is over (PromptTicket.start): its first run is posted. */
+  startPrompt(message: AgentMessage): void {
+    void this.#runs.start({ kind: "prompt", message });
   }
 
   /** The first queued prompt begins, if any. */
   #beginNext(): void {
     const next = this.#queue.shift();
-    if (next !== undefined) this.#begin(next);
+    if (next !== undefined) this.#begin(next.text, next.resolve, next.reject, next.id, next.trace);
   }
 
   /** Rejects the live prompt with a runtime error (no model outcome to report); queued prompts go on. */

@@ -73,13 +73,13 @@ class SessionRetryOptions implements RetryControllerOptions {
   }
 
   /**
-   * The retried run is posted on a turn of the host's pacer: sleeps that end together (a burst of
-   * 503s) then do not post their runs in one long task. Aborting the chain ends either wait.
+   * The retried run is posted on a turn of the host's pacer, once the sleep is over: sleeps that
+   * end together (a burst of 503s) then do not post their runs in one long task. Aborting the
+   * chain ends the wait, timer or turn.
    */
-  async sleep(ms: number, signal: AbortSignal): Promise<void> {
+  sleep(ms: number, signal: AbortSignal): Promise<void> {
     if (this.#hostSleep !== undefined) return this.#hostSleep(ms, signal);
-    await abortableSleep(ms, signal);
-    if (this.#pacer !== undefined) await this.#pacer.turn(signal);
+    return this.#pacer === undefined ? abortableSleep(ms, signal) : this.#pacer.sleep(ms, signal);
   }
 
   now(): number {

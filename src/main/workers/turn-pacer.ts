@@ -15,7 +15,16 @@
  *
  * Order: turns run in the order they were given. No turn waits while the queue is empty and its
  * slice has room, so a lone prompt is posted exactly as without the pacer. Main thread only.
+ *
+ * A turn is an object with a `paced()` method ({@link PacedTurn}, {@link TurnPacer.enqueue}) or a
+ * closure ({@link TurnPacer.run}, wrapped in one). The object form is for the bursts themselves:
+ * 10,000 `prompt()` calls in one loop each queue a turn inside the caller's task, and everything
+ * allocated there survives until its turn, so young-generation GC copies it, inside that task
+ * (docs/performance.md, "(m)": P1 at 10,000 sessions). One small object per turn, and no closure,
+ * context or handle, is what keeps that loop cheap.
  */
+
+import { MAX_TIMER_MS } from "../../shared/timer-ms.js";
 
 /** How long one slice of turns may keep the main thread, in milliseconds (P1 of the performance issue: no stall over 20 ms). */
 const SLICE_BUDGET_MS = 4;
@@ -30,22 +39,110 @@ export interface QueuedTurn {
   cancel(): boolean;
 }
 
+/**
+ * A turn given as an object: `paced()` runs on the turn (it must not throw). A turn whose
+ * `cancelled` reads true when it comes up is skipped without counting against its slice.
+ */
+export interface PacedTurn {
+  paced(): void;
+  readonly cancelled?: boolean;
+}
+
 interface Slice {
   start: number;
   ran: number;
 }
 
-interface Turn {
-  work: (() => void) | undefined;
+/** A closure's turn ({@link TurnPacer.run}): its own handle, cancelled by dropping its work. */
+class ClosureTurn implements PacedTurn, QueuedTurn {
+  #work: (() => void) | undefined;
+
+  constructor(work: () => void) {
+    this.#work = work;
+  }
+
+  get cancelled(): boolean {
+    return this.#work === undefined;
+  }
+
+  paced(): void {
+    const work = this.#work;
+    this.#work = undefined;
+    work?.();
+  }
+
+  cancel(): boolean {
+    if (this.#work === undefined) return false;
+    this.#work = undefined;
+    return true;
+  }
+}
+
+/** A sleep of {@link TurnPacer.sleep}: its timer, then its turn; the abort listener of its signal. */
+class PacedSleep implements PacedTurn {
+  cancelled = false;
+  readonly #pacer: TurnPacer;
+  #remaining: number;
+  readonly #signal: AbortSignal;
+  readonly #resolve: () => void;
+  readonly #reject: (reason: unknown) => void;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    pacer: TurnPacer,
+    ms: number,
+    signal: AbortSignal,
+    resolve: () => void,
+    reject: (reason: unknown) => void,
+  ) {
+    this.#pacer = pacer;
+    this.#remaining = Number.isFinite(ms) ? Math.max(0, ms) : Number.MAX_SAFE_INTEGER;
+    this.#signal = signal;
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  /** Starts the next part of the sleep (always one timer, so even 0 ms ends on a later macrotask). */
+  schedule(): void {
+    const part = Math.min(this.#remaining, MAX_TIMER_MS);
+    this.#remaining -= part;
+    this.#timer = setTimeout(wake, part, this);
+  }
+
+  /** The timer fired: another part, or the sleep's turn. */
+  woke(): void {
+    this.#timer = undefined;
+    if (this.#remaining > 0) this.schedule();
+    else this.#pacer.enqueue(this);
+  }
+
+  paced(): void {
+    this.cancelled = true;
+    this.#signal.removeEventListener("abort", this);
+    this.#resolve();
+  }
+
+  /** The signal aborted (an EventListener object, so no closure): the sleep ends, rejected. */
+  handleEvent(): void {
+    if (this.cancelled) return;
+    this.cancelled = true;
+    clearTimeout(this.#timer);
+    this.#reject(this.#signal.reason);
+  }
+}
+
+/** The timers' callback of every {@link PacedSleep}, shared (the sleep is the timer's argument). */
+function wake(sleeping: PacedSleep): void {
+  sleeping.woke();
 }
 
 /** What a consumed place of the queue holds, so that the turn it held can be collected. */
-const CONSUMED: Turn = { work: undefined };
+const CONSUMED: PacedTurn = { paced() {}, cancelled: true };
 
 /** One host's pacer; see the file comment. */
 export class TurnPacer {
   readonly #budgetMs: number;
-  #queue: Turn[] = [];
+  #queue: PacedTurn[] = [];
   #head = 0;
   /** The slice in progress; undefined while none is (the next turn then opens one). */
   #slice: Slice | undefined;
@@ -67,44 +164,56 @@ export class TurnPacer {
    * the slice, and the queue goes on).
    */
   run(work: () => void): QueuedTurn | undefined {
-    if (this.#head === this.#queue.length) {
-      const slice = this.#slice ?? this.#openSlice();
-      if (this.#hasRoom(slice)) {
-        slice.ran++;
-        work();
-        return undefined;
-      }
+    if (this.#roomNow()) {
+      work();
+      return undefined;
     }
-    const turn: Turn = { work };
+    const turn = new ClosureTurn(work);
     this.#queue.push(turn);
-    return {
-      cancel: () => {
-        if (turn.work === undefined) return false;
-        turn.work = undefined;
-        return true;
-      },
-    };
+    return turn;
   }
 
   /**
-   * A promise that resolves on a turn of its own (the caller's continuation is its work, measured
-   * with its slice); rejects with the signal's reason if `signal` aborts first.
+   * Runs `turn.paced()` now if the queue is empty and the current slice has room (returns true);
+   * otherwise queues the turn itself (returns false). To drop a queued turn, make its `cancelled`
+   * read true.
    */
-  turn(signal: AbortSignal): Promise<void> {
+  enqueue(turn: PacedTurn): boolean {
+    if (this.#roomNow()) {
+      turn.paced();
+      return true;
+    }
+    this.#queue.push(turn);
+    return false;
+  }
+
+  /** True, and the turn counted, when one may run at once: nothing queued, and the slice has room. */
+  #roomNow(): boolean {
+    if (this.#head !== this.#queue.length) return false;
+    const slice = this.#slice ?? this.#openSlice();
+    if (!this.#hasRoom(slice)) return false;
+    slice.ran++;
+    return true;
+  }
+
+  /**
+   * Resolves once `ms` have passed, on a turn of its own (the caller's continuation is its work,
+   * measured with its slice); rejects with the signal's reason if `signal` aborts first. A retry's
+   * backoff: thousands of sleeps that end in the same millisecond (a burst of 503s, decided in one
+   * batch) fire in one timers phase, where each only queues its turn. One promise, one timer, one
+   * abort listener and one object per sleep, and no closure: a burst of retries allocates little
+   * while they all wait (P1, docs/performance.md "(m)"). A delay above Node's timer range
+   * ({@link MAX_TIMER_MS}) is slept in parts, as `abortableSleep` does.
+   */
+  sleep(ms: number, signal: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (signal.aborted) {
         reject(signal.reason);
         return;
       }
-      const onAbort = () => {
-        queued?.cancel();
-        reject(signal.reason);
-      };
-      const queued = this.run(() => {
-        signal.removeEventListener("abort", onAbort);
-        resolve();
-      });
-      if (queued !== undefined) signal.addEventListener("abort", onAbort, { once: true });
+      const sleeping = new PacedSleep(this, ms, signal, resolve, reject);
+      signal.addEventListener("abort", sleeping, { once: true });
+      sleeping.schedule();
     });
   }
 
@@ -145,15 +254,13 @@ export class TurnPacer {
 
   #drain(slice: Slice): void {
     while (this.#head < this.#queue.length && this.#hasRoom(slice)) {
-      const turn = this.#queue[this.#head] as Turn;
+      const turn = this.#queue[this.#head] as PacedTurn;
       this.#queue[this.#head] = CONSUMED;
       this.#head++;
-      const work = turn.work;
-      if (work === undefined) continue;
-      turn.work = undefined;
+      if (turn.cancelled === true) continue;
       slice.ran++;
       try {
-        work();
+        turn.paced();
       } catch (error) {
         // The contract says a turn does not throw; if one does, the others still get their turn.
         setImmediate(() => {
@@ -174,7 +281,7 @@ export class TurnPacer {
   }
 
   #skipCancelled(): void {
-    while (this.#head < this.#queue.length && this.#queue[this.#head]?.work === undefined) this.#head++;
+    while (this.#head < this.#queue.length && this.#queue[this.#head]?.cancelled === true) this.#head++;
     this.#compact();
   }
 

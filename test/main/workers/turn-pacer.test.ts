@@ -1,7 +1,8 @@
 /**
  * The host's pacer of bursts (workers/turn-pacer.ts) on its own: turns run at once while the slice
  * has room, the rest later in the order given, one slice per event-loop iteration; a queued turn
- * can be cancelled; a `turn(signal)` wait rejects when its signal aborts.
+ * can be cancelled; a `sleep(ms, signal)` ends on a turn and rejects when its signal aborts; turns given as objects
+ * (`enqueue`) share the queue and its order with closures, and one that reads `cancelled` is skipped.
  */
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
@@ -65,14 +66,53 @@ describe("TurnPacer", () => {
     expect(now).toBe(true);
   });
 
-  it("turn(signal) rejects with the signal's reason when aborted while queued", async () => {
+  it("sleep(ms, signal) ends on a turn after its timer, in order behind queued turns; rejects when aborted", async () => {
     const pacer = new TurnPacer(1_000);
-    for (let i = 0; i < 32; i++) pacer.run(() => {});
+    const ran: string[] = [];
     const abort = new AbortController();
-    const waiting = pacer.turn(abort.signal);
+    const aborted = pacer.sleep(0, abort.signal);
     abort.abort(new Error("stop"));
-    await expect(waiting).rejects.toThrow("stop");
-    const ok = pacer.turn(new AbortController().signal);
-    await expect(ok).resolves.toBeUndefined();
+    await expect(aborted).rejects.toThrow("stop");
+    const slept = pacer.sleep(5, new AbortController().signal).then(() => ran.push("slept"));
+    // A burst fills the slice and queues; the sleep's turn, once its timer fires, comes after it.
+    for (let i = 0; i < 100; i++) pacer.run(() => ran.push(`t${i}`));
+    await slept;
+    expect(ran.at(-1)).toBe("slept");
+    expect(ran).toHaveLength(101);
+    // Aborted once its timer fired but while its turn waits: it rejects, and the turn is skipped.
+    const late = new AbortController();
+    for (let i = 0; i < 5_000; i++) pacer.run(() => {});
+    const waiting = pacer.sleep(0, late.signal);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    late.abort(new Error("late"));
+    await expect(waiting).rejects.toThrow("late");
+  });
+
+  it("object turns (enqueue) keep the order of the queue they share with closures; a cancelled one is skipped", async () => {
+    const pacer = new TurnPacer(1_000);
+    const ran: string[] = [];
+    const objectTurn = (name: string) => ({
+      cancelled: false,
+      paced() {
+        ran.push(name);
+      },
+    });
+    const atOnce: boolean[] = [];
+    const turns = [];
+    for (let i = 0; i < 40; i++) {
+      if (i % 2 === 0) {
+        const turn = objectTurn(`o${i}`);
+        turns.push(turn);
+        atOnce.push(pacer.enqueue(turn));
+      } else pacer.run(() => ran.push(`c${i}`));
+    }
+    // The first slice's quota (32) ran at once, objects and closures alike; the rest waits.
+    expect(atOnce.filter(Boolean)).toHaveLength(16);
+    expect(ran).toHaveLength(32);
+    const dropped = turns[17];
+    if (dropped !== undefined) dropped.cancelled = true;
+    await drained(pacer);
+    const expected = Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? `o${i}` : `c${i}`)).filter((n) => n !== "o34");
+    expect(ran).toEqual(expected);
   });
 });

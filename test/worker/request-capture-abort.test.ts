@@ -2,10 +2,11 @@
  * An aborted model request under the worker's request capture (request-capture.ts,
  * event-stream-watch.ts), over real HTTP on 127.0.0.1: the consumer's pending read of the event
  * stream fails with the abort's reason before the fetch tears its connection down, and the
- * connection is still closed (X3) on the macrotask after. Why it matters: the fetch's teardown is
- * most of the worker's CPU between an `abort()` and the run's end, so the aborted run's `run_end`
- * goes out first (section (l) of docs/performance.md). The abort records no failure. In-process,
- * with the real `fetch` spied on (the signal it is handed) before the capture wraps it.
+ * connection is still closed (X3): when the session says its run's end is posted
+ * (`tearDownAborted`), else on the next macrotask. Why it matters: the fetch's teardown is most of
+ * the worker's CPU between an `abort()` and the run's end, so the aborted run's `run_end` goes out
+ * first (section (l) of docs/performance.md). The abort records no failure. In-process, with the
+ * real `fetch` spied on (the signal it is handed) before the capture wraps it.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";

@@ -6,6 +6,13 @@
  * The copy forwards chunks one for one and passes cancellation back, so an abort still closes
  * the connection (X3). A cancel by the consumer is not a network failure, and a read that settles
  * after it must not touch the controller (closing a cancelled stream throws).
+ *
+ * The request's abort signal errors the copy at once, with the signal's reason (what the fetch
+ * itself rejects the body's read with). Why: otherwise the consumer's pending read settles only
+ * after the fetch has torn its connection down, and request-capture.ts defers that teardown
+ * until the aborted run's `run_end` is posted (`RequestCapture.deferTeardown`): with the copy
+ * failed first, the SDK's read rejects in the abort's own microtasks and the run ends without
+ * waiting for it (section (l) of docs/performance.md). The fetch still closes the connection.
  */
 import { StreamTail } from "./stream-tail.js";
 
@@ -25,12 +32,15 @@ export interface WatchedStream {
  *
  * @param idleTimeoutMs a stream that delivers no bytes for this long is failed with an
  *   `ERR_STREAM_IDLE` error (a broken connection, transient under B2) and its socket closed; 0: never.
+ * @param signal the request's abort signal: its abort errors the copy at once with its reason
+ *   (see the file comment); the fetch, aborted too, closes the connection.
  */
 export function watchEventStream(
   response: Response,
   body: ReadableStream<Uint8Array>,
   idleTimeoutMs: number,
   onEnd: (tail: string | undefined, error: unknown) => void,
+  signal?: AbortSignal,
 ): WatchedStream {
   const reader = body.getReader();
   const tail = new StreamTail();
@@ -38,6 +48,7 @@ export function watchEventStream(
   const end = (error?: unknown): void => {
     if (ended) return;
     ended = true;
+    signal?.removeEventListener("abort", onAbort);
     onEnd(tail.take(), error);
   };
   // Set by the consumer's cancel: from then on the controller is closed and must not be used.
@@ -52,6 +63,18 @@ export function watchEventStream(
     watchedController?.error(error);
     void reader.cancel(error).catch(() => {});
   });
+  // The request was aborted: fail the copy now with the signal's reason, as the fetch would once
+  // its teardown is done. The body is left to the fetch, which closes the connection on the same
+  // abort (cancelling it here would run that teardown now, ahead of the consumer's rejection). The
+  // pending read then settles against a cancelled copy and is ignored.
+  function onAbort(): void {
+    if (cancelled || ended) return;
+    cancelled = true;
+    idle.stop();
+    const reason: unknown = signal?.reason;
+    end(reason);
+    watchedController?.error(reason);
+  }
   let watchedController: ReadableStreamDefaultController<Uint8Array> | undefined;
   const watched = new ReadableStream<Uint8Array>({
     start: (controller) => {
@@ -86,6 +109,8 @@ export function watchEventStream(
       return reader.cancel(reason);
     },
   });
+  if (signal?.aborted === true) onAbort();
+  else signal?.addEventListener("abort", onAbort);
   const copy = new Response(watched, {
     status: response.status,
     statusText: response.statusText,

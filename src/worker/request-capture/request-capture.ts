@@ -48,7 +48,8 @@ function openWindow(): () => void {
 /**
  * Wraps `globalThis.fetch` once per worker. Idempotent. The wrapper adds no work to a call made
  * outside a capture, and for a captured call one read and replay of an error body, or one pass-through
- * stream for an event stream (to see it break).
+ * stream for an event stream (to see it break), and one AbortController (see
+ * {@link RequestCapture.deferTeardown}).
  */
 export function installRequestCapture(): void {
   if (installed) return;
@@ -61,15 +62,17 @@ export function installRequestCapture(): void {
     capture.sending();
     capture.begin();
     capture.timer.fetching();
+    const signal = init?.signal ?? (input instanceof Request ? input.signal : undefined);
     let response: Response;
     try {
-      response = await original(input, init);
+      const deferred = signal === undefined ? undefined : capture.deferTeardown(signal);
+      response = await original(input, deferred === undefined ? init : { ...init, signal: deferred });
     } catch (error) {
       capture.networkFailure("request", error, undefined, originOf(input));
       throw error;
     }
     capture.timer.responded();
-    return capture.observe(response);
+    return capture.observe(response, signal);
   };
 }
 
@@ -91,6 +94,8 @@ export class RequestCapture {
   #request = 0;
   /** Ends the watch of the latest request's event stream, if one is still open. */
   #endStream: (() => void) | undefined;
+  /** Aborts the fetch of an aborted request whose teardown is deferred ({@link deferTeardown}). */
+  #teardown: (() => void) | undefined;
 
   /**
    * @param idleTimeoutMs `retry.provider.idleTimeoutMs`: an event stream that delivers no bytes for
@@ -155,13 +160,53 @@ export class RequestCapture {
     this.#endStream = undefined;
   }
 
+  /**
+   * @internal The signal the fetch itself gets in place of the request's `signal`: aborted with
+   * the same reason, after the request's own abort, when the session has posted its run's end
+   * ({@link tearDownAborted}) or on the next macrotask, whichever is first. Why: the fetch's abort
+   * tears the connection down synchronously inside the abort's dispatch (its request, the socket,
+   * stack traces for its errors: most of the worker's CPU between an `abort()` and the run's end,
+   * section (l) of docs/performance.md), and the run's end waits for the microtasks after that
+   * dispatch. Deferred, the abort's microtasks first fail the watched body (event-stream-watch.ts),
+   * so the SDK's read rejects, the run ends and its `run_end` is posted; then the connection is
+   * closed (X3). Undefined (the request's own signal will do) when it is already aborted.
+   */
+  deferTeardown(signal: AbortSignal): AbortSignal | undefined {
+    if (signal.aborted) return undefined;
+    const fetchAbort = new AbortController();
+    const teardown = (): void => {
+      if (this.#teardown === teardown) this.#teardown = undefined;
+      if (!fetchAbort.signal.aborted) fetchAbort.abort(signal.reason);
+    };
+    signal.addEventListener(
+      "abort",
+      () => {
+        this.#teardown = teardown;
+        setImmediate(teardown);
+      },
+      { once: true },
+    );
+    return fetchAbort.signal;
+  }
+
+  /**
+   * Tears the latest aborted request's connection down now, if its teardown is still deferred
+   * ({@link deferTeardown}): the session calls it once its aborted run's end is posted.
+   */
+  tearDownAborted(): void {
+    this.#teardown?.();
+  }
+
   /** @internal Records a transport failure (see network-failure.ts). */
   networkFailure(phase: "request" | "body", error: unknown, status?: number, origin?: string): void {
     this.#failure = networkFailure(phase, error, status, origin);
   }
 
-  /** @internal Records an error response before the SDK reads it; watches an event stream's body. */
-  async observe(response: Response): Promise<Response> {
+  /**
+   * @internal Records an error response before the SDK reads it; watches an event stream's body.
+   * @param signal the request's abort signal: an abort fails the watched body at once (event-stream-watch.ts).
+   */
+  async observe(response: Response, signal?: AbortSignal): Promise<Response> {
     if (response.status >= 400) {
       const read = await readErrorBody(response);
       this.#failure = errorResponseFailure(response.status, response.headers, read.text);
@@ -169,7 +214,7 @@ export class RequestCapture {
     }
     const type = response.headers.get("content-type") ?? "";
     if (response.body === null || !type.includes("text/event-stream")) return response;
-    return this.#watchBody(response, response.body);
+    return this.#watchBody(response, response.body, signal);
   }
 
   /**
@@ -181,16 +226,22 @@ export class RequestCapture {
    *   {@link failure} is asked, whichever comes first: no per-chunk parsing, and nothing held once
    *   it has ended.
    */
-  #watchBody(response: Response, body: ReadableStream<Uint8Array>): Response {
+  #watchBody(response: Response, body: ReadableStream<Uint8Array>, signal: AbortSignal | undefined): Response {
     const status = response.status;
     const request = this.#request;
-    const watched = watchEventStream(response, body, this.#idleTimeoutMs, (tail, error) => {
-      if (request !== this.#request) return;
-      this.#endStream = undefined;
-      const inStream = tail === undefined ? undefined : inStreamFailure(status, tail);
-      if (inStream !== undefined) this.#failure = inStream;
-      else if (error !== undefined && !isAbort(error)) this.networkFailure("body", error, status);
-    });
+    const watched = watchEventStream(
+      response,
+      body,
+      this.#idleTimeoutMs,
+      (tail, error) => {
+        if (request !== this.#request) return;
+        this.#endStream = undefined;
+        const inStream = tail === undefined ? undefined : inStreamFailure(status, tail);
+        if (inStream !== undefined) this.#failure = inStream;
+        else if (error !== undefined && !isAbort(error)) this.networkFailure("body", error, status);
+      },
+      signal,
+    );
     this.#endStream = watched.end;
     return watched.response;
   }

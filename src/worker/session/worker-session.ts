@@ -42,6 +42,8 @@ export class WorkerSession {
   readonly #streamFn: StreamFn;
   /** The session's request timer: whether its current model request has gone out. */
   readonly #timer: SessionAgent["capture"]["timer"];
+  /** The session's request capture: an aborted request's connection is closed after its run's end. */
+  readonly #capture: SessionAgent["capture"];
   /** Aborts the summary request of an active `summarize` run. */
   #summaryAbort: AbortController | undefined;
   /** The run {@link abort} was called on: its `run_end` is posted at once, not batched. */
@@ -54,6 +56,7 @@ export class WorkerSession {
     this.#agent = agent;
     this.#streamFn = parts.streamFn;
     this.#timer = capture.timer;
+    this.#capture = capture;
     this.#batcher = batcher;
     this.#credentials = credentials;
     const secrets = credentials.secrets;
@@ -272,6 +275,9 @@ export class WorkerSession {
       item.error = wire;
     }
     this.#batcher.pushRunEnd(item, this.#abortedRunId === runId);
+    // The run's end is posted: an aborted request's connection, whose teardown was deferred so
+    // that this post would not wait for it, is closed now rather than on the next macrotask (X3).
+    this.#capture.tearDownAborted();
   }
 }
 

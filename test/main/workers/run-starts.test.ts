@@ -90,7 +90,12 @@ describe("run starts", () => {
     );
     expect(results.map((result) => result.stopReason)).toEqual(sessions.map(() => "stop"));
     expect(relays).toHaveLength(1);
-    expect(relays[0]?.startMessages).toEqual([20]);
+    // One message on a quiet machine. The pacer's slice budget is wall-clock time, so a main
+    // thread descheduled mid-slice (a loaded CI machine) may split the starts over a few slices,
+    // hence a few messages; one start per message (20) is what batching must never come back to.
+    const messages = relays[0]?.startMessages ?? [];
+    expect(messages.reduce((sum, starts) => sum + starts, 0)).toBe(20);
+    expect(messages.length).toBeLessThanOrEqual(4);
   });
 
   it("starts sent together settle each on its own: started, refused as busy, refused as unknown", async () => {

@@ -306,10 +306,13 @@ async function lifelineSide(n) {
   const options = { model: mockModel(mock.port), apiKey: "dummy" };
   let events = 0;
   const listener = () => void events++;
-  const young = process.env.BENCH_R_YOUNG_MB;
+  const limits = {};
+  if (process.env.BENCH_R_YOUNG_MB !== undefined)
+    limits.maxYoungGenerationSizeMb = Number(process.env.BENCH_R_YOUNG_MB);
+  if (process.env.BENCH_R_OLD_MB !== undefined) limits.maxOldGenerationSizeMb = Number(process.env.BENCH_R_OLD_MB);
   const { host, close } = await makeHost({
     settings: { retry: { baseDelayMs: RETRY_DELAY_MS } },
-    ...(young === undefined ? {} : { resourceLimits: { maxYoungGenerationSizeMb: Number(young) } }),
+    ...(Object.keys(limits).length === 0 ? {} : { resourceLimits: limits }),
   });
   const open = (count) =>
     mapLimit(

@@ -521,7 +521,7 @@ function printR(r) {
       label,
       mb(p.rssMb),
       `${mb(p.mainHeapUsedMb)} / ${mb(p.mainHeapTotalMb)}`,
-      `${mb(p.workerHeapUsedMb)} / ${mb(p.workerHeapTotalMb)}`,
+      p.workerHeapTotalMb === 0 ? "—" : `${mb(p.workerHeapUsedMb)} / ${mb(p.workerHeapTotalMb)}`,
       `${mb(p.mainExternalMb + p.workerExternalMb)} (${mb(p.mainArrayBuffersMb + p.workerArrayBuffersMb)})`,
       mb(p.restMb),
     ];

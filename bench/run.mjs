@@ -29,6 +29,8 @@
  *   (o) cpu-baseline.mjs   P3: process CPU per prompt, lifeline vs the same agent loop in-process (a 503,
  *                          then 200 tokens at ~500/s over HTTP/SSE), RSS of each, worker/main CPU profiles
  *                          by component; BENCH_P4_RSS=1 adds RSS at 5,000 sessions (P4)
+ *   (r) rss.mjs            P4: process RSS at 5,000 sessions on (o)'s workload, lifeline vs in-process, and
+ *                          where lifeline's is: main heap, worker heap, their external memory, the rest
  *
  * Env: BENCH_QUICK=1 for smaller counts (a smoke run; noisier), BENCH_JSON=<path> to also write
  * the raw results as JSON, BENCH_ONLY=a,c to run some sections only.
@@ -62,6 +64,7 @@ const SECTIONS = [
   { id: "m", file: "./stall-scale.mjs", title: "(m) host stalls at scale: N prompts started at once" },
   { id: "n", file: "./threads.mjs", title: "(n) worker threads: what a second worker buys and what one costs" },
   { id: "o", file: "./cpu-baseline.mjs", title: "(o) process CPU per prompt: lifeline vs the agent loop in-process" },
+  { id: "r", file: "./rss.mjs", title: "(r) P4: RSS at 5,000 sessions, lifeline vs the agent loop in-process" },
 ];
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
@@ -510,6 +513,45 @@ function printO(o) {
   }
 }
 
+function printR(r) {
+  const mb = (x) => x.toFixed(0);
+  const row = (label, side, phase) => {
+    const p = side[phase];
+    return [
+      label,
+      mb(p.rssMb),
+      `${mb(p.mainHeapUsedMb)} / ${mb(p.mainHeapTotalMb)}`,
+      p.workerHeapTotalMb === 0 ? "—" : `${mb(p.workerHeapUsedMb)} / ${mb(p.workerHeapTotalMb)}`,
+      `${mb(p.mainExternalMb + p.workerExternalMb)} (${mb(p.mainArrayBuffersMb + p.workerArrayBuffersMb)})`,
+      mb(p.restMb),
+    ];
+  };
+  console.log(
+    table(
+      [
+        `${r.config.N} sessions, MB (median of ${r.config.REPS} a side)`,
+        "RSS",
+        "main heap used / total",
+        "worker heap used / total",
+        "external (ArrayBuffers)",
+        "rest (native)",
+      ],
+      [
+        row("in-process, at the batch's end", r.sides.baseline, "end"),
+        row("lifeline, at the batch's end", r.sides.lifeline, "end"),
+        row("in-process, after a full GC", r.sides.baseline, "afterGc"),
+        row("lifeline, after a full GC of every isolate", r.sides.lifeline, "afterGc"),
+      ],
+    ),
+  );
+  console.log(
+    `RSS runs: in-process ${r.sides.baseline.rssRuns.map(mb).join(", ")}; lifeline ${r.sides.lifeline.rssRuns.map(mb).join(", ")} MB; failed ${r.sides.baseline.failed} / ${r.sides.lifeline.failed}`,
+  );
+  console.log(
+    `lifeline ÷ in-process, RSS at the batch's end: ${ratio(r.ratio)} (loadavg at the end ${r.loadavg.map((x) => x.toFixed(2)).join(" ")})`,
+  );
+}
+
 function printM(m) {
   const over = (p) => p.over.join(" / ");
   console.log(
@@ -820,6 +862,7 @@ for (const section of SECTIONS) {
     m: printM,
     n: printN,
     o: printO,
+    r: printR,
   }[section.id](results[section.id]);
   console.log(`(${((performance.now() - t0) / 1000).toFixed(1)} s; load average after: ${loadavg()[0].toFixed(2)})\n`);
 }
@@ -1069,6 +1112,15 @@ if (o !== undefined) {
       o.p4.lifeline.rssMb <= o.p4.baseline.rssMb ? "PASS" : "FAIL",
     ]);
   }
+}
+const r = results.r;
+if (r !== undefined) {
+  summary.push([
+    `(r) P4: RSS at ${r.config.N} sessions (a 503, then ${r.config.TOKENS} tokens), lifeline vs in-process`,
+    "≤ 1.0×",
+    `${r.sides.lifeline.end.rssMb.toFixed(0)} vs ${r.sides.baseline.end.rssMb.toFixed(0)} MB = ${ratio(r.ratio)}× (loadavg ${r.loadavg[0].toFixed(1)})`,
+    r.ratio <= 1 ? "PASS" : "FAIL",
+  ]);
 }
 console.log("## Summary");
 console.log(table(["target", "target", "actual", "result"], summary));

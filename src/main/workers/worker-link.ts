@@ -297,9 +297,12 @@ export class WorkerLink {
    * (its `run_end` came), or the call was answered, whichever comes first. A worker streaming for
    * many sessions can take longer than `controlTimeoutMs` to come back to its port while it ends
    * the run within milliseconds; such a worker is not stuck. One that has done neither within
-   * `controlTimeoutMs` is stuck in synchronous code, which only terminating the thread can stop,
-   * so it is terminated as hung (the user asked for the run to stop).
-   * @throws as {@link call}; ERR_CALL_TIMEOUT after `controlTimeoutMs`.
+   * `controlTimeoutMs` is judged by what it sent in that time: nothing, and it is stuck in
+   * synchronous code, which only terminating the thread can stop, so it is terminated as hung
+   * (the user asked for the run to stop); something, and it is busy (thousands of aborts at once,
+   * a tool that ends on its own time) and gets another period, up to {@link LIVE_CALL_PERIODS}.
+   * @throws as {@link call}; ERR_CALL_TIMEOUT after `controlTimeoutMs` from a silent worker, or
+   *   `LIVE_CALL_PERIODS × controlTimeoutMs` from one still sending.
    */
   async abort(sessionId: string): Promise<void> {
     const limit = this.#timeouts.controlTimeoutMs;
@@ -309,9 +312,20 @@ export class WorkerLink {
     void runOver?.then(() => {
       over = true;
     });
-    const call = this.#invoke("abort", [sessionId], limit, () => {
-      if (!over) this.terminateHung(`it did not answer abort within ${limit} ms`);
-      return new LifelineError("ERR_CALL_TIMEOUT", `The worker did not answer abort within ${limit} ms.`);
+    const call = this.#invoke("abort", [sessionId], limit, (periods) => {
+      const waited = periods * limit;
+      if (!over) {
+        // Sent anything during the period just waited: busy (its port's backlog ahead of the
+        // call, a tool finishing), not stuck; one more period, up to LIVE_CALL_PERIODS.
+        const silentMs = performance.now() - this.#lastSeenAt;
+        if (silentMs < limit && periods < LIVE_CALL_PERIODS) return undefined;
+        this.terminateHung(
+          silentMs < limit
+            ? `it did not answer abort within ${waited} ms although it kept sending`
+            : `it did not answer abort within ${waited} ms and sent nothing for ${Math.round(silentMs)} ms`,
+        );
+      }
+      return new LifelineError("ERR_CALL_TIMEOUT", `The worker did not answer abort within ${waited} ms.`);
     });
     if (runOver === undefined) {
       await call;

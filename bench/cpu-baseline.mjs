@@ -32,7 +32,7 @@ import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Agent } from "@mariozechner/pi-agent-core";
+import { inProcessAgents } from "./in-process-agents.mjs";
 import { makeHost, mapLimit, median, mockModel, pick, QUICK, report, runChild, sleep, threadCpu } from "./lib.mjs";
 
 const N = Number(process.env.BENCH_O_N ?? pick(1000, 200));
@@ -85,27 +85,7 @@ async function baselineSide(n) {
   const mock = await startMock();
   const model = mockModel(mock.port);
   const { counts, listener } = counter();
-  const make = () => {
-    const agent = new Agent({
-      initialState: { systemPrompt: "", model, tools: [], messages: [] },
-      sessionId: crypto.randomUUID(),
-      getApiKey: () => "dummy",
-    });
-    agent.subscribe(listener);
-    return agent;
-  };
-  // pi's AgentSession on a retryable error: drop the failed reply, sleep, continue (once here).
-  const run = async (agent, text) => {
-    await agent.prompt(text);
-    let last = agent.state.messages.at(-1);
-    for (let attempt = 0; attempt < 3 && last?.role === "assistant" && last.stopReason === "error"; attempt++) {
-      agent.state.messages = agent.state.messages.slice(0, -1);
-      await sleep(RETRY_DELAY_MS);
-      await agent.continue();
-      last = agent.state.messages.at(-1);
-    }
-    return last;
-  };
+  const { make, run } = inProcessAgents(model, listener, RETRY_DELAY_MS);
   const warm = Array.from({ length: WARM }, make);
   await Promise.all(warm.map((a, i) => run(a, `warm-up ${i}: answer me`)));
   const agents = Array.from({ length: n }, make);

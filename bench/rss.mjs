@@ -31,7 +31,7 @@ import { Session } from "node:inspector";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Agent } from "@mariozechner/pi-agent-core";
+import { inProcessAgents } from "./in-process-agents.mjs";
 import { fullGc, makeHost, mapLimit, median, mockModel, pick, report, runChild, sleep } from "./lib.mjs";
 
 const N = Number(process.env.BENCH_R_N ?? pick(5000, 200));
@@ -240,26 +240,7 @@ async function baselineSide(n) {
   const model = mockModel(mock.port);
   let events = 0;
   const listener = () => void events++;
-  const make = () => {
-    const agent = new Agent({
-      initialState: { systemPrompt: "", model, tools: [], messages: [] },
-      sessionId: crypto.randomUUID(),
-      getApiKey: () => "dummy",
-    });
-    agent.subscribe(listener);
-    return agent;
-  };
-  const run = async (agent, text) => {
-    await agent.prompt(text);
-    let last = agent.state.messages.at(-1);
-    for (let attempt = 0; attempt < 3 && last?.role === "assistant" && last.stopReason === "error"; attempt++) {
-      agent.state.messages = agent.state.messages.slice(0, -1);
-      await sleep(RETRY_DELAY_MS);
-      await agent.continue();
-      last = agent.state.messages.at(-1);
-    }
-    return last;
-  };
+  const { make, run } = inProcessAgents(model, listener, RETRY_DELAY_MS);
   const warm = Array.from({ length: WARM }, make);
   await Promise.all(warm.map((a, i) => run(a, `warm-up ${i}: answer me`)));
   const agents = Array.from({ length: n }, make);

@@ -46,23 +46,34 @@ afterAll(async () => {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 });
 
+/**
+ * Opens the server's event stream inside `capture`, as pi-ai's provider would (its request starts
+ * inside the capture), and reads the first chunk; returns the reader, its next read pending.
+ */
+async function openStream(
+  capture: RequestCapture,
+  controller: AbortController,
+): Promise<ReadableStreamDefaultReader<Uint8Array>> {
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  const call = capture.run(() => {
+    const done = (async () => {
+      const response = await fetch(url, { method: "POST", body: "{}", signal: controller.signal });
+      if (response.body === null) throw new Error("no body");
+      reader = response.body.getReader();
+      await reader.read();
+    })();
+    return { result: () => done };
+  });
+  await within(call.result(), 5_000, "the first chunk");
+  if (reader === undefined) throw new Error("no reader");
+  return reader;
+}
+
 describe("request capture: an aborted event stream", () => {
   it("fails the consumer's pending read with the abort's reason before the fetch's teardown, then closes the connection", async () => {
     const capture = new RequestCapture();
     const controller = new AbortController();
-    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
-    // A stand-in for pi-ai's event stream: the provider's request starts inside the capture.
-    const call = capture.run(() => {
-      const done = (async () => {
-        const response = await fetch(url, { method: "POST", body: "{}", signal: controller.signal });
-        if (response.body === null) throw new Error("no body");
-        reader = response.body.getReader();
-        await reader.read();
-      })();
-      return { result: () => done };
-    });
-    await within(call.result(), 5_000, "the first chunk");
-    if (reader === undefined) throw new Error("no reader");
+    const reader = await openStream(capture, controller);
     const fetchSignal = fetchSignals.at(-1);
     expect(fetchSignal).toBeDefined();
 
@@ -93,19 +104,9 @@ describe("request capture: an aborted event stream", () => {
   it("left alone, an aborted request's connection is closed on the next macrotask", async () => {
     const capture = new RequestCapture();
     const controller = new AbortController();
-    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
-    const call = capture.run(() => {
-      const done = (async () => {
-        const response = await fetch(url, { method: "POST", body: "{}", signal: controller.signal });
-        if (response.body === null) throw new Error("no body");
-        reader = response.body.getReader();
-        await reader.read();
-      })();
-      return { result: () => done };
-    });
-    await within(call.result(), 5_000, "the first chunk");
+    const reader = await openStream(capture, controller);
     const fetchSignal = fetchSignals.at(-1);
-    const pending = reader?.read().catch(() => {});
+    const pending = reader.read().catch(() => {});
     controller.abort();
     await new Promise((resolve) => setImmediate(resolve));
     expect(fetchSignal?.aborted).toBe(true);

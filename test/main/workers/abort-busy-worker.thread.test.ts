@@ -16,17 +16,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { SessionHost, SessionHostOptions } from "../../../dist/main/index.js";
 import { within } from "../../fixtures/bounded.js";
 import { nextEvent } from "../../fixtures/events.js";
+import { DONE, FLOOD_MODEL, FLOOD_MODULE, floodStarted, STOP } from "../../fixtures/flood.js";
 import { workerApiModel } from "../../fixtures/models.mjs";
 import { realHost as sharedRealHost } from "../../fixtures/real-host.js";
 
-const FLOOD_MODULE = new URL("../../fixtures/flood-provider.mjs", import.meta.url);
-const FLOOD_MODEL = workerApiModel("lifeline-test-flood", "flood-1");
 const TOOL_MODULE = new URL("../../fixtures/tool-module.mjs", import.meta.url);
 const TOOLS_MODEL = workerApiModel("lifeline-test-tools", "tools-1");
-/** Slots of the flood fixture's shared buffer (see flood-provider.mjs). */
-const FLOODING = 0;
-const STOP = 1;
-const DONE = 2;
 /** The host's bound on an `abort` call (host-options.ts, CONTROL_TIMEOUT_MS). */
 const CONTROL_BOUND_MS = 2000;
 
@@ -38,13 +33,6 @@ afterEach(async () => {
 function realHost(options: SessionHostOptions = {}): SessionHost {
   return sharedRealHost(cleanups, "lifeline-abort-busy-", options);
 }
-
-/** Node's Atomics.waitAsync (ES2024; the project's lib predates it). */
-const waitAsync = (
-  Atomics as unknown as {
-    waitAsync(array: Int32Array, index: number, value: number): { async: boolean; value: Promise<string> | string };
-  }
-).waitAsync;
 
 describe("abort() of a run that outlasts the control bound on a busy worker", () => {
   it("X3/X8: the worker, still sending, is not terminated; abort() resolves once the run is over, and no session is restored", async () => {
@@ -71,7 +59,7 @@ describe("abort() of a run that outlasts the control bound on a busy worker", ()
     await within(inTool, 5000, "the probe's nap tool to start");
     const flood = flooder.prompt("flood");
     flood.catch(() => {});
-    await within(Promise.resolve(waitAsync(slots, FLOODING, 0).value), 5000, "the flood to start");
+    await floodStarted(slots);
 
     let abortDone = false;
     const aborted = probe.abort().finally(() => {

@@ -18,16 +18,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { SessionHost, SessionHostOptions } from "../../../dist/main/index.js";
 import { within } from "../../fixtures/bounded.js";
 import { nextEvent } from "../../fixtures/events.js";
-import { mockModel, SSE_HEADERS, sseChunk, workerApiModel } from "../../fixtures/models.mjs";
+import { DELTAS, DONE, FLOOD_MODEL, FLOOD_MODULE, floodStarted, STOP } from "../../fixtures/flood.js";
+import { mockModel, SSE_HEADERS, sseChunk } from "../../fixtures/models.mjs";
 import { realHost as sharedRealHost } from "../../fixtures/real-host.js";
 
-const FLOOD_MODULE = new URL("../../fixtures/flood-provider.mjs", import.meta.url);
-const FLOOD_MODEL = workerApiModel("lifeline-test-flood", "flood-1");
-/** Slots of the flood fixture's shared buffer (see flood-provider.mjs). */
-const FLOODING = 0;
-const STOP = 1;
-const DONE = 2;
-const DELTAS = 3;
 /** The host's bound on an `abort` call (host-options.ts, CONTROL_TIMEOUT_MS). */
 const CONTROL_BOUND_MS = 2000;
 
@@ -69,13 +63,6 @@ async function stallingServer(): Promise<{ port: number; requestSeen: Promise<vo
   return { port: (server.address() as AddressInfo).port, requestSeen, closed };
 }
 
-/** Node's Atomics.waitAsync (ES2024; the project's lib predates it). */
-const waitAsync = (
-  Atomics as unknown as {
-    waitAsync(array: Int32Array, index: number, value: number): { async: boolean; value: Promise<string> | string };
-  }
-).waitAsync;
-
 describe("abort() while the worker's loop is held by another session's stream", () => {
   it("X3: the prompt settles as aborted before the flood ends, no event of it follows, and the flooding session finishes its answer", async () => {
     const server = await stallingServer();
@@ -107,7 +94,7 @@ describe("abort() while the worker's loop is held by another session's stream", 
     flooder.subscribe((event) => flooderEvents.push(event.type));
     const flood = flooder.prompt("flood");
     flood.catch(() => {});
-    await within(Promise.resolve(waitAsync(slots, FLOODING, 0).value), 5000, "the flood to start");
+    await floodStarted(slots);
 
     const aborted = probe.abort();
     aborted.catch(() => {});

@@ -11,15 +11,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { SessionHost, SessionHostOptions } from "../../../dist/main/index.js";
 import { within } from "../../fixtures/bounded.js";
-import { workerApiModel } from "../../fixtures/models.mjs";
+import { DONE, FLOOD_MODEL, FLOOD_MODULE, floodStarted, STOP } from "../../fixtures/flood.js";
 import { realHost as sharedRealHost } from "../../fixtures/real-host.js";
 
-const FLOOD_MODULE = new URL("../../fixtures/flood-provider.mjs", import.meta.url);
-const FLOOD_MODEL = workerApiModel("lifeline-test-flood", "flood-1");
-/** Slots of the flood fixture's shared buffer (see flood-provider.mjs). */
-const FLOODING = 0;
-const STOP = 1;
-const DONE = 2;
 const CALL_TIMEOUT_MS = 500;
 /** How long the flood holds the port: well past one call timeout, within the bound of a live worker's call (4 periods). */
 const FLOOD_MS = 1300;
@@ -32,13 +26,6 @@ afterEach(async () => {
 function realHost(options: SessionHostOptions = {}): SessionHost {
   return sharedRealHost(cleanups, "lifeline-busy-calls-", options);
 }
-
-/** Node's Atomics.waitAsync (ES2024; the project's lib predates it). */
-const waitAsync = (
-  Atomics as unknown as {
-    waitAsync(array: Int32Array, index: number, value: number): { async: boolean; value: Promise<string> | string };
-  }
-).waitAsync;
 
 describe("a call queued behind a busy worker's backlog", () => {
   it("X8: a worker that keeps sending is not terminated when a call waits longer than callTimeoutMs; the call is answered when the backlog clears", async () => {
@@ -62,7 +49,7 @@ describe("a call queued behind a busy worker's backlog", () => {
 
     const flood = flooder.prompt("flood");
     flood.catch(() => {});
-    await within(Promise.resolve(waitAsync(slots, FLOODING, 0).value), 5000, "the flood to start");
+    await floodStarted(slots);
     // Its startRun now waits on the port behind the flood.
     const asked = neighbour.prompt("are you there?");
     asked.catch(() => {});

@@ -27,13 +27,24 @@
  * BENCH_O_PROFILE=0 skips them (the default under BENCH_QUICK; BENCH_O_PROFILE=1 takes them there).
  * BENCH_P4_RSS=1 adds one run a side at 5,000 sessions for RSS.
  */
-import { fork } from "node:child_process";
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { inProcessAgents } from "./in-process-agents.mjs";
-import { makeHost, mapLimit, median, mockModel, pick, QUICK, report, runChild, sleep, threadCpu } from "./lib.mjs";
+import {
+  alternateSides,
+  makeHost,
+  mapLimit,
+  median,
+  mockModel,
+  pick,
+  QUICK,
+  report,
+  runChild,
+  sleep,
+  startMockChild,
+  threadCpu,
+} from "./lib.mjs";
 
 const N = Number(process.env.BENCH_O_N ?? pick(1000, 200));
 const WARM = pick(100, 40);
@@ -48,27 +59,7 @@ const SCRIPT = { conversations: [{ match: "", steps: [503, { type: "ok", tokens:
 
 // ---------------------------------------------------------------- helpers
 
-/** The mock in a process of its own (no profiler flags: its CPU is not measured). */
-async function startMock() {
-  const child = fork(fileURLToPath(new URL("./mock-child.mjs", import.meta.url)), [], {
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-    execArgv: [],
-    env: { ...process.env, MOCK_SCRIPT: JSON.stringify(SCRIPT) },
-  });
-  const port = await new Promise((resolve, reject) => {
-    child.once("error", reject);
-    child.once("exit", (code) => reject(new Error(`mock child exited with ${code}`)));
-    child.on("message", (message) => {
-      if (message.port !== undefined) resolve(message.port);
-    });
-  });
-  const stop = async () => {
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.disconnect();
-    await exited;
-  };
-  return { port, stop };
-}
+const startMock = () => startMockChild(SCRIPT);
 
 /** A listener that counts events, as an in-process host's subscriber would see them. */
 function counter() {
@@ -275,14 +266,7 @@ if (mode === "baseline") {
 } else if (mode === "lifeline") {
   report(await lifelineSide(Number(arg)));
 } else {
-  const runs = [];
-  for (let rep = 1; rep <= REPS; rep++) {
-    const order = rep % 2 === 1 ? ["baseline", "lifeline"] : ["lifeline", "baseline"];
-    for (const side of order) {
-      process.stderr.write(`  (o) run ${rep}/${REPS}: ${side}, ${N} sessions … (loadavg ${loadavg()[0].toFixed(2)})\n`);
-      runs.push({ rep, side, ...(await runChild("./cpu-baseline.mjs", [side, String(N)])) });
-    }
-  }
+  const runs = await alternateSides("o", "./cpu-baseline.mjs", REPS, N);
   const keys = [
     "processCpuUsPerPrompt",
     "userUsPerPrompt",

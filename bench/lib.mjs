@@ -4,10 +4,12 @@
  * Every section is a script that runs in its own process (bench/run.mjs spawns it) and ends by
  * printing one line `BENCH_RESULT <json>` that run.mjs collects.
  */
+import { fork } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { createSessionHost } from "../dist/main/index.js";
 
 /** BENCH_QUICK=1 shrinks every count (smoke runs; figures are noisier). */
@@ -194,4 +196,48 @@ export async function threadCpu() {
     // not Linux
   }
   return out;
+}
+
+/**
+ * The built-in mock in a process of its own (bench/mock-child.mjs) serving `script`, so that its
+ * CPU and memory are neither side's of a comparison. Resolves with its port and `stop()`.
+ */
+export async function startMockChild(script) {
+  const child = fork(fileURLToPath(new URL("./mock-child.mjs", import.meta.url)), [], {
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+    execArgv: [],
+    env: { ...process.env, MOCK_SCRIPT: JSON.stringify(script) },
+  });
+  const port = await new Promise((resolve, reject) => {
+    child.once("error", reject);
+    child.once("exit", (code) => reject(new Error(`mock child exited with ${code}`)));
+    child.on("message", (message) => {
+      if (message.port !== undefined) resolve(message.port);
+    });
+  });
+  const stop = async () => {
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.disconnect();
+    await exited;
+  };
+  return { port, stop };
+}
+
+/**
+ * Runs `script` (a bench file beside this one) once per side and rep, each in a fresh child
+ * process, alternating which side goes first (baseline first on odd reps), as `script baseline N`
+ * and `script lifeline N`; resolves with every run's report plus its `rep` and `side`.
+ */
+export async function alternateSides(section, script, reps, n) {
+  const runs = [];
+  for (let rep = 1; rep <= reps; rep++) {
+    const order = rep % 2 === 1 ? ["baseline", "lifeline"] : ["lifeline", "baseline"];
+    for (const side of order) {
+      process.stderr.write(
+        `  (${section}) run ${rep}/${reps}: ${side}, ${n} sessions … (loadavg ${loadavg()[0].toFixed(2)})\n`,
+      );
+      runs.push({ rep, side, ...(await runChild(script, [side, String(n)])) });
+    }
+  }
+  return runs;
 }

@@ -25,14 +25,23 @@
  * a heap snapshot of its worker after the warm-up and after the batch (read them with
  * bench/heap-diff.mjs).
  */
-import { fork } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import { Session } from "node:inspector";
 import { loadavg } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { inProcessAgents } from "./in-process-agents.mjs";
-import { fullGc, makeHost, mapLimit, median, mockModel, pick, report, runChild, sleep } from "./lib.mjs";
+import {
+  alternateSides,
+  fullGc,
+  makeHost,
+  mapLimit,
+  median,
+  mockModel,
+  pick,
+  report,
+  sleep,
+  startMockChild,
+} from "./lib.mjs";
 
 const N = Number(process.env.BENCH_R_N ?? pick(5000, 200));
 const WARM = pick(100, 40);
@@ -45,27 +54,7 @@ const MB = 2 ** 20;
 
 // ---------------------------------------------------------------- helpers
 
-/** The mock in a process of its own, so its memory is neither side's. */
-async function startMock() {
-  const child = fork(fileURLToPath(new URL("./mock-child.mjs", import.meta.url)), [], {
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-    execArgv: [],
-    env: { ...process.env, MOCK_SCRIPT: JSON.stringify(SCRIPT) },
-  });
-  const port = await new Promise((resolve, reject) => {
-    child.once("error", reject);
-    child.once("exit", (code) => reject(new Error(`mock child exited with ${code}`)));
-    child.on("message", (message) => {
-      if (message.port !== undefined) resolve(message.port);
-    });
-  });
-  const stop = async () => {
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.disconnect();
-    await exited;
-  };
-  return { port, stop };
-}
+const startMock = () => startMockChild(SCRIPT);
 
 /** The memory figures of the calling isolate (rss is the process's), in MB. */
 const inMb = (usage) => Object.fromEntries(Object.entries(usage).map(([k, v]) => [k, v / MB]));
@@ -375,14 +364,7 @@ if (mode === "baseline") {
 } else if (mode === "lifeline") {
   report(await lifelineSide(Number(arg)));
 } else {
-  const runs = [];
-  for (let rep = 1; rep <= REPS; rep++) {
-    const order = rep % 2 === 1 ? ["baseline", "lifeline"] : ["lifeline", "baseline"];
-    for (const side of order) {
-      process.stderr.write(`  (r) run ${rep}/${REPS}: ${side}, ${N} sessions … (loadavg ${loadavg()[0].toFixed(2)})\n`);
-      runs.push({ rep, ...(await runChild("./rss.mjs", [side, String(N)])) });
-    }
-  }
+  const runs = await alternateSides("r", "./rss.mjs", REPS, N);
   const sides = {};
   for (const side of ["baseline", "lifeline"]) {
     const mine = runs.filter((r) => r.side === side);

@@ -16,7 +16,7 @@
  * (i)); 20 ms halves it and still sees every stall of 20 ms or more (a shorter one that falls
  * between two ticks may go unseen). A sampler runs only while a host records metrics.
  */
-import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
+import { createHistogram, type Histogram, type RecordableHistogram } from "node:perf_hooks";
 import type { LoopDelay } from "./protocol.js";
 
 /** How often the sampler wakes the loop, in ms. */
@@ -40,13 +40,22 @@ export class LoopDelaySampler {
    * then in the next reading).
    */
   take(): LoopDelay | undefined {
-    const histogram = this.#histogram;
-    const delay =
+    return this.takeWith((histogram) =>
       histogram.count > 0
         ? { p50: histogram.percentile(50) / 1e9, p99: histogram.percentile(99) / 1e9, max: histogram.max / 1e9 }
-        : undefined;
-    histogram.reset();
-    return delay;
+        : undefined,
+    );
+  }
+
+  /**
+   * Reads the ticks since the previous reading with `read` (a histogram of the nanoseconds between
+   * two ticks, one period included), then resets; for readers that want other figures than
+   * {@link take}'s (the load tool's timeline: mean and max).
+   */
+  takeWith<T>(read: (histogram: Histogram) => T): T {
+    const value = read(this.#histogram);
+    this.#histogram.reset();
+    return value;
   }
 
   /** Stops the timer. Idempotent. */

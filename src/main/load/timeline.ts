@@ -4,11 +4,14 @@
  * tokens) and the host's event-loop delay over that interval. Also the loop-delay figures of the
  * whole run.
  *
- * Event-loop delay comes from `perf_hooks.monitorEventLoopDelay`, whose samples are the time
- * between ticks of a timer of period {@link LOOP_RESOLUTION_MS}; the timer's own period is taken
- * off, so an idle loop reads about 0 ms and a loop blocked for 100 ms reads about 100 ms.
+ * Event-loop delay is the time between ticks of a timer of period {@link LOOP_RESOLUTION_MS}; the
+ * timer's own period is taken off, so an idle loop reads about 0 ms and a loop blocked for 100 ms
+ * reads about 100 ms. The whole run's figures come from `perf_hooks.monitorEventLoopDelay`, never
+ * reset; each point's from a {@link LoopDelaySampler}, whose reset keeps its last tick (Node's
+ * sampler forgets it, so a stall that began just after a point would be missing from the next).
  */
-import { type IntervalHistogram, monitorEventLoopDelay } from "node:perf_hooks";
+import { type Histogram, type IntervalHistogram, monitorEventLoopDelay } from "node:perf_hooks";
+import { LoopDelaySampler } from "../../shared/loop-delay.js";
 import type { LoadCounters } from "./load-metrics.js";
 import { round3 } from "./stats.js";
 
@@ -51,15 +54,14 @@ interface Previous {
 export class Timeline {
   readonly points: TimelinePoint[] = [];
   readonly #counters: LoadCounters;
-  readonly #interval: IntervalHistogram;
+  readonly #interval: LoopDelaySampler;
   readonly #whole: IntervalHistogram;
   #previous: Previous;
 
   constructor(counters: LoadCounters) {
     this.#counters = counters;
-    this.#interval = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
+    this.#interval = new LoopDelaySampler(LOOP_RESOLUTION_MS);
     this.#whole = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
-    this.#interval.enable();
     this.#whole.enable();
     this.#previous = snapshot(counters);
   }
@@ -72,6 +74,10 @@ export class Timeline {
       const delta = total - (this.#previous.failures[kind] ?? 0);
       if (delta > 0) failures[kind] = delta;
     }
+    const loop = this.#interval.takeWith((histogram) => ({
+      mean: delayMs(histogram, histogram.mean),
+      max: delayMs(histogram, histogram.max),
+    }));
     const point: TimelinePoint = {
       tMs: Math.round(tMs),
       inFlightPrompts: counters.inFlightPrompts,
@@ -80,10 +86,9 @@ export class Timeline {
       retries: counters.retries - this.#previous.retries,
       failures,
       outputTokens: counters.outputTokens - this.#previous.outputTokens,
-      loopDelayMeanMs: delayMs(this.#interval, this.#interval.mean),
-      loopDelayMaxMs: delayMs(this.#interval, this.#interval.max),
+      loopDelayMeanMs: loop.mean,
+      loopDelayMaxMs: loop.max,
     };
-    this.#interval.reset();
     this.#previous = snapshot(counters);
     this.points.push(point);
     return point;
@@ -102,13 +107,13 @@ export class Timeline {
 
   /** Stops the probes. Idempotent. */
   stop(): void {
-    this.#interval.disable();
+    this.#interval.stop();
     this.#whole.disable();
   }
 }
 
 /** A histogram figure (ns, one timer period included) as delay in ms; 0 before any sample. */
-function delayMs(histogram: IntervalHistogram, nanoseconds: number): number {
+function delayMs(histogram: Histogram, nanoseconds: number): number {
   if (histogram.count === 0 || !Number.isFinite(nanoseconds)) return 0;
   return round3(Math.max(0, nanoseconds / 1e6 - LOOP_RESOLUTION_MS));
 }

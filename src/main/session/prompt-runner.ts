@@ -30,8 +30,9 @@ import type { RetryController } from "../retry/retry-controller.js";
 import type { SessionRecorder } from "../session-files/session-recorder.js";
 import { storedRunTail } from "../supervision/interrupted-run.js";
 import { type PendingPrompt, type QueuedPrompt, settledResult } from "./pending-prompt.js";
-import { type AdmissionPrompt, PromptAdmission } from "./prompt-admission.js";
+import { PromptAdmission } from "./prompt-admission.js";
 import { PromptRecords } from "./prompt-records.js";
+import { PromptTicket } from "./prompt-ticket.js";
 import type { QueuedMessages } from "./queued-messages.js";
 import type { AfterRun } from "./run-events.js";
 import { type LinkedSession, SessionLink } from "./session-link.js";
@@ -108,55 +109,6 @@ const captured: { resolve: (result: PromptResult) => void; reject: (error: Error
 function captureResolvers(resolve: (result: PromptResult) => void, reject: (error: Error) => void): void {
   captured.resolve = resolve;
   captured.reject = reject;
-}
-
-/**
- * A prompt being admitted (prompt-admission.ts): what the admission reads of it and tells it, as
- * one object per prompt with its methods on the shared prototype. `prompt()` makes one inside the
- * caller's task, and a burst of them (10,000 in one loop) survives there until each prompt's turn:
- * a closure per callback, each with its context, made that loop allocate several times as much
- * (P1, docs/performance.md "(m)").
- */
-class PromptTicket implements AdmissionPrompt {
-  readonly #runner: PromptRunner;
-  readonly #pending: PendingPrompt;
-  readonly #text: string;
-
-  constructor(runner: PromptRunner, pending: PendingPrompt, text: string) {
-    this.#runner = runner;
-    this.#pending = pending;
-    this.#text = text;
-  }
-
-  get promptId(): string | undefined {
-    return this.#pending.id;
-  }
-
-  // On the prompt's turn: deferred bash messages go in first, then the user message, built here
-  // rather than in the worker so the same object can be stored first (write-ahead).
-  message(): AgentMessage {
-    this.#runner.beforePrompt();
-    return { role: "user", content: [{ type: "text", text: this.#text }], timestamp: Date.now() };
-  }
-
-  live(): boolean {
-    return this.#runner.livePrompt() === this.#pending && !this.#runner.isClosed();
-  }
-
-  start(message: AgentMessage): void {
-    this.#runner.records.stored(this.#pending.id);
-    this.#runner.startPrompt(message);
-  }
-
-  aborted(failure: string): void {
-    this.#pending.abortedEarly = true;
-    this.#pending.failure = failure;
-    this.#runner.maybeSettle();
-  }
-
-  failed(error: LifelineError): void {
-    this.#runner.rejectPrompt(error);
-  }
 }
 
 /** One session's prompts. All methods are called on the main thread. */

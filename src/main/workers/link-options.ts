@@ -28,7 +28,7 @@ export interface LinkEndpoint {
 export interface LinkTimeouts {
   /**
    * Longest wait for an ordinary call to a silent worker; past it the worker is taken to be hung.
-   * A worker still sending gets more periods of it (worker-link.ts, `LIVE_CALL_PERIODS`).
+   * A worker still sending gets more periods of it (hang-judgement.ts, `LIVE_CALL_PERIODS`).
    */
   callTimeoutMs: number;
   /** SPEC X8: a worker silent this long is hung (the watchdog's bound); one heard from sooner is alive. */

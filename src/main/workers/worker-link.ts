@@ -14,7 +14,7 @@
  * reads the same death (`#dead`), the same liveness (`#lastSeenAt`, which judges both the hang of
  * a call and the watchdog's) and the same port order (queued run starts go before any other call);
  * the parts that stand alone already live in their own files (bounded-calls, in-flight-work,
- * link-sessions, link-ui, run-start-queue, worker-exit).
+ * link-sessions, link-ui, run-start-queue, worker-exit, hang-judgement).
  */
 import type { MessagePort } from "node:worker_threads";
 import { wrap } from "comlink";
@@ -31,6 +31,7 @@ import {
   type WorkerApi,
 } from "../../shared/protocol.js";
 import { type ApiResult, BoundedCalls, type Unwrapped } from "./bounded-calls.js";
+import { judgeHang, LIVE_CALL_PERIODS } from "./hang-judgement.js";
 import { InFlightWork } from "./in-flight-work.js";
 import type { LinkEndpoint, LinkTimeouts } from "./link-options.js";
 import { type LinkClient, LinkSessions } from "./link-sessions.js";
@@ -53,14 +54,6 @@ export interface PermitHandler {
 
 /** How long a closed port waits for the pool to say why the worker ended. */
 const EXIT_REASON_WAIT_MS = 1000;
-
-/**
- * How many `callTimeoutMs` periods an ordinary call waits for a worker that is still sending
- * (see {@link WorkerLink.call}): a worker streaming for thousands of sessions answers its port
- * behind a backlog (bench (m), docs/performance.md), and killing it for that restores every one
- * of its sessions. The bound keeps "nothing waits forever" for a worker that sends but never answers.
- */
-export const LIVE_CALL_PERIODS = 4;
 
 /**
  * The main side of one worker, created by `SessionHost`. Dies (once) when the worker exits, its port
@@ -262,18 +255,17 @@ export class WorkerLink {
   /** What a timed-out ordinary call decides (see {@link call}): wait one more period, or the error. */
   #callTimedOut(method: keyof WorkerApi, periods: number): LifelineError | undefined {
     const limit = this.#timeouts.callTimeoutMs;
-    const silentMs = performance.now() - this.#lastSeenAt;
-    const alive = silentMs < this.#timeouts.hangTimeoutMs + this.allowanceMs;
-    if (alive && periods < LIVE_CALL_PERIODS) return undefined;
-    const waited = periods * limit;
-    const why = alive
-      ? `it did not answer ${method} within ${waited} ms although it kept sending`
-      : `it did not answer ${method} within ${waited} ms and sent nothing for ${Math.round(silentMs)} ms`;
-    this.terminateHung(why);
+    const hung = judgeHang(method, periods, limit, this.#silentMs(), this.#timeouts.hangTimeoutMs + this.allowanceMs);
+    if (hung === undefined) return undefined;
+    this.terminateHung(hung.why);
     return new LifelineError(
       "ERR_CALL_TIMEOUT",
-      `The worker did not answer ${method} within ${waited} ms; ${alive ? "it kept sending but does not serve its port" : "it is taken to be blocked in synchronous code"} and is terminated. Raise callTimeoutMs or check the worker module's tools.`,
+      `The worker did not answer ${method} within ${periods * limit} ms; ${hung.alive ? "it kept sending but does not serve its port" : "it is taken to be blocked in synchronous code"} and is terminated. Raise callTimeoutMs or check the worker module's tools.`,
     );
+  }
+  /** How long the worker has sent nothing, in ms: its liveness (calls' hangs, the watchdog). */
+  #silentMs(): number {
+    return performance.now() - this.#lastSeenAt;
   }
 
   /**
@@ -313,19 +305,14 @@ export class WorkerLink {
       over = true;
     });
     const call = this.#invoke("abort", [sessionId], limit, (periods) => {
-      const waited = periods * limit;
       if (!over) {
         // Sent anything during the period just waited: busy (its port's backlog ahead of the
-        // call, a tool finishing), not stuck; one more period, up to LIVE_CALL_PERIODS.
-        const silentMs = performance.now() - this.#lastSeenAt;
-        if (silentMs < limit && periods < LIVE_CALL_PERIODS) return undefined;
-        this.terminateHung(
-          silentMs < limit
-            ? `it did not answer abort within ${waited} ms although it kept sending`
-            : `it did not answer abort within ${waited} ms and sent nothing for ${Math.round(silentMs)} ms`,
-        );
+        // call, a tool finishing), not stuck.
+        const hung = judgeHang("abort", periods, limit, this.#silentMs(), limit);
+        if (hung === undefined) return undefined;
+        this.terminateHung(hung.why);
       }
-      return new LifelineError("ERR_CALL_TIMEOUT", `The worker did not answer abort within ${waited} ms.`);
+      return new LifelineError("ERR_CALL_TIMEOUT", `The worker did not answer abort within ${periods * limit} ms.`);
     });
     if (runOver === undefined) {
       await call;

@@ -6,7 +6,8 @@
  */
 import { MessageChannel } from "node:worker_threads";
 import { afterEach, describe, expect, it } from "vitest";
-import { LIVE_CALL_PERIODS, WorkerLink } from "../../../src/main/workers/worker-link.js";
+import { LIVE_CALL_PERIODS } from "../../../src/main/workers/hang-judgement.js";
+import { WorkerLink } from "../../../src/main/workers/worker-link.js";
 import { serveWorker } from "../../../src/worker/serve-worker.js";
 import { within } from "../../fixtures/bounded.js";
 

@@ -1,0 +1,40 @@
+/**
+ * The liveness rule of a worker call that went unanswered (worker-link.ts): a worker still
+ * sending is busy, its port's backlog ahead of the call, and the call waits more periods; a silent
+ * one, or one that keeps sending but never answers, is hung. Ordinary calls and aborts use it,
+ * each with its own period and window of liveness.
+ */
+/**
+ * How many `callTimeoutMs` periods an ordinary call waits for a worker that is still sending
+ * (worker-link.ts, `WorkerLink.call`; an abort likewise, in periods of `controlTimeoutMs`): a worker streaming for thousands of sessions answers its port
+ * behind a backlog (bench (m), docs/performance.md), and killing it for that restores every one
+ * of its sessions. The bound keeps "nothing waits forever" for a worker that sends but never answers.
+ */
+export const LIVE_CALL_PERIODS = 4;
+
+/** A hung worker: whether it was still sending, and why it is taken to be hung (for its exit). */
+export interface Hang {
+  alive: boolean;
+  why: string;
+}
+
+/**
+ * Judges `method`, unanswered after `periods` periods of `limitMs`, from a worker silent for
+ * `silentMs`: undefined while it sent anything within `liveWindowMs` and fewer than
+ * {@link LIVE_CALL_PERIODS} periods have passed (it is busy: wait one more); else how it is hung.
+ */
+export function judgeHang(
+  method: string,
+  periods: number,
+  limitMs: number,
+  silentMs: number,
+  liveWindowMs: number,
+): Hang | undefined {
+  const alive = silentMs < liveWindowMs;
+  if (alive && periods < LIVE_CALL_PERIODS) return undefined;
+  const waited = periods * limitMs;
+  const why = alive
+    ? `it did not answer ${method} within ${waited} ms although it kept sending`
+    : `it did not answer ${method} within ${waited} ms and sent nothing for ${Math.round(silentMs)} ms`;
+  return { alive, why };
+}

@@ -34,13 +34,13 @@ import { inProcessAgents } from "./in-process-agents.mjs";
 import {
   alternateSides,
   makeHost,
-  mapLimit,
   median,
   mockModel,
   pick,
   QUICK,
   report,
   runChild,
+  sessionOpener,
   sleep,
   startMockChild,
   threadCpu,
@@ -93,15 +93,8 @@ async function lifelineSide(n) {
   const { counts, listener } = counter();
   const tidsBefore = new Set((await threadCpu()).keys());
   const { host, close } = await makeHost({ settings: { retry: { baseDelayMs: RETRY_DELAY_MS } } });
-  const open = (count) =>
-    mapLimit(
-      Array.from({ length: count }, (_, i) => i),
-      32,
-      () => host.createSession(options),
-    );
-  const warm = await open(WARM);
-  await Promise.all(warm.map((s, i) => s.prompt(`warm-up ${i}: answer me`)));
-  await Promise.all(warm.map((s) => s.dispose()));
+  const { open, warmUp } = sessionOpener(host, options);
+  await warmUp(WARM);
   const sessions = await open(n);
   for (const s of sessions) s.subscribe(listener);
   const result = await measure(

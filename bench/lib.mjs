@@ -241,3 +241,23 @@ export async function alternateSides(section, script, reps, n) {
   }
   return runs;
 }
+
+/**
+ * Opening `host`'s sessions with `options`, 32 at a time: `open(count)` resolves with them;
+ * `warmUp(count)` opens that many, prompts each once and disposes them, so that the worker and
+ * the code paths a batch takes are warm before anything is measured.
+ */
+export function sessionOpener(host, options) {
+  const open = (count) =>
+    mapLimit(
+      Array.from({ length: count }, (_, i) => i),
+      32,
+      () => host.createSession(options),
+    );
+  const warmUp = async (count) => {
+    const warm = await open(count);
+    await Promise.all(warm.map((s, i) => s.prompt(`warm-up ${i}: answer me`)));
+    await Promise.all(warm.map((s) => s.dispose()));
+  };
+  return { open, warmUp };
+}

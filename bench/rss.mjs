@@ -34,11 +34,11 @@ import {
   alternateSides,
   fullGc,
   makeHost,
-  mapLimit,
   median,
   mockModel,
   pick,
   report,
+  sessionOpener,
   sleep,
   startMockChild,
 } from "./lib.mjs";
@@ -284,15 +284,8 @@ async function lifelineSide(n) {
     settings: { retry: { baseDelayMs: RETRY_DELAY_MS } },
     ...(Object.keys(limits).length === 0 ? {} : { resourceLimits: limits }),
   });
-  const open = (count) =>
-    mapLimit(
-      Array.from({ length: count }, (_, i) => i),
-      32,
-      () => host.createSession(options),
-    );
-  const warm = await open(WARM);
-  await Promise.all(warm.map((s, i) => s.prompt(`warm-up ${i}: answer me`)));
-  await Promise.all(warm.map((s) => s.dispose()));
+  const { open, warmUp } = sessionOpener(host, options);
+  await warmUp(WARM);
   if (SNAPSHOT_DIR !== undefined) {
     await mkdir(SNAPSHOT_DIR, { recursive: true });
     const inspector = await inspectWorkers();

@@ -24,6 +24,7 @@ import type { SummaryRequest } from "./compaction/summary-prompt.js";
 import type { WireError } from "./errors.js";
 import type { MessageEndEvent } from "./events.js";
 import type { UiAnswer, UiRequest } from "./extensions/extension-ui.js";
+import type { WireAgentEnd, WireTurnEnd } from "./run-message-refs.js";
 import type { WireUpdateEvent } from "./stream-wire.js";
 import type { ThinkingLevel } from "./thinking.js";
 
@@ -204,13 +205,17 @@ export interface WorkerApi {
 }
 
 /**
- * An agent event as it crosses; `message_update` travels slimmed down (see stream-wire.ts), and an
- * assistant reply's `message_end` carries its request's timing (request-timing.ts).
+ * An agent event as it crosses; `message_update` travels slimmed down (see stream-wire.ts),
+ * `turn_end` and `agent_end` refer to the messages their run's `message_end` events carried (see
+ * run-message-refs.ts), and an assistant reply's `message_end` carries its request's timing
+ * (request-timing.ts).
  */
 type WireAgentEvent =
-  | Exclude<AgentEvent, { type: "message_update" | "message_end" }>
+  | Exclude<AgentEvent, { type: "message_update" | "message_end" | "turn_end" | "agent_end" }>
   | WireUpdateEvent
-  | MessageEndEvent;
+  | MessageEndEvent
+  | WireTurnEnd
+  | WireAgentEnd;
 
 /** One item of a batch: a session's event, or the end of one of its runs. */
 export type BatchItem =

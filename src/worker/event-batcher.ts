@@ -15,7 +15,18 @@
 import type { AgentEvent } from "@mariozechner/pi-agent-core";
 import type { MessageEndEvent } from "../shared/events.js";
 import type { BatchItem, BatchMessage } from "../shared/protocol.js";
+import type { WireAgentEnd, WireTurnEnd } from "../shared/run-message-refs.js";
 import { mergeWireUpdates, snapshot, toWireUpdate } from "../shared/stream-wire.js";
+
+/**
+ * An agent event as the batcher takes it: `turn_end` and `agent_end` already in their wire form
+ * (the session encodes them: run-message-refs.ts), `message_update` slimmed here.
+ */
+export type BatchedEvent =
+  | Exclude<AgentEvent, { type: "turn_end" | "agent_end" | "message_end" }>
+  | MessageEndEvent
+  | WireTurnEnd
+  | WireAgentEnd;
 
 /** Queues one worker's outgoing session items and posts them as batches; see the file comment. */
 export class EventBatcher {
@@ -47,7 +58,7 @@ export class EventBatcher {
    * Queues a session event; deltas may be merged into the session's previous queued delta. A
    * `message_end` may carry its request's timing (the session adds it; the batcher passes it on).
    */
-  pushEvent(sessionId: string, event: AgentEvent | MessageEndEvent): void {
+  pushEvent(sessionId: string, event: BatchedEvent): void {
     this.#onEvent?.();
     if (event.type === "message_start") {
       this.#append(sessionId, { type: "event", sessionId, event: { ...event, message: snapshot(event.message) } });

@@ -13,9 +13,9 @@
  * from one table shared by the host's sessions.
  *
  * A message already copied gives back the same copy (a weak table keyed by the original), so the
- * identities one batch from the worker had (its `agent_end` lists the messages its `message_end`s
- * carried) are kept, and so are those inside a message: an object it reaches twice is copied
- * once. Only plain objects and arrays are copied; anything else is kept as it is, and a message
+ * identities one batch from the worker had (a user message's `message_start` and `message_end`
+ * carry one object) are kept, and so are those inside a message: an object it reaches twice is
+ * copied once. Only plain objects and arrays are copied; anything else is kept as it is, and a message
  * with a cycle (a tool's `details` may hold anything structured clone carries) is kept whole.
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
@@ -46,14 +46,6 @@ export function compactMessage<M extends AgentMessage>(message: M): M {
   }
   copies.set(message, copy);
   return copy;
-}
-
-/**
- * The copy {@link compactMessage} made of `message`, else `message` itself: how `agent_end`'s list
- * refers to the messages its run's `message_end`s carried, without copying any other.
- */
-export function knownCopy<M extends AgentMessage>(message: M): M {
-  return (copies.get(message) as M | undefined) ?? message;
 }
 
 /** Thrown inside a copy that meets a cycle; the message is then kept whole. */

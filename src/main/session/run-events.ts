@@ -12,11 +12,12 @@ import type { Api, AssistantMessage, Model } from "@mariozechner/pi-ai";
 import type { WorkerExitCause } from "../../shared/errors.js";
 import type { RetryEvent } from "../../shared/events.js";
 import type { BatchItem } from "../../shared/protocol.js";
+import { RunMessages } from "../../shared/run-message-refs.js";
 import { fromWireUpdate, type StreamState, startStream } from "../../shared/stream-wire.js";
 import { type SummaryEnd, summaryEndOf } from "../compaction/session-compaction.js";
 import type { RetryController, RetryDecision } from "../retry/retry-controller.js";
 import { type ActiveRun, endInterruptedRun } from "../supervision/session-restore.js";
-import { compactMessage, knownCopy } from "./compact-message.js";
+import { compactMessage } from "./compact-message.js";
 import { lastAssistant } from "./pending-prompt.js";
 import type { QueuedMessages } from "./queued-messages.js";
 import type { SessionListeners } from "./session-listeners.js";
@@ -66,6 +67,8 @@ export class RunEvents {
   #streaming: StreamState | undefined;
   /** Collects controller events while an agent_end decision is being made (see {@link decide}). */
   #heldRetryEvents: RetryEvent[] | undefined;
+  /** The run's `message_end` messages, which its `turn_end` and `agent_end` refer to (run-message-refs.ts). */
+  readonly #runMessages = new RunMessages();
 
   constructor(target: RunEventsTarget, parts: RunEventsParts) {
     this.#target = target;
@@ -104,6 +107,7 @@ export class RunEvents {
           queued.delivered(message);
           if (run !== undefined) run.userSeen = true;
         }
+        this.#runMessages.ended(message);
         mirror.append(message);
         events.emit(event);
         if (message.role === "assistant") {
@@ -114,12 +118,16 @@ export class RunEvents {
       }
       case "agent_end": {
         // Acted on at run_end: the worker's run is over by then and the transcript tail is in.
-        // A message whose message_end came in the same batch is the same object there, as it was
-        // before the copy (a failed reply restored to the transcript is the mirror's copy).
-        this.#target.decided(this.decide(event.messages.map(knownCopy)));
+        // Its messages are the copies their message_end events gave the mirror and the listeners.
+        this.#target.decided(this.decide(this.#runMessages.agentEnd(event)));
+        return;
+      }
+      case "turn_end": {
+        events.emit(this.#runMessages.turnEnd(event));
         return;
       }
       case "agent_start": {
+        this.#runMessages.started();
         const run = this.#target.activeRun;
         if (run !== undefined) run.started = true;
         events.emit(event);

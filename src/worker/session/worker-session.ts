@@ -12,6 +12,7 @@ import { LifelineError, toWireError } from "../../shared/errors.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import type { ModelChange, QueueMode, RunInput, SessionInit, SessionOpened } from "../../shared/protocol.js";
 import { redactSecrets } from "../../shared/redact.js";
+import { RunMessageRefs } from "../../shared/run-message-refs.js";
 import { isThinkingLevel, type ThinkingLevel } from "../../shared/thinking.js";
 import { forgetDemoSession } from "../demo-provider.js";
 import type { EventBatcher } from "../event-batcher.js";
@@ -60,8 +61,10 @@ export class WorkerSession {
     this.#batcher = batcher;
     this.#credentials = credentials;
     const secrets = credentials.secrets;
+    const refs = new RunMessageRefs();
     agent.subscribe((event) => {
       if (this.#closed) return;
+      refs.note(event);
       if (event.type === "message_end") this.#forwarded++;
       // A reply that fails before streaming arrives as message_start carrying a copy of the final
       // message, then message_end with the message itself; both must be treated.
@@ -82,7 +85,9 @@ export class WorkerSession {
           return;
         }
       }
-      batcher.pushEvent(id, event);
+      if (event.type === "turn_end") batcher.pushEvent(id, refs.turnEnd(event));
+      else if (event.type === "agent_end") batcher.pushEvent(id, refs.agentEnd(event));
+      else batcher.pushEvent(id, event);
     });
   }
 

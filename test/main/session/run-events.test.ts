@@ -77,15 +77,39 @@ describe("RunEvents", () => {
     expect(end?.message).toStrictEqual(original);
   });
 
-  it("P4: agent_end names the copies its batch's message_ends made, and a reply never ended there as it came", () => {
+  it("turn_end and agent_end name their run's message_ends by index: listeners get the same copies, whole messages pass", () => {
     const h = harness();
-    const ended = structuredClone(assistantMessage("error", "503"));
+    const reply = structuredClone(assistantMessage("error", "503"));
     const unseen = assistantMessage("error", "504");
-    h.events.route(event({ type: "message_end", message: ended }));
-    h.events.route(event({ type: "agent_end", messages: [ended, unseen] }));
+    h.events.route(event({ type: "agent_start" }));
+    h.events.route(event({ type: "message_start", message: structuredClone(user) }));
+    h.events.route(event({ type: "message_end", message: structuredClone(user) }));
+    h.events.route(event({ type: "message_end", message: reply }));
+    h.events.route(event({ type: "turn_end", message: 1, toolResults: [] }));
+    h.events.route(event({ type: "agent_end", messages: [0, 1, unseen] }));
+    const ends = h.emitted.filter((e) => e.type === "message_end").map((e) => e.message);
+    const turnEnd = h.emitted.find((e) => e.type === "turn_end") as Extract<SessionEvent, { type: "turn_end" }>;
     const agentEnd = h.emitted.find((e) => e.type === "agent_end") as Extract<SessionEvent, { type: "agent_end" }>;
-    expect(agentEnd.messages[0]).toBe(h.transcript[0]);
-    expect(agentEnd.messages[1]).toBe(unseen);
+    expect(turnEnd.message).toBe(ends[1]);
+    expect(turnEnd.message).toStrictEqual(reply);
+    expect(agentEnd.messages[0]).toBe(ends[0]);
+    expect(agentEnd.messages[1]).toBe(h.transcript[1]);
+    expect(agentEnd.messages[2]).toBe(unseen);
+  });
+
+  it("a run's indexes start again at its agent_start, and one past its message_ends is a protocol error", () => {
+    const h = harness();
+    h.events.route(event({ type: "agent_start" }));
+    h.events.route(event({ type: "message_end", message: structuredClone(assistantMessage("error", "503")) }));
+    h.events.route(event({ type: "agent_end", messages: [0] }));
+    h.events.route(event({ type: "agent_start" }));
+    h.events.route(event({ type: "message_end", message: structuredClone(assistantMessage("stop", "done")) }));
+    h.events.route(event({ type: "turn_end", message: 0, toolResults: [] }));
+    const turnEnd = h.emitted.find((e) => e.type === "turn_end") as Extract<SessionEvent, { type: "turn_end" }>;
+    expect(turnEnd.message).toBe(h.transcript[1]);
+    expect(() => h.events.route(event({ type: "agent_end", messages: [0, 1] }))).toThrow(
+      "a run event refers to message_end 1 of 1 in its run",
+    );
   });
 
   it("listeners see agent_end before the retry events its decision emits, and the decision waits for run_end", () => {

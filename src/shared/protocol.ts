@@ -128,11 +128,20 @@ export type RunInput =
   | { kind: "summarize"; request: SummaryRequest };
 
 /** One run to start: the session, the run's id (main's, echoed in its `run_end`) and what it starts from. */
-export interface RunStart {
+interface RunStart {
   sessionId: string;
   runId: number;
   input: RunInput;
 }
+
+/**
+ * One entry of a `runOps` message: a run to start, or R4's removal of a trailing failed reply
+ * from the session's runtime transcript (answered with whether one was removed). Both come in
+ * bursts on a busy host (thousands of prompts started, thousands of 503s decided in one batch),
+ * so they travel together, in the order they were made: a session's removal reaches the worker
+ * before the retried run that follows it.
+ */
+export type RunOp = ({ kind: "start" } & RunStart) | { kind: "pop_failed"; sessionId: string };
 
 /**
  * The worker's API, called from the main thread through comlink.
@@ -141,15 +150,15 @@ export interface RunStart {
 export interface WorkerApi {
   openSession(init: SessionInit): Promise<Result<SessionOpened>>;
   /**
-   * Starts runs, of one session or of many (the main thread sends the starts of one task as one
-   * message: its pacer admits prompts a slice at a time), in order. Each start is answered on its
-   * own in the array, at its index: refused with ERR_SESSION_BUSY if the session has a run active.
+   * Applies run ops ({@link RunOp}), of one session or of many (the main thread sends the ops of
+   * one task as one message: run-op-queue.ts), in order. Each op is answered on its own in the
+   * array, at its index: a start with null, or refused with ERR_SESSION_BUSY if the session has a
+   * run active; a `pop_failed` with whether a trailing failed reply was removed (none is while a
+   * run is active).
    */
-  startRun(starts: RunStart[]): Result<Result<null>[]>;
+  runOps(ops: RunOp[]): Result<Result<boolean | null>[]>;
   /** Aborts the active run's model request or tool; `value` says whether a run was active. */
   abort(sessionId: string): Result<boolean>;
-  /** R4: removes a trailing error assistant message from the runtime transcript. */
-  popFailedMessage(sessionId: string): Result<boolean>;
   /** B3: puts a message back at the end of the runtime transcript (a cancelled chain's failure). */
   appendMessage(sessionId: string, message: AgentMessage): Result<null>;
   /** Replaces the runtime transcript (a compaction installs its result). Refused while a run is active. */

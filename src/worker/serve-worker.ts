@@ -139,10 +139,15 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
         return { ok: false, error: toWireError(error, "ERR_INVALID_OPTIONS") };
       }
     },
-    startRun: (starts) =>
-      attempt(() => starts.map(({ sessionId, runId, input }) => command(() => find(sessionId).startRun(runId, input)))),
+    runOps: (ops) =>
+      attempt(() =>
+        ops.map((op) =>
+          op.kind === "start"
+            ? command(() => find(op.sessionId).startRun(op.runId, op.input))
+            : attempt(() => find(op.sessionId).popFailedMessage()),
+        ),
+      ),
     abort: (sessionId) => attempt(() => find(sessionId).abort()),
-    popFailedMessage: (sessionId) => attempt(() => find(sessionId).popFailedMessage()),
     appendMessage: (sessionId, message) => command(() => find(sessionId).appendMessage(message)),
     replaceMessages: (sessionId, messages) => command(() => find(sessionId).replaceMessages(messages)),
     queueMessage: (sessionId, kind, message) => command(() => find(sessionId).queueMessage(kind, message)),

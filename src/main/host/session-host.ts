@@ -112,6 +112,8 @@ export class SessionHost {
       watchWorkerLoops: () => this.#workers.watchEventLoops(),
     });
     const callTimeoutMs = options.callTimeoutMs ?? HOST_DEFAULTS.callTimeoutMs;
+    // One pacer for the host's bursts: prompts admitted, retries woken, run ops' answers settled.
+    const pacer = new TurnPacer();
     this.#workers = new WorkerRoster({
       threads: options.threads ?? HOST_DEFAULTS.threads(),
       callTimeoutMs,
@@ -131,6 +133,7 @@ export class SessionHost {
       onWorkerExit: (cause) => this.#telemetry.workerExited(cause),
       onLoopDelay: (threadId, delay) => this.#telemetry.workerLoopDelay(threadId, delay),
       ui: options.extensionUi,
+      pacer,
     });
     this.#assembly = new SessionAssembly({
       options,
@@ -141,7 +144,7 @@ export class SessionHost {
       fleet: this.#fleet,
       extensions,
       telemetry: this.#telemetry,
-      pacer: new TurnPacer(),
+      pacer,
       sessions: this.#sessions,
       assertOpen: () => this.#assertOpen(),
     });

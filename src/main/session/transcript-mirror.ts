@@ -59,7 +59,7 @@ export class TranscriptMirror {
   /** R4: takes a failed reply off the transcript (the history keeps it), here and in the worker. */
   async removeFailed(): Promise<void> {
     if (isRemovableFailure(this.#messages[this.#messages.length - 1])) this.#messages.pop();
-    await this.#edit((link) => link.call("popFailedMessage", this.#worker.sessionId));
+    await this.#edit((link) => link.popFailed(this.#worker.sessionId));
   }
 
   /** Puts a removed failed reply back (a chain ended without a retry, a compaction changed nothing). */

@@ -36,7 +36,8 @@ import { InFlightWork } from "./in-flight-work.js";
 import type { LinkEndpoint, LinkTimeouts } from "./link-options.js";
 import { type LinkClient, LinkSessions } from "./link-sessions.js";
 import { LinkUi } from "./link-ui.js";
-import { RunStartQueue } from "./run-start-queue.js";
+import { RunOpQueue } from "./run-op-queue.js";
+import type { TurnPacer } from "./turn-pacer.js";
 import { describeError, exitCauseOf, linkDeath } from "./worker-exit.js";
 
 /**
@@ -84,14 +85,8 @@ export class WorkerLink {
   #lastSeenAt = performance.now();
   /** Only in-flight work keeps the process alive: pending calls and open runs. */
   readonly #work: InFlightWork;
-  /** Run starts not sent yet, sent together as one `startRun` message (see {@link startRun}). */
-  readonly #starts = new RunStartQueue((starts) =>
-    this.#dead !== undefined
-      ? Promise.reject(this.#dead)
-      : this.#calls.invoke("startRun", [starts], this.#timeouts.callTimeoutMs, (periods) =>
-          this.#callTimedOut("startRun", periods),
-        ),
-  );
+  /** Run starts and failed-reply removals not sent yet, sent together as one `runOps` message (run-op-queue.ts). */
+  readonly #ops: RunOpQueue;
   /** The worker's control channel (early aborts), when the endpoint has one. */
   readonly #control: { port: MessagePort; posted: Int32Array } | undefined;
   /**
@@ -111,8 +106,19 @@ export class WorkerLink {
       /** B9: a loop report of the worker (thread `threadId`), once `watchEventLoop` was called. */
       onLoopDelay?: ((threadId: number, delay: LoopDelay) => void) | undefined;
       ui?: UiTransport | undefined;
+      /** The host's pacer: the answers of a burst of run ops settle a slice at a time (run-op-queue.ts). */
+      pacer?: TurnPacer | undefined;
     },
   ) {
+    this.#ops = new RunOpQueue(
+      (ops) =>
+        this.#dead !== undefined
+          ? Promise.reject(this.#dead)
+          : this.#calls.invoke("runOps", [ops], this.#timeouts.callTimeoutMs, (periods) =>
+              this.#callTimedOut("runOps", periods),
+            ),
+      options.pacer,
+    );
     this.#onExit = options.onExit;
     this.#onLoopDelay = options.onLoopDelay;
     this.#permits = options.permits;
@@ -240,16 +246,30 @@ export class WorkerLink {
   }
 
   /**
-   * Starts a run of the session on the worker. The starts of one loop turn go to the worker as one
-   * `startRun` message (run-start-queue.ts); each still settles on its own: resolves when the
+   * Starts a run of the session on the worker. The run ops of one loop turn go to the worker as
+   * one `runOps` message (run-op-queue.ts); each still settles on its own: resolves when the
    * worker started the run, rejects with its own refusal (ERR_SESSION_BUSY, …), or, with the
    * others of its message, as {@link call} does (the worker's death, ERR_CALL_TIMEOUT). Any other
-   * call of this link sends the queued starts first, so the port's order is the order of the calls
+   * call of this link sends the queued ops first, so the port's order is the order of the calls
    * (a `setModel` posted before a start, an `abort` after).
    */
   startRun(sessionId: string, runId: number, input: RunInput): Promise<void> {
     if (this.#dead !== undefined) return Promise.reject(this.#dead);
-    return this.#work.track("startRun", [sessionId, runId], () => this.#starts.add({ sessionId, runId, input }));
+    return this.#work.track("startRun", [sessionId, runId], () =>
+      this.#ops.add({ kind: "start", sessionId, runId, input }).then(() => undefined),
+    );
+  }
+
+  /**
+   * R4: removes the session's trailing failed reply from its runtime transcript in the worker;
+   * resolves with whether one was removed (none is while a run is active). Travels with the run
+   * starts ({@link startRun}), in order, and settles as they do.
+   */
+  popFailed(sessionId: string): Promise<boolean> {
+    if (this.#dead !== undefined) return Promise.reject(this.#dead);
+    return this.#work.track("popFailed", [sessionId], () =>
+      this.#ops.add({ kind: "pop_failed", sessionId }).then((removed) => removed === true),
+    );
   }
 
   /** What a timed-out ordinary call decides (see {@link call}): wait one more period, or the error. */
@@ -401,8 +421,8 @@ export class WorkerLink {
     onTimeout: (periods: number) => LifelineError | undefined,
   ): Promise<Unwrapped<ApiResult<K>>> {
     if (this.#dead !== undefined) return Promise.reject(this.#dead);
-    // The starts queued before this call go first: the port keeps the order of the calls.
-    this.#starts.flush();
+    // The ops queued before this call go first: the port keeps the order of the calls.
+    this.#ops.flush();
     return this.#work.track(method, args, () => this.#calls.invoke(method, args, timeoutMs, onTimeout));
   }
 
@@ -493,7 +513,7 @@ export class WorkerLink {
     this.#permits?.releaseAll(this);
     this.#ui.closeAll();
     this.#work.stop();
-    this.#starts.failAll(error);
+    this.#ops.failAll(error);
     this.#calls.failAll(error);
     this.#port.close();
     this.#control?.port.close();

@@ -8,6 +8,7 @@ import { LifelineError, WorkerExitedError } from "../../shared/errors.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import type { LoopDelay, SessionInit, SessionOpened } from "../../shared/protocol.js";
 import type { LinkEndpoint, LinkTimeouts } from "./link-options.js";
+import type { TurnPacer } from "./turn-pacer.js";
 import { tickIntervalMs, Watchdog } from "./watchdog.js";
 import { type PermitHandler, WorkerLink } from "./worker-link.js";
 import { WorkerPool } from "./worker-pool.js";
@@ -35,6 +36,8 @@ export interface WorkerRosterOptions extends LinkTimeouts {
   onLoopDelay?: ((threadId: number, delay: LoopDelay) => void) | undefined;
   /** Where extension tools' `ctx.ui` requests go (the host's `extensionUi`). */
   ui?: UiTransport | undefined;
+  /** The host's pacer: each link settles the answers of a burst of run ops through it (run-op-queue.ts). */
+  pacer?: TurnPacer | undefined;
 }
 
 type Reserved = { link: WorkerLink; release: () => void };
@@ -215,6 +218,7 @@ export class WorkerRoster {
       onExit: this.#options.onWorkerExit,
       onLoopDelay: this.#options.onLoopDelay,
       ui: this.#options.ui,
+      pacer: this.#options.pacer,
       onProtocolError: (reason) => process.emitWarning(`lifeline: ignored an invalid worker message (${reason})`),
     });
     this.#links.push(link);

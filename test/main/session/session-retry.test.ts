@@ -509,13 +509,16 @@ describe("session lifecycle", () => {
       batchIntervalMs: 0,
       callTimeoutMs: 200,
       settings: { retry: { baseDelayMs: 1 } },
-      // The worker API served in-process behind a relay that swallows startRun calls.
+      // The worker API served in-process behind a relay that swallows run starts (the runOps
+      // calls that carry one; a retry's removal of its failed reply goes before, on its own).
       connect: () => {
         const toMain = new MessageChannel();
         const toWorker = new MessageChannel();
-        toMain.port2.on("message", (data: { path?: unknown }) => {
+        toMain.port2.on("message", (data: { path?: unknown; argumentList?: { value?: unknown }[] }) => {
           const path = Array.isArray(data?.path) ? data.path : [];
-          if (path[0] !== "startRun") toWorker.port1.postMessage(data);
+          const ops = data.argumentList?.[0]?.value;
+          const starts = path[0] === "runOps" && Array.isArray(ops) && ops.some((op) => op?.kind === "start");
+          if (!starts) toWorker.port1.postMessage(data);
         });
         toWorker.port1.on("message", (data: unknown) => toMain.port2.postMessage(data));
         toMain.port2.on("close", () => toWorker.port1.close());

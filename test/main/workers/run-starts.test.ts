@@ -1,8 +1,9 @@
 /**
- * Run starts of one task travel as one `startRun` message per worker (worker-link.ts `startRun`):
- * a host that starts many prompts at once pays one comlink call and one message for a slice of
- * its pacer, not one per prompt, and each start still settles on its own. In-process workers
- * (serveWorker on a MessageChannel) behind a relay that counts what crosses.
+ * Run ops of one task (run starts, R4's removals of a failed reply) travel as one `runOps`
+ * message per worker (worker-link.ts `startRun`, `popFailed`; run-op-queue.ts): a host that starts
+ * many prompts, or decides many retries, at once pays one comlink call and one message for a
+ * slice of its pacer, not one per session, and each op still settles on its own. In-process
+ * workers (serveWorker on a MessageChannel) behind a relay that counts what crosses.
  */
 import { MessageChannel } from "node:worker_threads";
 import { afterEach, describe, expect, it } from "vitest";
@@ -10,6 +11,7 @@ import { createSessionHost } from "../../../src/main/host/session-host.js";
 import { WorkerLink } from "../../../src/main/workers/worker-link.js";
 import { serveWorker } from "../../../src/worker/serve-worker.js";
 import { tempDir, within } from "../../fixtures/bounded.js";
+import { assistantMessage } from "../../fixtures/messages.js";
 import { scriptedModel } from "../../fixtures/scripted-provider.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -20,20 +22,25 @@ afterEach(async () => {
 interface Relay {
   port: MessageChannel["port1"];
   done: Promise<void>;
-  /** How many starts each `startRun` message carried, in order. */
+  /** How many starts each `runOps` message carried, in order. */
   startMessages: number[];
+  /** The kinds of the ops of each `runOps` message, in order. */
+  opMessages: string[][];
 }
 
-/** An in-process worker behind a relay that records every `startRun` message. */
+/** An in-process worker behind a relay that records every `runOps` message. */
 function relayedWorker(): Relay {
   const toMain = new MessageChannel();
   const toWorker = new MessageChannel();
   const startMessages: number[] = [];
+  const opMessages: string[][] = [];
   toMain.port2.on("message", (data: { path?: unknown; argumentList?: { value?: unknown }[] }) => {
     const path = Array.isArray(data?.path) ? data.path : [];
-    if (path[0] === "startRun") {
-      const starts = data.argumentList?.[0]?.value;
-      startMessages.push(Array.isArray(starts) ? starts.length : 1);
+    if (path[0] === "runOps") {
+      const ops = data.argumentList?.[0]?.value;
+      const kinds = Array.isArray(ops) ? ops.map((op: { kind?: string }) => String(op.kind)) : [];
+      opMessages.push(kinds);
+      startMessages.push(kinds.filter((kind) => kind === "start").length);
     }
     toWorker.port1.postMessage(data);
   });
@@ -44,7 +51,7 @@ function relayedWorker(): Relay {
     toWorker.port1.close();
     toMain.port2.close();
   });
-  return { port: toMain.port1, done, startMessages };
+  return { port: toMain.port1, done, startMessages, opMessages };
 }
 
 /** A link to `relay`'s worker with 5 s bounds, closed by the test's cleanups. */
@@ -63,8 +70,8 @@ function linkTo(relay: Relay): WorkerLink {
   return link;
 }
 
-describe("run starts", () => {
-  it("the prompts a host starts in one loop reach their worker as one startRun message, and each is answered", async () => {
+describe("run ops", () => {
+  it("the prompts a host starts in one loop reach their worker as one runOps message, and each is answered", async () => {
     const scripted = scriptedModel([{ text: "ok" }]);
     cleanups.push(() => scripted.unregister());
     const relays: Relay[] = [];
@@ -145,5 +152,40 @@ describe("run starts", () => {
     const codes = await within(Promise.all(outcomes), 5000, "300 starts");
     expect(new Set(codes)).toEqual(new Set(["ERR_SESSION_DISPOSED"]));
     expect(relay.startMessages).toEqual([256, 44]);
+  });
+
+  it("R4: removals of failed replies travel with the starts, in order, each answered with whether it removed one", async () => {
+    const scripted = scriptedModel([{ text: "ok" }]);
+    cleanups.push(() => scripted.unregister());
+    const relay = relayedWorker();
+    const link = linkTo(relay);
+    const user = { role: "user" as const, content: "hi", timestamp: Date.now() };
+    const failed = { ...assistantMessage("error", "503 Service Unavailable"), timestamp: Date.now() };
+    await within(
+      link.openSession({
+        sessionId: "s-1",
+        model: scripted.model,
+        systemPrompt: "",
+        messages: [user, failed],
+        provider: { maxRetries: 0 },
+      }),
+      5000,
+      "openSession",
+    );
+    const settle = <T>(op: Promise<T>) =>
+      op.then(
+        (value) => value,
+        (error: { code?: string }) => error.code,
+      );
+    const outcomes = Promise.all([
+      settle(link.popFailed("s-1")),
+      settle(link.popFailed("s-1")),
+      settle(link.popFailed("nobody")),
+      settle(link.startRun("s-1", 1, { kind: "continue" })),
+    ]);
+    // The first removal took the failed reply; the second found none; the retried run started
+    // after the removal, from the user message (so its reply is the scripted one).
+    expect(await within(outcomes, 5000, "the four ops")).toEqual([true, false, "ERR_SESSION_DISPOSED", undefined]);
+    expect(relay.opMessages).toEqual([["pop_failed", "pop_failed", "pop_failed", "start"]]);
   });
 });

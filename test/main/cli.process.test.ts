@@ -193,11 +193,12 @@ describe("the lifeline command", () => {
   });
 
   it("R10: npx lifeline --help from the repository root runs the package's own bin", async () => {
-    // The first npx run from a new checkout links the package into npx's cache and installs its
-    // dependencies there from the registry (about 15 s on an idle machine; several times that on a
-    // fresh CI machine while the suite runs in parallel).
+    // The first npx run from a new checkout links the package into npx's cache. Without
+    // --ignore-scripts that link runs the package's `prepare` (npm run build) in the repository
+    // itself: dist/ was deleted and rebuilt under the tests running beside this one (and a build
+    // that failed left it without the worker bundle). The bin is what this test is about.
     const run = await runCli([], {
-      command: { file: "npx", args: ["--no-install", "lifeline", "--help"], cwd: REPO_ROOT },
+      command: { file: "npx", args: ["--no-install", "--ignore-scripts", "lifeline", "--help"], cwd: REPO_ROOT },
       timeoutMs: 150_000,
     });
     expect(run.timedOut, `stderr: ${run.stderr}`).toBe(false);

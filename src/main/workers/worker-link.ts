@@ -35,7 +35,6 @@ import { judgeHang, LIVE_CALL_PERIODS } from "./hang-judgement.js";
 import { InFlightWork } from "./in-flight-work.js";
 import type { LinkEndpoint, LinkTimeouts } from "./link-options.js";
 import { type LinkClient, LinkSessions } from "./link-sessions.js";
-import { PortInbox } from "./port-inbox.js";
 import { LinkUi } from "./link-ui.js";
 import { RunOpQueue } from "./run-op-queue.js";
 import type { TurnPacer } from "./turn-pacer.js";
@@ -63,7 +62,6 @@ const EXIT_REASON_WAIT_MS = 1000;
  */
 export class WorkerLink {
   readonly #port: MessagePort;
-  readonly #inbox: PortInbox;
   readonly #calls: BoundedCalls;
   readonly #timeouts: LinkTimeouts;
   readonly #sessions = new LinkSessions();
@@ -136,15 +134,13 @@ export class WorkerLink {
     // Never what keeps the process alive: the main port and the work in flight decide that.
     this.#control?.port.unref();
     this.#onProtocolError = options.onProtocolError;
-    // The port's only listener: comlink's replies and the link's own messages come through it,
-    // in the port's order, a bounded slice of the main thread at a time (port-inbox.ts).
-    this.#inbox = new PortInbox(endpoint.port);
     this.#work = new InFlightWork((referenced) => {
-      this.#inbox.setReferenced(referenced);
+      if (referenced) this.#port.ref();
+      else this.#port.unref();
       endpoint.setReferenced?.(referenced);
     });
-    this.#calls = new BoundedCalls(wrap<WorkerApi>(nodeEndpoint(this.#inbox)));
-    this.#inbox.on("message", (data: unknown) => this.#onMessage(data));
+    this.#calls = new BoundedCalls(wrap<WorkerApi>(nodeEndpoint(endpoint.port)));
+    this.#port.on("message", (data: unknown) => this.#onMessage(data));
     this.#port.on("close", () => this.#onPortClose());
     this.#done = endpoint.done.then(
       () => this.#die("exit", "its serve loop ended"),
@@ -504,9 +500,6 @@ export class WorkerLink {
 
   #die(cause: WorkerExitCause, detail: string, workerError?: unknown): void {
     if (this.#dead !== undefined) return;
-    // What the worker sent before it went is heard first (a tool call's start: SPEC X7).
-    this.#inbox.drainNow();
-    if (this.#dead !== undefined) return;
     const closing = this.#closing;
     const { error, cause: reported } = linkDeath(
       { closing, started: this.#calls.started, hung: this.#hung },
@@ -522,7 +515,6 @@ export class WorkerLink {
     this.#work.stop();
     this.#ops.failAll(error);
     this.#calls.failAll(error);
-    this.#inbox.close();
     this.#port.close();
     this.#control?.port.close();
     this.#sessions.end(!closing && error instanceof WorkerExitedError ? error : undefined);

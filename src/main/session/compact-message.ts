@@ -15,8 +15,9 @@
  * A message already copied gives back the same copy (a weak table keyed by the original), so the
  * identities one batch from the worker had (a user message's `message_start` and `message_end`
  * carry one object) are kept, and so are those inside a message: an object it reaches twice is
- * copied once. Only plain objects and arrays are copied; anything else is kept as it is, and a message
- * with a cycle (a tool's `details` may hold anything structured clone carries) is kept whole.
+ * copied once. Only plain objects and arrays are copied; anything else is kept as it is, and a
+ * message with a cycle (a tool's `details` may hold anything structured clone carries) is kept
+ * whole.
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 

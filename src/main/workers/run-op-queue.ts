@@ -26,12 +26,15 @@ import type { PacedTurn, TurnPacer } from "./turn-pacer.js";
  */
 const MAX_OPS_PER_MESSAGE = 256;
 
+/** How an op ended: the worker's answer, or why it has none. */
+type Outcome = { ok: true; value: boolean | null } | { ok: false; error: unknown };
+
 /** An op waiting for its message, then for its turn to settle, with its caller's promise. */
 class QueuedOp implements PacedTurn {
   readonly op: RunOp;
   readonly #resolve: (value: boolean | null) => void;
   readonly #reject: (error: unknown) => void;
-  #outcome: { ok: true; value: boolean | null } | { ok: false; error: unknown } | undefined;
+  #outcome: Outcome | undefined;
 
   constructor(op: RunOp, resolve: (value: boolean | null) => void, reject: (error: unknown) => void) {
     this.op = op;
@@ -40,7 +43,7 @@ class QueuedOp implements PacedTurn {
   }
 
   /** Records how the op ended; it settles on {@link paced}. */
-  ended(outcome: { ok: true; value: boolean | null } | { ok: false; error: unknown }): void {
+  ended(outcome: Outcome): void {
     this.#outcome = outcome;
   }
 
@@ -92,17 +95,13 @@ export class RunOpQueue {
               "ERR_PROTOCOL",
               `The worker answered ${results.length} of ${queued.length} run ops.`,
             );
-            entry.ended({ ok: false, error });
-          } else if (result.ok) entry.ended({ ok: true, value: result.value });
-          else entry.ended({ ok: false, error: fromWireError(result.error) });
-          this.#settle(entry);
+            this.#settle(entry, { ok: false, error });
+          } else if (result.ok) this.#settle(entry, { ok: true, value: result.value });
+          else this.#settle(entry, { ok: false, error: fromWireError(result.error) });
         });
       },
       (error: unknown) => {
-        for (const entry of queued) {
-          entry.ended({ ok: false, error });
-          this.#settle(entry);
-        }
+        for (const entry of queued) this.#settle(entry, { ok: false, error });
       },
     );
   }
@@ -115,7 +114,9 @@ export class RunOpQueue {
     }
   }
 
-  #settle(entry: QueuedOp): void {
+  /** Records `entry`'s outcome and settles it now, or on its turn of the pacer. */
+  #settle(entry: QueuedOp, outcome: Outcome): void {
+    entry.ended(outcome);
     if (this.#pacer === undefined) entry.paced();
     else this.#pacer.enqueue(entry);
   }

@@ -12,9 +12,9 @@
  *
  * Over 450 lines, kept whole: what remains here is the link's one state machine. Every method
  * reads the same death (`#dead`), the same liveness (`#lastSeenAt`, which judges both the hang of
- * a call and the watchdog's) and the same port order (queued run starts go before any other call);
+ * a call and the watchdog's) and the same port order (queued run ops go before any other call);
  * the parts that stand alone already live in their own files (bounded-calls, in-flight-work,
- * link-sessions, link-ui, run-start-queue, worker-exit, hang-judgement).
+ * link-sessions, link-ui, run-op-queue, worker-exit, hang-judgement).
  */
 import type { MessagePort } from "node:worker_threads";
 import { wrap } from "comlink";

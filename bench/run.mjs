@@ -22,7 +22,8 @@
  *                          worker (the built-in mock in its own process)
  *   (m) stall-scale.mjs    stalls of the host's loop with 1,000 … 10,000 sessions started at once (a 503,
  *                          then 200 tokens at ~500/s from `lifeline mock-server` in its own process):
- *                          max stall per phase (kickoff, after), its distribution, heap per session
+ *                          max stall per phase (kickoff, after), its distribution, heap per session;
+ *                          and the cut: aborting every prompt still running in one loop
  *   (n) threads.mjs        worker threads: 1,000 prompts over HTTP/SSE (and on demo-fast) with 1, 2 (3)
  *                          workers, the fixed cost of a worker, and the default `threads` rule checked
  *                          against the main thread's measured share per busy worker
@@ -615,6 +616,13 @@ function printM(m) {
       )
       .join("; ");
     console.log(`${r.sessions}: largest own stalls ${own || "none over 5 ms"}`);
+  }
+  for (const r of m.runs) {
+    if (r.cut === undefined) continue;
+    const c = r.cut;
+    console.log(
+      `${r.sessions}: the cut (not part of P1): abort() on the ${c.running} prompts still running, in one loop: max stall ${ms2(c.maxStallMs)} ms (own ${ms2(c.maxOwnStallMs)}), > 10/20/50/100 ms: ${c.over.join(" / ")}; every abort() resolved in ${(c.abortedMs / 1e3).toFixed(1)} s, every prompt settled in ${(c.settledMs / 1e3).toFixed(1)} s`,
+    );
   }
   console.log(
     '"own ms": the largest main-thread run time within one stall (schedstat); the rest of a stall was waiting for a CPU.',

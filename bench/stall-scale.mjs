@@ -14,7 +14,9 @@
  *      N sessions created (32 at a time) → full GC → heap: main-thread heap per session (P4, info);
  *   2. the kickoff: every session's `prompt()` in one loop; it lasts until every session has seen
  *      its `auto_retry_start`, i.e. its first request went out and got its 503 back;
- *   3. after the kickoff: until every prompt settled (or MAX_S passed, then the rest is aborted).
+ *   3. after the kickoff: until every prompt settled (or MAX_S passed, then the rest is aborted:
+ *      the cut, `abort()` on each in one loop, as a load run's end or a server's shutdown does; its
+ *      stalls are reported apart, as `cut`, and are not part of P1's figure).
  * The main loop is watched two ways over both phases: `monitorEventLoopDelay` (resolution 1 ms:
  * p50/p99/max per phase), and a 1 ms interval timer that records every actual gap between its
  * ticks. A gap is a stall of the loop (an idle loop shows ~1 ms); the max gap is the figure the
@@ -396,7 +398,29 @@ async function variant(n) {
     const settledInTime = counts.settled;
     measuring = false;
     const rssMb = process.memoryUsage().rss / 2 ** 20;
-    if (timedOut) await Promise.allSettled(sessions.map((session) => session.abort()));
+    // ---- the cut: the prompts still running are aborted at once (a load run's end, a host's
+    // shutdown); watched like the phases above, and reported apart (not part of P1's figure)
+    let cut;
+    if (timedOut) {
+      const running = n - counts.settled;
+      const cutGaps = gapRecorder();
+      const cutStart = performance.now();
+      cutGaps.start(cutStart);
+      await Promise.allSettled(sessions.map((session) => session.abort()));
+      const abortedMs = performance.now() - cutStart;
+      await Promise.allSettled(prompts);
+      const settledMs = performance.now() - cutStart;
+      const { phases, topOwn } = cutGaps.stop();
+      cut = {
+        running,
+        abortedMs,
+        settledMs,
+        maxStallMs: phases.kickoff.max,
+        maxOwnStallMs: phases.kickoff.ownMax,
+        over: phases.kickoff.over,
+        topOwn: topOwn.slice(0, 3).map(({ gapMs, ranMs }) => [gapMs, ranMs]),
+      };
+    }
     await Promise.allSettled(prompts);
     const gcOf = (list) => ({
       count: list.length,
@@ -419,6 +443,7 @@ async function variant(n) {
       kickoffMs,
       afterMs,
       timedOut,
+      cut,
       settledInTime,
       succeeded: counts.succeeded,
       firstDeltas: counts.firstDeltas,

@@ -8,9 +8,14 @@ import { KeepAlive } from "./keep-alive.js";
 /** One link's calls and runs in flight. */
 export class InFlightWork {
   readonly #keepAlive: KeepAlive;
-  /** Runs started and not yet ended (`sessionId#runId`), each counted once in #keepAlive. */
-  readonly #openRuns = new Set<string>();
-  /** What waits for an open run to be over ({@link whenOver}), by run. */
+  /**
+   * Runs started and not yet ended, by session: their ids in start order, each run counted once in
+   * #keepAlive. By session because an abort asks for its session's run: a host that aborts
+   * thousands of prompts at once must not scan every open run for each (it did, and stopping
+   * 10,000 prompts held the main thread for seconds).
+   */
+  readonly #openRuns = new Map<string, Set<number>>();
+  /** What waits for an open run to be over ({@link whenOver}), by run (`sessionId#runId`). */
   readonly #overWaiters = new Map<string, (() => void)[]>();
 
   /** @param setReferenced refs or unrefs the worker's handles (see `KeepAlive`). */
@@ -28,11 +33,9 @@ export class InFlightWork {
    * and run ids) also counts its run until {@link runEnded}. Returns the call.
    */
   track<T>(method: string, args: unknown[], invoke: () => Promise<T>): Promise<T> {
-    const run = method === "startRun" ? `${String(args[0])}#${String(args[1])}` : undefined;
-    if (run !== undefined && !this.#openRuns.has(run)) {
-      this.#openRuns.add(run);
-      this.#keepAlive.begin();
-    }
+    const sessionId = String(args[0]);
+    const runId = method === "startRun" ? Number(args[1]) : undefined;
+    if (runId !== undefined && this.#open(sessionId, runId)) this.#keepAlive.begin();
     this.#keepAlive.begin();
     const call = invoke();
     call.then(
@@ -40,7 +43,7 @@ export class InFlightWork {
       () => {
         this.#keepAlive.end();
         // A refused start opens no run, so no run_end will come for it.
-        if (run !== undefined) this.#end(run);
+        if (runId !== undefined) this.#end(sessionId, runId);
       },
     );
     return call;
@@ -48,14 +51,16 @@ export class InFlightWork {
 
   /** A `run_end` arrived. */
   runEnded(sessionId: string, runId: number): void {
-    this.#end(`${sessionId}#${runId}`);
+    this.#end(sessionId, runId);
   }
 
-  /** The id of the session's run in flight (started, no `run_end` yet), if it has one. */
+  /** The id of the session's run in flight (started, no `run_end` yet; the newest if several), if it has one. */
   openRun(sessionId: string): number | undefined {
-    const prefix = `${sessionId}#`;
-    for (const run of this.#openRuns) if (run.startsWith(prefix)) return Number(run.slice(prefix.length));
-    return undefined;
+    const runs = this.#openRuns.get(sessionId);
+    if (runs === undefined) return undefined;
+    let newest: number | undefined;
+    for (const runId of runs) if (newest === undefined || runId > newest) newest = runId;
+    return newest;
   }
 
   /**
@@ -64,8 +69,8 @@ export class InFlightWork {
    * worker dies first (the link's calls reject then).
    */
   whenOver(sessionId: string, runId: number): Promise<void> {
-    const run = `${sessionId}#${runId}`;
-    if (!this.#openRuns.has(run)) return Promise.resolve();
+    if (this.#openRuns.get(sessionId)?.has(runId) !== true) return Promise.resolve();
+    const run = runKey(sessionId, runId);
     return new Promise((resolve) => {
       const waiters = this.#overWaiters.get(run);
       if (waiters === undefined) this.#overWaiters.set(run, [resolve]);
@@ -75,7 +80,8 @@ export class InFlightWork {
 
   /** The session detached: its runs will send nothing more to this link. */
   sessionDetached(sessionId: string): void {
-    for (const run of this.#openRuns) if (run.startsWith(`${sessionId}#`)) this.#end(run);
+    const runs = this.#openRuns.get(sessionId);
+    if (runs !== undefined) for (const runId of [...runs]) this.#end(sessionId, runId);
   }
 
   /** Closing the link is work too: the wait for the pool must hold the process (never ended; see {@link stop}). */
@@ -89,10 +95,33 @@ export class InFlightWork {
     this.#keepAlive.stop();
   }
 
-  #end(run: string): void {
-    if (this.#openRuns.delete(run)) this.#keepAlive.end();
-    const waiters = this.#overWaiters.get(run);
-    this.#overWaiters.delete(run);
-    for (const resolve of waiters ?? []) resolve();
+  /** Opens the run; false if it already was. */
+  #open(sessionId: string, runId: number): boolean {
+    const runs = this.#openRuns.get(sessionId);
+    if (runs === undefined) {
+      this.#openRuns.set(sessionId, new Set([runId]));
+      return true;
+    }
+    if (runs.has(runId)) return false;
+    runs.add(runId);
+    return true;
   }
+
+  #end(sessionId: string, runId: number): void {
+    const runs = this.#openRuns.get(sessionId);
+    if (runs?.delete(runId) === true) {
+      if (runs.size === 0) this.#openRuns.delete(sessionId);
+      this.#keepAlive.end();
+    }
+    if (this.#overWaiters.size === 0) return;
+    const run = runKey(sessionId, runId);
+    const waiters = this.#overWaiters.get(run);
+    if (waiters === undefined) return;
+    this.#overWaiters.delete(run);
+    for (const resolve of waiters) resolve();
+  }
+}
+
+function runKey(sessionId: string, runId: number): string {
+  return `${sessionId}#${runId}`;
 }

@@ -24,6 +24,22 @@ describe("InFlightWork.openRun", () => {
     expect(work.openRun("s-1")).toBeUndefined();
   });
 
+  it("names the newest of a session's open runs, and counts each run once", () => {
+    const work = new InFlightWork(() => {});
+    const never = () => new Promise<void>(() => {});
+    void work.track("startRun", ["s", 3], never);
+    void work.track("startRun", ["s", 4], never);
+    void work.track("startRun", ["s", 3], never);
+    expect(work.openRun("s")).toBe(4);
+    // Three pending calls and two open runs.
+    expect(work.count).toBe(5);
+    work.runEnded("s", 4);
+    expect(work.openRun("s")).toBe(3);
+    work.sessionDetached("s");
+    expect(work.openRun("s")).toBeUndefined();
+    expect(work.count).toBe(3);
+  });
+
   it("whenOver resolves at the run's run_end, at once for a run not open, and on a detach", async () => {
     const work = new InFlightWork(() => {});
     void work.track("startRun", ["s", 1], () => new Promise<void>(() => {}));

@@ -135,23 +135,13 @@ interface RunStart {
 }
 
 /**
- * One entry of a `runOps` message: a run to start; R4's removal of a trailing failed reply from
- * the session's runtime transcript (answered with whether one was removed); or the ordered half of
- * an abort (X3: the active run's model request or tool, and what the session had queued; answered
- * with whether a run was aborted). All come in bursts on a busy host (thousands of prompts
- * started, thousands of 503s decided in one batch, a load run's end aborting every prompt), so
- * they travel together, in the order they were made: a session's removal reaches the worker
- * before the retried run that follows it, and an abort reaches it after the start it stops.
- *
- * An abort names `upTo`, the newest run main had started when `abort()` was called (none: no run
- * was in flight). The worker leaves a newer run alone: main carries out a burst of aborts a slice
- * at a time (WorkerLink.abort), so a run started after the abort was asked can reach the worker
- * first, and it is not the run the user stopped.
+ * One entry of a `runOps` message: a run to start, or R4's removal of a trailing failed reply
+ * from the session's runtime transcript (answered with whether one was removed). Both come in
+ * bursts on a busy host (thousands of prompts started, thousands of 503s decided in one batch),
+ * so they travel together, in the order they were made: a session's removal reaches the worker
+ * before the retried run that follows it.
  */
-export type RunOp =
-  | ({ kind: "start" } & RunStart)
-  | { kind: "pop_failed"; sessionId: string }
-  | { kind: "abort"; sessionId: string; upTo?: number };
+export type RunOp = ({ kind: "start" } & RunStart) | { kind: "pop_failed"; sessionId: string };
 
 /**
  * The worker's API, called from the main thread through comlink.
@@ -164,9 +154,11 @@ export interface WorkerApi {
    * one task as one message: run-op-queue.ts), in order. Each op is answered on its own in the
    * array, at its index: a start with null, or refused with ERR_SESSION_BUSY if the session has a
    * run active; a `pop_failed` with whether a trailing failed reply was removed (none is while a
-   * run is active); an `abort` with whether it aborted a run.
+   * run is active).
    */
   runOps(ops: RunOp[]): Result<Result<boolean | null>[]>;
+  /** Aborts the active run's model request or tool; `value` says whether a run was active. */
+  abort(sessionId: string): Result<boolean>;
   /** B3: puts a message back at the end of the runtime transcript (a cancelled chain's failure). */
   appendMessage(sessionId: string, message: AgentMessage): Result<null>;
   /** Replaces the runtime transcript (a compaction installs its result). Refused while a run is active. */

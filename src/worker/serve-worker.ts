@@ -141,12 +141,13 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
     },
     runOps: (ops) =>
       attempt(() =>
-        ops.map((op) => {
-          if (op.kind === "start") return command(() => find(op.sessionId).startRun(op.runId, op.input));
-          if (op.kind === "pop_failed") return attempt(() => find(op.sessionId).popFailedMessage());
-          return attempt(() => find(op.sessionId).abortUpTo(op.upTo));
-        }),
+        ops.map((op) =>
+          op.kind === "start"
+            ? command(() => find(op.sessionId).startRun(op.runId, op.input))
+            : attempt(() => find(op.sessionId).popFailedMessage()),
+        ),
       ),
+    abort: (sessionId) => attempt(() => find(sessionId).abort()),
     appendMessage: (sessionId, message) => command(() => find(sessionId).appendMessage(message)),
     replaceMessages: (sessionId, messages) => command(() => find(sessionId).replaceMessages(messages)),
     queueMessage: (sessionId, kind, message) => command(() => find(sessionId).queueMessage(kind, message)),

@@ -23,7 +23,7 @@ export type Unwrapped<R> = R extends { ok: false } ? never : R extends { ok: tru
 export class BoundedCalls {
   /** Held strongly: a garbage-collected comlink proxy would close the worker's port (F3). */
   readonly #remote: Remote<WorkerApi>;
-  readonly #pending = new Set<(error: unknown) => void>();
+  readonly #pending = new Set<(error: LifelineError) => void>();
   readonly #startWaiters: (() => void)[] = [];
   #started = false;
 
@@ -54,31 +54,10 @@ export class BoundedCalls {
     timeoutMs: number,
     onTimeout: (periods: number) => LifelineError | undefined,
   ): Promise<Unwrapped<ApiResult<K>>> {
-    const invoke = this.#remote[method] as unknown as (...a: unknown[]) => Promise<ApiResult<K>>;
-    const call = invoke(...args).then(
-      (result) => {
-        if (!isResult(result)) return result as Unwrapped<ApiResult<K>>;
-        if (result.ok) return result.value as Unwrapped<ApiResult<K>>;
-        throw fromWireError(result.error);
-      },
-      (error: unknown) => {
-        throw new LifelineError("ERR_PROTOCOL", `Worker call ${method} failed: ${String(error)}`);
-      },
-    );
-    return this.bound(call, timeoutMs, onTimeout);
-  }
-
-  /**
-   * Bounds `work`, an answer of this worker that comes some other way than one call of its own (an
-   * op of a `runOps` message, an aborted run's end), as {@link invoke} bounds a call: settles as
-   * `work` does, with what `onTimeout(periods)` returns, or with the error given to
-   * {@link failAll}, whichever comes first; the timeout counts from the worker's start.
-   */
-  bound<T>(work: Promise<T>, timeoutMs: number, onTimeout: (periods: number) => LifelineError | undefined): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
+    return new Promise<Unwrapped<ApiResult<K>>>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       let periods = 0;
-      const fail = (error: unknown) => {
+      const fail = (error: LifelineError) => {
         clearTimeout(timer);
         this.#pending.delete(fail);
         reject(error);
@@ -99,16 +78,20 @@ export class BoundedCalls {
       this.#pending.add(fail);
       if (this.#started) arm();
       else this.#startWaiters.push(arm);
-      work.then(
-        (value) => {
+      const invoke = this.#remote[method] as unknown as (...a: unknown[]) => Promise<ApiResult<K>>;
+      invoke(...args).then(
+        (result) => {
           if (!this.#pending.has(fail)) return;
           clearTimeout(timer);
           this.#pending.delete(fail);
-          resolve(value);
+          if (isResult(result)) {
+            if (result.ok) resolve(result.value as Unwrapped<ApiResult<K>>);
+            else reject(fromWireError(result.error));
+          } else {
+            resolve(result as Unwrapped<ApiResult<K>>);
+          }
         },
-        (error: unknown) => {
-          if (this.#pending.has(fail)) fail(error);
-        },
+        (error: unknown) => fail(new LifelineError("ERR_PROTOCOL", `Worker call ${method} failed: ${String(error)}`)),
       );
     });
   }

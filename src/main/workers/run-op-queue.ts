@@ -1,12 +1,10 @@
 /**
  * The run ops of one worker link that wait for their message (`WorkerLink.startRun`,
- * `WorkerLink.popFailed`, `WorkerLink.abort`): run starts, R4's removals of a failed reply before
- * a retry, and the ordered half of aborts.
+ * `WorkerLink.popFailed`): run starts, and R4's removals of a failed reply before a retry.
  *
  * The ops made before the loop's next check phase (a slice of the host's pacer admits many
  * prompts, each ending in a start some microtasks later; a batch of 503s decides thousands of
- * retries, each removing its failed reply; a load run's end aborts every prompt) are queued and
- * sent as one `runOps` message from a
+ * retries, each removing its failed reply) are queued and sent as one `runOps` message from a
  * `setImmediate`, so that N of them cost the main thread one comlink call, one message and one
  * answer per worker instead of N of each. A queue of {@link MAX_OPS_PER_MESSAGE} is sent at
  * once: the immediate runs outside the pacer's measured slice, so what it sends must stay small
@@ -15,9 +13,7 @@
  * Settling is paced too, when the link has the host's pacer: each op's caller goes on in
  * microtasks (a retry then sleeps, a prompt waits for its events), and the answers of a burst
  * arrive together (the port hands every queued message to one task), so without the pacer the
- * whole burst's continuations would run in that one task (docs/performance.md, "(m)"). An abort's
- * answer settles when it arrives: its caller bounds the wait for it (`WorkerLink.abort`), and an
- * answer held behind a backlog of turns would make a worker that did answer look hung.
+ * whole burst's continuations would run in that one task (docs/performance.md, "(m)").
  */
 import { fromWireError, LifelineError } from "../../shared/errors.js";
 import type { Result, RunOp } from "../../shared/protocol.js";
@@ -74,7 +70,7 @@ export class RunOpQueue {
 
   /**
    * Queues `op`. Resolves with its answer (null for a start, whether a failed reply was removed
-   * for a `pop_failed`, whether a run was active for an `abort`); rejects with its own refusal (ERR_SESSION_BUSY, …), or, with the others
+   * for a `pop_failed`); rejects with its own refusal (ERR_SESSION_BUSY, …), or, with the others
    * of its message, as the message's call failed.
    */
   add(op: RunOp): Promise<boolean | null> {
@@ -118,10 +114,10 @@ export class RunOpQueue {
     }
   }
 
-  /** Records `entry`'s outcome and settles it now (an abort's, or with no pacer), or on its turn of the pacer. */
+  /** Records `entry`'s outcome and settles it now, or on its turn of the pacer. */
   #settle(entry: QueuedOp, outcome: Outcome): void {
     entry.ended(outcome);
-    if (this.#pacer === undefined || entry.op.kind === "abort") entry.paced();
+    if (this.#pacer === undefined) entry.paced();
     else this.#pacer.enqueue(entry);
   }
 }

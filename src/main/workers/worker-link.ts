@@ -87,7 +87,6 @@ export class WorkerLink {
   readonly #work: InFlightWork;
   /** Run starts and failed-reply removals not sent yet, sent together as one `runOps` message (run-op-queue.ts). */
   readonly #ops: RunOpQueue;
-  readonly #pacer: TurnPacer | undefined;
   /** The worker's control channel (early aborts), when the endpoint has one. */
   readonly #control: { port: MessagePort; posted: Int32Array } | undefined;
   /**
@@ -107,10 +106,7 @@ export class WorkerLink {
       /** B9: a loop report of the worker (thread `threadId`), once `watchEventLoop` was called. */
       onLoopDelay?: ((threadId: number, delay: LoopDelay) => void) | undefined;
       ui?: UiTransport | undefined;
-      /**
-       * The host's pacer: the answers of a burst of run ops settle a slice at a time
-       * (run-op-queue.ts), and a burst of aborts is carried out a slice at a time ({@link abort}).
-       */
+      /** The host's pacer: the answers of a burst of run ops settle a slice at a time (run-op-queue.ts). */
       pacer?: TurnPacer | undefined;
     },
   ) {
@@ -123,7 +119,6 @@ export class WorkerLink {
             ),
       options.pacer,
     );
-    this.#pacer = options.pacer;
     this.#onExit = options.onExit;
     this.#onLoopDelay = options.onLoopDelay;
     this.#permits = options.permits;
@@ -309,61 +304,43 @@ export class WorkerLink {
   }
 
   /**
-   * Aborts the session's run (X3): the early abort on the control channel, then the ordered
-   * `abort` op on the port, which travels with the run ops (run-op-queue.ts) so that a host
-   * aborting thousands of prompts at once sends tens of messages, not thousands of calls. Resolves
-   * when the worker has acted on it: the run the early abort named is over (its `run_end` came),
-   * or the op was answered, whichever comes first. A worker streaming for many sessions can take
-   * longer than `controlTimeoutMs` to come back to its port while it ends the run within
-   * milliseconds; such a worker is not stuck. One that has done neither within `controlTimeoutMs`
-   * is judged by what it sent in that time: nothing, and it is stuck in synchronous code, which
-   * only terminating the thread can stop, so it is terminated as hung (the user asked for the run
-   * to stop); something, and it is busy (thousands of aborts at once, a tool that ends on its own
-   * time) and gets another period, up to {@link LIVE_CALL_PERIODS}.
-   *
-   * The early abort is posted at once. The rest (the op, the promises that wait for its answer or
-   * the run's end, the bound's timer) is a turn of the host's pacer, so that a loop aborting
-   * thousands of prompts (a load run's end, a server shutting down) does not hold the main thread
-   * for all of them in one task; a lone abort's turn comes at once. The op names the run it stops
-   * (`upTo`), so a run started meanwhile is left alone (see {@link RunOp}).
+   * Aborts the session's run (X3): the early abort on the control channel, then the `abort` call
+   * on the port. Resolves when the worker has acted on it: the run the early abort named is over
+   * (its `run_end` came), or the call was answered, whichever comes first. A worker streaming for
+   * many sessions can take longer than `controlTimeoutMs` to come back to its port while it ends
+   * the run within milliseconds; such a worker is not stuck. One that has done neither within
+   * `controlTimeoutMs` is judged by what it sent in that time: nothing, and it is stuck in
+   * synchronous code, which only terminating the thread can stop, so it is terminated as hung
+   * (the user asked for the run to stop); something, and it is busy (thousands of aborts at once,
+   * a tool that ends on its own time) and gets another period, up to {@link LIVE_CALL_PERIODS}.
    * @throws as {@link call}; ERR_CALL_TIMEOUT after `controlTimeoutMs` from a silent worker, or
    *   `LIVE_CALL_PERIODS × controlTimeoutMs` from one still sending.
    */
-  abort(sessionId: string): Promise<void> {
-    if (this.#dead !== undefined) return Promise.reject(this.#dead);
-    const runId = this.#work.openRun(sessionId);
-    this.#abortEarly(sessionId, runId);
-    const pacer = this.#pacer;
-    if (pacer === undefined) return this.#abortInOrder(sessionId, runId);
-    return new Promise<void>((resolve, reject) => {
-      pacer.run(() => {
-        if (this.#dead !== undefined) reject(this.#dead);
-        else this.#abortInOrder(sessionId, runId).then(resolve, reject);
-      });
-    });
-  }
-
-  /** {@link abort}'s ordered half: the `abort` op, bounded as {@link abort} says. */
-  #abortInOrder(sessionId: string, runId: number | undefined): Promise<void> {
+  async abort(sessionId: string): Promise<void> {
     const limit = this.#timeouts.controlTimeoutMs;
-    const answered = this.#work.track("abort", [sessionId], () =>
-      this.#ops.add(runId === undefined ? { kind: "abort", sessionId } : { kind: "abort", sessionId, upTo: runId }),
-    );
-    let acted: Promise<unknown> = answered;
-    if (runId !== undefined) {
-      // Whichever comes second is of no interest.
-      answered.catch(() => {});
-      acted = Promise.race([answered, this.#work.whenOver(sessionId, runId)]);
-    }
-    const bounded = this.#calls.bound(acted, limit, (periods) => {
-      // Sent anything during the period just waited: busy (its port's backlog ahead of the op, a
-      // tool finishing), not stuck.
-      const hung = judgeHang("abort", periods, limit, this.#silentMs(), limit);
-      if (hung === undefined) return undefined;
-      this.terminateHung(hung.why);
+    const runId = this.#dead === undefined ? this.#abortEarly(sessionId) : undefined;
+    let over = false;
+    const runOver = runId === undefined ? undefined : this.#work.whenOver(sessionId, runId);
+    void runOver?.then(() => {
+      over = true;
+    });
+    const call = this.#invoke("abort", [sessionId], limit, (periods) => {
+      if (!over) {
+        // Sent anything during the period just waited: busy (its port's backlog ahead of the
+        // call, a tool finishing), not stuck.
+        const hung = judgeHang("abort", periods, limit, this.#silentMs(), limit);
+        if (hung === undefined) return undefined;
+        this.terminateHung(hung.why);
+      }
       return new LifelineError("ERR_CALL_TIMEOUT", `The worker did not answer abort within ${periods * limit} ms.`);
     });
-    return bounded.then(() => undefined);
+    if (runOver === undefined) {
+      await call;
+      return;
+    }
+    // Whichever comes second is of no interest, a late timeout included.
+    call.catch(() => {});
+    await Promise.race([call, runOver]);
   }
 
   /**
@@ -424,14 +401,16 @@ export class WorkerLink {
   /**
    * The early half of an abort: names the session's run in flight on the control channel and
    * moves the shared counter, so a worker busy streaming for other sessions aborts it between two
-   * of their events instead of at its loop's next turn (control-inbox.ts). The `abort` op that
-   * follows on the port stays the ordered, acknowledged and bounded one. Nothing is posted without
-   * a control channel or a run in flight (`runId`).
+   * of their events instead of at its loop's next turn (control-inbox.ts). The `abort` call that
+   * follows on the port stays the ordered, acknowledged and bounded one. Returns the run named,
+   * if one was (none without a control channel or a run in flight).
    */
-  #abortEarly(sessionId: string, runId: number | undefined): void {
-    if (this.#control === undefined || runId === undefined) return;
+  #abortEarly(sessionId: string): number | undefined {
+    const runId = this.#work.openRun(sessionId);
+    if (this.#control === undefined || runId === undefined) return undefined;
     this.#control.port.postMessage({ type: "abort", sessionId, runId } satisfies ControlMessage);
     Atomics.add(this.#control.posted, 0, 1);
+    return runId;
   }
 
   /** A bounded call that holds the process while it is pending; a `startRun` also holds it until its run_end. */

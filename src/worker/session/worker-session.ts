@@ -217,19 +217,6 @@ export class WorkerSession {
   }
 
   /**
-   * The ordered abort (the `abort` run op): {@link abort}, unless the active run is newer than
-   * `upTo`, the newest run main had started when the user called `abort()` (undefined: none was in
-   * flight). Such a run was started after the abort was asked and reached the worker first (main
-   * paces a burst of aborts); it, and what it has queued, are not what the user stopped.
-   * Returns whether a run was aborted.
-   */
-  abortUpTo(upTo: number | undefined): boolean {
-    const active = this.#activeRunId;
-    if (active !== undefined && (upTo === undefined || active > upTo)) return false;
-    return this.abort();
-  }
-
-  /**
    * The control channel's early abort (control-inbox.ts): {@link abort}, but only if run `runId`
    * is the active one and its model request has gone out (the request timer's `sent`). A run whose
    * `startRun` is still queued on the port, one that has ended, and one between its `turn_start`

@@ -1,22 +1,18 @@
 /**
- * Run ops of one task (run starts, R4's removals of a failed reply, the ordered half of aborts)
- * travel as one `runOps` message per worker (worker-link.ts `startRun`, `popFailed`, `abort`;
- * run-op-queue.ts): a host that starts many prompts, decides many retries or aborts many prompts
- * at once pays one comlink call and one message for a slice of its pacer, not one per session,
- * and each op still settles on its own. In-process workers (serveWorker on a MessageChannel)
- * behind a relay that counts what crosses.
+ * Run ops of one task (run starts, R4's removals of a failed reply) travel as one `runOps`
+ * message per worker (worker-link.ts `startRun`, `popFailed`; run-op-queue.ts): a host that starts
+ * many prompts, or decides many retries, at once pays one comlink call and one message for a
+ * slice of its pacer, not one per session, and each op still settles on its own. In-process
+ * workers (serveWorker on a MessageChannel) behind a relay that counts what crosses.
  */
 import { MessageChannel } from "node:worker_threads";
 import { afterEach, describe, expect, it } from "vitest";
 import { createSessionHost } from "../../../src/main/host/session-host.js";
-import type { LinkClient } from "../../../src/main/workers/link-sessions.js";
-import { TurnPacer } from "../../../src/main/workers/turn-pacer.js";
 import { WorkerLink } from "../../../src/main/workers/worker-link.js";
-import type { BatchItem } from "../../../src/shared/protocol.js";
 import { serveWorker } from "../../../src/worker/serve-worker.js";
 import { tempDir, within } from "../../fixtures/bounded.js";
 import { assistantMessage } from "../../fixtures/messages.js";
-import { gate, scriptedModel } from "../../fixtures/scripted-provider.js";
+import { scriptedModel } from "../../fixtures/scripted-provider.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -59,7 +55,7 @@ function relayedWorker(): Relay {
 }
 
 /** A link to `relay`'s worker with 5 s bounds, closed by the test's cleanups. */
-function linkTo(relay: Relay, pacer?: TurnPacer): WorkerLink {
+function linkTo(relay: Relay): WorkerLink {
   const link = new WorkerLink(
     { port: relay.port, done: relay.done },
     {
@@ -68,7 +64,6 @@ function linkTo(relay: Relay, pacer?: TurnPacer): WorkerLink {
       setupTimeoutMs: 5000,
       controlTimeoutMs: 5000,
       onProtocolError: () => {},
-      pacer,
     },
   );
   cleanups.push(() => link.close());
@@ -192,82 +187,5 @@ describe("run ops", () => {
     // after the removal, from the user message (so its reply is the scripted one).
     expect(await within(outcomes, 5000, "the four ops")).toEqual([true, false, "ERR_SESSION_DISPOSED", undefined]);
     expect(relay.opMessages).toEqual([["pop_failed", "pop_failed", "pop_failed", "start"]]);
-  });
-
-  it("aborts travel as run ops after the starts they stop; a burst goes a pacer's slice at a time, each answered", async () => {
-    const relay = relayedWorker();
-    // A budget no slice reaches: only the pacer's quota (32 turns in a first slice) splits the burst.
-    const link = linkTo(relay, new TurnPacer(60_000));
-    const outcomes = Array.from({ length: 100 }, (_, i) =>
-      link.abort(`nobody-${i}`).then(
-        () => "aborted",
-        (error: { code?: string }) => error.code,
-      ),
-    );
-    const codes = await within(Promise.all(outcomes), 5000, "100 aborts");
-    expect(new Set(codes)).toEqual(new Set(["ERR_SESSION_DISPOSED"]));
-    const sizes = relay.opMessages.map((kinds) => kinds.length);
-    expect(sizes.reduce((sum, size) => sum + size, 0)).toBe(100);
-    expect(relay.opMessages.flat().every((kind) => kind === "abort")).toBe(true);
-    // Not all in the task of the loop that called abort() 100 times.
-    expect(sizes[0]).toBeLessThanOrEqual(32);
-    expect(sizes.length).toBeGreaterThan(1);
-  });
-
-  it("X3: an abort paced behind other turns leaves alone a run started after it was asked", async () => {
-    const held = gate();
-    const scripted = scriptedModel([{ text: "first" }, { text: "second", after: held.promise }]);
-    cleanups.push(() => scripted.unregister());
-    const relay = relayedWorker();
-    const pacer = new TurnPacer(60_000);
-    const link = linkTo(relay, pacer);
-    await within(
-      link.openSession({
-        sessionId: "s-1",
-        model: scripted.model,
-        systemPrompt: "",
-        messages: [],
-        provider: { maxRetries: 0 },
-      }),
-      5000,
-      "openSession",
-    );
-    const items: BatchItem[] = [];
-    const runEnds: (() => void)[] = [];
-    const runEnded = (n: number) =>
-      new Promise<void>((resolve) => {
-        runEnds[n - 1] = resolve;
-      });
-    const firstEnded = runEnded(1);
-    const secondEnded = runEnded(2);
-    const client: LinkClient = {
-      handleItem: (item) => {
-        items.push(item);
-        if (item.type === "run_end") runEnds[item.runId - 1]?.();
-      },
-      hasRunInFlight: () => false,
-      handleWorkerExit: () => {},
-    };
-    link.attach("s-1", client);
-    const message = (content: string) => ({ role: "user" as const, content, timestamp: Date.now() });
-    await within(link.startRun("s-1", 1, { kind: "prompt", message: message("one") }), 5000, "run 1");
-    await within(firstEnded, 5000, "run 1's end");
-    // The current slice of the pacer is full (a burst of other sessions' turns), so the abort's
-    // ordered half waits for a turn; the next prompt's start, posted meanwhile, overtakes it.
-    for (let i = 0; i < 32; i++) pacer.run(() => {});
-    const aborted = link.abort("s-1");
-    await within(link.startRun("s-1", 2, { kind: "prompt", message: message("two") }), 5000, "run 2");
-    // Run 2's request is in flight when the abort reaches the worker.
-    await within(aborted, 5000, "abort");
-    held.open();
-    await within(secondEnded, 5000, "run 2's end");
-    expect(relay.opMessages).toEqual([["start"], ["start"], ["abort"]]);
-    const replies = items.flatMap((item) =>
-      item.type === "event" && item.event.type === "message_end" && item.event.message.role === "assistant"
-        ? [(item.event.message as { stopReason?: string }).stopReason]
-        : [],
-    );
-    // Run 2 is not the run the abort stopped (there was none in flight): it answers in full.
-    expect(replies).toEqual(["stop", "stop"]);
   });
 });

@@ -403,6 +403,7 @@ async function variant(n) {
     let cut;
     if (timedOut) {
       const running = n - counts.settled;
+      // A recorder of its own: the cut is its first phase (named "kickoff" there).
       const cutGaps = gapRecorder();
       const cutStart = performance.now();
       cutGaps.start(cutStart);

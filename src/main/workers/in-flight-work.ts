@@ -33,9 +33,8 @@ export class InFlightWork {
    * and run ids) also counts its run until {@link runEnded}. Returns the call.
    */
   track<T>(method: string, args: unknown[], invoke: () => Promise<T>): Promise<T> {
-    const sessionId = String(args[0]);
-    const runId = method === "startRun" ? Number(args[1]) : undefined;
-    if (runId !== undefined && this.#open(sessionId, runId)) this.#keepAlive.begin();
+    const run = method === "startRun" ? { sessionId: String(args[0]), runId: Number(args[1]) } : undefined;
+    if (run !== undefined && this.#open(run.sessionId, run.runId)) this.#keepAlive.begin();
     this.#keepAlive.begin();
     const call = invoke();
     call.then(
@@ -43,7 +42,7 @@ export class InFlightWork {
       () => {
         this.#keepAlive.end();
         // A refused start opens no run, so no run_end will come for it.
-        if (runId !== undefined) this.#end(sessionId, runId);
+        if (run !== undefined) this.#end(run.sessionId, run.runId);
       },
     );
     return call;

@@ -246,8 +246,10 @@ export type BatchItem =
 /**
  * Worker → main messages that are not comlink replies:
  * - `hello`: the serve loop is up (sent once, first); until it arrives the worker is starting.
- * - `heartbeat`: the worker's event loop is turning (SPEC X8). Sent every `heartbeatMs` unless a
- *   batch went out since the last one: any message proves the loop is alive. Once the main thread
+ * - `heartbeat`: the worker is alive and making progress (SPEC X8). Sent every `heartbeatMs` unless a
+ *   batch went out since the last one: any message proves the loop is alive. Also sent from inside a
+ *   long task (a burst of aborts, a loop turn over thousands of sockets) once nothing went out for
+ *   `heartbeatMs`: such a worker reaches its timers late but is not stuck. Once the main thread
  *   called `watchEventLoop` (B9), every {@link LOOP_REPORT_BEATS}-th heartbeat is sent whatever
  *   else went out, carrying `loop`: the worker's event-loop delay since its previous report.
  * - `batch`: session items.

@@ -13,6 +13,7 @@ export interface LinkTask {
   port: MessagePort;
   batchIntervalMs?: number;
   heartbeatMs?: number;
+  signOfLifeMs?: number;
   /** The control channel for early aborts (shared/protocol.ts). */
   control?: ControlChannel;
   /** The host's `workerPriority`: this thread's nice value, on Linux (thread-priority.ts). */
@@ -24,6 +25,7 @@ export default function serveLink(task: LinkTask): Promise<void> {
   const options: ServeOptions = {};
   if (task.batchIntervalMs !== undefined) options.batchIntervalMs = task.batchIntervalMs;
   if (task.heartbeatMs !== undefined) options.heartbeatMs = task.heartbeatMs;
+  if (task.signOfLifeMs !== undefined) options.signOfLifeMs = task.signOfLifeMs;
   if (task.control !== undefined) options.control = task.control;
   return serveWorker(task.port, options);
 }

@@ -45,7 +45,8 @@ export class EventBatcher {
   /**
    * @param onEvent called for each event pushed, merged ones included, before it is queued; must
    *   be cheap and must not push anything itself (the control inbox's poll: one atomic read, its
-   *   work deferred to a microtask).
+   *   work deferred to a microtask; the worker's sign of life: a clock read, and a heartbeat
+   *   posted past the batcher when nothing went out for a while).
    */
   constructor(post: (message: BatchMessage) => void, minIntervalMs: number, maxItems = 32, onEvent?: () => void) {
     this.#post = post;

@@ -39,6 +39,13 @@ export interface ServeOptions {
    */
   heartbeatMs?: number;
   /**
+   * How long the worker may go without posting anything while it makes progress inside one long
+   * task (see `stillHere` in {@link serveWorker}) before it posts a heartbeat from there, in ms.
+   * Main sets it below its shortest liveness window (an abort's `controlTimeoutMs`). 0: none.
+   * @default heartbeatMs
+   */
+  signOfLifeMs?: number;
+  /**
    * The control channel main sends early aborts on (shared/protocol.ts, `ControlChannel`). Without
    * it (tests that serve in-process) aborts come only as `abort` calls on the port.
    */
@@ -50,23 +57,52 @@ export interface ServeOptions {
  * @returns a promise that resolves when serving has stopped.
  */
 export function serveWorker(port: MessagePort, options: ServeOptions = {}): Promise<void> {
+  const heartbeatMs = options.heartbeatMs ?? 0;
   let sentSinceBeat = false;
+  /** When this worker last posted anything: what main judges its liveness by (X8, calls' hangs). */
+  let lastPostAt = performance.now();
   const post = (message: WorkerMessage) => {
     sentSinceBeat = true;
+    lastPostAt = performance.now();
     port.postMessage(message);
   };
+  /**
+   * X8's sign of life from inside a long stretch of work. The heartbeat below runs on a timer, and
+   * a worker can make progress for seconds without reaching its timers: one task that carries out
+   * a burst of 10,000 early aborts (a load run's end; each abort's dispatch runs before any of
+   * the runs ends and posts), or a loop turn that parses every socket of thousands of streams
+   * (bench (m), docs/performance.md, "The cut"). Main would take such a worker for one stuck in
+   * synchronous code and terminate it, restoring every session it serves. The places that make
+   * progress call this: each control message handled, each event pushed, each run op. A worker
+   * stuck in a tool's synchronous code reaches none of them, so the watchdog still finds it.
+   */
+  const signOfLifeMs = options.signOfLifeMs ?? heartbeatMs;
+  const stillHere =
+    signOfLifeMs > 0
+      ? () => {
+          if (performance.now() - lastPostAt >= signOfLifeMs) post({ type: "heartbeat" });
+        }
+      : () => {};
   const sessions = new Map<string, WorkerSession>();
   const control = options.control;
   // An early abort names its run, so it can never hit a later one (WorkerSession.abortRun).
   const inbox =
     control === undefined
       ? undefined
-      : new ControlInbox(control, (message) => sessions.get(message.sessionId)?.abortRun(message.runId));
+      : new ControlInbox(control, (message) => {
+          stillHere();
+          sessions.get(message.sessionId)?.abortRun(message.runId);
+        });
   const batcher = new EventBatcher(
     post,
     options.batchIntervalMs ?? 8,
     undefined,
-    inbox === undefined ? undefined : () => inbox.poll(),
+    inbox === undefined
+      ? stillHere
+      : () => {
+          inbox.poll();
+          stillHere();
+        },
   );
   // Posted at once, not batched: a permit request is on the critical path of a model request.
   const permits = new RequestPermits(post, () => batcher.flush());
@@ -74,7 +110,6 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
   const ui = new WorkerUi(post, () => batcher.flush());
   /** Sessions whose `openSession` is awaiting the worker module; a closeSession cancels them. */
   const opening = new Map<string, { cancelled: boolean }>();
-  const heartbeatMs = options.heartbeatMs ?? 0;
   /** B9: this worker's loop-delay sampler, once the main thread asked for it (`watchEventLoop`). */
   let loopDelay: LoopDelaySampler | undefined;
   let beats = 0;
@@ -85,8 +120,8 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
       ? setInterval(() => {
           beats++;
           const loop = loopDelay !== undefined && beats % LOOP_REPORT_BEATS === 0 ? loopDelay.take() : undefined;
-          if (loop !== undefined) port.postMessage({ type: "heartbeat", loop } satisfies WorkerMessage);
-          else if (!sentSinceBeat) port.postMessage({ type: "heartbeat" } satisfies WorkerMessage);
+          if (loop !== undefined) post({ type: "heartbeat", loop });
+          else if (!sentSinceBeat) post({ type: "heartbeat" });
           sentSinceBeat = false;
         }, heartbeatMs)
       : undefined;
@@ -141,11 +176,12 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
     },
     runOps: (ops) =>
       attempt(() =>
-        ops.map((op) =>
-          op.kind === "start"
+        ops.map((op) => {
+          stillHere();
+          return op.kind === "start"
             ? command(() => find(op.sessionId).startRun(op.runId, op.input))
-            : attempt(() => find(op.sessionId).popFailedMessage()),
-        ),
+            : attempt(() => find(op.sessionId).popFailedMessage());
+        }),
       ),
     abort: (sessionId) => attempt(() => find(sessionId).abort()),
     appendMessage: (sessionId, message) => command(() => find(sessionId).appendMessage(message)),

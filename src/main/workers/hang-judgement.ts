@@ -38,3 +38,14 @@ export function judgeHang(
     : `it did not answer ${method} within ${waited} ms and sent nothing for ${Math.round(silentMs)} ms`;
   return { alive, why };
 }
+
+/**
+ * How long a worker busy inside one long task may go without posting before it posts a heartbeat
+ * from there (serve-worker.ts, `signOfLifeMs`): its timer heartbeat's period, or a quarter of an
+ * abort's liveness window (`controlTimeoutMs`, judged by {@link judgeHang} on what the worker sent
+ * in it) if that is shorter, so that a worker making progress sends something within every window.
+ * At least 10 ms: a busy worker posts at most a hundred heartbeats a second.
+ */
+export function signOfLifeMs(heartbeatMs: number, controlTimeoutMs: number): number {
+  return Math.max(10, Math.min(heartbeatMs, Math.floor(controlTimeoutMs / 4)));
+}

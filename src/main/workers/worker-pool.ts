@@ -25,7 +25,7 @@ export interface WorkerPoolOptions {
   maxThreads: number;
   resourceLimits?: ResourceLimits;
   /** What each link task carries besides its port. */
-  task: { batchIntervalMs?: number; heartbeatMs: number; priority?: number };
+  task: { batchIntervalMs?: number; heartbeatMs: number; signOfLifeMs: number; priority?: number };
   /** A worker failed outside any task: see the file comment. */
   onStartFailure: (error: unknown) => void;
 }

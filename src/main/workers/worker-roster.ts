@@ -7,6 +7,7 @@ import type { ResourceLimits, Worker } from "node:worker_threads";
 import { LifelineError, WorkerExitedError } from "../../shared/errors.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import type { LoopDelay, SessionInit, SessionOpened } from "../../shared/protocol.js";
+import { signOfLifeMs } from "./hang-judgement.js";
 import type { LinkEndpoint, LinkTimeouts } from "./link-options.js";
 import type { TurnPacer } from "./turn-pacer.js";
 import { tickIntervalMs, Watchdog } from "./watchdog.js";
@@ -54,8 +55,10 @@ export class WorkerRoster {
 
   constructor(options: WorkerRosterOptions) {
     this.#options = options;
-    const task: { heartbeatMs: number; batchIntervalMs?: number; priority?: number } = {
-      heartbeatMs: tickIntervalMs(options.hangTimeoutMs),
+    const heartbeatMs = tickIntervalMs(options.hangTimeoutMs);
+    const task: { heartbeatMs: number; signOfLifeMs: number; batchIntervalMs?: number; priority?: number } = {
+      heartbeatMs,
+      signOfLifeMs: signOfLifeMs(heartbeatMs, options.controlTimeoutMs),
     };
     if (options.batchIntervalMs !== undefined) task.batchIntervalMs = options.batchIntervalMs;
     if (options.workerPriority !== undefined && options.workerPriority > 0) task.priority = options.workerPriority;

@@ -6,7 +6,7 @@
  */
 import { MessageChannel } from "node:worker_threads";
 import { afterEach, describe, expect, it } from "vitest";
-import { LIVE_CALL_PERIODS } from "../../../src/main/workers/hang-judgement.js";
+import { LIVE_CALL_PERIODS, signOfLifeMs } from "../../../src/main/workers/hang-judgement.js";
 import { WorkerLink } from "../../../src/main/workers/worker-link.js";
 import { serveWorker } from "../../../src/worker/serve-worker.js";
 import { within } from "../../fixtures/bounded.js";
@@ -87,5 +87,14 @@ describe("a call the worker does not answer", () => {
     expect(error).toMatchObject({ code: "ERR_CALL_TIMEOUT", message: expect.stringMatching(/blocked in synchronous/) });
     expect(ms).toBeLessThan(LIVE_CALL_PERIODS * CALL_TIMEOUT_MS);
     expect(terminated()).toBe(true);
+  });
+});
+
+describe("signOfLifeMs: how long a worker busy in one task stays silent before it posts a heartbeat", () => {
+  it("is the heartbeat's period, or a quarter of an abort's window if that is shorter, and at least 10 ms", () => {
+    expect(signOfLifeMs(1000, 2000)).toBe(500);
+    expect(signOfLifeMs(250, 2000)).toBe(250);
+    expect(signOfLifeMs(1000, 100)).toBe(25);
+    expect(signOfLifeMs(1000, 8)).toBe(10);
   });
 });

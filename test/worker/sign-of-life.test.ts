@@ -62,37 +62,45 @@ const CONTROL_BURST = 50_000;
 /** R4 removals for sessions the worker does not serve: each is answered ERR_SESSION_DISPOSED. */
 const OPS_BURST = 5_000;
 
+/** A worker served and past its start (its `hello` delivered), with its heartbeats so far. */
+async function settled(signOfLifeMs: number) {
+  const worker = served(signOfLifeMs);
+  await settle();
+  return { worker, before: worker.heartbeats() };
+}
+
+/** The sign of life's threshold: within the bursts' length, and out of their reach. */
+const THRESHOLDS = [
+  { signOfLifeMs: 1, expected: "some" },
+  { signOfLifeMs: 60_000, expected: "none" },
+];
+
+/** Some heartbeats since `before`, or none, as `expected` says. */
+function expectHeartbeats(worker: ReturnType<typeof served>, before: number, expected: string): void {
+  const during = worker.heartbeats() - before;
+  if (expected === "some") expect(during).toBeGreaterThan(0);
+  else expect(during).toBe(0);
+}
+
 describe("serveWorker's sign of life", () => {
-  it.each([
-    { signOfLifeMs: 1, expected: "some" },
-    { signOfLifeMs: 60_000, expected: "none" },
-  ])(
+  it.each(THRESHOLDS)(
     "a burst of control messages handled in one task posts heartbeats from inside it ($expected with signOfLifeMs $signOfLifeMs)",
     async ({ signOfLifeMs, expected }) => {
-      const worker = served(signOfLifeMs);
-      await settle();
-      const before = worker.heartbeats();
+      const { worker, before } = await settled(signOfLifeMs);
       const start = performance.now();
       for (let i = 0; i < CONTROL_BURST; i++) worker.postControl({ type: "abort", sessionId: `gone-${i}`, runId: 1 });
       // Every queued message of a port is handed over in one task: the worker's handling is one
       // long stretch, far longer than 1 ms.
       await settle();
       expect(performance.now() - start).toBeGreaterThan(5);
-      const during = worker.heartbeats() - before;
-      if (expected === "some") expect(during).toBeGreaterThan(0);
-      else expect(during).toBe(0);
+      expectHeartbeats(worker, before, expected);
     },
   );
 
-  it.each([
-    { signOfLifeMs: 1, expected: "some" },
-    { signOfLifeMs: 60_000, expected: "none" },
-  ])(
+  it.each(THRESHOLDS)(
     "one runOps call of many ops posts heartbeats while it is carried out ($expected with signOfLifeMs $signOfLifeMs)",
     async ({ signOfLifeMs, expected }) => {
-      const worker = served(signOfLifeMs);
-      await settle();
-      const before = worker.heartbeats();
+      const { worker, before } = await settled(signOfLifeMs);
       const ops: RunOp[] = Array.from({ length: OPS_BURST }, (_, i) => ({
         kind: "pop_failed",
         sessionId: `gone-${i}`,
@@ -104,9 +112,7 @@ describe("serveWorker's sign of life", () => {
         expect(answer.value).toHaveLength(OPS_BURST);
         expect(answer.value.every((result) => !result.ok && result.error.code === "ERR_SESSION_DISPOSED")).toBe(true);
       }
-      const during = worker.heartbeats() - before;
-      if (expected === "some") expect(during).toBeGreaterThan(0);
-      else expect(during).toBe(0);
+      expectHeartbeats(worker, before, expected);
     },
   );
 });

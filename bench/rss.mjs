@@ -21,10 +21,12 @@
  *
  * BENCH_R_REPS runs a side (default 1: a run a side at 5,000 takes about 4 minutes on a quiet
  * machine), alternating which goes first; medians.
- * BENCH_R_N overrides the session count. BENCH_R_SNAPSHOT=<dir> makes the lifeline side also write
+ * BENCH_R_N overrides the session count; BENCH_R_PROMPT_KB pads each prompt (a long conversation's
+ * request body). Each side also reports its peak RSS over the run (the kernel's VmHWM). BENCH_R_SNAPSHOT=<dir> makes the lifeline side also write
  * a heap snapshot of its worker after the warm-up and after the batch (read them with
  * bench/heap-diff.mjs).
  */
+import { readFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { Session } from "node:inspector";
 import { loadavg } from "node:os";
@@ -49,6 +51,22 @@ const REPS = Number(process.env.BENCH_R_REPS ?? 1);
 const TOKENS = 200;
 const RETRY_DELAY_MS = 10;
 const SNAPSHOT_DIR = process.env.BENCH_R_SNAPSHOT;
+/**
+ * BENCH_R_PROMPT_KB pads every batch prompt with that many KB of text (a long conversation's
+ * request body), on both sides; 0 (the default) sends the short prompts of (o).
+ */
+const PROMPT_KB = Number(process.env.BENCH_R_PROMPT_KB ?? 0);
+const PADDING =
+  PROMPT_KB > 0 ? ` ${"lorem ipsum ".repeat(Math.ceil((PROMPT_KB * 1024) / 12)).slice(0, PROMPT_KB * 1024)}` : "";
+/** The process's peak RSS so far (VmHWM, kept by the kernel), in MB; undefined off Linux. */
+function peakRssMb() {
+  try {
+    const line = readFileSync("/proc/self/status", "utf8").match(/^VmHWM:\s+(\d+) kB/m);
+    return line === null ? undefined : Number(line[1]) / 1024;
+  } catch {
+    return undefined;
+  }
+}
 const SCRIPT = { conversations: [{ match: "", steps: [503, { type: "ok", tokens: TOKENS, tokenDelayMs: 2 }] }] };
 const MB = 2 ** 20;
 
@@ -242,9 +260,10 @@ async function baselineSide(n) {
     inspector.post("HeapProfiler.startSampling", ALLOC_SAMPLING);
   }
   const t0 = performance.now();
-  const results = await Promise.all(agents.map((a, i) => run(a, `batch ${i}: answer me`)));
+  const results = await Promise.all(agents.map((a, i) => run(a, `batch ${i}: answer me${PADDING}`)));
   const wallMs = performance.now() - t0;
   const end = inMb(process.memoryUsage());
+  const peakMb = peakRssMb();
   let alloc;
   if (inspector !== undefined) {
     const { profile } = await new Promise((resolve, reject) =>
@@ -262,6 +281,7 @@ async function baselineSide(n) {
     failed: results.filter((m) => m?.role !== "assistant" || m.stopReason !== "stop").length,
     events,
     wallMs,
+    peakRssMb: peakMb,
     end: breakdown(end.rss, end, []),
     afterGc: breakdown(gced.rss, gced, []),
     alloc,
@@ -302,7 +322,9 @@ async function lifelineSide(n) {
     await allocInspector.startAlloc();
   }
   const t0 = performance.now();
-  const batch = Promise.all(sessions.map((s, i) => s.prompt(`batch ${i}: answer me`).then(() => s.messages.at(-1))));
+  const batch = Promise.all(
+    sessions.map((s, i) => s.prompt(`batch ${i}: answer me${PADDING}`).then(() => s.messages.at(-1))),
+  );
   // BENCH_R_MID_MS: a snapshot of the worker that many ms into the batch (what streaming holds).
   const mid = Number(process.env.BENCH_R_MID_MS ?? 0);
   if (SNAPSHOT_DIR !== undefined && mid > 0) {
@@ -314,6 +336,7 @@ async function lifelineSide(n) {
   const results = await batch;
   const wallMs = performance.now() - t0;
   const rssAtEnd = process.memoryUsage().rss / MB;
+  const peakMb = peakRssMb();
   let alloc;
   if (allocInspector !== undefined) {
     alloc = allocSummary(await allocInspector.stopAlloc(), n);
@@ -338,6 +361,7 @@ async function lifelineSide(n) {
     failed: results.filter((m) => m?.role !== "assistant" || m.stopReason !== "stop").length,
     events,
     wallMs,
+    peakRssMb: peakMb,
     end: breakdown(rssAtEnd, end, endWorkers),
     afterGc: breakdown(gced.rss, gced, gcedWorkers),
     workerSpacesAtEnd: endSpaces,
@@ -366,6 +390,7 @@ if (mode === "baseline") {
       for (const key of Object.keys(mine[0][phase])) agg[phase][key] = median(mine.map((r) => r[phase][key]));
     }
     agg.rssRuns = mine.map((r) => r.end.rssMb);
+    agg.peakRssRuns = mine.map((r) => r.peakRssMb);
     agg.wallMs = median(mine.map((r) => r.wallMs));
     sides[side] = agg;
   }

@@ -27,7 +27,6 @@ import { watchEventStream } from "./event-stream-watch.js";
 import { isAbort, networkFailure, originOf } from "./network-failure.js";
 import { errorResponseFailure, inStreamFailure, MAX_ERROR_BODY_BYTES } from "./provider-errors.js";
 import { RequestTimer } from "./request-timer.js";
-import { fetchUncopiedBody } from "./uncopied-body-fetch.js";
 
 const captures = new AsyncLocalStorage<RequestCapture>();
 let installed = false;
@@ -50,8 +49,7 @@ function openWindow(): () => void {
  * Wraps `globalThis.fetch` once per worker. Idempotent. The wrapper adds no work to a call made
  * outside a capture, and for a captured call one read and replay of an error body, or one pass-through
  * stream for an event stream (to see it break), and one AbortController (see
- * {@link RequestCapture.deferTeardown}). A captured call goes out without the body copy Node's
- * fetch would keep for the request's life (uncopied-body-fetch.ts).
+ * {@link RequestCapture.deferTeardown}).
  */
 export function installRequestCapture(): void {
   if (installed) return;
@@ -68,11 +66,7 @@ export function installRequestCapture(): void {
     let response: Response;
     try {
       const deferred = signal === undefined ? undefined : capture.deferTeardown(signal);
-      response = await fetchUncopiedBody(
-        original,
-        input,
-        deferred === undefined ? init : { ...init, signal: deferred },
-      );
+      response = await original(input, deferred === undefined ? init : { ...init, signal: deferred });
     } catch (error) {
       capture.networkFailure("request", error, undefined, originOf(input));
       throw error;

@@ -4,7 +4,7 @@
  * session's provider gate, then for one of its provider's permits, and is sent back with
  * `grantPermit`. Built once per host and handed to its worker roster; main thread only.
  */
-import type { PermitHandler } from "../workers/worker-link.js";
+import type { PermitHandler } from "../workers/link-options.js";
 import type { HostCoordination } from "./host-coordination.js";
 
 /**

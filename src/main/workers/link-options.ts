@@ -1,9 +1,14 @@
 /**
- * What a `WorkerLink` is built from besides its host's hooks: the endpoint of its worker (a pool
- * thread's port from worker-pool.ts, or one end of a `MessageChannel` in tests) and the timeouts
- * the host resolved from its options.
+ * What a `WorkerLink` is built from: the endpoint of its worker (a pool thread's port from
+ * worker-pool.ts, or one end of a `MessageChannel` in tests), the timeouts the host resolved from
+ * its options, and the host's hooks.
  */
 import type { MessagePort } from "node:worker_threads";
+import type { WorkerExitCause } from "../../shared/errors.js";
+import type { UiTransport } from "../../shared/extensions/extension-ui.js";
+import type { LoopDelay } from "../../shared/protocol.js";
+import type { TurnPacer } from "./turn-pacer.js";
+import type { WorkerLink } from "./worker-link.js";
 
 /** A worker's port plus a promise that settles when its serve loop ends (rejects on a crash). */
 export interface LinkEndpoint {
@@ -37,4 +42,31 @@ export interface LinkTimeouts {
   setupTimeoutMs: number;
   /** Longest wait for `abort`, `closeSession` and `shutdown`: the bound on `abort()` and `close()`. */
   controlTimeoutMs: number;
+}
+
+/**
+ * B8: where a worker's permit messages go (the host's coordination). Each is called on the main
+ * thread as the message arrives; none may throw.
+ */
+export interface PermitHandler {
+  /** A session of `link`'s worker asks for a permit for one model request; answer with `grantPermit`. */
+  request(link: WorkerLink, sessionId: string, requestId: number): void;
+  /** That request ended or was cancelled: its permit, or its place in the queue, is given back. */
+  release(link: WorkerLink, requestId: number): void;
+  /** The worker is gone: every permit it held or waited for is released. */
+  releaseAll(link: WorkerLink): void;
+}
+
+/** What the host gives a link to hear from it and to reach the host's parts. */
+export interface LinkHooks {
+  onProtocolError: (reason: string) => void;
+  isolated?: boolean;
+  permits?: PermitHandler | undefined;
+  /** B9: told once how the worker ended (`start` when it never started), unless the host closed it. */
+  onExit?: ((cause: WorkerExitCause | "start") => void) | undefined;
+  /** B9: a loop report of the worker (thread `threadId`), once `watchEventLoop` was called. */
+  onLoopDelay?: ((threadId: number, delay: LoopDelay) => void) | undefined;
+  ui?: UiTransport | undefined;
+  /** The host's pacer: the answers of a burst of run ops settle a slice at a time (run-op-queue.ts). */
+  pacer?: TurnPacer | undefined;
 }

@@ -1,57 +1,34 @@
 /**
  * The main thread's end of one worker: the port, the bounded calls of {@link WorkerApi}
  * (bounded-calls.ts: no call can hang), what keeps the process alive for it (in-flight-work.ts),
- * and the dispatch of the worker's messages: batch items to the sessions it serves
- * (link-sessions.ts), permit requests to the host, extension UI requests to the host's UI
- * (link-ui.ts).
+ * and its death. What the worker's messages do (batch items to the sessions it serves, permit
+ * requests to the host, extension UI requests to the host's UI) is the inbox's (link-inbox.ts).
  *
  * Life of a link: starting (until the worker's `hello`) → serving → dead. It dies once: the worker
  * exits, crashes, runs out of memory, is terminated as hung, or the host closes it. Its death is
  * typed: `WorkerStartError` if the worker never served, else {@link WorkerExitedError}
  * with the cause (SPEC X5).
  *
- * Over 450 lines, kept whole: what remains here is the link's one state machine. Every method
- * reads the same death (`#dead`), the same liveness (`#lastSeenAt`, which judges both the hang of
- * a call and the watchdog's) and the same port order (queued run ops go before any other call);
- * the parts that stand alone already live in their own files (bounded-calls, in-flight-work,
- * link-sessions, link-ui, run-op-queue, worker-exit, hang-judgement).
+ * What remains here is the link's one state machine: every call reads the same death (`#dead`),
+ * the same liveness (the inbox's `lastSeenAt`, which judges both the hang of a call and the
+ * watchdog's) and the same port order (queued run ops go before any other call); the parts that
+ * stand alone live in their own files (bounded-calls, in-flight-work, link-inbox, link-sessions,
+ * link-ui, run-op-queue, worker-exit, hang-judgement).
  */
 import type { MessagePort } from "node:worker_threads";
 import { wrap } from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { LifelineError, type WorkerExitCause, WorkerExitedError } from "../../shared/errors.js";
-import type { UiTransport } from "../../shared/extensions/extension-ui.js";
-import {
-  type ControlMessage,
-  decodeWorkerMessage,
-  type LoopDelay,
-  type RunInput,
-  type SessionInit,
-  type SessionOpened,
-  type WorkerApi,
-} from "../../shared/protocol.js";
+import type { ControlMessage, RunInput, SessionInit, SessionOpened, WorkerApi } from "../../shared/protocol.js";
 import { type ApiResult, BoundedCalls, type Unwrapped } from "./bounded-calls.js";
 import { judgeHang, LIVE_CALL_PERIODS } from "./hang-judgement.js";
 import { InFlightWork } from "./in-flight-work.js";
-import type { LinkEndpoint, LinkTimeouts } from "./link-options.js";
+import { LinkInbox } from "./link-inbox.js";
+import type { LinkEndpoint, LinkHooks, LinkTimeouts, PermitHandler } from "./link-options.js";
 import { type LinkClient, LinkSessions } from "./link-sessions.js";
 import { LinkUi } from "./link-ui.js";
 import { RunOpQueue } from "./run-op-queue.js";
-import type { TurnPacer } from "./turn-pacer.js";
 import { describeError, exitCauseOf, linkDeath } from "./worker-exit.js";
-
-/**
- * B8: where a worker's permit messages go (the host's coordination). Each is called on the main
- * thread as the message arrives; none may throw.
- */
-export interface PermitHandler {
-  /** A session of `link`'s worker asks for a permit for one model request; answer with `grantPermit`. */
-  request(link: WorkerLink, sessionId: string, requestId: number): void;
-  /** That request ended or was cancelled: its permit, or its place in the queue, is given back. */
-  release(link: WorkerLink, requestId: number): void;
-  /** The worker is gone: every permit it held or waited for is released. */
-  releaseAll(link: WorkerLink): void;
-}
 
 /** How long a closed port waits for the pool to say why the worker ended. */
 const EXIT_REASON_WAIT_MS = 1000;
@@ -68,21 +45,18 @@ export class WorkerLink {
   /** Settles (never rejects) once the worker's serve loop is over and the pool has let go of it. */
   readonly #done: Promise<void>;
   readonly #terminate: (() => void) | undefined;
-  readonly #onProtocolError: (reason: string) => void;
   readonly #permits: PermitHandler | undefined;
   readonly #onExit: ((cause: WorkerExitCause | "start") => void) | undefined;
-  readonly #onLoopDelay: ((threadId: number, delay: LoopDelay) => void) | undefined;
-  /** The worker's thread id, from its `hello`. */
-  #threadId: number | undefined;
   /** Extension tools' `ctx.ui` requests, to the host's UI (answered with nothing without one). */
   readonly #ui: LinkUi;
+  /** What the worker's messages do, and when the last one came (link-inbox.ts). */
+  readonly #inbox: LinkInbox;
   #dead: LifelineError | undefined;
   /** `openSession` calls in flight: the watchdog allows their `setup()` more time. */
   #opening = 0;
   /** Why lifeline itself terminated the worker, when it did. */
   #hung: string | undefined;
   #closing = false;
-  #lastSeenAt = performance.now();
   /** Only in-flight work keeps the process alive: pending calls and open runs. */
   readonly #work: InFlightWork;
   /** Run starts and failed-reply removals not sent yet, sent together as one `runOps` message (run-op-queue.ts). */
@@ -95,21 +69,7 @@ export class WorkerLink {
    */
   readonly isolated: boolean;
 
-  constructor(
-    endpoint: LinkEndpoint,
-    options: LinkTimeouts & {
-      onProtocolError: (reason: string) => void;
-      isolated?: boolean;
-      permits?: PermitHandler | undefined;
-      /** B9: told once how the worker ended (`start` when it never started), unless the host closed it. */
-      onExit?: ((cause: WorkerExitCause | "start") => void) | undefined;
-      /** B9: a loop report of the worker (thread `threadId`), once `watchEventLoop` was called. */
-      onLoopDelay?: ((threadId: number, delay: LoopDelay) => void) | undefined;
-      ui?: UiTransport | undefined;
-      /** The host's pacer: the answers of a burst of run ops settle a slice at a time (run-op-queue.ts). */
-      pacer?: TurnPacer | undefined;
-    },
-  ) {
+  constructor(endpoint: LinkEndpoint, options: LinkTimeouts & LinkHooks) {
     this.#ops = new RunOpQueue(
       (ops) =>
         this.#dead !== undefined
@@ -120,7 +80,6 @@ export class WorkerLink {
       options.pacer,
     );
     this.#onExit = options.onExit;
-    this.#onLoopDelay = options.onLoopDelay;
     this.#permits = options.permits;
     this.#ui = new LinkUi(
       options.ui,
@@ -133,14 +92,28 @@ export class WorkerLink {
     this.#control = endpoint.control;
     // Never what keeps the process alive: the main port and the work in flight decide that.
     this.#control?.port.unref();
-    this.#onProtocolError = options.onProtocolError;
     this.#work = new InFlightWork((referenced) => {
       if (referenced) this.#port.ref();
       else this.#port.unref();
       endpoint.setReferenced?.(referenced);
     });
     this.#calls = new BoundedCalls(wrap<WorkerApi>(nodeEndpoint(endpoint.port)));
-    this.#port.on("message", (data: unknown) => this.#onMessage(data));
+    const grantPermit = (requestId: number) => this.call("grantPermit", requestId, true);
+    this.#inbox = new LinkInbox({
+      sessions: this.#sessions,
+      work: this.#work,
+      ui: this.#ui,
+      started: () => this.#calls.start(),
+      protocolError: options.onProtocolError,
+      loopDelay: options.onLoopDelay,
+      permitRequest: (sessionId, requestId) => {
+        if (this.#permits === undefined) void grantPermit(requestId).catch(() => {});
+        else this.#permits.request(this, sessionId, requestId);
+      },
+      permitRelease: (requestId) => this.#permits?.release(this, requestId),
+      grantPermit,
+    });
+    this.#port.on("message", (data: unknown) => this.#inbox.receive(data));
     this.#port.on("close", () => this.#onPortClose());
     this.#done = endpoint.done.then(
       () => this.#die("exit", "its serve loop ended"),
@@ -173,7 +146,7 @@ export class WorkerLink {
 
   /** For the watchdog: `performance.now()` of the worker's last message (or the link's creation). */
   get lastSeenAt(): number {
-    return this.#lastSeenAt;
+    return this.#inbox.lastSeenAt;
   }
 
   /** For the watchdog: a worker module's `setup()` may keep the loop busy up to `setupTimeoutMs`. */
@@ -285,7 +258,7 @@ export class WorkerLink {
   }
   /** How long the worker has sent nothing, in ms: its liveness (calls' hangs, the watchdog). */
   #silentMs(): number {
-    return performance.now() - this.#lastSeenAt;
+    return performance.now() - this.#inbox.lastSeenAt;
   }
 
   /**
@@ -424,69 +397,6 @@ export class WorkerLink {
     // The ops queued before this call go first: the port keeps the order of the calls.
     this.#ops.flush();
     return this.#work.track(method, args, () => this.#calls.invoke(method, args, timeoutMs, onTimeout));
-  }
-
-  #onMessage(data: unknown): void {
-    this.#lastSeenAt = performance.now();
-    const decoded = decodeWorkerMessage(data);
-    switch (decoded.kind) {
-      case "comlink":
-        return;
-      case "invalid":
-        this.#onProtocolError(decoded.reason);
-        return;
-      case "message":
-        this.#onWorkerMessage(decoded.message);
-        return;
-      default: {
-        const unreachable: never = decoded;
-        throw new LifelineError("ERR_PROTOCOL", `Unhandled decoded message ${JSON.stringify(unreachable)}`);
-      }
-    }
-  }
-
-  #onWorkerMessage(message: Extract<ReturnType<typeof decodeWorkerMessage>, { kind: "message" }>["message"]): void {
-    switch (message.type) {
-      case "hello":
-        this.#threadId = message.threadId;
-        this.#calls.start();
-        return;
-      case "heartbeat":
-        if (message.loop !== undefined && this.#threadId !== undefined)
-          this.#onLoopDelay?.(this.#threadId, message.loop);
-        return;
-      case "permit_request":
-        if (this.#permits === undefined) void this.call("grantPermit", message.requestId, true).catch(() => {});
-        else this.#permits.request(this, message.sessionId, message.requestId);
-        return;
-      case "permit_release":
-        this.#permits?.release(this, message.requestId);
-        return;
-      case "tool_calls_ready": {
-        // The reply's message_end came first on this port, so it is recorded; once stored, go.
-        void this.#sessions
-          .stored(message.sessionId)
-          .then(() => this.call("grantPermit", message.requestId, true))
-          .catch(() => {});
-        return;
-      }
-      case "ui_request":
-        this.#ui.request(message);
-        return;
-      case "ui_cancel":
-        this.#ui.cancel(message.requestId);
-        return;
-      case "batch":
-        for (const item of message.items) {
-          if (item.type === "run_end") this.#work.runEnded(item.sessionId, item.runId);
-          this.#sessions.route(item);
-        }
-        return;
-      default: {
-        const unreachable: never = message;
-        throw new LifelineError("ERR_PROTOCOL", `Unhandled worker message ${JSON.stringify(unreachable)}`);
-      }
-    }
   }
 
   /**

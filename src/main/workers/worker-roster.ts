@@ -8,10 +8,10 @@ import { LifelineError, WorkerExitedError } from "../../shared/errors.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import type { LoopDelay, SessionInit, SessionOpened } from "../../shared/protocol.js";
 import { signOfLifeMs } from "./hang-judgement.js";
-import type { LinkEndpoint, LinkTimeouts } from "./link-options.js";
+import type { LinkEndpoint, LinkTimeouts, PermitHandler } from "./link-options.js";
 import type { TurnPacer } from "./turn-pacer.js";
 import { tickIntervalMs, Watchdog } from "./watchdog.js";
-import { type PermitHandler, WorkerLink } from "./worker-link.js";
+import { WorkerLink } from "./worker-link.js";
 import { WorkerPool } from "./worker-pool.js";
 
 /** What {@link WorkerRoster} needs from the host's options, resolved. */

@@ -22,9 +22,9 @@
  * BENCH_R_REPS runs a side (default 1: a run a side at 5,000 takes about 4 minutes on a quiet
  * machine), alternating which goes first; medians.
  * BENCH_R_N overrides the session count; BENCH_R_PROMPT_KB pads each prompt (a long conversation's
- * request body). Each side also reports its peak RSS over the run (the kernel's VmHWM). BENCH_R_SNAPSHOT=<dir> makes the lifeline side also write
- * a heap snapshot of its worker after the warm-up and after the batch (read them with
- * bench/heap-diff.mjs).
+ * request body). Each side also reports its peak RSS over the run (the kernel's VmHWM).
+ * BENCH_R_SNAPSHOT=<dir> makes the lifeline side also write a heap snapshot of its worker after the
+ * warm-up and after the batch (read them with bench/heap-diff.mjs).
  */
 import { readFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";

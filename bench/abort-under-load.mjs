@@ -60,6 +60,8 @@ const SCRIPT = {
 };
 
 const wall = () => performance.timeOrigin + performance.now();
+/** process.hrtime's clock (CLOCK_MONOTONIC) in seconds: perf's with `-k CLOCK_MONOTONIC` (stall-perf.mjs). */
+const hrSeconds = () => Number(process.hrtime.bigint()) / 1e9;
 
 /** The mock in its own process; `ends` maps a probe's conversation key to its close waiter. */
 async function startMock() {
@@ -128,6 +130,7 @@ async function abortRound(probes, mock, round) {
     await sleep(IDLE_MS);
     const t0 = performance.now();
     const t0Wall = wall();
+    const t0Hr = hrSeconds();
     const ack = session.abort().then(() => performance.now());
     const result = await settled;
     const settledAt = performance.now();
@@ -136,7 +139,7 @@ async function abortRound(probes, mock, round) {
     if (result.stopReason !== "aborted")
       throw new Error(`expected an aborted prompt, got ${result.stopReason}: ${result.errorMessage}`);
     if (end.outcome !== "client_closed") throw new Error(`expected client_closed at the server, got ${end.outcome}`);
-    samples.push({ settleMs: settledAt - t0, ackMs: ackAt - t0, closeMs: end.at - t0Wall });
+    samples.push({ settleMs: settledAt - t0, ackMs: ackAt - t0, closeMs: end.at - t0Wall, fromHr: t0Hr });
   }
   return samples;
 }
@@ -206,6 +209,11 @@ async function scenario(busy) {
       settleMs: summarize(samples.map((s) => s.settleMs)),
       ackMs: summarize(samples.map((s) => s.ackMs)),
       closeMs: summarize(samples.map((s) => s.closeMs)),
+      // The slowest aborts (abort() → settled), each with its start on perf's clock (stall-perf.mjs).
+      slowest: [...samples]
+        .sort((a, b) => b.settleMs - a.settleMs)
+        .slice(0, 16)
+        .map((s) => ({ fromHr: s.fromHr, gapMs: s.settleMs, phase: busy === 0 ? "idle" : "busy" })),
       windowS: seconds,
       deltasPerS: (deltas - deltas0) / seconds,
       // The mock's tokens are words of about 5 characters with their space.
@@ -231,6 +239,8 @@ const idle = await scenario(0);
 const busy = await scenario(BUSY_SESSIONS);
 report({
   section: "l",
+  /** The main thread's id for perf (stall-perf.mjs): on Linux, the process id. */
+  pid: process.pid,
   config: { ITERATIONS, PROBE_WINDOW_MS, PROBES, IDLE_MS, BUSY_SESSIONS, RAMP_S, STREAM_TOKENS, TOKEN_DELAY_MS },
   idle,
   busy,

@@ -92,10 +92,11 @@ export interface SessionHostOptions {
   /**
    * The worker threads' nice value on Linux, 0 (as the main thread) to 19 (runs last): with every
    * core busy, the host's main thread gets a CPU before its workers, so its event loop stalls less
-   * (bench (m), docs/performance.md). The workers lose nothing while a core is free. Elsewhere a
-   * nice value is per process, and this has no effect. Off by default: under a crowded machine a
-   * lowered worker also yields to other processes, which a host that wants its agents' throughput
-   * first would not want. @default 0
+   * (bench (m), docs/performance.md). The workers lose nothing while a core is free. V8's helper
+   * threads, which collect every thread's heap (the workers' too), keep the process's priority.
+   * Elsewhere a nice value is per process, and this has no effect. Off by default: under a crowded
+   * machine a lowered worker also yields to other processes, which a host that wants its agents'
+   * throughput first would not want. @default 0
    */
   workerPriority?: number;
   /** V8 heap limits for each worker; a worker over them exits and its sessions get ERR_WORKER_EXITED. */

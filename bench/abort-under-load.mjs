@@ -26,7 +26,7 @@ import { fork } from "node:child_process";
 import { loadavg } from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { makeHost, mockModel, pick, report, sleep, startMeter, summarize } from "./lib.mjs";
+import { hrSeconds, makeHost, mockModel, pick, report, sleep, startMeter, summarize } from "./lib.mjs";
 
 const ITERATIONS = pick(200, 40);
 /**
@@ -60,8 +60,6 @@ const SCRIPT = {
 };
 
 const wall = () => performance.timeOrigin + performance.now();
-/** process.hrtime's clock (CLOCK_MONOTONIC) in seconds: perf's with `-k CLOCK_MONOTONIC` (stall-perf.mjs). */
-const hrSeconds = () => Number(process.hrtime.bigint()) / 1e9;
 
 /** The mock in its own process; `ends` maps a probe's conversation key to its close waiter. */
 async function startMock() {

@@ -21,6 +21,12 @@ export const pick = (full, quick) => (QUICK ? quick : full);
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
+ * process.hrtime's clock (CLOCK_MONOTONIC) in seconds: the clock of `perf record -k CLOCK_MONOTONIC`,
+ * on which (l) and (m) record their slowest moments for stall-perf.mjs.
+ */
+export const hrSeconds = () => Number(process.hrtime.bigint()) / 1e9;
+
+/**
  * CPU time of the calling process's main thread, in nanoseconds.
  *
  * `process.cpuUsage()` counts every thread of the process (the worker threads too), so it cannot

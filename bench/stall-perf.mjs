@@ -66,7 +66,7 @@ function readSamples(file) {
   return samples.sort((a, b) => a.t - b.t);
 }
 
-/** What the main thread was doing in one sample. */
+/** What a thread was doing in one sample. */
 function activity(stack) {
   const all = stack.join(" ");
   if (/Scaveng|CollectGarbage|MarkCompact|Marking|Sweep|Evacuat/.test(all)) return "GC";
@@ -91,7 +91,7 @@ function top(counts, n) {
   return [...counts.entries()]
     .sort((a, b) => b[1] - a[1])
     .slice(0, n)
-    .map(([name, samples]) => `${name} ${(samples * SAMPLE_MS).toFixed(1)}`)
+    .map(([name, count]) => `${name} ${(count * SAMPLE_MS).toFixed(1)}`)
     .join(", ");
 }
 
@@ -125,7 +125,8 @@ for (const moment of [...moments].sort((a, b) => b.gapMs - a.gapMs).slice(0, COU
     const name = who(s);
     threads.set(name, (threads.get(name) ?? 0) + 1);
     const its = doing.get(name) ?? new Map();
-    its.set(activity(s.stack), (its.get(activity(s.stack)) ?? 0) + 1);
+    const what = activity(s.stack);
+    its.set(what, (its.get(what) ?? 0) + 1);
     doing.set(name, its);
   }
   const mainMs = (threads.get("MAIN") ?? 0) * SAMPLE_MS;

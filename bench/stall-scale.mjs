@@ -44,7 +44,7 @@ import { loadavg, tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { fullGc, makeHost, mapLimit, mockModel, pick, report, runChild, sleep, startMeter } from "./lib.mjs";
+import { fullGc, hrSeconds, makeHost, mapLimit, mockModel, pick, report, runChild, sleep, startMeter } from "./lib.mjs";
 
 const SIZES = process.env.STALL_SIZES?.split(",").map(Number) ?? pick([1000, 2000, 5000, 10_000], [200, 1000]);
 const TOKENS = 200;
@@ -108,8 +108,6 @@ function schedstat() {
   const [run, wait] = schedBuffer.toString("latin1", 0, readSync(SCHEDSTAT_FD, schedBuffer, 0, 128, 0)).split(" ");
   return [Number(run) / 1e6, Number(wait) / 1e6];
 }
-
-const hrSeconds = () => Number(process.hrtime.bigint()) / 1e9;
 
 /** Gaps of a 1 ms interval timer, bucketed per phase. */
 function gapRecorder() {

@@ -242,7 +242,29 @@ export const DEFAULT_SETTINGS: Settings = settingsSchema.parse({});
  * @throws InvalidSettingsError naming the key, the value given and what is allowed.
  */
 export function parseSettings(input: unknown, source: string): Settings {
-  const result = settingsSchema.safeParse(input);
+  return check(settingsSchema, input, source);
+}
+
+/**
+ * A layer's schema: a settings file, a host's or a session's `settings` are each one layer of the
+ * merged settings, and a layer may hold part of a group that another layer completes: a file's
+ * `fleet` group may name the fleet and leave `redis` to `--fleet` or another file. The merged
+ * settings are checked whole by {@link parseSettings}.
+ */
+const layerSchema = settingsSchema.extend({ fleet: fleetSchema.partial({ redis: true }).optional() });
+
+/**
+ * Validates one layer of the settings (a settings file, a `settings` option) as {@link parseSettings}
+ * validates the merged settings, except that a group another layer may complete can be partial
+ * (`fleet` without `redis`).
+ * @throws InvalidSettingsError as parseSettings.
+ */
+export function parseSettingsLayer(input: unknown, source: string): void {
+  check(layerSchema, input, source);
+}
+
+function check<S extends z.ZodType>(schema: S, input: unknown, source: string): z.output<S> {
+  const result = schema.safeParse(input);
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => {
     const key = issue.path.map(String).join(".") || "(root)";

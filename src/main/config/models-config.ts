@@ -18,11 +18,11 @@ import { exec } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type Api, getEnvApiKey, getModels, getProviders, type Model } from "@mariozechner/pi-ai";
-import { type ParseError, parse as parseJsonc, printParseErrorCode } from "jsonc-parser";
 import { z } from "zod";
 import { LifelineError } from "../../shared/errors.js";
 import type { ModelChange, ModelRef, ProviderOverrides } from "../../shared/protocol.js";
 import { THINKING_LEVELS } from "../../shared/thinking.js";
+import { parseJsonText } from "./json-text.js";
 
 /** APIs a custom provider may use: pi's `models.json` set. */
 const CUSTOM_PROVIDER_APIS = [
@@ -112,13 +112,8 @@ export async function loadModelsConfig(path: string): Promise<ModelsConfig> {
  * @throws LifelineError ERR_INVALID_MODELS.
  */
 export function parseModelsConfig(text: string, path: string): ModelsConfig {
-  const errors: ParseError[] = [];
-  const value: unknown = parseJsonc(text, errors, { allowTrailingComma: true, disallowComments: false });
-  const first = errors[0];
-  if (first !== undefined) {
-    const { line, column } = position(text, first.offset);
-    throw invalid(path, `is not valid JSON at line ${line}, column ${column} (${printParseErrorCode(first.error)})`);
-  }
+  const { value, problem } = parseJsonText(text, { jsonc: true });
+  if (problem !== undefined) throw invalid(path, `is not valid JSON at ${problem}`);
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw invalid(path, 'must hold an object like {"providers": {"name": {…}}}');
   }
@@ -335,10 +330,4 @@ function describe(issue: z.core.$ZodIssue): string {
   if (issue.code === "unrecognized_keys") return `unknown key(s) ${issue.keys.join(", ")}`;
   if (issue.code === "invalid_value") return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
   return issue.message;
-}
-
-function position(text: string, offset: number): { line: number; column: number } {
-  const before = text.slice(0, offset);
-  const line = before.split("\n").length;
-  return { line, column: offset - before.lastIndexOf("\n") };
 }

@@ -6,7 +6,8 @@ import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { InvalidSettingsError } from "../../shared/errors.js";
-import { mergeSettings, parseSettings, type SettingsInput } from "../../shared/settings.js";
+import { mergeSettings, parseSettingsLayer, type SettingsInput } from "../../shared/settings.js";
+import { parseJsonText } from "./json-text.js";
 
 /** The user directory: `$LIFELINE_DIR`, or `~/.lifeline`. */
 export function resolveLifelineDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -38,19 +39,16 @@ async function readSettingsFile(path: string): Promise<SettingsInput | undefined
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw new InvalidSettingsError(`Cannot read settings file ${path}: ${(error as Error).message}.`, { cause: error });
   }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (error) {
-    throw new InvalidSettingsError(
-      `Settings file ${path} is not valid JSON (${(error as Error).message}). Fix it or remove it.`,
-      { cause: error },
-    );
+  // Strict JSON, as pi reads it; the error points at the line and column, as models.json's does.
+  const { value: parsed, problem } = parseJsonText(text, { jsonc: false });
+  if (problem !== undefined) {
+    throw new InvalidSettingsError(`Settings file ${path} is not valid JSON at ${problem}. Fix it or remove it.`);
   }
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
     throw new InvalidSettingsError(`Settings file ${path} must hold a JSON object, like {"retry": {"maxRetries": 3}}.`);
   }
-  parseSettings(parsed, path);
+  // One layer: a group another file or the command line completes may be partial here.
+  parseSettingsLayer(parsed, path);
   return parsed as SettingsInput;
 }
 
@@ -67,7 +65,7 @@ export async function writeUserSettings(
   const path = settingsPaths(lifelineDir, lifelineDir).user;
   const existing = (await readSettingsFile(path)) ?? {};
   const next = mergeSettings(existing, patch);
-  parseSettings(next, `${path} (after applying the patch)`);
+  parseSettingsLayer(next, `${path} (after applying the patch)`);
   await mkdir(dirname(path), { recursive: true });
   const temp = `${path}.${process.pid}.tmp`;
   await writeFile(temp, `${JSON.stringify(next, null, 2)}\n`, "utf8");

@@ -5,7 +5,7 @@
  */
 import { errorText } from "../../shared/error-text.js";
 import type { ModelChange, ModelRef } from "../../shared/protocol.js";
-import { mergeSettings, parseSettings, type Settings, type SettingsInput } from "../../shared/settings.js";
+import { mergeSettings, parseSettings, parseSettingsLayer, type Settings, type SettingsInput } from "../../shared/settings.js";
 import type { AuthStorage } from "../auth/auth-storage.js";
 import { FileAuthStorage } from "../auth/file-auth-storage.js";
 import { loadModelsConfig, type ModelsConfig, modelsPath, resolveModelRef } from "../config/models-config.js";
@@ -109,7 +109,7 @@ export class HostConfig {
       this.#fileSettings = undefined;
       throw error;
     }
-    if (overrides !== undefined) parseSettings(overrides, "createSession({ settings })");
+    if (overrides !== undefined) parseSettingsLayer(overrides, "createSession({ settings })");
     return parseSettings(mergeSettings(files, this.#options.settings, overrides), "the merged settings");
   }
 }

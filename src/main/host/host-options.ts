@@ -12,7 +12,7 @@ import { LifelineError } from "../../shared/errors.js";
 import type { SessionEvent } from "../../shared/events.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import type { ModelRef } from "../../shared/protocol.js";
-import { parseSettings, type SettingsInput } from "../../shared/settings.js";
+import { parseSettingsLayer, type SettingsInput } from "../../shared/settings.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
 import type { AuthStorage } from "../auth/auth-storage.js";
 import type { FileAuthStorage } from "../auth/file-auth-storage.js";
@@ -315,7 +315,7 @@ const resumeOptionsSchema = sessionOptionsSchema.omit({ sessionId: true, message
  */
 export function checkHostOptions(options: SessionHostOptions): void {
   validate(hostOptionsSchema, options, "createSessionHost options");
-  if (options.settings !== undefined) parseSettings(options.settings, "createSessionHost({ settings })");
+  if (options.settings !== undefined) parseSettingsLayer(options.settings, "createSessionHost({ settings })");
   refuseSettingsExtensions(options.settings, "createSessionHost");
   if (options.workerEntry !== undefined) checkWorkerEntry(options.workerEntry, options.cwd ?? process.cwd());
 }

@@ -162,12 +162,46 @@ describe("settings files", () => {
     });
   });
 
+  it("regression: a settings.json syntax error names the line and column, as models.json's do", async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, "settings.json"), '{\n  "retry": {\n    "maxRetries": 3\n    "baseDelayMs": 5\n  }\n}\n');
+    const error = await loadSettingsFiles(dir, tempDir()).catch((e: Error & { code?: string }) => e);
+    expect(error).toMatchObject({ code: "ERR_INVALID_SETTINGS" });
+    expect(error.message).toContain(`${join(dir, "settings.json")} is not valid JSON at line 4, column 5`);
+  });
+
   it("an invalid value in a file names the file and the key", async () => {
     const dir = tempDir();
     writeFileSync(join(dir, "settings.json"), JSON.stringify({ retry: { baseDelayMs: "fast" } }));
     const error = await loadSettingsFiles(dir, tempDir()).catch((e: Error) => e);
     expect(error.message).toContain(join(dir, "settings.json"));
     expect(error.message).toContain("retry.baseDelayMs");
+  });
+
+  it("regression: a file's fleet group without redis is one layer; --fleet (the host's settings) completes it", async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, "settings.json"), JSON.stringify({ fleet: { name: "team-a", leaseMs: 4000 } }));
+    expect(await loadSettingsFiles(dir, tempDir())).toEqual({ fleet: { name: "team-a", leaseMs: 4000 } });
+    const { host } = inProcessHost({ lifelineDir: dir, settings: { fleet: { redis: "redis://127.0.0.1:6390" } } });
+    try {
+      expect((await host.settings()).fleet).toEqual({ redis: "redis://127.0.0.1:6390", name: "team-a", leaseMs: 4000 });
+    } finally {
+      await host.close();
+    }
+  });
+
+  it("a fleet group that no layer gives a redis is refused once merged, naming fleet.redis", async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, "settings.json"), JSON.stringify({ fleet: { name: "team-a" } }));
+    const { host } = inProcessHost({ lifelineDir: dir });
+    try {
+      await expect(host.settings()).rejects.toMatchObject({
+        code: "ERR_INVALID_SETTINGS",
+        message: expect.stringContaining("fleet.redis"),
+      });
+    } finally {
+      await host.close();
+    }
   });
 
   it("B5: writeUserSettings merges into the user file and keeps unknown keys", async () => {

@@ -56,28 +56,30 @@ export interface RunLockHolder {
 }
 
 /**
- * The load options a generator is handed: plain data only. No API key, no thresholds (they are
- * evaluated on the merged figures), no report folder: each generator resolves keys and models
- * from its own settings files and environment.
+ * The load options the coordinator keeps, each with why; a generator is handed every other field
+ * of {@link LoadOptions} (split-load.ts), so a new load option reaches the generators unless it is
+ * listed here. test/main/load-fleet/split-load.test.ts fails, at the type level, when a field a
+ * generator would get is not plain data.
  */
-export type ShareOptions = Pick<
-  LoadOptions,
-  | "sessions"
-  | "prompts"
-  | "durationMs"
-  | "model"
-  | "faults"
-  | "seed"
-  | "rampUpMs"
-  | "concurrency"
-  | "promptTexts"
-  | "thinkTimeMs"
-  | "threads"
-  | "settings"
-  | "mock"
-  | "sampleIntervalMs"
-  | "arrival"
->;
+export const COORDINATOR_ONLY = {
+  apiKey: "a key never travels through Redis: each generator resolves its own (load-agent --api-key, its environment)",
+  thresholds: "checked once, on the merged figures",
+  outDir: "the coordinator writes the merged report",
+  csv: "the coordinator writes the merged report's files",
+  cwd: "each generator reads its settings and files from its own working directory",
+  lifelineDir: "each generator reads its own user directory",
+  workerEntry: "each generator runs its own worker script (load-agent --worker-entry)",
+  telemetry: "the coordinator runs no session; each generator's host records its own",
+  sweep: "refused: each step of a sweep is chosen from the target's answers to the last, which one process decides",
+  signal: "this process's: each generator's run has its own, aborted by its stop command",
+  onProgress: "this process's callback: the coordinator's progress comes from the generators' snapshots",
+  progressIntervalMs: "this process's callback's pace",
+  onSample: "this process's callback: each generator streams its own samples",
+  beforeStart: "this process's callback: each generator waits for the run's common start itself",
+} as const satisfies Partial<Record<keyof LoadOptions, string>>;
+
+/** The load options a generator is handed: every field of {@link LoadOptions} but {@link COORDINATOR_ONLY}. */
+export type ShareOptions = Omit<LoadOptions, keyof typeof COORDINATOR_ONLY>;
 
 /** A generator's part of a run. */
 export interface RunShare {

@@ -11,13 +11,22 @@
  * split: it measures the target between steps, which needs one process to decide.
  *
  * Each generator gets the seed `seed + index` (its mock's faults, its Poisson arrivals), so the
- * generators' sequences differ yet a run is reproducible. Prompts per session (or conversation),
- * duration, ramp-up, think time and the mock's settings apply to every generator as given.
+ * generators' sequences differ yet a run is reproducible, and its own slice of the prompt texts
+ * and conversations (`promptSlice`), so the target does not see K copies of the same
+ * conversations at the same point: in the closed model generator i's sessions play the
+ * conversations after the sessions of the generators before it (session j of generator i is
+ * conversation `offset_i + j`, as in one process); in the open model arrival n of generator i is
+ * conversation `i + n × k`, the arrival it is in the undivided schedule.
+ *
+ * Every other option applies to every generator as given (prompts, duration, ramp-up, think
+ * time, the model, the mock, the load tool, the SLO, the prompts themselves…): a generator is
+ * handed the whole `LoadOptions` but the split fields and those the coordinator keeps
+ * (`COORDINATOR_ONLY`, load-fleet-protocol.ts, each with its reason).
  */
 import { LifelineError } from "../../shared/errors.js";
 import { LOAD_DEFAULTS, type LoadOptions } from "../load/load-options.js";
 import type { ArrivalOptions } from "../load/open-options.js";
-import type { ShareOptions } from "./load-fleet-protocol.js";
+import { COORDINATOR_ONLY, type ShareOptions } from "./load-fleet-protocol.js";
 
 /** `total` in `parts` shares differing by at most one, larger first. @throws RangeError when total < parts. */
 export function evenShares(total: number, parts: number): number[] {
@@ -55,27 +64,19 @@ export function splitLoad(options: LoadOptions, generators: number): ShareOption
   const sessions = evenShares(options.sessions, generators);
   const concurrency = options.concurrency === undefined ? undefined : evenShares(options.concurrency, generators);
   const seed = options.seed ?? LOAD_DEFAULTS.seed;
+  const shared: Record<string, unknown> = { ...options };
+  for (const name of Object.keys(COORDINATOR_ONLY)) delete shared[name];
+  let before = 0;
   return sessions.map((share, index) => {
-    const part: ShareOptions = { sessions: share, seed: seed + index };
-    const copied = [
-      "prompts",
-      "durationMs",
-      "model",
-      "faults",
-      "rampUpMs",
-      "promptTexts",
-      "thinkTimeMs",
-      "threads",
-      "settings",
-      "mock",
-      "sampleIntervalMs",
-    ] as const;
-    for (const name of copied) {
-      if (options[name] !== undefined) Object.assign(part, { [name]: options[name] });
-    }
+    const part: ShareOptions = { ...(shared as ShareOptions), sessions: share, seed: seed + index };
     const limit = concurrency?.[index];
     if (limit !== undefined) part.concurrency = limit;
+    // Within the run's own slice, if it was given one: generator i's part of it.
+    const outer = options.promptSlice ?? { offset: 0, stride: 1 };
+    const inner = options.arrival === undefined ? { offset: before, stride: 1 } : { offset: index, stride: generators };
+    part.promptSlice = { offset: outer.offset + inner.offset * outer.stride, stride: inner.stride * outer.stride };
     if (options.arrival !== undefined) part.arrival = splitArrival(options.arrival, index, generators);
+    before += share;
     return part;
   });
 }

@@ -1,10 +1,11 @@
 /**
  * The options of {@link runLoad}: one type, one defaults object, one schema (STYLE 9). The CLI's
- * flags are turned into these by load-flags.ts; a program passes them directly.
+ * flags are turned into these by the CLI (cli/groups/load-flags.ts); a program passes them directly.
  */
 import { z } from "zod";
 import type { SettingsInput } from "../../shared/settings.js";
-import { fn, settingsObject, timerMs, validate } from "../config/option-schemas.js";
+import type { ThinkingLevel } from "../../shared/thinking.js";
+import { fn, settingsObject, thinkingLevelSchema, timerMs, validate } from "../config/option-schemas.js";
 import type { TelemetryOptions } from "../telemetry/telemetry-options.js";
 import type { LoadCounters, LoadProgress, RequestRecord } from "./load-metrics.js";
 import type { LoadToolBehaviour, MockTools } from "./load-tools.js";
@@ -65,6 +66,11 @@ export interface LoadOptions {
   model?: string;
   /** Key for `model`'s provider. @default models.json, else the provider's environment variable */
   apiKey?: string;
+  /**
+   * Every load session's thinking level (clamped to what the model supports, as any session's).
+   * @default the settings' defaultThinkingLevel
+   */
+  thinkingLevel?: ThinkingLevel;
   /** Faults of the built-in mock (refused with `model`). @default none */
   faults?: readonly LoadFault[];
   /** Seed of the mock's fault PRNG. @default 0 */
@@ -95,6 +101,14 @@ export interface LoadOptions {
    * `promptTexts`. @default none
    */
   conversations?: readonly (readonly string[])[];
+  /**
+   * This run's slice of `promptTexts` and `conversations`: session (or, in the open model,
+   * conversation) i plays conversation `offset + i × stride`, and the n-th text sent is
+   * `promptTexts[offset + n × stride]` (both modulo their length). A distributed run gives each
+   * generator its own (load-fleet/split-load.ts), so that the target does not see K copies of
+   * the same conversations at the same point. @default { offset: 0, stride: 1 }
+   */
+  promptSlice?: PromptSlice;
   /**
    * The load tool, `load_tool`, which every session then gets in its worker: its wait, CPU work
    * and failure rate per call (load-tools.ts). Set with `mock.tools` for the mock to call it; a
@@ -158,6 +172,17 @@ export interface LoadOptions {
   beforeStart?: () => Promise<void>;
 }
 
+/** See {@link LoadOptions.promptSlice}. */
+export interface PromptSlice {
+  offset: number;
+  stride: number;
+}
+
+/** The index into `promptTexts` or `conversations` of item `n` of a run with `slice`. */
+export function sliceIndex(slice: PromptSlice | undefined, n: number): number {
+  return slice === undefined ? n : slice.offset + n * slice.stride;
+}
+
 /** Defaults of the optional numeric options. */
 export const LOAD_DEFAULTS = {
   seed: 0,
@@ -189,6 +214,7 @@ const loadOptionsSchema = z
       .regex(/^[^/\s]+\/\S+$/, 'use "provider/id", for example "openai/gpt-4o-mini"')
       .optional(),
     apiKey: z.string().min(1).optional(),
+    thinkingLevel: thinkingLevelSchema.optional(),
     faults: z
       .array(faultSchema)
       .refine((faults) => faults.reduce((sum, fault) => sum + fault.probability, 0) <= 1 + 1e-9, {
@@ -207,6 +233,7 @@ const loadOptionsSchema = z
       .array(z.array(z.string().min(1)).min(1))
       .min(1)
       .optional(),
+    promptSlice: z.strictObject({ offset: z.number().int().min(0), stride: z.number().int().min(1) }).optional(),
     tools: z
       .strictObject({
         latencyMs: timerMs(0).optional(),

@@ -4,6 +4,7 @@
  * ever added within a version.
  */
 
+import type { ThinkingLevel } from "../../shared/thinking.js";
 import type { ToolFigures } from "./agentic-metrics.js";
 import { type AgenticReport, agenticReport } from "./agentic-report.js";
 import type { ArrivalConfig, ArrivalTotals, SweepReport } from "./arrival-report.js";
@@ -41,6 +42,8 @@ export interface LoadReport {
     /** `"mock"`: the built-in mock server; `"model"`: `model`, a real endpoint. */
     target: "mock" | "model";
     model: string;
+    /** `--thinking`: every session's thinking level; null: the settings' default. */
+    thinkingLevel: ThinkingLevel | null;
     faults: LoadFault[];
     seed: number;
     rampUpMs: number;

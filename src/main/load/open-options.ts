@@ -68,6 +68,21 @@ export const OPEN_DEFAULTS = {
   promptsPerArrival: 1,
 } as const;
 
+/**
+ * The open model's cap when none is given (`sessions`): what the peak rate opens in
+ * {@link OPEN_CAP_WINDOW_MS}, so arrivals are dropped (or delayed) only once conversations last
+ * longer than that on average; at least 1, at most 100,000 (`sessions`' limit). GuideLLM caps
+ * nothing by default; a cap this far above the target's steady state stays a guard against a
+ * target that stops answering, not a limit of the test.
+ */
+export function defaultOpenCap(arrival: ArrivalOptions, durationMs: number | undefined): number {
+  const peak = Math.max(arrival.rate ?? 0, ...arrivalStages(arrival, durationMs).map((stage) => stage.rate));
+  return Math.min(100_000, Math.max(1, Math.ceil((peak * OPEN_CAP_WINDOW_MS) / 1000)));
+}
+
+/** See {@link defaultOpenCap}. */
+const OPEN_CAP_WINDOW_MS = 60_000;
+
 /** Highest rate accepted, arrivals per second: far above what one host can open sessions at. */
 const MAX_RATE = 100_000;
 

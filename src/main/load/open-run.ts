@@ -18,7 +18,7 @@ import { startRateOf } from "./arrival-report.js";
 import { arrivalTimes, profileDurationMs } from "./arrivals.js";
 import { ConversationPool, emptyCounts } from "./conversation-pool.js";
 import type { LoadProgress } from "./load-metrics.js";
-import { LOAD_DEFAULTS, type LoadOptions } from "./load-options.js";
+import { LOAD_DEFAULTS, type LoadOptions, sliceIndex } from "./load-options.js";
 import { arrivalStages, OPEN_DEFAULTS } from "./open-options.js";
 import { conversationTurn } from "./prompts-file.js";
 import { type MeterOutcome, RunMeter } from "./run-meter.js";
@@ -276,9 +276,11 @@ class OpenRun implements StepRunner {
 
   #text(conversation: number, prompt: number): string {
     const conversations = this.#options.conversations;
-    if (conversations !== undefined) return conversationTurn(conversations, conversation, prompt);
+    const slice = this.#options.promptSlice;
+    if (conversations !== undefined) return conversationTurn(conversations, sliceIndex(slice, conversation), prompt);
     const texts = this.#options.promptTexts;
-    if (texts !== undefined && texts.length > 0) return texts[this.#nextText++ % texts.length] as string;
+    if (texts !== undefined && texts.length > 0)
+      return texts[sliceIndex(slice, this.#nextText++) % texts.length] as string;
     return `Load test, conversation ${conversation}, prompt ${prompt}: answer in a few words.`;
   }
 

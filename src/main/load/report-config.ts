@@ -25,6 +25,7 @@ export function reportConfig(options: LoadOptions, settings: Record<string, unkn
     durationMs: options.durationMs ?? null,
     target: options.model === undefined ? "mock" : "model",
     model: options.model ?? MOCK_MODEL_NAME,
+    thinkingLevel: options.thinkingLevel ?? null,
     faults: [...(options.faults ?? [])],
     seed: options.seed ?? LOAD_DEFAULTS.seed,
     rampUpMs: options.rampUpMs ?? LOAD_DEFAULTS.rampUpMs,

@@ -18,7 +18,7 @@ import { createSessionHost, type SessionHost } from "../host/session-host.js";
 import { abortableSleep } from "../retry/sleep.js";
 import type { AgentSession } from "../session/agent-session.js";
 import type { LoadProgress, PromptRecord, RequestRecord } from "./load-metrics.js";
-import { checkLoadOptions, LOAD_DEFAULTS, type LoadOptions } from "./load-options.js";
+import { checkLoadOptions, LOAD_DEFAULTS, type LoadOptions, sliceIndex } from "./load-options.js";
 import { buildReport, type LoadReport } from "./load-report.js";
 import { loadToolSessionOptions } from "./load-tools.js";
 import { withMockIdleTimeout } from "./mock-idle-timeout.js";
@@ -99,7 +99,11 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     const apiKey = target === undefined ? options.apiKey : MOCK_API_KEY;
     // Load sessions get the load tool when the mock calls it or its behaviour is set.
     const tools = options.tools ?? (options.mock?.tools === undefined ? undefined : {});
-    const perSession = (index: number) => (tools === undefined ? {} : loadToolSessionOptions(tools, seed, index));
+    const level = options.thinkingLevel === undefined ? {} : { thinkingLevel: options.thinkingLevel };
+    const perSession = (index: number) => ({
+      ...level,
+      ...(tools === undefined ? {} : loadToolSessionOptions(tools, seed, index)),
+    });
     const open = host;
     // The open model and the sweep open a session per arrival (open-run.ts); the closed model all up front.
     const outcome =
@@ -183,7 +187,7 @@ async function openSessions(
   model: string | Model<Api>,
   apiKey: string | undefined,
   signal: AbortSignal | undefined,
-  perSession: (index: number) => Pick<SessionOptions, "workerModule" | "workerModuleOptions">,
+  perSession: (index: number) => Pick<SessionOptions, "workerModule" | "workerModuleOptions" | "thinkingLevel">,
 ): Promise<AgentSession[]> {
   const open = (index: number) =>
     host.createSession({ model, sessions: false, ...(apiKey === undefined ? {} : { apiKey }), ...perSession(index) });
@@ -320,9 +324,11 @@ class LoadRun {
 
   #text(session: number, prompt: number): string {
     const conversations = this.#options.conversations;
-    if (conversations !== undefined) return conversationTurn(conversations, session, prompt);
+    const slice = this.#options.promptSlice;
+    if (conversations !== undefined) return conversationTurn(conversations, sliceIndex(slice, session), prompt);
     const texts = this.#options.promptTexts;
-    if (texts !== undefined && texts.length > 0) return texts[this.#nextText++ % texts.length] as string;
+    if (texts !== undefined && texts.length > 0)
+      return texts[sliceIndex(slice, this.#nextText++) % texts.length] as string;
     return `Load test, session ${session}, prompt ${prompt}: answer in a few words.`;
   }
 

@@ -5,14 +5,14 @@
  * mock server this test runs (`--model mock/mock-1` through models.json), so that one independent
  * server counts every request of every generator.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import type { RequestRecord } from "../../../dist/main/load/index.js";
 import type { FleetLoadReport } from "../../../dist/main/load-fleet/index.js";
 import { type MockServer, startMockServer } from "../../../dist/mock-server/index.js";
-import { within } from "../../fixtures/bounded.js";
+import { tempDir, within } from "../../fixtures/bounded.js";
 import { type AgentChild, agentLifelineDir, startAgent, waitForEntries } from "../../fixtures/load-agents.js";
 import { type LoadRun, runLoadChild, startLoadChild } from "../../fixtures/load-child.js";
 import { freePort, redisForFile } from "../../fixtures/redis-server.js";
@@ -112,6 +112,56 @@ describe("a distributed run over three generators", () => {
     ]);
     expect(run.stdout).toMatch(/Generators \(run /);
     for (const agent of agents) expect(await within(agent.exited, 30_000, "a generator's exit")).toBe(0);
+  }, 150_000);
+
+  it("regression: the generators get --prompts-file conversations, each its own, and --slo", async () => {
+    const name = file.fleetName("convs");
+    const server = await startMockServer({ script: { reply: "one two three", tokenDelayMs: 1 } });
+    cleanups.push(() => server.close());
+    const models = {
+      providers: {
+        mock: { baseUrl: `${server.url}/v1`, api: "openai-completions", apiKey: "dummy", models: [{ id: "mock-1" }] },
+      },
+    };
+    await startAgents(2, name, models);
+    const dir = tempDir(cleanups, "lifeline-convs-");
+    const conversations = [0, 1, 2, 3].map((i) => JSON.stringify({ turns: [`conv${i} first`, `conv${i} second`] }));
+    writeFileSync(join(dir, "convs.jsonl"), `${conversations.join("\n")}\n`);
+    const run = await runLoadChild(
+      cleanups,
+      [
+        ...["--model", "mock/mock-1", "--sessions", "4", "--prompts", "2", "--threads", "1", "--out", "out"],
+        ...["--prompts-file", join(dir, "convs.jsonl"), "--slo", "e2e<=60s"],
+        ...fleetArgs(name, 2),
+      ],
+      { timeoutMs: 90_000 },
+    );
+    expect(run.code, run.stderr).toBe(0);
+    // Four sessions over two generators play the four conversations once each, both turns:
+    // generator 2 starts after generator 1's two sessions, not at the first conversation again.
+    expect([0, 1, 2, 3].map((i) => server.requests(`conv${i} first`))).toEqual([2, 2, 2, 2]);
+    expect(server.stats().total).toBe(8);
+    const report = reportOf(run);
+    expect(report.slo).toMatchObject({ spec: "e2e<=60s" });
+    expect(report.slo?.requests.total).toBe(8);
+  }, 150_000);
+
+  it("regression: the load tool's flags reach the generators: each tool call waits --tool-latency", async () => {
+    const name = file.fleetName("tools");
+    await startAgents(2, name);
+    const run = await runLoadChild(
+      cleanups,
+      [
+        ...["--sessions", "2", "--prompts", "1", "--threads", "1", "--out", "out"],
+        ...["--tool-calls", "1", "--tool-latency", "400ms", "--mock-tokens", "3", "--mock-token-delay", "1ms"],
+        ...fleetArgs(name, 2),
+      ],
+      { timeoutMs: 90_000 },
+    );
+    expect(run.code, run.stderr).toBe(0);
+    const report = reportOf(run);
+    expect(report.agentic.toolCalls).toBe(2);
+    expect(report.agentic.toolLatencyMs.min).toBeGreaterThanOrEqual(400);
   }, 150_000);
 
   it("the open model: the arrival rate and the cap are split, and together the generators offer the undivided schedule", async () => {

@@ -19,6 +19,7 @@ const config: LoadReport["config"] = {
   durationMs: null,
   target: "mock",
   model: "lifeline-mock/mock-1",
+  thinkingLevel: null,
   faults: [],
   seed: 0,
   rampUpMs: 0,

@@ -6,8 +6,10 @@
  * schedule; the sweep refused.
  */
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { describe, expect, expectTypeOf, it } from "vitest";
 import { type ArrivalStage, arrivalTimes, expectedArrivals } from "../../../src/main/load/arrivals.js";
+import type { LoadOptions } from "../../../src/main/load/load-options.js";
+import { COORDINATOR_ONLY, type ShareOptions } from "../../../src/main/load-fleet/load-fleet-protocol.js";
 import { evenShares, splitArrival, splitLoad } from "../../../src/main/load-fleet/split-load.js";
 
 /** The schedule's expected arrivals from its start to `ms`: its stages cut at `ms` (a ramp at its rate there). */
@@ -63,11 +65,85 @@ describe("splitLoad", () => {
       },
       3,
     );
+    const common = { prompts: 5, faults: [{ step: 503, probability: 0.1 }], thinkTimeMs: 20 };
     expect(shares).toEqual([
-      { sessions: 4, seed: 40, prompts: 5, faults: [{ step: 503, probability: 0.1 }], thinkTimeMs: 20, concurrency: 2 },
-      { sessions: 3, seed: 41, prompts: 5, faults: [{ step: 503, probability: 0.1 }], thinkTimeMs: 20, concurrency: 1 },
-      { sessions: 3, seed: 42, prompts: 5, faults: [{ step: 503, probability: 0.1 }], thinkTimeMs: 20, concurrency: 1 },
+      { sessions: 4, seed: 40, ...common, concurrency: 2, promptSlice: { offset: 0, stride: 1 } },
+      { sessions: 3, seed: 41, ...common, concurrency: 1, promptSlice: { offset: 4, stride: 1 } },
+      { sessions: 3, seed: 42, ...common, concurrency: 1, promptSlice: { offset: 7, stride: 1 } },
     ]);
+  });
+
+  it("regression: hands the generators every option the coordinator does not keep (conversations, slo, the load tool…)", () => {
+    const options: Required<ShareOptions> = {
+      sessions: 4,
+      prompts: 2,
+      durationMs: 60_000,
+      model: "local/local-1",
+      thinkingLevel: "low",
+      faults: [],
+      seed: 3,
+      slo: "e2e<=2s",
+      rampUpMs: 10,
+      concurrency: 4,
+      promptTexts: ["a"],
+      conversations: [["first", "second"], ["other"]],
+      promptSlice: { offset: 0, stride: 1 },
+      tools: { latencyMs: 4000, cpuMs: 5, failureRate: 0.1 },
+      thinkTimeMs: 5,
+      threads: 2,
+      settings: { retry: { maxRetries: 1 } },
+      mock: { tokens: 3 },
+      arrival: { rate: 2, process: "poisson" },
+      sampleIntervalMs: 500,
+    };
+    const [first] = splitLoad(options, 2);
+    const { sessions, seed, concurrency, arrival, promptSlice, ...asGiven } = options;
+    expect(first).toMatchObject(asGiven);
+    expect(Object.keys(first ?? {}).sort()).toEqual(Object.keys(options).sort());
+  });
+
+  it("the generators' fields are every LoadOptions field but the coordinator's, and all plain data", () => {
+    // A field in neither list would be a new option the generators silently miss: there is none,
+    // since ShareOptions is LoadOptions without COORDINATOR_ONLY. What must hold is that each
+    // field a generator gets can travel as JSON through Redis: a function, a signal or a URL
+    // option has to be listed as COORDINATOR_ONLY, with its reason.
+    type NotData = ((...args: never[]) => unknown) | AbortSignal | URL;
+    type Carried = {
+      [K in keyof ShareOptions]-?: [Extract<NonNullable<ShareOptions[K]>, NotData>] extends [never] ? never : K;
+    }[keyof ShareOptions];
+    expectTypeOf<Carried>().toEqualTypeOf<never>();
+    expectTypeOf<
+      Exclude<keyof LoadOptions, keyof ShareOptions | keyof typeof COORDINATOR_ONLY>
+    >().toEqualTypeOf<never>();
+    for (const reason of Object.values(COORDINATOR_ONLY)) expect(reason.length).toBeGreaterThan(10);
+  });
+
+  it("gives each generator its own slice of the prompts: the closed model's sessions after the previous generators', the open model's arrivals interleaved", () => {
+    expect(splitLoad({ sessions: 5, prompts: 1 }, 2).map((share) => share.promptSlice)).toEqual([
+      { offset: 0, stride: 1 },
+      { offset: 3, stride: 1 },
+    ]);
+    expect(
+      splitLoad({ sessions: 6, durationMs: 1000, arrival: { rate: 3 } }, 3).map((share) => share.promptSlice),
+    ).toEqual([
+      { offset: 0, stride: 3 },
+      { offset: 1, stride: 3 },
+      { offset: 2, stride: 3 },
+    ]);
+    // Within a slice the run was given: generator 1 of 2 takes every other conversation of it.
+    expect(
+      splitLoad({ sessions: 2, durationMs: 1000, arrival: { rate: 2 }, promptSlice: { offset: 5, stride: 10 } }, 2)[1]
+        ?.promptSlice,
+    ).toEqual({ offset: 15, stride: 20 });
+  });
+
+  it("the open model's generators together play each conversation once, in the undivided order", () => {
+    const k = 3;
+    const shares = splitLoad({ sessions: 9, durationMs: 1000, arrival: { rate: 9 } }, k);
+    const played = shares.flatMap((share) =>
+      [0, 1, 2].map((n) => (share.promptSlice?.offset ?? 0) + n * (share.promptSlice?.stride ?? 1)),
+    );
+    expect(played.sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
   });
 
   it("refuses fewer sessions or less concurrency than generators with ERR_INVALID_OPTIONS", () => {

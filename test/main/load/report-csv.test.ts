@@ -79,6 +79,7 @@ describe("summary.csv", () => {
         durationMs: null,
         target: "mock",
         model: "lifeline-mock/mock-1",
+        thinkingLevel: null,
         faults: [],
         seed: 0,
         rampUpMs: 0,

@@ -15,6 +15,7 @@ export type { ErrorCode, WireError, WorkerExitCause } from "../shared/errors.js"
 export {
   ExtensionLoadError,
   ExtensionUnsupportedError,
+  FleetAuthError,
   FleetUnavailableError,
   InvalidSettingsError,
   LifelineError,

@@ -41,6 +41,7 @@ export type ErrorCode =
   | "ERR_EXTENSION_LOAD"
   | "ERR_EXTENSION_UNSUPPORTED"
   | "ERR_FLEET_UNAVAILABLE"
+  | "ERR_FLEET_AUTH"
   | "ERR_FLEET_JOB_FAILED"
   | "ERR_FLEET_TIMEOUT"
   | "ERR_TELEMETRY_UNAVAILABLE";
@@ -55,6 +56,8 @@ export interface WireError {
   retryAfterMs?: number;
   /** How a worker ended, for ERR_WORKER_EXITED and ERR_SESSION_CRASHED (see {@link WorkerExitCause}). */
   exitCause?: WorkerExitCause;
+  /** The message in the CLI's words, where its advice differs (a flag instead of an option). */
+  cliMessage?: string;
   stack?: string;
 }
 
@@ -68,22 +71,34 @@ export interface WireError {
  */
 export type WorkerExitCause = "oom" | "exit" | "crash" | "hung";
 
+/** What a {@link LifelineError} carries besides its code and message. */
+export interface LifelineErrorOptions {
+  cause?: unknown;
+  status?: number;
+  retryAfterMs?: number;
+  /**
+   * The message as the `lifeline` command says it, where the advice differs from the library's:
+   * a flag or a command where the library names an option or a method ("pass --api-key" rather
+   * than "pass apiKey to createSession"). The CLI prints it instead of `message`.
+   */
+  cliMessage?: string;
+}
+
 /** Base class of every error lifeline throws. `code` is stable; `message` says what to do. */
 export class LifelineError extends Error {
   readonly code: ErrorCode;
   readonly status: number | undefined;
   readonly retryAfterMs: number | undefined;
+  /** See {@link LifelineErrorOptions.cliMessage}; undefined where `message` serves the CLI too. */
+  readonly cliMessage: string | undefined;
 
-  constructor(
-    code: ErrorCode,
-    message: string,
-    options: { cause?: unknown; status?: number; retryAfterMs?: number } = {},
-  ) {
+  constructor(code: ErrorCode, message: string, options: LifelineErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = "LifelineError";
     this.code = code;
     this.status = options.status;
     this.retryAfterMs = options.retryAfterMs;
+    this.cliMessage = options.cliMessage;
   }
 }
 
@@ -187,6 +202,18 @@ export class FleetUnavailableError extends LifelineError {
   }
 }
 
+/**
+ * The fleet's Redis answered but refused the credentials of `fleet.redis` (a wrong password or
+ * user, or none where Redis needs one). The message names the URL with the password hidden and
+ * Redis's own refusal; nothing is retried, since waiting does not mend a wrong password.
+ */
+export class FleetAuthError extends LifelineError {
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super("ERR_FLEET_AUTH", message, options);
+    this.name = "FleetAuthError";
+  }
+}
+
 /** Converts any thrown value to plain data. Keeps the code of a LifelineError; others become `fallback`. */
 export function toWireError(error: unknown, fallback: ErrorCode = "ERR_RUN_FAILED"): WireError {
   if (error instanceof LifelineError) {
@@ -194,6 +221,7 @@ export function toWireError(error: unknown, fallback: ErrorCode = "ERR_RUN_FAILE
     if (error.status !== undefined) wire.status = error.status;
     if (error.retryAfterMs !== undefined) wire.retryAfterMs = error.retryAfterMs;
     if (error instanceof WorkerExitedError || error instanceof SessionCrashedError) wire.exitCause = error.exitCause;
+    if (error.cliMessage !== undefined) wire.cliMessage = error.cliMessage;
     if (error.stack !== undefined) wire.stack = error.stack;
     return wire;
   }
@@ -225,9 +253,10 @@ export function fromWireError(wire: WireError): LifelineError {
       error = new SessionCrashedError(wire.message, wire.exitCause ?? "crash");
       break;
     default: {
-      const options: { status?: number; retryAfterMs?: number } = {};
+      const options: LifelineErrorOptions = {};
       if (wire.status !== undefined) options.status = wire.status;
       if (wire.retryAfterMs !== undefined) options.retryAfterMs = wire.retryAfterMs;
+      if (wire.cliMessage !== undefined) options.cliMessage = wire.cliMessage;
       error = new LifelineError(wire.code, wire.message, options);
     }
   }

@@ -20,10 +20,10 @@ export function resolveModel(ref: ModelRef): Model<Api> {
   }
   const providers: readonly string[] = getProviders();
   if (!providers.includes(provider)) {
-    throw new LifelineError(
-      "ERR_UNKNOWN_MODEL",
-      `Unknown provider "${provider}". Use one of: ${[DEMO_PROVIDER, ...providers].join(", ")}, or pass a pi-ai Model object.`,
-    );
+    const head = `Unknown provider "${provider}". Use one of: ${[DEMO_PROVIDER, ...providers].join(", ")}`;
+    throw new LifelineError("ERR_UNKNOWN_MODEL", `${head}, or pass a pi-ai Model object.`, {
+      cliMessage: `${head}, or define it in models.json.`,
+    });
   }
   const candidates = getModels(provider as Parameters<typeof getModels>[0]) as Model<Api>[];
   const model = candidates.find((candidate) => candidate.id === id);

@@ -177,10 +177,8 @@ export async function resolveModelRef(
     const builtIn: readonly string[] = getProviders();
     if (!builtIn.includes(ref.provider) && !KEYLESS_PROVIDERS.has(ref.provider)) {
       const known = ["demo", ...Object.keys(config.providers), ...builtIn];
-      throw new LifelineError(
-        "ERR_UNKNOWN_MODEL",
-        `Unknown provider "${ref.provider}". Use one of: ${known.join(", ")}; define it in ${config.path}; or pass a pi-ai Model object.`,
-      );
+      const head = `Unknown provider "${ref.provider}". Use one of: ${known.join(", ")}; define it in ${config.path}`;
+      throw new LifelineError("ERR_UNKNOWN_MODEL", `${head}; or pass a pi-ai Model object.`, { cliMessage: `${head}.` });
     }
     // The worker resolves catalogue models and checks the key after the model, so an unknown
     // id is reported as such rather than as a missing key.
@@ -273,10 +271,10 @@ function withKey(resolved: ModelChange, key: string | undefined): ModelChange {
 
 function requireKey(provider: string, key: string | undefined, path: string): void {
   if (key !== undefined && key !== "") return;
-  throw new LifelineError(
-    "ERR_MISSING_API_KEY",
-    `No API key for provider "${provider}": set "apiKey" for it in ${path} (a key, an environment variable name or "!command"), or pass apiKey to createSession (CLI: --api-key).`,
-  );
+  const head = `No API key for provider "${provider}": set "apiKey" for it in ${path} (a key, an environment variable name or "!command"), add one to auth.json (\`lifeline auth add ${provider}\`)`;
+  throw new LifelineError("ERR_MISSING_API_KEY", `${head}, or pass apiKey to createSession.`, {
+    cliMessage: `${head}, or pass --api-key.`,
+  });
 }
 
 async function resolveHeaders(

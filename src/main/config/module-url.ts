@@ -28,8 +28,10 @@ export function checkWorkerEntry(entry: string | URL, cwd: string): void {
   if (!url.startsWith("file:")) return;
   const path = fileURLToPath(url);
   if (existsSync(path)) return;
+  const remedy = `Copy the package's worker bundle (lifeline/worker, dist/lifeline-worker.mjs) there, or fix the path (a relative one is taken from`;
   throw new LifelineError(
     "ERR_INVALID_OPTIONS",
-    `Invalid createSessionHost options: workerEntry ${path} does not exist. Copy the package's worker bundle (lifeline/worker, dist/lifeline-worker.mjs) there, or fix the path (a relative one is taken from the host's cwd, ${cwd}).`,
+    `Invalid createSessionHost options: workerEntry ${path} does not exist. ${remedy} the host's cwd, ${cwd}).`,
+    { cliMessage: `--worker-entry (or LIFELINE_WORKER_ENTRY): ${path} does not exist. ${remedy} the working directory, ${cwd}).` },
   );
 }

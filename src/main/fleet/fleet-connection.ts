@@ -11,7 +11,7 @@
 import { EventEmitter } from "node:events";
 import { Redis, type RedisOptions } from "ioredis";
 import { errorText } from "../../shared/error-text.js";
-import { FleetUnavailableError, InvalidSettingsError } from "../../shared/errors.js";
+import { FleetAuthError, FleetUnavailableError, InvalidSettingsError } from "../../shared/errors.js";
 import type { FleetSettings } from "../../shared/settings.js";
 import { withTimeout } from "../../shared/with-timeout.js";
 
@@ -147,13 +147,29 @@ export async function connectFleet(
   const shown = redactedUrl(settings.redis);
   const redis = new Redis(settings.redis, fleetRedisOptions(timeoutMs));
   let lastError: unknown;
+  let refused: (error: Error) => void = () => {};
+  // A refused AUTH is answered at once and retrying cannot mend it: fail now, and say so.
+  const authRefused = new Promise<never>((_, reject) => {
+    refused = reject;
+  });
   redis.on("error", (error) => {
     lastError = error;
+    if (isAuthRefusal(error)) refused(error);
   });
+  // A first try that fails (Redis not up yet) leaves ioredis reconnecting (retryStrategy): the
+  // wait is for the first "ready", so the whole timeout is tried, not only the first attempt.
+  const ready = new Promise<void>((resolve) => redis.once("ready", () => resolve()));
+  redis.connect().catch(() => {});
   try {
-    await withTimeout(redis.connect(), timeoutMs, () => `no answer within ${timeoutMs} ms`);
+    await withTimeout(Promise.race([ready, authRefused]), timeoutMs, () => `no answer within ${timeoutMs} ms`);
   } catch (error) {
     redis.disconnect();
+    if (isAuthRefusal(lastError ?? error)) {
+      throw new FleetAuthError(
+        `The fleet's Redis at ${shown} (fleet.redis) refused its credentials: authentication failed (${errorText(lastError ?? error)}). Fix the user and password in fleet.redis (redis://user:password@host:port), or --fleet.`,
+        { cause: lastError ?? error },
+      );
+    }
     const why = errorText(lastError ?? error);
     throw new FleetUnavailableError(
       `Cannot reach the fleet's Redis at ${shown} (fleet.redis): tried for ${timeoutMs} ms, last error: ${why}. Start Redis (docs/fleet.md says how) or fix fleet.redis.`,
@@ -178,6 +194,20 @@ export async function connectFleet(
       },
     );
   }
+}
+
+/**
+ * Redis's refusals of a connection's credentials: a wrong user or password (`WRONGPASS`), none
+ * where one is required (`NOAUTH`), or a password where none is set (`ERR AUTH … called without
+ * any password configured`).
+ */
+function isAuthRefusal(error: unknown): boolean {
+  const text = errorText(error);
+  return (
+    /^(WRONGPASS|NOAUTH)\b/.test(text) ||
+    /^ERR AUTH\b.*without any password/.test(text) ||
+    /invalid password/i.test(text)
+  );
 }
 
 /** Checks `INFO` sections; returns warnings, throws ERR_INVALID_SETTINGS for a Redis fleet mode cannot use. */

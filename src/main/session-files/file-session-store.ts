@@ -137,9 +137,11 @@ export class FileSessionStore implements SessionStore {
         );
       }
     }
+    const where = this.#dir ?? join(this.#root, "sessions");
     throw new LifelineError(
       "ERR_SESSION_NOT_FOUND",
-      `No session with an id starting "${ref}" in ${this.#dir ?? join(this.#root, "sessions")}; list them with listSessions().`,
+      `No session with an id starting "${ref}" in ${where}; list them with listSessions().`,
+      { cliMessage: `No session with an id starting "${ref}" in ${where}; list them with \`lifeline sessions\`.` },
     );
   }
 }

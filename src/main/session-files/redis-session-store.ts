@@ -240,6 +240,7 @@ export class RedisSessionStore implements SessionStore {
 function notFound(ref: string): LifelineError {
   return new LifelineError(
     "ERR_SESSION_NOT_FOUND",
-    `No session in the fleet with an id starting "${ref}"; list them with listSessions() (or lifeline sessions).`,
+    `No session in the fleet with an id starting "${ref}"; list them with listSessions().`,
+    { cliMessage: `No session in the fleet with an id starting "${ref}"; list them with \`lifeline sessions\`.` },
   );
 }

@@ -4,6 +4,7 @@
  */
 import { type Api, getEnvApiKey, type Model } from "@mariozechner/pi-ai";
 import { LifelineError } from "../../shared/errors.js";
+import { missingKeyMessages } from "../../shared/provider-keys.js";
 
 /**
  * The key a session's requests use. Every key it has used stays in `secrets`, so a key replaced
@@ -24,10 +25,8 @@ export class Credentials {
   set(model: Model<Api>, apiKey: string | undefined, authHeader: boolean): void {
     const key = apiKey ?? getEnvApiKey(model.provider);
     if (key === undefined && needsKey(model)) {
-      throw new LifelineError(
-        "ERR_MISSING_API_KEY",
-        `No API key for provider "${model.provider}": set its API key environment variable, pass apiKey to createSession (CLI: --api-key), or set "apiKey" for it in models.json.`,
-      );
+      const { message, cliMessage } = missingKeyMessages(model.provider);
+      throw new LifelineError("ERR_MISSING_API_KEY", message, { cliMessage });
     }
     this.apiKey = key;
     this.authHeader = authHeader;

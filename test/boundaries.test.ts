@@ -62,6 +62,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["host"], // SessionHost: options, opening and resuming sessions
   ["load", "rpc", "serve", "tui"], // the CLI's modes (serve: a fleet host taking queued prompts)
   ["load-fleet"], // distributed load runs: generators (load-agent) and their coordinator, over the fleet's Redis
+  ["cli"], // the command line: option groups, the command tree, each command's flags → the modes' typed requests
   ["(entry)"], // index.ts, cli.ts
 ];
 const ENTRY_POINTS = ["index.ts", "cli.ts"];

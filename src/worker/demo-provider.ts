@@ -21,10 +21,17 @@ import {
   type Model,
   type SimpleStreamOptions,
 } from "@mariozechner/pi-ai";
+import { DEMO_PROVIDER, type DemoModelId } from "../shared/demo-models.js";
 import { registerScriptedFaux } from "./scripted-faux.js";
 
-/** The provider name of the demo models. */
-export const DEMO_PROVIDER = "demo";
+export { DEMO_PROVIDER } from "../shared/demo-models.js";
+
+/** Each demo model's script: failures per prompt before it answers, and its pace (undefined: no delay). */
+const DEMO_SCRIPTS: Record<DemoModelId, { failures: number; tokensPerSecond: number | undefined }> = {
+  "demo-1": { failures: 2, tokensPerSecond: 60 },
+  "demo-stream": { failures: 0, tokensPerSecond: 50 },
+  "demo-fast": { failures: 0, tokensPerSecond: undefined },
+};
 
 const TRANSIENT_ERRORS = [
   "503 Service Unavailable: the demo model is overloaded (simulated)",
@@ -72,11 +79,11 @@ export function forgetDemoSession(sessionId: string): void {
 /** Registers the demo models with pi-ai (once per thread) and returns them by id. */
 export function demoModels(): Map<string, Model<Api>> {
   if (models === undefined) {
-    models = new Map([
-      registerDemoModel("demo-1", 2, 60),
-      registerDemoModel("demo-stream", 0, 50),
-      registerDemoModel("demo-fast", 0, undefined),
-    ]);
+    models = new Map(
+      Object.entries(DEMO_SCRIPTS).map(([id, script]) =>
+        registerDemoModel(id, script.failures, script.tokensPerSecond),
+      ),
+    );
   }
   return models;
 }

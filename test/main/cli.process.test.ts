@@ -3,8 +3,8 @@
  * (run `npm run build` first), each with its own LIFELINE_DIR and working directory, so no user
  * or project settings leak in. Every child is killed if it has not exited within its bound.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -154,6 +154,8 @@ describe("the lifeline command", () => {
     expect(run.stderr).toContain("no-such-provider");
     expect(run.stderr).toMatch(/\bdemo\b/);
     expect(run.stderr).toMatch(/\bopenai\b/);
+    // Library advice stays out of the command line's errors.
+    expect(run.stderr).not.toContain("pi-ai Model object");
   });
 
   it("R12: an out-of-range retry setting in the user settings.json exits 2 naming the file and the key", async () => {
@@ -165,13 +167,85 @@ describe("the lifeline command", () => {
     expect(run.stderr).toContain("retry.maxRetries");
   });
 
-  it("R12: a malformed user settings.json exits 2 naming the file", async () => {
-    const run = await runCli(["demo"], { userSettings: '{"retry": {"baseDelayMs": 5' });
+  it("R12: a malformed user settings.json exits 2 naming the file, the line and the column", async () => {
+    const run = await runCli(["demo"], { userSettings: '{\n  "retry": {"baseDelayMs": 5' });
     expect(run.timedOut, `stderr: ${run.stderr}`).toBe(false);
     expect(run.code, `stderr: ${run.stderr}`).toBe(2);
     expect(run.stdout).toBe("");
-    expect(run.stderr).toMatch(/lifeline-cli-[^/\s]+\/settings\.json/);
-    expect(run.stderr).toMatch(/JSON/);
+    expect(run.stderr).toMatch(/lifeline-cli-[^/\s]+\/settings\.json is not valid JSON at line 2, column \d+/);
+  });
+
+  describe("first contact: pi's forms and errors in the command line's words", () => {
+    it("regression: -p takes pi's order, the prompt after the flags", async () => {
+      const run = await runCli(["-p", "--model", "demo/demo-fast", "Hello"]);
+      expect(run.code, `stderr: ${run.stderr}`).toBe(0);
+      expect(run.stdout).toContain('you said "Hello"');
+    });
+
+    it("regression: a prompt without -p and without a terminal is print mode, as pi's", async () => {
+      const run = await runCli(["--model", "demo/demo-fast", "hello"]);
+      expect(run.code, `stderr: ${run.stderr}`).toBe(0);
+      expect(run.stdout).toContain('you said "hello"');
+    });
+
+    it("several prompts are sent in order and the last answer is printed", async () => {
+      const run = await runCli(["-p", "first", "second", "--model", "demo-fast", "--no-session"]);
+      expect(run.code, `stderr: ${run.stderr}`).toBe(0);
+      expect(run.stdout).toBe(`${run.stdout.split("\n")[0]}\n`);
+      expect(run.stdout).toContain('you said "second"');
+    });
+
+    it("regression: --version prints the package's version", async () => {
+      const run = await runCli(["--version"]);
+      expect(run.code, `stderr: ${run.stderr}`).toBe(0);
+      const { version } = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { version: string };
+      expect(run.stdout).toBe(`${version}\n`);
+    });
+
+    it("regression: --model with an id alone finds its provider as pi does: a unique id, and the first provider of a shared one", async () => {
+      const unique = await runCli(["-p", "hi", "--model", "demo-fast"]);
+      expect(unique.code, `stderr: ${unique.stderr}`).toBe(0);
+      expect(unique.stdout).toContain('you said "hi"');
+      // gpt-4o is azure-openai-responses', cloudflare-ai-gateway's, github-copilot's and openai's:
+      // pi takes the first in pi-ai's provider order; without its key the error names it.
+      const shared = await runCli(["-p", "hi", "--model", "gpt-4o"], { env: { AZURE_OPENAI_API_KEY: "" } });
+      expect(shared.code, `stderr: ${shared.stderr}`).toBe(2);
+      expect(shared.stderr).toContain('No API key for provider "azure-openai-responses"');
+    });
+
+    it("regression: a missing key names the provider's variable, `lifeline auth add` and --api-key, not library calls", async () => {
+      const run = await runCli(["-p", "hi", "--model", "openai/gpt-4o"], { env: { OPENAI_API_KEY: "" } });
+      expect(run.code, `stderr: ${run.stderr}`).toBe(2);
+      expect(run.stderr).toContain("[ERR_MISSING_API_KEY]");
+      expect(run.stderr).toContain("set OPENAI_API_KEY");
+      expect(run.stderr).toContain("lifeline auth add openai");
+      expect(run.stderr).toContain("--api-key");
+      expect(run.stderr).not.toContain("createSession");
+    });
+
+    it("regression: a session that is not there points to `lifeline sessions`, not listSessions()", async () => {
+      const run = await runCli(["-p", "hi", "--session", "0000dead"]);
+      expect(run.code, `stderr: ${run.stderr}`).toBe(2);
+      expect(run.stderr).toContain("[ERR_SESSION_NOT_FOUND]");
+      expect(run.stderr).toContain("`lifeline sessions`");
+      expect(run.stderr).not.toContain("listSessions()");
+    });
+
+    it("regression: `lifeline sessions | head -1` ends quietly on the closed pipe", async () => {
+      const lifelineDir = tempDir();
+      const cwd = tempDir();
+      const env = { ...process.env, LIFELINE_DIR: lifelineDir, NO_COLOR: "1" };
+      for (let i = 0; i < 3; i++) {
+        const made = spawnSync(process.execPath, [CLI, "-p", `prompt ${i}`, "--model", "demo/demo-fast"], { cwd, env });
+        expect(made.status, made.stderr.toString()).toBe(0);
+      }
+      // Many lines, each its own write: the first ones reach head, which exits; the rest meet EPIPE.
+      const script = `for i in 1 2 3 4 5 6 7 8; do "${process.execPath}" "${CLI}" sessions | head -1 > /dev/null; echo "status=\${PIPESTATUS[0]}"; done`;
+      const piped = spawnSync("bash", ["-c", script], { cwd, env, timeout: 120_000 });
+      const stderr = piped.stderr.toString();
+      expect(stderr).not.toMatch(/EPIPE|Unhandled|Error/);
+      expect(piped.stdout.toString().trim().split("\n")).toEqual(Array(8).fill("status=0"));
+    }, 150_000);
   });
 
   it("R12: a wrongly typed key in the project .lifeline/settings.json exits 2 naming that file and the key", async () => {
@@ -188,7 +262,7 @@ describe("the lifeline command", () => {
     expect(run.timedOut, `stderr: ${run.stderr}`).toBe(false);
     expect(run.code, `stderr: ${run.stderr}`).toBe(0);
     expect(run.stdout).toMatch(/Usage: lifeline/);
-    expect(run.stdout).toMatch(/-p, --print <text>/);
+    expect(run.stdout).toMatch(/-p, --print \[text\]/);
     expect(run.stdout).toMatch(/\bdemo\b/);
   });
 
@@ -204,7 +278,7 @@ describe("the lifeline command", () => {
     expect(run.timedOut, `stderr: ${run.stderr}`).toBe(false);
     expect(run.code, `stderr: ${run.stderr}`).toBe(0);
     expect(run.stdout).toMatch(/Usage: lifeline/);
-    expect(run.stdout).toMatch(/-p, --print <text>/);
+    expect(run.stdout).toMatch(/-p, --print \[text\]/);
   }, 160_000);
 
   describe("real providers", () => {

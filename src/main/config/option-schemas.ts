@@ -290,9 +290,14 @@ export const sessionsOptionsSchema = z.union(
 );
 
 /** Options of `SessionHost.listSessions`. */
-export const listSessionsOptionsSchema = z.strictObject(
-  { cwd: z.string().min(1).optional() },
-  {
-    error: (issue) => (issue.code === "invalid_type" ? "must be an object such as { cwd: process.cwd() }" : undefined),
-  },
-);
+export const listSessionsOptionsSchema = z
+  .strictObject(
+    { cwd: z.string().min(1).optional(), allDirectories: z.boolean().optional() },
+    {
+      error: (issue) =>
+        issue.code === "invalid_type" ? "must be an object such as { cwd: process.cwd() }" : undefined,
+    },
+  )
+  .refine((options) => options.cwd === undefined || options.allDirectories !== true, {
+    message: "give cwd (one directory's sessions) or allDirectories: true (every directory's), not both",
+  });

@@ -5,7 +5,13 @@
  */
 import { errorText } from "../../shared/error-text.js";
 import type { ModelChange, ModelRef } from "../../shared/protocol.js";
-import { mergeSettings, parseSettings, parseSettingsLayer, type Settings, type SettingsInput } from "../../shared/settings.js";
+import {
+  mergeSettings,
+  parseSettings,
+  parseSettingsLayer,
+  type Settings,
+  type SettingsInput,
+} from "../../shared/settings.js";
 import type { AuthStorage } from "../auth/auth-storage.js";
 import { FileAuthStorage } from "../auth/file-auth-storage.js";
 import { loadModelsConfig, type ModelsConfig, modelsPath, resolveModelRef } from "../config/models-config.js";

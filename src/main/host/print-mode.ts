@@ -1,16 +1,14 @@
 /**
  * The CLI's one-shot mode (`lifeline -p`, and `lifeline demo` behind `npm start`): open a session
- * as the CLI's session flags say, send one prompt, print the answer, show the session's progress
+ * as the CLI's session flags say, send its prompts, print the last answer, show the session's progress
  * events on stderr as one line each, and close the host (which flushes the session file) however
  * the prompt ends, Ctrl+C and SIGTERM included.
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { isFailedStop } from "../../shared/classify.js";
-import type { ErrorCode } from "../../shared/errors.js";
 import type { PromptResult, SessionEvent } from "../../shared/events.js";
 import { compactionNotice } from "../compaction/compaction-notice.js";
-import { reportCliError } from "../config/cli-errors.js";
-import type { SessionsOptions } from "../session-files/session-persistence.js";
+import { reportCliError, SESSION_USAGE_ERRORS } from "../config/cli-errors.js";
 import { workerFate } from "../supervision/interrupted-run.js";
 import type { SessionHostOptions } from "./host-options.js";
 import { createSessionHost } from "./session-host.js";
@@ -18,28 +16,19 @@ import { type CliSessionFlags, openCliSession } from "./sessions-cli.js";
 
 /** What `runPrintMode` runs. */
 export interface PrintModeOptions {
-  text: string;
+  /**
+   * The prompts, sent one after another as pi's print mode sends them; only the last answer is
+   * printed. Empty: the prompt is read from stdin when it is not a terminal (`echo hi | lifeline -p`).
+   */
+  messages: readonly string[];
   model: string;
   apiKey?: string | undefined;
   banner?: string;
-  sessions: SessionsOptions | false;
+  /** The session flags' choice of session (-c, --session) and thinking level. */
   flags: CliSessionFlags;
+  /** The host's options, its `sessions` included (false: no session file). */
   host: SessionHostOptions;
 }
-
-/** Errors of a command that opens a session (print, demo, rpc, interactive) that mean "fix your command or configuration": exit 2. */
-export const SESSION_USAGE_ERRORS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
-  "ERR_INVALID_SETTINGS",
-  "ERR_INVALID_OPTIONS",
-  "ERR_INVALID_MODELS",
-  "ERR_UNKNOWN_MODEL",
-  "ERR_MISSING_API_KEY",
-  "ERR_AUTH_FILE",
-  "ERR_SESSION_NOT_FOUND",
-  "ERR_SESSION_LOCKED",
-  "ERR_SESSION_FILE",
-  "ERR_EXTENSION_LOAD",
-]);
 
 /** Whole seconds, rounded up as pi's loader counts them; short delays in ms so they don't read as 1s. */
 function formatDelay(ms: number): string {
@@ -74,19 +63,38 @@ function progressLine(event: SessionEvent): string | undefined {
   }
 }
 
+/**
+ * The prompt piped to stdin, as pi's `-p` takes it; undefined (after saying what to do) when
+ * stdin is a terminal or holds nothing but blanks.
+ */
+async function promptFromStdin(): Promise<string[] | undefined> {
+  if (process.stdin.isTTY !== true) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString("utf8").trim();
+    if (text !== "") return [text];
+  }
+  process.stderr.write('Error: -p needs a prompt: lifeline -p "text", or pipe it in (echo "text" | lifeline -p).\n');
+  return undefined;
+}
+
 function answerText(message: AssistantMessage | undefined): string {
   if (message === undefined) return "";
   return message.content.map((block) => (block.type === "text" ? block.text : "")).join("");
 }
 
 /**
- * `lifeline -p TEXT` and `lifeline demo`: one prompt on a session of its own; the answer on
- * stdout, retry and other progress on stderr. Resolves to the exit code (see cli.ts).
+ * `lifeline -p TEXT` and `lifeline demo`: the prompts, in order, on a session of its own; the last
+ * answer on stdout, retry and other progress on stderr. Resolves to the exit code: 0 answered, 1
+ * a prompt failed (the ones after it are not sent), 2 bad usage (see docs/cli.md), 130 / 143
+ * interrupted.
  */
 export async function runPrintMode(options: PrintModeOptions): Promise<number> {
+  const messages = options.messages.length > 0 ? options.messages : await promptFromStdin();
+  if (messages === undefined) return 2;
   let host: ReturnType<typeof createSessionHost>;
   try {
-    host = createSessionHost({ threads: 1, ...options.host, sessions: options.sessions });
+    host = createSessionHost({ threads: 1, ...options.host });
   } catch (error) {
     return reportCliError(error, SESSION_USAGE_ERRORS);
   }
@@ -112,14 +120,18 @@ export async function runPrintMode(options: PrintModeOptions): Promise<number> {
     };
     process.once("SIGINT", onInterrupt);
     process.once("SIGTERM", onTerminate);
-    let result: PromptResult;
+    let result: PromptResult | undefined;
     try {
-      result = await session.prompt(options.text);
+      for (const text of messages) {
+        result = await session.prompt(text);
+        // A failed prompt ends the run: the ones after it would answer a conversation that lacks its answer.
+        if (interrupted !== undefined || isFailedStop(result.stopReason)) break;
+      }
     } finally {
       process.off("SIGINT", onInterrupt);
       process.off("SIGTERM", onTerminate);
     }
-    if (interrupted !== undefined) return interrupted;
+    if (interrupted !== undefined || result === undefined) return interrupted ?? 0;
     if (isFailedStop(result.stopReason)) {
       process.stderr.write(`Error: ${result.errorMessage ?? result.stopReason}\n`);
       return 1;

@@ -201,15 +201,18 @@ export class SessionHost {
   }
 
   /**
-   * Stored sessions of `cwd` (default: the host's cwd), most recently modified first.
-   * In fleet mode, the fleet's sessions (docs/fleet.md).
-   * @throws ERR_INVALID_OPTIONS when persistence is off on the host; ERR_SESSION_FILE;
-   *   ERR_FLEET_UNAVAILABLE (fleet mode).
+   * Stored sessions of `cwd` (default: the host's cwd), or of every directory with
+   * `allDirectories: true` (each `SessionInfo` names its `cwd`), most recently modified first.
+   * In fleet mode, the fleet's sessions (docs/fleet.md): a session served by a fleet records the
+   * serving host's directory.
+   * @throws ERR_INVALID_OPTIONS when persistence is off on the host, or for both options;
+   *   ERR_SESSION_FILE; ERR_FLEET_UNAVAILABLE (fleet mode).
    */
-  async listSessions(options: { cwd?: string } = {}): Promise<SessionInfo[]> {
+  async listSessions(options: { cwd?: string; allDirectories?: boolean } = {}): Promise<SessionInfo[]> {
     validate(listSessionsOptionsSchema, options, "listSessions options");
     await this.#fleet.connection();
-    return this.#files.requireStore(undefined, "listSessions()").list(options.cwd ?? this.#config.cwd());
+    const cwd = options.allDirectories === true ? undefined : (options.cwd ?? this.#config.cwd());
+    return this.#files.requireStore(undefined, "listSessions()").list(cwd);
   }
 
   /**

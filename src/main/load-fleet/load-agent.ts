@@ -21,6 +21,7 @@ import { errorText } from "../../shared/error-text.js";
 import { LifelineError } from "../../shared/errors.js";
 import type { FleetSettings } from "../../shared/settings.js";
 import { withTimeout } from "../../shared/with-timeout.js";
+import { lifelineVersion } from "../config/lifeline-version.js";
 import { connectFleet, type FleetConnection } from "../fleet/fleet-connection.js";
 import type { LoadOptions, LoadSample } from "../load/load-options.js";
 import { REPORT_SCHEMA } from "../load/load-report.js";
@@ -28,7 +29,6 @@ import { runLoad } from "../load/run-load.js";
 import { Sketch } from "../load/sketch.js";
 import { abortableSleep } from "../retry/sleep.js";
 import { AgentLease } from "./agent-registry.js";
-import { lifelineVersion } from "./lifeline-version.js";
 import {
   AGENT_LEASE_MS,
   type AgentCommand,

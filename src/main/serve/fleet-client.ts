@@ -14,6 +14,7 @@ import { errorText } from "../../shared/error-text.js";
 import { FleetUnavailableError, LifelineError } from "../../shared/errors.js";
 import type { ModelRef } from "../../shared/protocol.js";
 import { parseSettings, type SettingsInput } from "../../shared/settings.js";
+import type { ThinkingLevel } from "../../shared/thinking.js";
 import { withTimeout } from "../../shared/with-timeout.js";
 import { connectFleet, type FleetConnection } from "../fleet/fleet-connection.js";
 import { activeTraceparent } from "../telemetry/traceparent.js";
@@ -51,6 +52,11 @@ export interface SubmitOptions {
    * session keeps the one it last used unless this names one. @default the serving host's default
    */
   model?: string | ModelRef;
+  /**
+   * The session's thinking level (clamped to its model); a stored session keeps its own unless
+   * this names one. @default a stored session's, else the serving host's
+   */
+  thinkingLevel?: ThinkingLevel;
   /** A new session's system prompt. */
   systemPrompt?: string;
   /** While Redis is away: 0 fails at once with ERR_FLEET_UNAVAILABLE, more keeps trying for that long (ms). @default 0 */
@@ -88,6 +94,8 @@ export class FleetClient {
   #queueBuiltAt = 0;
   #events: { queueEvents: QueueEvents; connection: ReturnType<FleetConnection["duplicate"]> } | undefined;
   readonly #readers = new Set<ReturnType<FleetConnection["duplicate"]>>();
+  /** What ends each `result()` still waiting, for close(). */
+  readonly #waiting = new Set<() => void>();
   #closed = false;
 
   /**
@@ -160,6 +168,7 @@ export class FleetClient {
     }
     const data: PromptJobData = { sessionId, text };
     if (options.model !== undefined) data.model = options.model;
+    if (options.thinkingLevel !== undefined) data.thinkingLevel = options.thinkingLevel;
     if (options.systemPrompt !== undefined) data.systemPrompt = options.systemPrompt;
     const traceparent = await activeTraceparent();
     if (traceparent !== undefined) data.traceparent = traceparent;
@@ -214,8 +223,20 @@ export class FleetClient {
         clearTimeout(timer);
         queueEvents.off("completed", onEvent);
         queueEvents.off("failed", onEvent);
+        this.#waiting.delete(cancel);
         settle();
       };
+      // close() ends the wait: nothing keeps waiting (or keeps the process alive) on a closed client.
+      const cancel = () =>
+        finish(() =>
+          reject(
+            new LifelineError(
+              "ERR_ABORTED",
+              `The client was closed while waiting for prompt job ${jobId}'s result; the prompt goes on in the fleet.`,
+            ),
+          ),
+        );
+      this.#waiting.add(cancel);
       const check = () => {
         void this.#finished(jobId).then(
           (outcome) => {
@@ -239,6 +260,9 @@ export class FleetClient {
               new LifelineError(
                 "ERR_FLEET_TIMEOUT",
                 `No result for prompt job ${jobId} within ${timeoutMs} ms; it may still run. Wait again with result(), or raise timeoutMs.`,
+                {
+                  cliMessage: `No result for prompt job ${jobId} within ${timeoutMs} ms; it may still run in the fleet. Wait again with \`lifeline submit --job-id ${jobId} …\` (the same job: nothing is run twice), or give a longer --timeout.`,
+                },
               ),
             ),
           ),
@@ -276,10 +300,14 @@ export class FleetClient {
     }
   }
 
-  /** Closes the client's connections; idempotent. Prompts already submitted go on in the fleet. */
+  /**
+   * Closes the client's connections; idempotent. Prompts already submitted go on in the fleet; a
+   * `result()` still waiting rejects with ERR_ABORTED.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    for (const cancel of [...this.#waiting]) cancel();
     await this.#queue.close().catch(() => {});
     await this.#events?.queueEvents.close().catch(() => {});
     for (const connection of [this.#queueConnection, this.#events?.connection, ...this.#readers]) {

@@ -10,6 +10,7 @@
  */
 import type { PromptResult, SessionEvent } from "../../shared/events.js";
 import type { ModelRef } from "../../shared/protocol.js";
+import type { ThinkingLevel } from "../../shared/thinking.js";
 import { fleetPrefix } from "../fleet/fleet-connection.js";
 
 /** The BullMQ queue's name. */
@@ -35,6 +36,8 @@ export interface PromptJobData {
    * A stored session keeps the model it last used unless a job names one. @default the host's default
    */
   model?: string | ModelRef;
+  /** The session's thinking level; a stored session keeps its own unless a job names one. */
+  thinkingLevel?: ThinkingLevel;
   /** For a new session: its system prompt. */
   systemPrompt?: string;
   /**

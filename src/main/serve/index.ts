@@ -2,6 +2,5 @@
 export type { FleetClientOptions, PromptHandle, ResultOptions, SubmitOptions } from "./fleet-client.js";
 export { FleetClient } from "./fleet-client.js";
 export type { FleetEvent, JobTakenEvent, PromptJobData, PromptJobResult } from "./fleet-queue.js";
-export type { ServeSessionOptions } from "./prompt-processor.js";
-export type { ServeOptions } from "./serve-fleet.js";
 export { FleetServer, serveFleet } from "./serve-fleet.js";
+export type { ServeOptions, ServeSessionOptions } from "./serve-options.js";

@@ -21,10 +21,11 @@ import { DelayedError, type Job, UnrecoverableError } from "bullmq";
 import { errorText } from "../../shared/error-text.js";
 import { LifelineError } from "../../shared/errors.js";
 import type { PromptResult } from "../../shared/events.js";
-import type { ResumeOptions, SessionHost, SessionOptions } from "../host/session-host.js";
+import type { ResumeOptions, SessionHost } from "../host/session-host.js";
 import type { AgentSession } from "../session/agent-session.js";
 import type { PromptJobData, PromptJobResult } from "./fleet-queue.js";
 import type { JobEventsWriter } from "./job-events.js";
+import type { ServeSessionOptions } from "./serve-options.js";
 
 /** Errors no retry of the job can fix: the job fails at once (BullMQ's UnrecoverableError). */
 const PERMANENT = new Set([
@@ -50,9 +51,6 @@ export interface PromptProcessorParts {
   /** Options of every session the host opens (its tools' worker module). */
   session: ServeSessionOptions;
 }
-
-/** Options of every session a serving host opens or resumes. */
-export type ServeSessionOptions = Pick<SessionOptions, "workerModule" | "workerModuleOptions">;
 
 /** Runs one prompt job; BullMQ's processor. See the file comment. */
 export class PromptProcessor {
@@ -164,11 +162,19 @@ async function openSession(
   data: PromptJobData,
   options: ServeSessionOptions,
 ): Promise<AgentSession> {
-  const resume: ResumeOptions = { ...options, ...(data.model === undefined ? {} : { model: data.model }) };
+  // The host's model and level are a new session's defaults; a stored one keeps its own unless the job names one.
+  const { model, thinkingLevel, ...common } = options;
+  const resume: ResumeOptions = {
+    ...common,
+    ...(data.model === undefined ? {} : { model: data.model }),
+    ...(data.thinkingLevel === undefined ? {} : { thinkingLevel: data.thinkingLevel }),
+  };
   const resumed = await resumeExact(host, data.sessionId, resume);
   if (resumed !== undefined) return resumed;
   try {
     return await host.createSession({
+      ...(model === undefined ? {} : { model }),
+      ...(thinkingLevel === undefined ? {} : { thinkingLevel }),
       ...resume,
       sessionId: data.sessionId,
       ...(data.systemPrompt === undefined ? {} : { systemPrompt: data.systemPrompt }),

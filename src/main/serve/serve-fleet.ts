@@ -16,25 +16,8 @@ import type { SessionHostOptions } from "../host/host-options.js";
 import { createSessionHost, type SessionHost } from "../host/session-host.js";
 import { jobEventsKey, PROMPT_QUEUE, type PromptJobData, type PromptJobResult, queuePrefix } from "./fleet-queue.js";
 import { JobEventsWriter } from "./job-events.js";
-import { PromptProcessor, type ServeSessionOptions } from "./prompt-processor.js";
-
-/** Options of {@link serveFleet}. */
-export interface ServeOptions {
-  /** Prompt jobs this host runs at once (over all its sessions). @default 16 */
-  concurrency?: number;
-  /**
-   * Options of every session this host opens: a worker module whose `setup()` gives the sessions
-   * their tools (a path or file URL; see docs/extensions.md), and its options. Every host of a
-   * fleet should serve the same tools.
-   */
-  session?: ServeSessionOptions;
-}
-
-/** Defaults of {@link ServeOptions}. */
-export const SERVE_DEFAULTS = {
-  /** Prompts mostly wait on their model: many run well on a few worker threads. */
-  concurrency: 16,
-} as const;
+import { PromptProcessor } from "./prompt-processor.js";
+import { SERVE_DEFAULTS, type ServeOptions, type ServeSessionOptions } from "./serve-options.js";
 
 /** How many times a job may be taken back from a dead host before BullMQ would fail it: never, in practice. */
 const MAX_STALLED_COUNT = 1_000_000;

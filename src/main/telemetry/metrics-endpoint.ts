@@ -18,21 +18,6 @@ import type { TelemetryMeterProvider } from "./telemetry-options.js";
 const METRICS_INSTALL =
   "npm install @opentelemetry/api@^1.9.0 @opentelemetry/sdk-metrics@^2.0.0 @opentelemetry/resources@^2.0.0 @opentelemetry/exporter-prometheus@^0.200.0";
 
-/**
- * The port of a `--metrics-port` flag: a whole number from 0 to 65535 (0: any free port).
- * @throws ERR_INVALID_OPTIONS naming the flag and what it allows.
- */
-export function parseMetricsPort(value: string): number {
-  const port = Number(value);
-  if (!/^\d+$/.test(value.trim()) || !Number.isInteger(port) || port > 65535) {
-    throw new LifelineError(
-      "ERR_INVALID_OPTIONS",
-      `--metrics-port must be a port number from 0 to 65535 (0: any free port), got "${value}".`,
-    );
-  }
-  return port;
-}
-
 /** A running endpoint. */
 export interface MetricsEndpoint {
   /** Record into this (the host's `telemetry.meterProvider`). */

@@ -23,7 +23,9 @@ import {
   TUI,
   truncateToWidth,
 } from "@mariozechner/pi-tui";
+import { isFailedStop } from "../../shared/classify.js";
 import { errorText } from "../../shared/error-text.js";
+import type { PromptResult } from "../../shared/events.js";
 import type { ModelRef } from "../../shared/protocol.js";
 import type { SessionHostOptions, SessionOptions } from "../host/host-options.js";
 import { createSessionHost, type SessionHost } from "../host/session-host.js";
@@ -50,6 +52,11 @@ export interface InteractiveOptions {
    * host/sessions-cli.ts); with `resume: true`, pick one of the cwd's sessions first (session-picker.ts).
    */
   sessionFlags?: CliSessionFlags;
+  /**
+   * Prompts to send once the session is on screen, one after another as if typed (pi's
+   * `pi "first" "second"`); a prompt that fails or is stopped ends the list.
+   */
+  initialMessages?: readonly string[];
 }
 
 /**
@@ -118,7 +125,7 @@ export async function runInteractive(options: InteractiveOptions): Promise<numbe
       }
       const open = (chosen: SessionInfo) =>
         openCliSession(host, { ...flags, resume: false, continue: false, session: chosen.path }, openOptions);
-      return await runSessionUi({ pick: sessions, open }, setSink);
+      return await runSessionUi({ pick: sessions, open }, setSink, options.initialMessages ?? []);
     }
     let session: AgentSession;
     try {
@@ -127,7 +134,7 @@ export async function runInteractive(options: InteractiveOptions): Promise<numbe
       process.stderr.write(`Error: ${errorText(error)}\n`);
       return 2;
     }
-    return await runSessionUi(session, setSink);
+    return await runSessionUi(session, setSink, options.initialMessages ?? []);
   } finally {
     await host.close();
   }
@@ -146,6 +153,7 @@ type SessionSource =
 function runSessionUi(
   source: SessionSource,
   setListenerErrorSink: (sink: (error: unknown) => void) => void,
+  initialMessages: readonly string[],
 ): Promise<number> {
   const tui = new TUI(new ProcessTerminal());
   // Set once exit begins. The prompt still in flight then fails (the host disposes the session)
@@ -178,7 +186,7 @@ function runSessionUi(
     process.once("exit", restoreTerminal);
 
     const show = (session: AgentSession) => {
-      unmount = mountSession(tui, session, setListenerErrorSink, () => closed, finish);
+      unmount = mountSession(tui, session, setListenerErrorSink, () => closed, finish, initialMessages);
     };
     if ("pick" in source) {
       const picker = new SessionPicker(source.pick, (chosen) => {
@@ -220,6 +228,7 @@ function mountSession(
   setListenerErrorSink: (sink: (error: unknown) => void) => void,
   isClosed: () => boolean,
   finish: (code: number) => Promise<void>,
+  initialMessages: readonly string[],
 ): () => void {
   const model = `${session.model.provider}/${session.model.id}`;
   const transcript = new TranscriptView();
@@ -292,16 +301,33 @@ function mountSession(
       return;
     }
     input.setValue("");
+    void send(text);
+  };
+
+  /** Sends `text` as the user's prompt; resolves with its result, or undefined when it could not be served. */
+  function send(text: string): Promise<PromptResult | undefined> {
     transcript.addUser(text);
     controller.promptStarted();
-    session.prompt(text).catch((error: unknown) => controller.promptFailed(errorText(error)));
-  };
+    return session.prompt(text).catch((error: unknown) => {
+      controller.promptFailed(errorText(error));
+      return undefined;
+    });
+  }
 
   const unsubscribe = session.subscribe((event) => {
     transcript.handle(event);
     controller.handle(event);
     tui.requestRender();
   });
+
+  // The command line's prompts, once the screen is up; one that fails or is stopped ends the list.
+  void (async () => {
+    for (const text of initialMessages) {
+      if (isClosed()) return;
+      const result = await send(text);
+      if (result === undefined || isFailedStop(result.stopReason)) return;
+    }
+  })();
 
   const removeKeys = tui.addInputListener((data) => {
     if (isKeyRelease(data)) return undefined;

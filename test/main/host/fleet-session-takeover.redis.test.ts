@@ -135,7 +135,8 @@ describe("sessions across lifeline host processes (B7 in a fleet)", () => {
     expect(exported.code).toBe(0);
     const listed = await lifeline(["sessions"], a.dir);
     expect(listed.stdout.split("\t").slice(0, 1)).toEqual([sessionId]);
-    expect(listed.stdout).toContain("8 messages\tfirst question");
+    // In fleet mode every directory's sessions are listed, each naming its directory.
+    expect(listed.stdout).toContain(`8 messages\t${a.dir}\tfirst question`);
 
     // The same run on the file store: one process, then another resuming its file.
     const c = spawnRpc(cleanups);

@@ -180,7 +180,7 @@ describe("bad tool flags exit 2 naming the flag", () => {
     [["--tool-calls", "0.5:0"], /--tool-calls \(calls\) "0" must be a whole number from 1 to 64/],
     [["--tool-turns", "2"], /--tool-turns bounds the mock's tool calls; give --tool-calls/],
     [["--tool-failure", "x"], /--tool-failure "x" must be a probability/],
-    [["--tool-latency", "5"], /--tool-latency "5" is not a duration/],
+    [["--tool-latency", "5x"], /--tool-latency "5x" is not a duration/],
   ])("lifeline load %j", async (args, message) => {
     const run = await runLoad(["--sessions", "1", "--prompts", "1", ...args]);
     expect(run.code, run.stderr).toBe(2);

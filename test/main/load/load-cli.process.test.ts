@@ -180,7 +180,7 @@ describe("bad usage exits 2 with a message naming the option", () => {
       ["--sessions", "1", "--prompts", "1", "--threshold", "p95_latency_ms<1"],
       /unknown metric "p95_latency_ms". Allowed: /,
     ],
-    [["--sessions", "1", "--duration", "10"], /--duration "10" is not a duration/],
+    [["--sessions", "1", "--duration", "10x"], /--duration "10x" is not a duration/],
     [["--sessions", "1", "--prompts", "1", "--bogus"], /unknown option '--bogus'/],
     [["--sessions", "1", "--prompts", "1", "--model", "nosuch/model-1"], /Unknown provider "nosuch"/],
   ])("lifeline load %j", async (args, message) => {

@@ -43,6 +43,18 @@ describe("lifeline load, open model", () => {
     expect(run.stdout).toContain(`arrivals  40 offered, ${a?.started} started, ${a?.dropped} dropped`);
   });
 
+  it("regression: without --sessions the cap is what the peak rate opens in 60 s, and the run goes on", async () => {
+    const run = await runLoadChild(
+      cleanups,
+      "--rate 5/s --duration 1s --mock-tokens 4 --mock-token-delay 1ms --out out".split(" "),
+    );
+    expect(run.code, run.stderr).toBe(0);
+    const report = JSON.parse(readFileSync(join(run.cwd, "out", "report.json"), "utf8")) as LoadReport;
+    expect(report.config.sessions).toBe(300);
+    expect(report.config.arrival).toMatchObject({ maxInFlight: 300 });
+    expect(report.totals.arrivals?.offered).toBe(5);
+  });
+
   it.each([
     [["--sessions", "5", "--sweep", "--rate", "5/s"], /--sweep chooses its own rates/],
     [["--sessions", "5", "--rate", "5/s"], /--rate needs --duration/],

@@ -5,9 +5,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { loadOptionsFromFlags } from "../../../src/main/load/load-flags.js";
 import type { PromptRecord, RequestRecord } from "../../../src/main/load/load-metrics.js";
-import { checkLoadOptions } from "../../../src/main/load/load-options.js";
 import { checkSloOption, evaluateSlo, parseSlo } from "../../../src/main/load/slo.js";
 
 function errorOf(run: () => unknown): { code?: string; message?: string } | undefined {
@@ -103,31 +101,6 @@ describe("parseSlo", () => {
     expect(errorOf(() => checkSloOption(undefined, ["p99_latency_ms", "goodput"]))?.code).toBe("ERR_INVALID_OPTIONS");
     expect(checkSloOption(undefined, ["p99_latency_ms", "first_attempt_success_rate"])).toBeUndefined();
     expect(checkSloOption("e2e<=1s", ["slo_attainment"])?.terms).toHaveLength(1);
-  });
-});
-
-describe("--slo and the slo option", () => {
-  it("--slo reaches runLoad's options as given, with thresholds on SLO figures", async () => {
-    const options = await loadOptionsFromFlags(
-      { sessions: "2", prompts: "3", slo: "ttft<=500ms,e2e<=10s", threshold: ["slo_attainment>0.95", "goodput>20"] },
-      "/w",
-    );
-    expect(options.slo).toBe("ttft<=500ms,e2e<=10s");
-    expect(checkLoadOptions(options).map((threshold) => threshold.metric)).toEqual(["slo_attainment", "goodput"]);
-  });
-
-  it("a bad --slo, or an SLO threshold without --slo, is refused before the run", async () => {
-    const refused = async (flags: Parameters<typeof loadOptionsFromFlags>[0]) =>
-      loadOptionsFromFlags(flags, "/w").then(
-        () => undefined,
-        (error: { code?: string; message: string }) => error,
-      );
-    const bad = await refused({ sessions: "1", prompts: "1", slo: "ttft<=fast" });
-    expect(bad?.code).toBe("ERR_INVALID_OPTIONS");
-    expect(bad?.message).toContain('"ttft<=fast"');
-    const without = await refused({ sessions: "1", prompts: "1", threshold: ["prompt_goodput>1"] });
-    expect(without?.code).toBe("ERR_INVALID_OPTIONS");
-    expect(without?.message).toContain("prompt_goodput needs an SLO");
   });
 });
 

@@ -5,7 +5,6 @@
 import { context, metrics, ROOT_CONTEXT, trace } from "@opentelemetry/api";
 import { afterEach, describe, expect, it } from "vitest";
 import { HostTelemetry } from "../../../src/main/telemetry/host-telemetry.js";
-import { parseMetricsPort } from "../../../src/main/telemetry/metrics-endpoint.js";
 import { activeTraceparent, parseTraceparent } from "../../../src/main/telemetry/traceparent.js";
 import { AsyncLocalContextManager, recordInMemory } from "../../fixtures/otel.js";
 
@@ -69,15 +68,5 @@ describe("the fleet's traceparent", () => {
     expect(parseTraceparent("00-00000000000000000000000000000000-b7ad6b7169203331-01")).toBeUndefined();
     expect(parseTraceparent("00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01")).toBeUndefined();
     expect(parseTraceparent("00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01")).toBeUndefined();
-  });
-});
-
-describe("--metrics-port", () => {
-  it("B9: takes 0 to 65535 and refuses anything else with ERR_INVALID_OPTIONS", () => {
-    expect(parseMetricsPort("0")).toBe(0);
-    expect(parseMetricsPort("9464")).toBe(9464);
-    for (const bad of ["", "-1", "65536", "12.5", "port"]) {
-      expect(() => parseMetricsPort(bad)).toThrow(expect.objectContaining({ code: "ERR_INVALID_OPTIONS" }));
-    }
   });
 });

@@ -168,6 +168,18 @@ describe("interactive terminal UI in tmux", () => {
     expect(screen).toContain("TTY=icanon");
   });
 
+  it("regression: prompts on the command line (pi's `pi \"first\" \"second\"`) are sent in order once the session is on screen", async () => {
+    const pane = new Pane(["--model", "demo/demo-fast", "first from argv", "second from argv"], {}, CLI);
+    await pane.waitForText('you said "second from argv"');
+    const screen = await pane.waitForText("demo/demo-fast · idle");
+    expect(screen.indexOf('you said "first from argv"')).toBeGreaterThan(0);
+    expect(screen.indexOf('you said "first from argv"')).toBeLessThan(screen.indexOf('you said "second from argv"'));
+    pane.submit("and one typed");
+    await pane.waitForText('you said "and one typed"');
+    pane.keys("C-d");
+    expect(await pane.waitForExit()).toContain("EXIT=0");
+  });
+
   it("R10: the loader counts down, Esc cancels the chain with the failure line, and a later prompt is answered", async () => {
     const prompt = scripted("esc cancels the countdown", [503], { "and now a second question": [] });
     const pane = new Pane(["mock/mock-1"], { retry: { baseDelayMs: 3000 } });

@@ -1,45 +1,33 @@
 /**
- * `lifeline auth add <provider>` / `list` / `remove <provider> [index]`: manages the keys of
+ * The runs of `lifeline auth add <provider>` / `list` / `remove <provider> [index]`: the keys of
  * `$LIFELINE_DIR/auth.json`. A key is read from stdin (piped) or a hidden prompt (a terminal),
  * never from argv, where other users can see it in the process list and shells keep it in history.
  * Exit codes: 0 done, 2 a usage problem (no key given, bad provider or index, nothing to remove,
  * a malformed or unwritable auth.json).
  */
-import type { Command } from "commander";
 import { LifelineError } from "../../shared/errors.js";
-import { resolveLifelineDir } from "../config/settings-store.js";
+import { cliErrorLine } from "../config/cli-errors.js";
 import { FileAuthStorage, maskKey } from "./file-auth-storage.js";
 
-/**
- * Adds the `auth` command to `program` (through `program.command`, so it inherits the program's
- * exit and output settings); `setExit` receives each subcommand's exit code.
- */
-export function addAuthCommand(program: Command, setExit: (code: number) => void): void {
-  const auth = program
-    .command("auth")
-    .description("manage API keys in $LIFELINE_DIR/auth.json (several per provider rotate on usage limits)");
-  const storage = () => FileAuthStorage.inDir(resolveLifelineDir());
-  auth
-    .command("add")
-    .description("add an API key for <provider>, read from stdin or a hidden prompt (never from the command line)")
-    .argument("<provider>", 'provider id, like "openai" or a models.json provider')
-    .action(async (provider: string) => {
-      setExit(
-        await guarded(async () => {
-          const store = storage();
-          const key = await readKey(provider);
-          const index = await store.add(provider, key);
-          process.stdout.write(`Added key ${index} for ${provider} (${maskKey(key.trim())}) to ${store.path}\n`);
-          return 0;
-        }),
-      );
-    });
-  auth
-    .command("list")
-    .description("list stored keys, masked")
-    .action(() =>
-      guarded(async () => {
-        const store = storage();
+/** What `lifeline auth add|list|remove` runs. */
+export type AuthCommandRequest =
+  | { action: "add"; provider: string; lifelineDir: string }
+  | { action: "list"; lifelineDir: string }
+  | { action: "remove"; provider: string; index?: number; lifelineDir: string };
+
+/** Runs an `auth` subcommand; resolves to the exit code. Never throws a LifelineError. */
+export function runAuthCommand(request: AuthCommandRequest): Promise<number> {
+  const store = FileAuthStorage.inDir(request.lifelineDir);
+  switch (request.action) {
+    case "add":
+      return guarded(async () => {
+        const key = await readKey(request.provider);
+        const index = await store.add(request.provider, key);
+        process.stdout.write(`Added key ${index} for ${request.provider} (${maskKey(key.trim())}) to ${store.path}\n`);
+        return 0;
+      });
+    case "list":
+      return guarded(async () => {
         const entries = store.list();
         if (entries.length === 0) process.stdout.write(`No keys in ${store.path}\n`);
         for (const entry of entries) {
@@ -47,20 +35,11 @@ export function addAuthCommand(program: Command, setExit: (code: number) => void
           process.stdout.write(`${entry.provider}\t${index}\t${entry.type}\t${entry.masked}\n`);
         }
         return 0;
-      }).then(setExit),
-    );
-  auth
-    .command("remove")
-    .description("remove <provider>'s key at [index] (see list), or all its keys")
-    .argument("<provider>", "provider id")
-    .argument("[index]", "0-based index from `lifeline auth list`")
-    .action((provider: string, index: string | undefined) =>
-      guarded(async () => {
-        const store = storage();
-        if (index !== undefined && !/^\d+$/.test(index)) {
-          throw new LifelineError("ERR_INVALID_OPTIONS", `The index must be a whole number ≥ 0, not "${index}".`);
-        }
-        const removed = await store.remove(provider, index === undefined ? undefined : Number(index));
+      });
+    case "remove":
+      return guarded(async () => {
+        const { provider, index } = request;
+        const removed = await store.remove(provider, index);
         if (removed === 0) {
           process.stderr.write(
             `Error: no ${index === undefined ? "key" : `key ${index}`} for ${provider} in ${store.path}; see \`lifeline auth list\`.\n`,
@@ -69,8 +48,10 @@ export function addAuthCommand(program: Command, setExit: (code: number) => void
         }
         process.stdout.write(`Removed ${removed} key${removed === 1 ? "" : "s"} of ${provider} from ${store.path}\n`);
         return 0;
-      }).then(setExit),
-    );
+      });
+    default:
+      return request satisfies never;
+  }
 }
 
 /** Runs a subcommand; a LifelineError is a usage problem (exit 2), reported on stderr. */
@@ -79,7 +60,7 @@ async function guarded(body: () => Promise<number>): Promise<number> {
     return await body();
   } catch (error) {
     if (!(error instanceof LifelineError)) throw error;
-    process.stderr.write(`Error: ${error.message}\n`);
+    process.stderr.write(`${cliErrorLine(error)}\n`);
     return 2;
   }
 }

@@ -1,5 +1,5 @@
 /**
- * `lifeline mock-server`: the mock model server in the foreground, on a port and with a fault
+ * `lifeline mock-server`'s run: the mock model server in the foreground, on a port and with a fault
  * script from a file, until Ctrl+C or SIGTERM. Resolves to the exit code: 2 for a bad port or
  * script, 1 when the server cannot start, 0 after a stop.
  */
@@ -7,12 +7,18 @@ import { errorText } from "../shared/error-text.js";
 import { startMockServer } from "./mock-server.js";
 import { loadMockScript, type MockScript } from "./script.js";
 
-export async function runMockServerCommand(opts: { port: string; host: string; script?: string }): Promise<number> {
-  const port = Number(opts.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
-    process.stderr.write(`Error: --port must be a whole number from 0 to 65535, got "${opts.port}".\n`);
-    return 2;
-  }
+/** What `lifeline mock-server` runs. */
+export interface MockServerCommandRequest {
+  /** 0 picks a free port. */
+  port: number;
+  host: string;
+  /** A fault script file (JSON or JSONC). */
+  script?: string;
+}
+
+/** Runs the mock server until a signal stops it; resolves to the exit code. */
+export async function runMockServerCommand(opts: MockServerCommandRequest): Promise<number> {
+  const { port } = opts;
   let script: MockScript | undefined;
   try {
     if (opts.script !== undefined) script = await loadMockScript(opts.script);

@@ -1,6 +1,6 @@
 /**
- * lifeline's own version, read once from its package.json, for a distributed run's check that
- * every machine runs the same lifeline (load-fleet-protocol.ts).
+ * lifeline's own version, read once from its package.json: `lifeline --version`, and a
+ * distributed run's check that every machine runs the same lifeline (load-fleet-protocol.ts).
  */
 import { readFileSync } from "node:fs";
 
@@ -10,7 +10,7 @@ let version: string | undefined;
 export function lifelineVersion(): string {
   if (version !== undefined) return version;
   try {
-    // src/main/load-fleet/ and dist/main/load-fleet/ are both three levels below the package root.
+    // src/main/config/ and dist/main/config/ are both three levels below the package root.
     const text = readFileSync(new URL("../../../package.json", import.meta.url), "utf8");
     const parsed = JSON.parse(text) as { version?: unknown };
     version = typeof parsed.version === "string" ? parsed.version : "unknown";

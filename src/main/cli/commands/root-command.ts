@@ -1,0 +1,96 @@
+/**
+ * `lifeline` itself: the modes that talk to one session, as pi's CLI has them.
+ *
+ *   lifeline [flags]                     on a terminal: the interactive session (tui/)
+ *   lifeline [flags] "text" ["more" …]   on a terminal: the same, these prompts sent first;
+ *                                        without one: print mode, as -p
+ *   lifeline -p [flags] "text" […]       print mode (host/print-mode.ts): the prompts in order,
+ *                                        the last answer on stdout, progress on stderr; the
+ *                                        prompt may follow -p (pi's `-p "text"`) or stand
+ *                                        anywhere (pi's `-p --model m "text"`), or come on stdin
+ *   lifeline --mode rpc [flags]          pi's RPC protocol on stdin/stdout (rpc/rpc-mode.ts)
+ *
+ * Without a terminal and without a prompt, it prints its help. Exit codes: 0 answered; 1 a prompt
+ * failed (final error on stderr); 2 bad usage, settings, models.json, unknown model or missing
+ * key, an extension that cannot be loaded, or a session that cannot be opened; 130 interrupted
+ * (SIGINT), 143 terminated (SIGTERM): both abort the prompt and close the session file first.
+ */
+import type { CliContext } from "../cli-context.js";
+import { type CommandSpec, command } from "../command-tree.js";
+import { textFlag, valueFlag } from "../flag.js";
+import { oneOf, usage } from "../flag-values.js";
+import { sessionHostFlags, sessionHostOptions } from "../groups/host-flags.js";
+import { keyFlags, modelFlags, resolveModelFlags } from "../groups/model-flags.js";
+import { resumeUsageError, sessionFlags, sessionsOption } from "../groups/session-flags.js";
+
+/** The mode flags: only `lifeline` itself takes them. */
+const modeFlags = {
+  print: textFlag(
+    "-p, --print [text]",
+    "print mode: send the prompt (here, after the flags, or on stdin), print the answer and exit",
+  ),
+  mode: valueFlag(
+    "--mode <mode>",
+    "text (the terminal, or -p) or rpc (pi's RPC protocol on stdin/stdout)",
+    oneOf(["text", "rpc"] as const),
+    {
+      defaultText: "text",
+    },
+  ),
+} as const;
+
+/** `lifeline`, with `subcommands` under it. */
+export function rootCommand(subcommands: readonly CommandSpec<CliContext>[]): CommandSpec<CliContext> {
+  return command<CliContext, typeof rootFlags>({
+    name: "lifeline",
+    description: "Run LLM agent sessions in worker threads, with auto-retry supervised from the main thread.",
+    args: [{ spelling: "[messages...]", description: "prompts to send, in order (print mode without a terminal)" }],
+    flags: rootFlags,
+    subcommands,
+    run: async ({ flags, args, context, help }) => {
+      const messages = [
+        ...(flags.print !== undefined && flags.print !== "" ? [flags.print] : []),
+        ...((args[0] as string[] | undefined) ?? []),
+      ];
+      const rpc = flags.mode === "rpc";
+      const print = flags.print !== undefined || (!rpc && messages.length > 0 && !context.terminal);
+      if (rpc && (flags.print !== undefined || messages.length > 0)) {
+        usage("--mode rpc takes its prompts as commands on stdin; leave -p and the prompt text out.");
+      }
+      if (flags.resume === true) {
+        const problem = resumeUsageError(flags, { print, rpc, terminal: context.terminal });
+        if (problem !== undefined) usage(problem);
+      }
+      if (!rpc && !print && !context.terminal) return help();
+      const choice = await resolveModelFlags(flags, context);
+      const host = { ...(await sessionHostOptions(flags, context)), sessions: await sessionsOption(flags, context) };
+      const key = flags.apiKey === undefined ? {} : { apiKey: flags.apiKey };
+      const sessionFlagValues = {
+        ...(flags.session === undefined ? {} : { session: flags.session }),
+        ...(flags.continue === true ? { continue: true } : {}),
+        ...(flags.resume === true ? { resume: true } : {}),
+        explicitModel: choice.explicit,
+        ...(choice.thinkingLevel === undefined ? {} : { thinkingLevel: choice.thinkingLevel }),
+      };
+      if (rpc) return context.runtime.rpc({ model: choice.model, ...key, host, sessionFlags: sessionFlagValues });
+      if (print) {
+        return context.runtime.print({ messages, model: choice.model, ...key, flags: sessionFlagValues, host });
+      }
+      return context.runtime.interactive({
+        model: choice.model,
+        ...key,
+        host,
+        sessionFlags: sessionFlagValues,
+        ...(messages.length === 0 ? {} : { initialMessages: messages }),
+      });
+    },
+  });
+}
+
+const rootFlags = {
+  ...modeFlags,
+  ...modelFlags,
+  ...keyFlags,
+  ...sessionFlags,
+  ...sessionHostFlags,
+} as const;

@@ -5,6 +5,7 @@
  * fetch, the failed attempt and the retry are visible, and user text holding a `<script>` is
  * shown as text, never run. Run `npm run build` first.
  */
+import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { type Browser, chromium } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -30,8 +31,8 @@ describe("export_html in headless Chromium", () => {
     await rpc.request({ type: "prompt", message: text });
     await rpc.waitFor((record) => record.type === "agent_settled", "agent_settled");
     const response = await rpc.request({ type: "export_html", outputPath: "transcript.html" });
-    expect(response).toMatchObject({ success: true, data: { path: `${rpc.dir}/transcript.html` } });
-    const path = (response.data as { path: string }).path;
+    expect(response).toMatchObject({ success: true, data: { path: "transcript.html" } });
+    const path = join(rpc.dir, "transcript.html");
 
     const executablePath = await chromiumPath();
     const browser: Browser = await chromium.launch({ executablePath, headless: true, args: ["--no-sandbox"] });

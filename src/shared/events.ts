@@ -203,6 +203,17 @@ export interface SessionInfoChangedEvent {
 }
 
 /**
+ * pi's: the steering or follow-up queue changed (a message queued, taken by the run, refused, or
+ * dropped by `abort()`); each list holds the text of every message still queued, in order. The
+ * taking is emitted just before that user message's `message_start`, as pi emits it.
+ */
+export interface QueueUpdateEvent {
+  type: "queue_update";
+  steering: string[];
+  followUp: string[];
+}
+
+/**
  * The agent's `message_end`, plus the timing of the model request of an assistant reply the worker
  * streamed: its start, first byte, first token, end and the gaps between its deltas, stamped in the
  * worker as they happened (see {@link RequestTiming}). Absent on other messages and on a reply the
@@ -242,7 +253,8 @@ export type SessionEvent =
   | CoordinationFallbackStartEvent
   | CoordinationFallbackEndEvent
   | ThinkingLevelChangedEvent
-  | SessionInfoChangedEvent;
+  | SessionInfoChangedEvent
+  | QueueUpdateEvent;
 
 /** The retry controller's events. */
 export type RetryEvent = AutoRetryStartEvent | AutoRetryEndEvent | ProviderGateWaitEvent;

@@ -7,18 +7,10 @@ import { convertToLlm } from "../../src/worker/convert-to-llm.js";
 const user = (text: string): AgentMessage => ({ role: "user", content: text, timestamp: 1 });
 
 describe("convertToLlm", () => {
-  it("B3: drops failed assistant messages and merges the user turns that become adjacent", () => {
+  it("B3: drops failed assistant messages and keeps the user messages around them separate, as pi sends them (regression: they were merged into one)", () => {
     const failed = fauxAssistantMessage([], { stopReason: "error", errorMessage: "503" });
     const out = convertToLlm([user("first"), failed, user("second")]);
-    expect(out).toHaveLength(1);
-    expect(out[0]).toMatchObject({
-      role: "user",
-      content: [
-        { type: "text", text: "first" },
-        { type: "text", text: "\n\n" },
-        { type: "text", text: "second" },
-      ],
-    });
+    expect(out).toEqual([user("first"), user("second")]);
   });
 
   it("keeps a normal conversation as it is", () => {
@@ -32,23 +24,19 @@ describe("convertToLlm", () => {
     expect(convertToLlm([user("a"), aborted]).map((m) => m.role)).toEqual(["user"]);
   });
 
-  it("shows a command the client ran as a user turn in pi's wording, merged with the prompt after it", () => {
-    const ran = bashExecutionMessage(
-      "make",
-      { output: "boom", exitCode: 2, cancelled: false, truncated: false },
-      1,
-      false,
-    );
-    const out = convertToLlm([ran, user("why?")]);
-    expect(out).toHaveLength(1);
-    expect(out[0]).toMatchObject({
-      role: "user",
-      content: [
-        { type: "text", text: "Ran `make`\n```\nboom\n```\n\nCommand exited with code 2" },
-        { type: "text", text: "\n\n" },
-        { type: "text", text: "why?" },
-      ],
-    });
+  it("shows each command the client ran as a user message of its own in pi's wording, before the prompt's (regression: one merged user message)", () => {
+    const ran = (command: string, output: string, exitCode: number) =>
+      bashExecutionMessage(command, { output, exitCode, cancelled: false, truncated: false }, 1, false);
+    const out = convertToLlm([ran("make", "boom", 2), ran("ls", "", 0), user("why?")]);
+    expect(out).toEqual([
+      {
+        role: "user",
+        content: [{ type: "text", text: "Ran `make`\n```\nboom\n```\n\nCommand exited with code 2" }],
+        timestamp: 1,
+      },
+      { role: "user", content: [{ type: "text", text: "Ran `ls`\n(no output)" }], timestamp: 1 },
+      user("why?"),
+    ]);
   });
 
   it("leaves out a command run with excludeFromContext, and says when one was cancelled or truncated", () => {

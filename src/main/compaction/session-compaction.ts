@@ -9,7 +9,7 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { isFailedStop } from "../../shared/classify.js";
-import { planCompaction } from "../../shared/compaction/plan.js";
+import { planCompaction, planKeepingAll } from "../../shared/compaction/plan.js";
 import { summaryMessage } from "../../shared/compaction/summary-message.js";
 import type { SummaryRequest } from "../../shared/compaction/summary-prompt.js";
 import { contextTokens, estimateAll, overThreshold } from "../../shared/compaction/tokens.js";
@@ -106,6 +106,8 @@ export class SessionCompaction {
   #continued: WeakSet<CompactingPrompt> | undefined;
   /** Waits for the `run_end` of the active `summarize` run. */
   #summaryWaiter: ((end: SummaryEnd) => void) | undefined;
+  /** The history's length when the last compaction installed its transcript: nothing came after it while equal. */
+  #compactedAt = -1;
 
   constructor(host: CompactionHost) {
     this.#host = host;
@@ -131,9 +133,23 @@ export class SessionCompaction {
     if (this.#reason !== undefined) this.#aborted = true;
   }
 
-  /** `compact()`: a summary now, with the caller's instructions. Never rejects. */
+  /**
+   * `compact()`: a summary now, with the caller's instructions, as pi's explicit compaction makes
+   * it: a transcript within `keepRecentTokens` is compacted too (its summary covers nothing new,
+   * and every message is kept). As in pi, it fails ("Already compacted") when nothing came after
+   * the session's last compaction. Never rejects.
+   */
   manual(customInstructions: string | undefined): Promise<CompactionOutcome> {
-    return this.#run("manual", () => this.#summarizeTranscript("manual", customInstructions));
+    return this.#run("manual", async () => {
+      if (this.#compactedAt === this.#transcript.history.length) {
+        return {
+          result: null,
+          aborted: false,
+          errorMessage: "Already compacted: nothing was added since the last compaction. Prompt first, then compact.",
+        };
+      }
+      return this.#summarizeTranscript("manual", customInstructions);
+    });
   }
 
   /**
@@ -254,9 +270,15 @@ export class SessionCompaction {
     const settings = this.#host.settings();
     const messages = this.#transcript.messages;
     const tokensBefore = contextTokens(messages);
+    // Automatic compactions keep their rule: nothing older than the kept part, nothing to do (an
+    // overflow then keeps only the newest turn). An explicit one does what pi's does.
     const plan =
       planCompaction(messages, settings.keepRecentTokens) ??
-      (reason === "overflow" ? planCompaction(messages, 0) : undefined);
+      (reason === "overflow"
+        ? planCompaction(messages, 0)
+        : reason === "manual"
+          ? planKeepingAll(messages)
+          : undefined);
     if (plan === undefined) {
       return {
         result: null,
@@ -278,6 +300,7 @@ export class SessionCompaction {
     const firstKeptEntryId = firstKept === undefined ? ids.fresh() : ids.of(firstKept);
     const compacted = [summaryMessage(end.summary, tokensBefore, Date.now()), ...plan.kept];
     await this.#transcript.install(compacted);
+    this.#compactedAt = this.#transcript.history.length;
     const result: CompactionResult = {
       summary: end.summary,
       firstKeptEntryId,
@@ -305,6 +328,7 @@ export class SessionCompaction {
     if (hooked === undefined) return { result: null, aborted: false };
     const { messages, firstKept, summary } = hooked;
     await this.#transcript.install(messages);
+    this.#compactedAt = this.#transcript.history.length;
     const ids = this.#entryIds();
     const firstKeptEntryId = firstKept === undefined ? ids.fresh() : ids.of(firstKept);
     const result: CompactionResult = { summary, firstKeptEntryId, tokensBefore, tokensAfter: estimateAll(messages) };

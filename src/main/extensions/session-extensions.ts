@@ -100,8 +100,9 @@ export class SessionExtensions {
 
   /** A `subscribe()` listener: queues the event for every extension that handles it. */
   deliver(event: SessionEvent): void {
-    // Errors are the extensions' own: reporting them to extensions could loop.
-    if (event.type === "extension_error" || this.#closed) return;
+    // Errors are the extensions' own: reporting them to extensions could loop. pi gives its
+    // extensions no queue_update either (its session emits it to subscribers only).
+    if (event.type === "extension_error" || event.type === "queue_update" || this.#closed) return;
     if (event.type === "thinking_level_changed") {
       // pi gives extensions the change as thinking_level_select, with the level before.
       const previousLevel = this.#thinkingLevel;

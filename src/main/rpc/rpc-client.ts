@@ -217,7 +217,8 @@ export class RpcClient {
 
   /** The text of the session's last assistant message, or null when there is none. */
   async getLastAssistantText(): Promise<string | null> {
-    return (await this.#request({ type: "get_last_assistant_text" })).text;
+    // The wire leaves `text` out when there is none (pi's `{}`).
+    return (await this.#request({ type: "get_last_assistant_text" })).text ?? null;
   }
 
   /** pi's session statistics: counts, tokens and cost (failed attempts included), context usage. */
@@ -265,7 +266,10 @@ export class RpcClient {
     return (await this.#request({ type: "get_fork_messages" })).messages;
   }
 
-  /** Writes the transcript as a self-contained HTML page; resolves with the file's path. */
+  /**
+   * Writes the transcript as a self-contained HTML page; resolves with the file's path as pi
+   * answers it: `outputPath` as given (relative to the child's cwd), or the default file name.
+   */
   async exportHtml(outputPath?: string): Promise<string> {
     return (
       await this.#request(outputPath === undefined ? { type: "export_html" } : { type: "export_html", outputPath })

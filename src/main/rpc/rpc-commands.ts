@@ -6,6 +6,7 @@
  * A handler throws to fail its command; RPC mode answers with the error's text. Handlers run one
  * at a time, in input order, except the {@link DETACHED_COMMANDS}.
  */
+import { basename } from "node:path";
 import { LifelineError } from "../../shared/errors.js";
 import { FileAuthStorage } from "../auth/file-auth-storage.js";
 import type { SessionHost } from "../host/session-host.js";
@@ -103,7 +104,10 @@ export const rpcCommands: RpcCommandTable = {
     await ctx.session.switchTo(command.sessionPath);
     return { cancelled: false };
   },
-  get_last_assistant_text: async (_command, ctx) => ({ text: lastAssistantText(ctx.session.current()) }),
+  get_last_assistant_text: async (_command, ctx) => {
+    const text = lastAssistantText(ctx.session.current());
+    return text === undefined ? {} : { text };
+  },
   set_thinking_level: async (command, ctx) => {
     // B5, unlike pi: the session's defaultThinkingLevel changes, the settings file does not.
     await ctx.session.live().setThinkingLevel(command.level);
@@ -162,9 +166,11 @@ export const rpcCommands: RpcCommandTable = {
     return { cancelled: false };
   },
   get_fork_messages: async (_command, ctx) => ({ messages: await ctx.host.forkMessages(ctx.session.current()) }),
-  export_html: async (command, ctx) => ({
-    path: await ctx.host.exportHtml(ctx.session.current(), command.outputPath),
-  }),
+  export_html: async (command, ctx) => {
+    const written = await ctx.host.exportHtml(ctx.session.current(), command.outputPath);
+    // pi answers the path as given; the default name is in the cwd, so its base name is that.
+    return { path: command.outputPath ?? basename(written) };
+  },
 };
 
 /** `steer` and `follow_up`: queued while a prompt is live, a prompt of their own otherwise. */
@@ -223,13 +229,20 @@ function stateOf(session: AgentSession): RpcSessionState {
   };
 }
 
-/** The text of the latest assistant message that has any, or null. */
-function lastAssistantText(session: AgentSession): string | null {
+/**
+ * pi's rule: the text of the last assistant message (one aborted before any content is skipped),
+ * trimmed; undefined when that message has no text (a tool call, a failed attempt) or there is none.
+ */
+function lastAssistantText(session: AgentSession): string | undefined {
   for (let i = session.messages.length - 1; i >= 0; i--) {
     const message = session.messages[i];
     if (message?.role !== "assistant") continue;
-    const text = message.content.map((block) => (block.type === "text" ? block.text : "")).join("");
-    if (text !== "") return text;
+    if (message.stopReason === "aborted" && message.content.length === 0) continue;
+    const text = message.content
+      .map((block) => (block.type === "text" ? block.text : ""))
+      .join("")
+      .trim();
+    return text === "" ? undefined : text;
   }
-  return null;
+  return undefined;
 }

@@ -7,7 +7,9 @@
  * (responses and session events); LF is the only separator.
  *
  * The command schemas validate what arrives on stdin; the types derived from them are what
- * `RpcClient` sends. A response echoes the command's `id` whenever one could be read.
+ * `RpcClient` sends. A response echoes the command's `id` whenever one could be read. As pi does,
+ * a field a command does not have is ignored (dropped by the parse), so a client written for a
+ * later pi still works; unlike pi, a missing or wrongly typed field is refused, naming the field.
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
@@ -30,7 +32,7 @@ const queueMode = z.enum(["all", "one-at-a-time"]);
 
 /** Every command lifeline's RPC mode accepts, keyed by `type`. */
 export const rpcCommandSchemas = {
-  prompt: z.strictObject({
+  prompt: z.object({
     id,
     type: z.literal("prompt"),
     message: text,
@@ -38,57 +40,57 @@ export const rpcCommandSchemas = {
     /** While a prompt is live: "steer" delivers it before the next model call, "followUp" after the run. */
     streamingBehavior: z.enum(["steer", "followUp"]).optional(),
   }),
-  steer: z.strictObject({ id, type: z.literal("steer"), message: text, images }),
-  follow_up: z.strictObject({ id, type: z.literal("follow_up"), message: text, images }),
-  abort: z.strictObject({ id, type: z.literal("abort") }),
-  get_state: z.strictObject({ id, type: z.literal("get_state") }),
-  get_messages: z.strictObject({ id, type: z.literal("get_messages") }),
-  set_model: z.strictObject({ id, type: z.literal("set_model"), provider: text, modelId: text }),
-  get_available_models: z.strictObject({ id, type: z.literal("get_available_models") }),
-  set_auto_retry: z.strictObject({ id, type: z.literal("set_auto_retry"), enabled: z.boolean() }),
-  abort_retry: z.strictObject({ id, type: z.literal("abort_retry") }),
+  steer: z.object({ id, type: z.literal("steer"), message: text, images }),
+  follow_up: z.object({ id, type: z.literal("follow_up"), message: text, images }),
+  abort: z.object({ id, type: z.literal("abort") }),
+  get_state: z.object({ id, type: z.literal("get_state") }),
+  get_messages: z.object({ id, type: z.literal("get_messages") }),
+  set_model: z.object({ id, type: z.literal("set_model"), provider: text, modelId: text }),
+  get_available_models: z.object({ id, type: z.literal("get_available_models") }),
+  set_auto_retry: z.object({ id, type: z.literal("set_auto_retry"), enabled: z.boolean() }),
+  abort_retry: z.object({ id, type: z.literal("abort_retry") }),
   /** Summarizes the older part of the transcript now; answered when the compaction ends. */
-  compact: z.strictObject({ id, type: z.literal("compact"), customInstructions: z.string().optional() }),
-  set_auto_compaction: z.strictObject({ id, type: z.literal("set_auto_compaction"), enabled: z.boolean() }),
-  new_session: z.strictObject({ id, type: z.literal("new_session"), parentSession: z.string().optional() }),
+  compact: z.object({ id, type: z.literal("compact"), customInstructions: z.string().optional() }),
+  set_auto_compaction: z.object({ id, type: z.literal("set_auto_compaction"), enabled: z.boolean() }),
+  new_session: z.object({ id, type: z.literal("new_session"), parentSession: z.string().optional() }),
   /** B7: closes the session and resumes a stored one (a file path, or an id or prefix of one). */
-  switch_session: z.strictObject({ id, type: z.literal("switch_session"), sessionPath: text }),
-  get_last_assistant_text: z.strictObject({ id, type: z.literal("get_last_assistant_text") }),
+  switch_session: z.object({ id, type: z.literal("switch_session"), sessionPath: text }),
+  get_last_assistant_text: z.object({ id, type: z.literal("get_last_assistant_text") }),
   /** pi's: sets the session's thinking level, clamped to the model. */
-  set_thinking_level: z.strictObject({ id, type: z.literal("set_thinking_level"), level: thinkingLevelSchema }),
+  set_thinking_level: z.object({ id, type: z.literal("set_thinking_level"), level: thinkingLevelSchema }),
   /** pi's: the next level the model supports; `data` null for a model without reasoning. */
-  cycle_thinking_level: z.strictObject({ id, type: z.literal("cycle_thinking_level") }),
+  cycle_thinking_level: z.object({ id, type: z.literal("cycle_thinking_level") }),
   /** Runs a shell command in the session's worker; answered with pi's BashResult when it ends. */
-  bash: z.strictObject({ id, type: z.literal("bash"), command: text }),
+  bash: z.object({ id, type: z.literal("bash"), command: text }),
   /** Kills the running bash command's process tree. */
-  abort_bash: z.strictObject({ id, type: z.literal("abort_bash") }),
+  abort_bash: z.object({ id, type: z.literal("abort_bash") }),
   /** lifeline extension: the keys of auth.json, masked. */
-  auth_list: z.strictObject({ id, type: z.literal("auth_list") }),
+  auth_list: z.object({ id, type: z.literal("auth_list") }),
   /** lifeline extension: adds a key to auth.json; the response never repeats it. */
-  auth_add: z.strictObject({ id, type: z.literal("auth_add"), provider: text, key: text }),
+  auth_add: z.object({ id, type: z.literal("auth_add"), provider: text, key: text }),
   /** lifeline extension: removes a provider's key at `index`, or all its keys. */
-  auth_remove: z.strictObject({
+  auth_remove: z.object({
     id,
     type: z.literal("auth_remove"),
     provider: text,
     index: z.number().int().min(0).optional(),
   }),
   /** pi's SessionStats; tokens and cost include failed attempts. */
-  get_session_stats: z.strictObject({ id, type: z.literal("get_session_stats") }),
+  get_session_stats: z.object({ id, type: z.literal("get_session_stats") }),
   /** Switches to the next model `get_available_models` lists (lifeline has no scoped models). */
-  cycle_model: z.strictObject({ id, type: z.literal("cycle_model") }),
-  set_steering_mode: z.strictObject({ id, type: z.literal("set_steering_mode"), mode: queueMode }),
-  set_follow_up_mode: z.strictObject({ id, type: z.literal("set_follow_up_mode"), mode: queueMode }),
+  cycle_model: z.object({ id, type: z.literal("cycle_model") }),
+  set_steering_mode: z.object({ id, type: z.literal("set_steering_mode"), mode: queueMode }),
+  set_follow_up_mode: z.object({ id, type: z.literal("set_follow_up_mode"), mode: queueMode }),
   /** Any string: a blank one is refused with pi's error text. */
-  set_session_name: z.strictObject({ id, type: z.literal("set_session_name"), name: z.string() }),
-  get_commands: z.strictObject({ id, type: z.literal("get_commands") }),
+  set_session_name: z.object({ id, type: z.literal("set_session_name"), name: z.string() }),
+  get_commands: z.object({ id, type: z.literal("get_commands") }),
   /** A new session file with the path before the user message `entryId`, in place of this one. */
-  fork: z.strictObject({ id, type: z.literal("fork"), entryId: text }),
+  fork: z.object({ id, type: z.literal("fork"), entryId: text }),
   /** A new session file with this one's whole path, in place of this one. */
-  clone: z.strictObject({ id, type: z.literal("clone") }),
-  get_fork_messages: z.strictObject({ id, type: z.literal("get_fork_messages") }),
+  clone: z.object({ id, type: z.literal("clone") }),
+  get_fork_messages: z.object({ id, type: z.literal("get_fork_messages") }),
   /** The transcript as a self-contained HTML page, at `outputPath` or a default name in the cwd. */
-  export_html: z.strictObject({ id, type: z.literal("export_html"), outputPath: text.optional() }),
+  export_html: z.object({ id, type: z.literal("export_html"), outputPath: text.optional() }),
 } as const;
 
 /** The `type` of a supported command. */
@@ -174,7 +176,8 @@ export interface RpcResponseData {
   set_auto_compaction: undefined;
   new_session: { cancelled: boolean };
   switch_session: { cancelled: boolean };
-  get_last_assistant_text: { text: string | null };
+  /** pi's: `text` absent (`{}` on the wire) when the last reply has no text, or there is none. */
+  get_last_assistant_text: { text?: string };
   set_thinking_level: undefined;
   cycle_thinking_level: { level: ThinkingLevel } | null;
   bash: BashResult;
@@ -191,6 +194,7 @@ export interface RpcResponseData {
   fork: { text: string; cancelled: boolean };
   clone: { cancelled: boolean };
   get_fork_messages: { messages: { entryId: string; text: string }[] };
+  /** pi's: `path` as the command gave it (relative to the process's cwd), or the default name. */
   export_html: { path: string };
 }
 

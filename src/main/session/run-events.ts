@@ -55,7 +55,7 @@ export interface RunEventsTarget {
 export interface RunEventsParts {
   readonly events: Pick<SessionListeners, "emit">;
   readonly mirror: Pick<TranscriptMirror, "messages" | "append">;
-  readonly queued: Pick<QueuedMessages, "delivered">;
+  readonly queued: Pick<QueuedMessages, "starting" | "delivered">;
   readonly retry: Pick<RetryController<AssistantMessage>, "onMessageEnd" | "onAgentEnd">;
 }
 
@@ -90,6 +90,8 @@ export class RunEvents {
         // A user or tool message starts and ends as one object when both events share a batch:
         // the copy keeps that (its message_end finds the same copy).
         else event.message = compactMessage(event.message);
+        // pi's order: a queued message leaves the queues (queue_update) before its message_start.
+        if (event.message.role === "user") queued.starting(event.message);
         events.emit(event);
         return;
       }

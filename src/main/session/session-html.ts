@@ -1,14 +1,15 @@
 /**
  * A session's transcript as one self-contained HTML page (pi's `export_html`): every message of
  * the history in order, failed attempts and the retries after them marked as such (lifeline's
- * history keeps them, R4), thinking, tool calls with their arguments, tool results, compaction
- * summaries, and the session's statistics. The page has no script and loads nothing: its styles
+ * history keeps them, R4), thinking, tool calls with their arguments, tool results, the commands
+ * the client ran (`bash`), compaction summaries, and the session's statistics. The page has no script and loads nothing: its styles
  * are inline and its Content-Security-Policy forbids any fetch, so it opens offline and a
  * transcript cannot make it run code. Every text from the transcript is HTML-escaped.
  */
 import { writeFile } from "node:fs/promises";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
+import type { BashExecutionMessage } from "../../shared/bash/bash-message.js";
 import { errorText } from "../../shared/error-text.js";
 import { LifelineError } from "../../shared/errors.js";
 import type { SessionStats } from "./session-stats.js";
@@ -28,7 +29,7 @@ body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding
 header{border-bottom:1px solid #ddd;margin-bottom:1rem}h1{font-size:1.3rem}dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dt{color:#666}
 .message{border:1px solid #ddd;border-left-width:5px;border-radius:6px;padding:.5rem .8rem;margin:.8rem 0;background:#fff}
 .role{font-weight:600;font-size:.85rem;color:#555}.role-name{text-transform:uppercase;letter-spacing:.04em}
-.user{border-left-color:#0a66c2}.assistant{border-left-color:#2e7d32}.toolResult{border-left-color:#8e44ad}.other{border-left-color:#999}
+.user,.bashExecution{border-left-color:#0a66c2}.assistant{border-left-color:#2e7d32}.toolResult{border-left-color:#8e44ad}.other{border-left-color:#999}
 .failed{border-left-color:#c62828;background:#fff5f5}.aborted{border-left-color:#ef6c00;background:#fff8f0}
 .retry{border-left-color:#f9a825}.badge{display:inline-block;font-size:.8rem;padding:0 .4rem;border-radius:4px;margin-left:.5rem;background:#eee}
 .failed .badge{background:#c62828;color:#fff}.retry .badge{background:#f9a825}.error{color:#c62828;font-weight:600}
@@ -146,6 +147,8 @@ function renderOther(message: AgentMessage): string {
         contentHtml(message.content),
       );
     }
+    case "bashExecution":
+      return renderBash(message);
     case "compactionSummary":
       return article(
         ["message", "other"],
@@ -158,6 +161,31 @@ function renderOther(message: AgentMessage): string {
       return article(["message", "other"], message.role, "", content);
     }
   }
+}
+
+/**
+ * A command the client ran (`bash`), as pi's page shows it: `$ command`, its output, then
+ * `(cancelled)` or `(exit N)` for a non-zero code, marked failed when either; plus, as pi's
+ * terminal says it, where the whole output is when it was truncated. The output is shown whole
+ * (it is at most pi's tail of 2000 lines or 50 KiB): the page has no script to expand a preview.
+ */
+function renderBash(message: BashExecutionMessage): string {
+  const failed = message.cancelled || (message.exitCode !== undefined && message.exitCode !== 0);
+  const status = message.cancelled
+    ? `<div class="error">(cancelled)</div>`
+    : failed
+      ? `<div class="error">(exit ${escapeHtml(String(message.exitCode))})</div>`
+      : "";
+  const output = message.output === "" ? "" : `<pre class="output">${escapeHtml(message.output)}</pre>`;
+  const where = message.fullOutputPath === undefined ? "" : `. Full output: ${message.fullOutputPath}`;
+  const truncated = message.truncated ? `<div class="meta">${escapeHtml(`Output truncated${where}`)}</div>` : "";
+  const command = `<pre class="command">$ ${escapeHtml(message.command)}</pre>`;
+  return article(
+    ["message", "bashExecution", failed ? "failed" : ""],
+    "Bash",
+    "",
+    `${command}${output}${status}${truncated}`,
+  );
 }
 
 function article(classes: string[], role: string, badge: string, body: string): string {

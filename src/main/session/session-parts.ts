@@ -50,7 +50,7 @@ export class SessionParts {
     const events = new SessionListeners(setup.host.onListenerError);
     const thinking = new SessionThinking(start.thinkingLevel, { model, events, setup });
     const coordination = sessionCoordination(setup, model, events);
-    const queued = new QueuedMessages();
+    const queued = new QueuedMessages(events);
     const runner = new PromptRunner({
       setup,
       model,

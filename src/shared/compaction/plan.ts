@@ -12,11 +12,11 @@ import { estimateTokens } from "./tokens.js";
 
 /** The two parts of a transcript a compaction makes. */
 export interface CompactionPlan {
-  /** Messages to summarize (a previous summary excluded), oldest first. Never empty. */
+  /** Messages to summarize (a previous summary excluded), oldest first. Empty only in {@link planKeepingAll}'s. */
   summarize: AgentMessage[];
   /** The summary this one replaces, if the transcript starts with one. */
   previousSummary: string | undefined;
-  /** Messages kept as they are, newest last. Never empty. */
+  /** Messages kept as they are, newest last. Empty only in {@link planKeepingAll}'s, for an empty transcript. */
   kept: AgentMessage[];
 }
 
@@ -53,4 +53,19 @@ function firstCutAtOrAfter(messages: readonly AgentMessage[], index: number): nu
     if (role === "user" || role === "assistant") return i;
   }
   return messages.length;
+}
+
+/**
+ * pi's explicit compaction of a transcript with nothing older than its newest `keepRecentTokens`
+ * (pi cuts before the first message then): nothing is summarized but a previous summary, which
+ * is updated, and every message is kept.
+ */
+export function planKeepingAll(messages: readonly AgentMessage[]): CompactionPlan {
+  const first = messages[0];
+  const previous = isSummaryMessage(first);
+  return {
+    summarize: [],
+    previousSummary: previous ? first.summary : undefined,
+    kept: messages.slice(previous ? 1 : 0),
+  };
 }

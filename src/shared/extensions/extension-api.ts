@@ -57,11 +57,12 @@ export type ExtensionLifecycleEvent =
   | { type: "thinking_level_select"; level: ThinkingLevel; previousLevel: ThinkingLevel };
 
 /**
- * Every event an extension can receive: the session's events (but `extension_error`, and
- * `thinking_level_changed`, which reaches them as `thinking_level_select`) and the events above.
+ * Every event an extension can receive: the session's events (but `extension_error`,
+ * `queue_update`, which pi gives its extensions neither, and `thinking_level_changed`, which
+ * reaches them as `thinking_level_select`) and the events above.
  */
 export type ExtensionEvent =
-  | Exclude<SessionEvent, { type: "extension_error" | "thinking_level_changed" }>
+  | Exclude<SessionEvent, { type: "extension_error" | "queue_update" | "thinking_level_changed" }>
   | ExtensionLifecycleEvent;
 
 /** The event types `on()` accepts. */

@@ -1,14 +1,16 @@
 /**
  * How a session's model requests are sent: pi-ai's `streamSimple` inside the session's request
- * capture, with the session's current key and the provider settings of SPEC B1, behind a permit
+ * capture, with the session's current key and the provider settings of SPEC B1, same-role turns
+ * merged only for an API that requires alternating roles (alternating-turns.ts), behind a permit
  * of the main thread when B8's request permits are on. Every model request of the session takes
  * this path, a compaction's summary included.
  */
 import type { StreamFn } from "@mariozechner/pi-agent-core";
-import { streamSimple } from "@mariozechner/pi-ai";
+import { type Api, type SimpleStreamOptions, streamSimple } from "@mariozechner/pi-ai";
 import type { ProviderSettings } from "../../shared/protocol.js";
 import type { RequestCapture } from "../request-capture/request-capture.js";
 import type { RequestPermits } from "../request-permits.js";
+import { alternatingTurns } from "./alternating-turns.js";
 import type { Credentials } from "./credentials.js";
 
 /** What {@link modelStream} sends a session's requests with. */
@@ -29,6 +31,7 @@ export function modelStream(options: ModelStreamOptions): StreamFn {
     capture.run(() =>
       streamSimple(m, context, {
         ...streamOptions,
+        ...withAlternatingTurns(m.api, streamOptions?.onPayload),
         ...(credentials.authHeader && credentials.apiKey !== undefined
           ? { headers: { ...streamOptions?.headers, Authorization: `Bearer ${credentials.apiKey}` } }
           : {}),
@@ -40,6 +43,21 @@ export function modelStream(options: ModelStreamOptions): StreamFn {
   return options.permits === undefined
     ? stream
     : withPermit(stream, options.permits.sessionId, options.permits.permits);
+}
+
+/**
+ * The `onPayload` of a request to `api`: the caller's, then, for an API that requires alternating
+ * roles, the merge of same-role turns (alternating-turns.ts), so no other API's request changes.
+ */
+function withAlternatingTurns(
+  api: Api,
+  onPayload: SimpleStreamOptions["onPayload"],
+): Pick<SimpleStreamOptions, "onPayload"> {
+  const merge = alternatingTurns(api);
+  if (merge === undefined) return onPayload === undefined ? {} : { onPayload };
+  return {
+    onPayload: async (payload, model) => merge((await onPayload?.(payload, model)) ?? payload),
+  };
 }
 
 /**

@@ -53,8 +53,9 @@ describe("queue modes", () => {
     });
 
     it(`${kind}: all delivers every queued message in the next model call`, async () => {
-      // Consecutive user messages reach the provider merged into one turn (convert-to-llm.ts).
-      expect(await deliveries(kind, "all")).toEqual([["go"], ["one\n\ntwo"]]);
+      // Each a user message of its own, as pi sends them (only an API that requires alternating
+      // roles gets them merged, in its payload: alternating-turns.ts).
+      expect(await deliveries(kind, "all")).toEqual([["go"], ["one", "two"]]);
     });
   }
 

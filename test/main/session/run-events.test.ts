@@ -44,7 +44,7 @@ function harness(
   const events: RunEvents = new RunEvents(target, {
     events: { emit: (e) => emitted.push(e) },
     mirror: { messages: transcript, append: (message) => void transcript.push(message) },
-    queued: { delivered: () => log.push("delivered") },
+    queued: { starting: () => log.push("starting"), delivered: () => log.push("delivered") },
     retry: {
       onMessageEnd: (message) => void log.push(`onMessageEnd ${message.stopReason}`),
       onAgentEnd: () => decide(events),

@@ -136,9 +136,11 @@ describe("retry chains through a session", () => {
     const next = await session.prompt("second");
     expect(next.stopReason).toBe("stop");
     expect(noTwoUsersInARow(session.messages)).toBe(true);
-    // What the model saw for the second prompt: one user turn holding both texts, not two in a row.
+    // What the model saw for the second prompt: the two prompts, the failed reply between them left
+    // out, each a user message of its own as pi sends them (an API that refuses two in a row gets
+    // them joined in its payload: alternating-turns.ts).
     const seen = scripted.contexts[1]?.messages.map((m) => m.role);
-    expect(seen).toEqual(["user"]);
+    expect(seen).toEqual(["user", "user"]);
   });
 
   it("B3: abortRetry() while a retried attempt is in flight ends the chain and that attempt is not retried", async () => {

@@ -6,7 +6,7 @@ import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { fauxAssistantMessage } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
 import { restoreTranscript } from "../../../src/main/session-files/session-transcript.js";
-import { planCompaction } from "../../../src/shared/compaction/plan.js";
+import { planCompaction, planKeepingAll } from "../../../src/shared/compaction/plan.js";
 import { summaryMessage } from "../../../src/shared/compaction/summary-message.js";
 import { contextTokens, overThreshold } from "../../../src/shared/compaction/tokens.js";
 
@@ -50,9 +50,19 @@ describe("planCompaction", () => {
     expect(plan?.summarize).toEqual(messages.slice(1, 3));
   });
 
-  it("R1: a transcript within keepRecentTokens has nothing to compact", () => {
+  it("R1: a transcript within keepRecentTokens has nothing to compact automatically", () => {
     expect(planCompaction([user("hi"), reply("hello")], 20_000)).toBeUndefined();
     expect(planCompaction([summaryMessage("s", 1, 1), user(words(100))], 0)).toBeUndefined();
+  });
+});
+
+describe("planKeepingAll", () => {
+  it("an explicit compaction of a short transcript, as pi's: nothing summarized, every message kept, a previous summary updated", () => {
+    const short = [user("hi"), reply("hello")];
+    expect(planKeepingAll(short)).toEqual({ summarize: [], previousSummary: undefined, kept: short });
+    const compacted = [summaryMessage("earlier notes", 9000, 1), ...short];
+    expect(planKeepingAll(compacted)).toEqual({ summarize: [], previousSummary: "earlier notes", kept: short });
+    expect(planKeepingAll([])).toEqual({ summarize: [], previousSummary: undefined, kept: [] });
   });
 });
 

@@ -178,7 +178,9 @@ export async function resolveModelRef(
     if (!builtIn.includes(ref.provider) && !KEYLESS_PROVIDERS.has(ref.provider)) {
       const known = ["demo", ...Object.keys(config.providers), ...builtIn];
       const head = `Unknown provider "${ref.provider}". Use one of: ${known.join(", ")}; define it in ${config.path}`;
-      throw new LifelineError("ERR_UNKNOWN_MODEL", `${head}; or pass a pi-ai Model object.`, { cliMessage: `${head}.` });
+      throw new LifelineError("ERR_UNKNOWN_MODEL", `${head}; or pass a pi-ai Model object.`, {
+        cliMessage: `${head}.`,
+      });
     }
     // The worker resolves catalogue models and checks the key after the model, so an unknown
     // id is reported as such rather than as a missing key.

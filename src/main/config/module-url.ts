@@ -32,6 +32,8 @@ export function checkWorkerEntry(entry: string | URL, cwd: string): void {
   throw new LifelineError(
     "ERR_INVALID_OPTIONS",
     `Invalid createSessionHost options: workerEntry ${path} does not exist. ${remedy} the host's cwd, ${cwd}).`,
-    { cliMessage: `--worker-entry (or LIFELINE_WORKER_ENTRY): ${path} does not exist. ${remedy} the working directory, ${cwd}).` },
+    {
+      cliMessage: `--worker-entry (or LIFELINE_WORKER_ENTRY): ${path} does not exist. ${remedy} the working directory, ${cwd}).`,
+    },
   );
 }

@@ -168,7 +168,7 @@ describe("interactive terminal UI in tmux", () => {
     expect(screen).toContain("TTY=icanon");
   });
 
-  it("regression: prompts on the command line (pi's `pi \"first\" \"second\"`) are sent in order once the session is on screen", async () => {
+  it('regression: prompts on the command line (pi\'s `pi "first" "second"`) are sent in order once the session is on screen', async () => {
     const pane = new Pane(["--model", "demo/demo-fast", "first from argv", "second from argv"], {}, CLI);
     await pane.waitForText('you said "second from argv"');
     const screen = await pane.waitForText("demo/demo-fast · idle");

@@ -123,9 +123,10 @@ describe("submit", () => {
 
   it("regression: --wait-ms waits for a Redis that is down when it starts", async () => {
     const port = await freePort();
-    // Stands in for a Redis that is not up yet: it takes the first connection and drops it, so
-    // the command has certainly tried and failed before the real Redis starts on that port.
-    const tried = dropFirstConnection(port);
+    // Stands in for a Redis that is not up yet: it drops every connection. The real Redis starts
+    // on that port only once the command has been refused for longer than a connection's own
+    // default timeout (3 s): 7 tries, ioredis backing off 50, 100, …, 1000 ms between them.
+    const down = dropConnections(port);
     const lifelineDir = home();
     const at = { cwd: tempDir(cleanups), lifelineDir };
     const url = `redis://127.0.0.1:${port}`;
@@ -146,8 +147,13 @@ describe("submit", () => {
       ],
       at,
     );
-    await within(tried.dropped, 20_000, "the submit's first try");
-    await tried.close();
+    const refused = await within(
+      Promise.race([down.dropped(7).then(() => "tried"), submitted.result.then((run) => `exited: ${run.stderr}`)]),
+      20_000,
+      "the submit's seventh try",
+    );
+    expect(refused).toBe("tried");
+    await down.close();
     const redis = await startRedis([], { port });
     cleanups.push(() => redis.dispose());
     const host = startServe({ redisUrl: redis.url, name: fleet, lifelineDir, cwd: at.cwd });
@@ -188,24 +194,21 @@ describe("a Redis that refuses the credentials", () => {
 });
 
 /** A listener on `port` that accepts connections and closes them at once, until closed. */
-function dropFirstConnection(port: number): { dropped: Promise<void>; close: () => Promise<void> } {
-  const sockets = new Set<Socket>();
-  let onDropped: () => void = () => {};
-  const dropped = new Promise<void>((resolve) => {
-    onDropped = resolve;
-  });
-  const server: Server = createServer((socket) => {
-    sockets.add(socket);
+function dropConnections(port: number): { dropped: (count: number) => Promise<void>; close: () => Promise<void> } {
+  let count = 0;
+  const waiters: { count: number; resolve: () => void }[] = [];
+  const server: Server = createServer((socket: Socket) => {
     socket.destroy();
-    onDropped();
+    count += 1;
+    for (const waiter of waiters.filter((each) => each.count <= count)) waiter.resolve();
   });
   server.listen(port, "127.0.0.1");
   return {
-    dropped,
-    close: () =>
+    dropped: (wanted) =>
       new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
+        if (count >= wanted) resolve();
+        else waiters.push({ count: wanted, resolve });
       }),
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

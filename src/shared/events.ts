@@ -7,7 +7,7 @@
 import type { AgentEvent, AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { WireError, WorkerExitCause } from "./errors.js";
-import type { RequestTiming } from "./request-timing.js";
+import type { RequestTiming, ToolTiming } from "./request-timing.js";
 import type { ThinkingLevel } from "./thinking.js";
 
 /** `agent_end` as listeners see it: the agent's event plus the retry decision made for it. */
@@ -214,8 +214,24 @@ export interface MessageEndEvent {
   timing?: RequestTiming;
 }
 
-/** The agent's own events, except `agent_end`, which gains `willRetry`, and `message_end`, which gains `timing`. */
-export type ForwardedAgentEvent = Exclude<AgentEvent, { type: "agent_end" | "message_end" }> | MessageEndEvent;
+/**
+ * The agent's `tool_execution_end`, plus when the execution started and ended, stamped in the
+ * worker (see {@link ToolTiming}). Absent on an end the worker did not see start.
+ */
+export interface ToolExecutionEndEvent extends Extract<AgentEvent, { type: "tool_execution_end" }> {
+  timing?: ToolTiming;
+}
+
+/** The agent's events that gain the worker's timing as they cross (X9). */
+export type TimedAgentEvent = MessageEndEvent | ToolExecutionEndEvent;
+
+/**
+ * The agent's own events, except `agent_end`, which gains `willRetry`, and `message_end` and
+ * `tool_execution_end`, which gain `timing`.
+ */
+export type ForwardedAgentEvent =
+  | Exclude<AgentEvent, { type: "agent_end" | TimedAgentEvent["type"] }>
+  | TimedAgentEvent;
 
 /** Everything a session listener can receive. Switch on `type`. */
 /**

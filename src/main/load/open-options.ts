@@ -33,7 +33,8 @@ export interface ArrivalOptions {
   /**
    * An arrival that finds the cap reached: `"drop"` counts it as dropped and never starts it
    * (k6's dropped iterations; the load stays open); `"delay"` queues it until a conversation ends
-   * (counted as delayed, with its wait; still queued when the run ends, counted as unstarted).
+   * (counted as delayed, with its wait, once it starts; still queued when the run ends, counted as
+   * unstarted instead).
    * @default "drop"
    */
   onCap?: OnCap;

@@ -108,7 +108,14 @@ export interface PromptResult {
   stopReason: AssistantMessage["stopReason"];
   /** The error text when the prompt ended in an error or abort. */
   errorMessage?: string;
-  /** Retries made for this prompt across all its chains. */
+  /**
+   * The retry requests this prompt actually sent, across all its chains: a retried attempt counts
+   * once its model request went out. A retry announced by `auto_retry_start` but refused by a
+   * budget (a fleet's answers after the announcement), cancelled in its back-off or aborted before
+   * its request left counts none; so does a retried request whose worker died before its reply
+   * came back (whether it left is not known). Equals the model requests the server received for
+   * the prompt minus its turns.
+   */
   retries: number;
   /** The last assistant message of the prompt, if the model produced one. */
   message?: AssistantMessage;

@@ -46,6 +46,8 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 20_000,
     pool: "forks",
+    // FC_SEED / FC_PATH replay a failed fast-check property (see the file).
+    setupFiles: ["test/fast-check-seed.ts"],
     projects: [
       {
         extends: true,

@@ -48,7 +48,7 @@ export type {
 export type { ModelRef, ProviderOverrides, QueueMode } from "../shared/protocol.js";
 export type { RequestFailure } from "../shared/request-failure.js";
 export { requestFailureOf } from "../shared/request-failure.js";
-export type { RequestTiming } from "../shared/request-timing.js";
+export type { RequestTiming, ToolTiming } from "../shared/request-timing.js";
 export type {
   CompactionSettings,
   RetryBudgetSettings,

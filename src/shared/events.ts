@@ -7,7 +7,7 @@
 import type { AgentEvent, AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { WireError, WorkerExitCause } from "./errors.js";
-import type { RequestTiming } from "./request-timing.js";
+import type { RequestTiming, ToolTiming } from "./request-timing.js";
 import type { ThinkingLevel } from "./thinking.js";
 
 /** `agent_end` as listeners see it: the agent's event plus the retry decision made for it. */
@@ -108,7 +108,14 @@ export interface PromptResult {
   stopReason: AssistantMessage["stopReason"];
   /** The error text when the prompt ended in an error or abort. */
   errorMessage?: string;
-  /** Retries made for this prompt across all its chains. */
+  /**
+   * The retry requests this prompt actually sent, across all its chains: a retried attempt counts
+   * once its model request went out. A retry announced by `auto_retry_start` but refused by a
+   * budget (a fleet's answers after the announcement), cancelled in its back-off or aborted before
+   * its request left counts none; so does a retried request whose worker died before its reply
+   * came back (whether it left is not known). Equals the model requests the server received for
+   * the prompt minus its turns.
+   */
   retries: number;
   /** The last assistant message of the prompt, if the model produced one. */
   message?: AssistantMessage;
@@ -225,8 +232,24 @@ export interface MessageEndEvent {
   timing?: RequestTiming;
 }
 
-/** The agent's own events, except `agent_end`, which gains `willRetry`, and `message_end`, which gains `timing`. */
-export type ForwardedAgentEvent = Exclude<AgentEvent, { type: "agent_end" | "message_end" }> | MessageEndEvent;
+/**
+ * The agent's `tool_execution_end`, plus when the execution started and ended, stamped in the
+ * worker (see {@link ToolTiming}). Absent on an end the worker did not see start.
+ */
+export interface ToolExecutionEndEvent extends Extract<AgentEvent, { type: "tool_execution_end" }> {
+  timing?: ToolTiming;
+}
+
+/** The agent's events that gain the worker's timing as they cross (X9). */
+export type TimedAgentEvent = MessageEndEvent | ToolExecutionEndEvent;
+
+/**
+ * The agent's own events, except `agent_end`, which gains `willRetry`, and `message_end` and
+ * `tool_execution_end`, which gain `timing`.
+ */
+export type ForwardedAgentEvent =
+  | Exclude<AgentEvent, { type: "agent_end" | TimedAgentEvent["type"] }>
+  | TimedAgentEvent;
 
 /** Everything a session listener can receive. Switch on `type`. */
 /**

@@ -22,7 +22,7 @@ import type { Api, Model } from "@mariozechner/pi-ai";
 import type { BashResult } from "./bash/bash-message.js";
 import type { SummaryRequest } from "./compaction/summary-prompt.js";
 import type { WireError } from "./errors.js";
-import type { MessageEndEvent } from "./events.js";
+import type { TimedAgentEvent } from "./events.js";
 import type { UiAnswer, UiRequest } from "./extensions/extension-ui.js";
 import type { WireAgentEnd, WireTurnEnd } from "./run-message-refs.js";
 import type { WireUpdateEvent } from "./stream-wire.js";
@@ -216,13 +216,13 @@ export interface WorkerApi {
 /**
  * An agent event as it crosses; `message_update` travels slimmed down (see stream-wire.ts),
  * `turn_end` and `agent_end` refer to the messages their run's `message_end` events carried (see
- * run-message-refs.ts), and an assistant reply's `message_end` carries its request's timing
- * (request-timing.ts).
+ * run-message-refs.ts), and an assistant reply's `message_end` and a `tool_execution_end` carry
+ * the worker's timing (request-timing.ts).
  */
 type WireAgentEvent =
-  | Exclude<AgentEvent, { type: "message_update" | "message_end" | "turn_end" | "agent_end" }>
+  | Exclude<AgentEvent, { type: "message_update" | "turn_end" | "agent_end" | TimedAgentEvent["type"] }>
   | WireUpdateEvent
-  | MessageEndEvent
+  | TimedAgentEvent
   | WireTurnEnd
   | WireAgentEnd;
 

@@ -35,6 +35,20 @@ export interface RequestTiming {
   chunkGapsMs: number[];
 }
 
+/**
+ * When a tool execution started and ended, stamped in the worker on the same clock as
+ * {@link RequestTiming} (X9) and carried on its `tool_execution_end`: `startMs` as the agent loop
+ * announces the call (`tool_execution_start`, before the tool's arguments are checked and it
+ * runs), `endMs` as it announces the end (after the tool settled). So `endMs − startMs` is never
+ * shorter than the tool's own time, whatever the worker's batching and the main thread's load:
+ * times taken where the events arrive put the batching's delay of the end against the main
+ * thread's delay of the start, and read short under load.
+ */
+export interface ToolTiming {
+  startMs: number;
+  endMs: number;
+}
+
 /** Epoch ms on this thread's high-resolution clock, to the microsecond: the base of every {@link RequestTiming} stamp. */
 export function epochNow(): number {
   return roundMicros(performance.timeOrigin + performance.now());

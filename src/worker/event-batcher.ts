@@ -13,7 +13,7 @@
  * deserialise and dispatch a long burst in one task.
  */
 import type { AgentEvent } from "@mariozechner/pi-agent-core";
-import type { MessageEndEvent } from "../shared/events.js";
+import type { TimedAgentEvent } from "../shared/events.js";
 import type { BatchItem, BatchMessage } from "../shared/protocol.js";
 import type { WireAgentEnd, WireTurnEnd } from "../shared/run-message-refs.js";
 import { mergeWireUpdates, snapshot, toWireUpdate } from "../shared/stream-wire.js";
@@ -23,8 +23,8 @@ import { mergeWireUpdates, snapshot, toWireUpdate } from "../shared/stream-wire.
  * (the session encodes them: run-message-refs.ts), `message_update` slimmed here.
  */
 export type BatchedEvent =
-  | Exclude<AgentEvent, { type: "turn_end" | "agent_end" | "message_end" }>
-  | MessageEndEvent
+  | Exclude<AgentEvent, { type: "turn_end" | "agent_end" | TimedAgentEvent["type"] }>
+  | TimedAgentEvent
   | WireTurnEnd
   | WireAgentEnd;
 
@@ -57,7 +57,8 @@ export class EventBatcher {
 
   /**
    * Queues a session event; deltas may be merged into the session's previous queued delta. A
-   * `message_end` may carry its request's timing (the session adds it; the batcher passes it on).
+   * `message_end` or `tool_execution_end` may carry the worker's timing (the session adds it; the
+   * batcher passes it on).
    */
   pushEvent(sessionId: string, event: BatchedEvent): void {
     this.#onEvent?.();

@@ -52,7 +52,11 @@ export interface GeneratorSummary {
   /** `finished` (its final report came), `failed` (its run threw: `error`), `lost` (its lease lapsed). */
   status: Exclude<GeneratorStatus, "starting" | "running"> | "unresponsive";
   error?: { code: string; message: string };
-  /** When it was declared lost, ms since the run's start, and its prompts in flight at its last snapshot. */
+  /**
+   * When it was declared lost, ms since the report's `startedAt` (the earliest generator's start,
+   * the clock of the merged records and timeline; 0 if it was lost before that), and its prompts
+   * in flight at its last snapshot. The coordinator's notice at the time prints the same instant.
+   */
   lostAtMs?: number;
   inFlightPrompts?: number;
   /** Its clock's offset to Redis's and the estimate's error bound, ms. */

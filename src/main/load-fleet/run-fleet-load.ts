@@ -276,8 +276,11 @@ async function drive(watch: RunWatch, ctx: DriveContext): Promise<{ stoppedByLos
       if (Date.now() - lastLeaseCheck >= LEASE_CHECK_MS) {
         lastLeaseCheck = Date.now();
         for (const g of await watch.checkLeases(ctx.now())) {
+          // The instant itself, not ms since a start: the report counts `lostAtMs` from its
+          // `startedAt` (the earliest generator's start), which is not known until the finals
+          // come, and a figure from the planned start here would disagree with it.
           ctx.notice(
-            `generator ${g.agent.id} (host ${g.agent.host}, pid ${g.agent.pid}) lost at ${Math.round((g.lostAtMs ?? 0) - ctx.startAtMs)} ms with ${g.inFlightPrompts ?? 0} prompts in flight; its last snapshot is kept`,
+            `generator ${g.agent.id} (host ${g.agent.host}, pid ${g.agent.pid}) lost at ${new Date(Math.round(g.lostAtMs ?? 0)).toISOString()} (Redis's clock) with ${g.inFlightPrompts ?? 0} prompts in flight; its last snapshot is kept`,
           );
           if (policy === "stop" && watch.active.length > 0) {
             stoppedByLoss = true;

@@ -1,7 +1,8 @@
 /**
  * What a load run measures of agent turns and tools, from the sessions' events: the turn each
  * model request belongs to, the turns and tool calls of each prompt, and each tool execution's
- * latency and outcome. Fed by `LoadMetrics` (load-metrics.ts); main thread, injected clock.
+ * latency and outcome. Fed by `LoadMetrics` (load-metrics.ts); main thread, no clock of its own:
+ * tool latencies come stamped from the worker.
  *
  * A *turn* is one step of the agent loop: a model request and its retries, up to the reply the
  * loop acts on. A prompt's first turn is 0; a reply that ends with tool calls (`toolUse`) makes the
@@ -9,6 +10,7 @@
  * plus its retries, and without tools a prompt has one turn.
  */
 import type { SessionEvent } from "../../shared/events.js";
+import { roundMicros } from "../../shared/request-timing.js";
 
 /** The tool figures of a run (report.json `agentic`, with the prompts' turns). */
 export interface ToolFigures {
@@ -16,7 +18,11 @@ export interface ToolFigures {
   toolCalls: number;
   /** `tool_execution_end` events with `isError` (the tool threw or was not found). */
   toolFailures: number;
-  /** Each ended execution's `tool_execution_start` → `tool_execution_end`, in ms, on the main thread. */
+  /**
+   * Each ended execution's start → end, in ms, as the worker stamped them around the tool
+   * (`tool_execution_end.timing`, X9): never shorter than the tool's own time, whatever the event
+   * batching and the main thread's load.
+   */
   toolLatenciesMs: number[];
 }
 
@@ -32,17 +38,9 @@ interface TurnState {
 /** Turns and tools of a run's sessions; see the file comment. */
 export class AgenticMetrics {
   readonly figures: ToolFigures = { toolCalls: 0, toolFailures: 0, toolLatenciesMs: [] };
-  readonly #now: () => number;
   readonly #sessions = new Map<number, TurnState>();
-  /** Start times of executions in flight, by session and tool-call id. */
-  readonly #starts = new Map<string, number>();
   /** The run has ended: executions ending now were cut by its abort. */
   #ended = false;
-
-  /** @param now ms since the run began */
-  constructor(now: () => number) {
-    this.#now = now;
-  }
 
   /**
    * Feeds one event of `session`. Call it after the request record of a `message_end` is made:
@@ -60,15 +58,14 @@ export class AgenticMetrics {
       case "tool_execution_start":
         this.figures.toolCalls++;
         state.toolCalls++;
-        this.#starts.set(`${session}:${event.toolCallId}`, this.#now());
         break;
       case "tool_execution_end": {
-        const key = `${session}:${event.toolCallId}`;
-        const start = this.#starts.get(key);
-        this.#starts.delete(key);
         // A call cut by the run's end is neither timed nor a failure of the tool.
         if (this.#ended) break;
-        if (start !== undefined) this.figures.toolLatenciesMs.push(this.#now() - start);
+        // Timed only from the worker's stamps: times taken here, as events arrive, read short
+        // under load (see ToolTiming).
+        const timing = event.timing;
+        if (timing !== undefined) this.figures.toolLatenciesMs.push(roundMicros(timing.endMs - timing.startMs));
         if (event.isError) this.figures.toolFailures++;
         break;
       }

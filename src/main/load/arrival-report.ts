@@ -30,13 +30,13 @@ export interface ArrivalConfig {
 export interface ArrivalCounts {
   /** Arrivals the schedule produced (in the sweep's closed steps: conversations begun). */
   offered: number;
-  /** Conversations begun (a session opened for them). */
+  /** Conversations begun (a session opened for them, or tried): each has at least one prompt record. */
   started: number;
   /** Arrivals that found the cap reached with `onCap: "drop"`; never started. */
   dropped: number;
-  /** Arrivals that found the cap reached with `onCap: "delay"` and waited (started later, or unstarted). */
+  /** Arrivals that found the cap reached with `onCap: "delay"` and started after their wait: a part of `started`. */
   delayed: number;
-  /** Delayed arrivals still waiting when the run (or the step) ended. */
+  /** Arrivals that waited for the cap and were still waiting when the run (or the step) ended; never started. */
   unstarted: number;
   /** Started conversations whose every prompt succeeded. */
   completed: number;

@@ -94,7 +94,7 @@ export class ConversationPool {
     } else if (this.#setup.onCap === "drop") {
       counts.dropped++;
     } else {
-      counts.delayed++;
+      // Counted as delayed once it starts (#ended), as unstarted if the step ends first.
       this.#queue.push({ dueMs, counts });
     }
   }
@@ -136,14 +136,22 @@ export class ConversationPool {
     void this.#converse(counts, this.#step.signal, true);
   }
 
-  /** One conversation; `counted` when {@link #start} already counted it in flight. */
+  /**
+   * One conversation; `counted` when {@link #start} already counted it in flight. Every started
+   * conversation leaves at least one prompt record, so that records.jsonl accounts for each: when
+   * its session cannot be opened, or the step ends before its first prompt goes out, that prompt
+   * is recorded as failed (with the opening's error) or cancelled, with no request.
+   */
   async #converse(counts: ArrivalCounts, step: AbortSignal, counted = false): Promise<void> {
     if (!counted) this.#inFlight++;
     counts.started++;
     const index = this.#next++;
     const { meter, now } = this.#setup;
+    const begunMs = now();
     let failed = false;
     let succeeded = 0;
+    let recorded = false;
+    let openError: unknown;
     let session: AgentSession | undefined;
     try {
       session = await this.#setup.open(index);
@@ -166,6 +174,7 @@ export class ConversationPool {
           } catch (error) {
             record = meter.promptEnded(index, start, { error }, step.aborted);
           }
+          recorded = true;
           if (record.outcome === "failed") failed = true;
           if (record.outcome === "succeeded") succeeded++;
           if (record.outcome !== "succeeded" || own.isClosed) break;
@@ -173,10 +182,16 @@ export class ConversationPool {
       } finally {
         unsubscribe();
       }
-    } catch {
+    } catch (error) {
       // The session could not be opened (a worker gone; the host closing at the run's end).
+      openError = error;
       failed = !step.aborted;
     } finally {
+      if (!recorded) {
+        meter.promptStarted(index);
+        const cause = openError ?? new Error("The step ended before the conversation's first prompt was sent.");
+        meter.promptEnded(index, begunMs, { error: cause }, step.aborted);
+      }
       if (session !== undefined) {
         this.#open.delete(session);
         void session.dispose().catch(() => {});
@@ -194,6 +209,7 @@ export class ConversationPool {
     const queued = this.#step.signal.aborted ? undefined : this.#queue.shift();
     if (queued !== undefined) {
       this.capWaitMs.push(Math.max(0, this.#setup.now() - queued.dueMs));
+      queued.counts.delayed++;
       this.#start(queued.counts);
       return;
     }

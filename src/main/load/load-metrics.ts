@@ -181,7 +181,7 @@ export class LoadMetrics {
    */
   constructor(now: () => number, epochAtStart = 0) {
     this.#now = now;
-    this.agentic = new AgenticMetrics(now);
+    this.agentic = new AgenticMetrics();
     this.#epochAtStart = epochAtStart;
   }
 

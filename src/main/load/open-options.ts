@@ -33,7 +33,8 @@ export interface ArrivalOptions {
   /**
    * An arrival that finds the cap reached: `"drop"` counts it as dropped and never starts it
    * (k6's dropped iterations; the load stays open); `"delay"` queues it until a conversation ends
-   * (counted as delayed, with its wait; still queued when the run ends, counted as unstarted).
+   * (counted as delayed, with its wait, once it starts; still queued when the run ends, counted as
+   * unstarted instead).
    * @default "drop"
    */
   onCap?: OnCap;
@@ -112,7 +113,7 @@ interface OpenModelFields {
   durationMs?: number | undefined;
   rampUpMs?: number | undefined;
   concurrency?: number | undefined;
-  arrival?: { rate?: number | undefined; stages?: readonly unknown[] | undefined } | undefined;
+  arrival?: { rate?: number | undefined; stages?: readonly { rate: number }[] | undefined } | undefined;
   sweep?: object | undefined;
 }
 
@@ -144,11 +145,25 @@ export function openModelProblems(options: OpenModelFields): [string, string][] 
     if (arrival.stages !== undefined && options.durationMs !== undefined) {
       problems.push(["durationMs", "the stages' lengths add up to the run's length; leave durationMs out"]);
     }
+    if (offersNoArrival(arrival)) {
+      problems.push(["arrival", "every rate is 0, so the run would offer no arrival; give a rate above 0"]);
+    }
   }
   if (sweep !== undefined && options.durationMs !== undefined) {
     problems.push(["durationMs", "a sweep's length is its steps (sweep.stepMs); leave durationMs out"]);
   }
   return problems;
+}
+
+/**
+ * Whether a profile can offer no arrival at all: a lone rate of 0, or stages whose targets and
+ * start rate are all 0. Such a run would send nothing and still report "completed", so a gate
+ * without thresholds would pass it; it is refused instead. A profile with any rate above 0 can
+ * offer arrivals and is accepted.
+ */
+function offersNoArrival(arrival: NonNullable<OpenModelFields["arrival"]>): boolean {
+  if (arrival.stages === undefined) return arrival.rate === 0;
+  return (arrival.rate ?? 0) === 0 && arrival.stages.every((stage) => stage.rate === 0);
 }
 
 /** The stages an `arrival` option plays: its own, or one stage of `durationMs` at `rate`. */

@@ -13,7 +13,7 @@ export function arrivalSummaryLines(report: LoadReport): string[] {
   const config = report.config.arrival;
   if (a === null || config === null) return [];
   const lines = [
-    `arrivals  ${a.offered} offered, ${a.started} started, ${a.dropped} dropped, ${a.delayed} delayed (${a.unstarted} never started) at a cap of ${config.maxInFlight} (on cap: ${config.onCap}); conversations ${a.completed} completed, ${a.failed} failed, ${a.cancelled} cancelled; schedule lag p99 ${num(a.scheduleLagMs.p99)} ms`,
+    `arrivals  ${a.offered} offered, ${a.started} started, ${a.dropped} dropped, ${a.delayed} delayed then started, ${a.unstarted} never started, at a cap of ${config.maxInFlight} (on cap: ${config.onCap}); conversations ${a.completed} completed, ${a.failed} failed, ${a.cancelled} cancelled; schedule lag p99 ${num(a.scheduleLagMs.p99)} ms`,
   ];
   const sweep = report.sweep;
   if (sweep === null) return lines;

@@ -28,7 +28,7 @@ export interface PromptOptions {
 export interface PendingPrompt extends CompactingPrompt {
   resolve: (result: PromptResult) => void;
   reject: (error: Error) => void;
-  /** `auto_retry_start`s seen for it. */
+  /** Its retry requests that went out (run-events.ts counts them), not its `auto_retry_start`s. */
   retries: number;
   /** Its latest reply (what it settles with). */
   lastAssistant: AssistantMessage | undefined;

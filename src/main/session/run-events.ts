@@ -41,7 +41,7 @@ export interface RunEventsTarget {
   readonly activeRun: ActiveRun | undefined;
   /** `message` is the live prompt's latest reply (no-op without a live prompt). */
   noteReply(message: AssistantMessage): void;
-  /** An `auto_retry_start` was emitted for the live prompt (no-op without one). */
+  /** A retry request of the live prompt went out (no-op without a live prompt). */
   countRetry(): void;
   /** The active run's agent_end was decided; the decision waits for its run_end. */
   decided(afterRun: AfterRun): void;
@@ -114,6 +114,15 @@ export class RunEvents {
         events.emit(event);
         if (message.role === "assistant") {
           this.#target.noteReply(message);
+          // A prompt's `retries` are the retry requests it sent: a retried attempt counts once its
+          // request went out, as the worker's timing on its first reply says. A retry the budget
+          // refused, or cancelled before its request (in the back-off, or aborted first), had an
+          // `auto_retry_start` but sent nothing. (A reply made here for a dead worker's run has
+          // no timing: whether its request went out is not known, and it is not counted.)
+          if (run?.retry === true && event.timing !== undefined) {
+            run.retry = false;
+            this.#target.countRetry();
+          }
           retry.onMessageEnd(message);
         }
         return;
@@ -159,11 +168,10 @@ export class RunEvents {
   }
 
   /**
-   * The retry controller's `emit`. Counts a retry of the live prompt; while an agent_end is being
-   * decided the event is held, so that listeners see `agent_end` first (as in pi).
+   * The retry controller's `emit`. While an agent_end is being decided the event is held, so that
+   * listeners see `agent_end` first (as in pi).
    */
   retryEvent(event: RetryEvent): void {
-    if (event.type === "auto_retry_start") this.#target.countRetry();
     if (this.#heldRetryEvents !== undefined) this.#heldRetryEvents.push(event);
     else this.#parts.events.emit(event);
   }

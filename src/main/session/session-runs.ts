@@ -134,11 +134,11 @@ export class SessionRuns implements RunEventsTarget {
    * attempt. A failure to post ends it: a summary run's compaction fails, a prompt's run rejects
    * the live prompt; a worker that is gone settles the prompt through its exit instead.
    */
-  async start(input: RunInput): Promise<void> {
+  async start(input: RunInput, retry = false): Promise<void> {
     const runId = ++this.#runId;
     this.#activeRunId = runId;
     this.#afterRun = undefined;
-    this.#run = { input, started: false, userSeen: false, aborted: false };
+    this.#run = { input, started: false, userSeen: false, aborted: false, ...(retry ? { retry } : {}) };
     try {
       const link = await this.#link.worker();
       // R4: the key for this attempt (a rotation may have switched it). Posted on the same FIFO
@@ -215,7 +215,7 @@ export class SessionRuns implements RunEventsTarget {
 
   async #continueAfterRetry(): Promise<void> {
     if (this.#target.closed !== undefined) return;
-    await this.start({ kind: "continue" });
+    await this.start({ kind: "continue" }, true);
   }
 
   /**

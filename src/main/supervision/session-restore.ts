@@ -25,6 +25,11 @@ export interface ActiveRun {
   userSeen: boolean;
   /** `abort()` was asked for it: if its worker dies it ends as aborted, never retried. */
   aborted: boolean;
+  /**
+   * A retried attempt whose model request has not yet been seen to go out: its first reply that
+   * carries the worker's request timing counts it in the prompt's `retries` (and clears this).
+   */
+  retry?: boolean;
 }
 
 /**

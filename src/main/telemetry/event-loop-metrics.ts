@@ -11,7 +11,10 @@
  * - Utilization is read from the main thread for every thread, the workers' through
  *   `Worker.performance.eventLoopUtilization()`, which reads the worker's own loop accounting: no
  *   message crosses for it, and it is exact for each collection's interval even while the worker
- *   is blocked.
+ *   is blocked. The first collection covers the host's time since the gauges were registered, and
+ *   a worker's since its loop started: with no previous reading, `eventLoopUtilization(now,
+ *   undefined)` measures from `now` to a moment later, which read 1.000 on the host and a
+ *   negative share for a new worker.
  *
  * Nothing runs between collections but the delay samplers. Workers carry `lifeline.worker.slot`
  * (worker-slots.ts), never a thread id.
@@ -62,7 +65,7 @@ export function observeEventLoops(meter: Meter, workers: () => readonly Worker[]
     });
   };
 
-  let hostLast: EventLoopUtilization | undefined;
+  let hostLast = performance.eventLoopUtilization();
   const workerLast = new WeakMap<Worker, EventLoopUtilization>();
   /** Worker reports since the previous collection, merged (highest of each quantile), by thread id. */
   const reported = new Map<number, LoopDelay>();
@@ -81,9 +84,10 @@ export function observeEventLoops(meter: Meter, workers: () => readonly Worker[]
       const current = worker.performance.eventLoopUtilization();
       const last = workerLast.get(worker);
       workerLast.set(worker, current);
-      observer.observe(workerUtilization, worker.performance.eventLoopUtilization(current, last).utilization, {
-        "lifeline.worker.slot": slot,
-      });
+      // A worker seen for the first time: its whole life so far (`current` is counted from its loop's start).
+      const utilization =
+        last === undefined ? current.utilization : worker.performance.eventLoopUtilization(current, last).utilization;
+      observer.observe(workerUtilization, utilization, { "lifeline.worker.slot": slot });
       const report = reported.get(worker.threadId);
       if (report !== undefined) observe(observer, workerDelay, report, slot);
     });

@@ -5,7 +5,8 @@
  * session its {@link SessionTelemetry}.
  *
  * Whether it records is asked at each session's creation until the answer is yes: the `telemetry`
- * option's providers, else the ones the application registered globally, else nothing. With
+ * option's providers (only those it names: one alone is that signal only), else the ones the
+ * application registered globally, else nothing. With
  * nothing to record into, no instrument exists, no listener is added and `prompt()` reads no
  * context: the cost is one cached `import()` and two checks per created session. `telemetry: false`
  * skips even those.
@@ -116,10 +117,19 @@ export class HostTelemetry {
     // A concurrent open may have started it meanwhile; a closed host starts nothing.
     if (otel === undefined || this.#closed || this.#recording !== undefined) return this.#recording;
     const options = this.#options ?? {};
-    const meterProvider =
-      options.meterProvider ?? (hasGlobalMeterProvider(otel) ? otel.metrics.getMeterProvider() : undefined);
-    const tracerProvider =
-      options.tracerProvider ?? (hasGlobalTracerProvider(otel) ? otel.trace.getTracerProvider() : undefined);
+    // Providers given in the option replace the globals as a pair: one given alone means that
+    // signal only ("metrics only", "traces only"), not that one plus the other's global.
+    const own = options.meterProvider !== undefined || options.tracerProvider !== undefined;
+    const meterProvider = own
+      ? options.meterProvider
+      : hasGlobalMeterProvider(otel)
+        ? otel.metrics.getMeterProvider()
+        : undefined;
+    const tracerProvider = own
+      ? options.tracerProvider
+      : hasGlobalTracerProvider(otel)
+        ? otel.trace.getTracerProvider()
+        : undefined;
     if (meterProvider === undefined && tracerProvider === undefined) return undefined;
     const meter = meterProvider?.getMeter(SCOPE) as Meter | undefined;
     const tracer = tracerProvider?.getTracer(SCOPE) as Tracer | undefined;

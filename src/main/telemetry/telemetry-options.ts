@@ -16,14 +16,22 @@ export interface TelemetryTracerProvider {
 }
 
 /**
- * The host option `telemetry` (B9): what lifeline records into. Without it a host records into
- * the providers the application registered globally (`metrics.setGlobalMeterProvider`,
- * `trace.setGlobalTracerProvider`, or an SDK's `start()`), and into nothing when none is.
+ * The host option `telemetry` (B9): what lifeline records into. Without providers in it a host
+ * records into the providers the application registered globally (`metrics.setGlobalMeterProvider`,
+ * `trace.setGlobalTracerProvider`, or an SDK's `start()`), and into nothing when none is. With
+ * one or both, it records into those only: a `tracerProvider` alone records traces only, even when
+ * a global meter provider is registered, and a `meterProvider` alone metrics only.
  */
 export interface TelemetryOptions {
-  /** Record metrics here instead of the global meter provider. @default the global one, if registered */
+  /**
+   * Record metrics here instead of the global meter provider.
+   * @default the global one, if registered and no `tracerProvider` is given; else no metrics
+   */
   meterProvider?: TelemetryMeterProvider;
-  /** Record spans here instead of the global tracer provider. @default the global one, if registered */
+  /**
+   * Record spans here instead of the global tracer provider.
+   * @default the global one, if registered and no `meterProvider` is given; else no spans
+   */
   tracerProvider?: TelemetryTracerProvider;
   /**
    * Put prompt and completion text on spans (`gen_ai.input.messages`, `gen_ai.output.messages`).

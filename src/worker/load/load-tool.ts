@@ -53,18 +53,31 @@ function busy(ms: number): void {
   }
 }
 
-/** Resolves after `ms`; rejects at once when `signal` aborts (the prompt was aborted). */
+/**
+ * Resolves once `ms` have passed on the high-resolution clock; rejects at once when `signal`
+ * aborts (the prompt was aborted). A Node timer counts from the event loop's cached millisecond
+ * time, so it can fire up to a millisecond before `ms` have passed (4.1 ms for a 5 ms timer):
+ * the wait is re-armed for what is left, so a call never waits less than `--tool-latency`.
+ */
 function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted === true) return reject(new Error("load_tool aborted."));
+    const end = performance.now() + ms;
+    let timer: NodeJS.Timeout | undefined;
     const onAbort = () => {
       clearTimeout(timer);
       reject(new Error("load_tool aborted."));
     };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
+    const arm = () => {
+      const left = end - performance.now();
+      if (left <= 0) {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+        return;
+      }
+      timer = setTimeout(arm, Math.ceil(left));
+    };
     signal?.addEventListener("abort", onAbort, { once: true });
+    arm();
   });
 }

@@ -12,6 +12,7 @@ import { LifelineError, toWireError } from "../../shared/errors.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import type { ModelChange, QueueMode, RunInput, SessionInit, SessionOpened } from "../../shared/protocol.js";
 import { redactSecrets } from "../../shared/redact.js";
+import { epochNow } from "../../shared/request-timing.js";
 import { RunMessageRefs } from "../../shared/run-message-refs.js";
 import { isThinkingLevel, type ThinkingLevel } from "../../shared/thinking.js";
 import { forgetDemoSession } from "../demo-provider.js";
@@ -62,9 +63,23 @@ export class WorkerSession {
     this.#credentials = credentials;
     const secrets = credentials.secrets;
     const refs = new RunMessageRefs();
+    // Tool times at the source (X9): pi-agent-core awaits its listeners before it runs a tool and
+    // after the tool settled, so these stamps bracket the tool's execution. A run's executions
+    // never outlive it: its end drops the stamps of calls that never ended (a thrown run).
+    const toolStarts = new Map<string, number>();
     agent.subscribe((event) => {
       if (this.#closed) return;
+      if (event.type === "tool_execution_start") toolStarts.set(event.toolCallId, epochNow());
+      else if (event.type === "agent_end") toolStarts.clear();
       refs.note(event);
+      if (event.type === "tool_execution_end") {
+        const startMs = toolStarts.get(event.toolCallId);
+        toolStarts.delete(event.toolCallId);
+        if (startMs !== undefined) {
+          batcher.pushEvent(id, { ...event, timing: { startMs, endMs: epochNow() } });
+          return;
+        }
+      }
       if (event.type === "message_end") this.#forwarded++;
       // A reply that fails before streaming arrives as message_start carrying a copy of the final
       // message, then message_end with the message itself; both must be treated.

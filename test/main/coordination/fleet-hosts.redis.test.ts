@@ -73,6 +73,35 @@ describe("a fleet's retry budget, across three hosts", () => {
   }, 90_000);
 });
 
+describe("a prompt's retries, when the budget refuses one", () => {
+  it("B8: a prompt's retries are the retry requests the server received, with a fleet's budget and with the host's own", async () => {
+    // Seven 503s; a zero ratio leaves the floor's 3 retries (0.05/s over a minute), so the fourth
+    // retry is refused: by Redis after its auto_retry_start was promised, or by the host at once.
+    const refused = (tag: string) => ({ match: tag, steps: Array.from({ length: 7 }, () => 503) });
+    suite.server.setScript({ conversations: [refused("refused-fleet"), refused("refused-alone")] });
+    const retry = { baseDelayMs: 1, maxRetries: 6, budget: { ratio: 0, minPerSecond: 0.05, windowMs: 60_000 } };
+    const cases = [
+      ["refused-fleet", { redis: redis.url, name: freshFleet() }],
+      ["refused-alone", undefined],
+    ] as const;
+    for (const [tag, fleet] of cases) {
+      const [host] = await hosts(1, retry, fleet);
+      const result = await host?.prompt(0, tag);
+      const received = suite.server.requests(tag);
+      // The first attempt and the floor's 3 retries reached the server.
+      expect(received, tag).toBe(4);
+      expect(result, tag).toMatchObject({ stopReason: "error", retries: received - 1 });
+      // The refused retry was announced all the same: the retries are not the auto_retry_starts.
+      const starts = host?.events("auto_retry_start").length ?? 0;
+      expect(host?.events("auto_retry_end").at(-1)?.event, tag).toMatchObject({
+        reason: "budget_exhausted",
+        attempt: 3,
+      });
+      expect(starts, tag).toBe(fleet === undefined ? 3 : 4);
+    }
+  }, 60_000);
+});
+
 describe("a fleet's provider gate, across three hosts", () => {
   it("B8: a 429 with a hint seen by host A holds hosts B's and C's next requests until the hint's time", async () => {
     const hintMs = 1500;

@@ -2,7 +2,7 @@
  * Turns and tools of a load run (src/main/load/agentic-metrics.ts through LoadMetrics, and
  * report.json's `agentic` from agentic-report.ts), with a hand-driven clock: a reply with tool
  * calls starts a new turn and a retry repeats one, so requests = turns + retries; tool latency is
- * tool_execution_start → tool_execution_end; failures are ends with isError; a session's
+ * the worker's start and end stamps on tool_execution_end (X9); failures are ends with isError; a session's
  * completion runs from its first prompt's start to its last prompt's settling.
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
@@ -37,8 +37,16 @@ const end = (stopReason: AssistantMessage["stopReason"]) =>
   ({ type: "message_end", message: reply(stopReason) }) as SessionEvent;
 const toolStart = (id: string) =>
   ({ type: "tool_execution_start", toolCallId: id, toolName: "load_tool", args: {} }) as SessionEvent;
-const toolEnd = (id: string, isError: boolean) =>
-  ({ type: "tool_execution_end", toolCallId: id, toolName: "load_tool", result: {}, isError }) as SessionEvent;
+/** A tool's end as the worker sends it: with its start and end stamped there (X9). */
+const toolEnd = (id: string, isError: boolean, timing?: { startMs: number; endMs: number }) =>
+  ({
+    type: "tool_execution_end",
+    toolCallId: id,
+    toolName: "load_tool",
+    result: {},
+    isError,
+    ...(timing === undefined ? {} : { timing }),
+  }) as SessionEvent;
 const retry = (attempt: number) =>
   ({ type: "auto_retry_start", attempt, maxAttempts: 3, delayMs: 5, errorMessage: "503" }) as SessionEvent;
 
@@ -59,9 +67,9 @@ describe("turns", () => {
     metrics.onEvent(0, toolStart("a"));
     metrics.onEvent(0, toolStart("b"));
     at(25);
-    metrics.onEvent(0, toolEnd("b", false));
+    metrics.onEvent(0, toolEnd("b", false, { startMs: 1000, endMs: 1015 }));
     at(40);
-    metrics.onEvent(0, toolEnd("a", true));
+    metrics.onEvent(0, toolEnd("a", true, { startMs: 1000, endMs: 1030 }));
     metrics.onEvent(0, turnStart);
     metrics.onEvent(0, end("error"));
     metrics.onEvent(0, retry(1));
@@ -69,7 +77,7 @@ describe("turns", () => {
     metrics.onEvent(0, end("toolUse"));
     metrics.onEvent(0, toolStart("c"));
     at(50);
-    metrics.onEvent(0, toolEnd("c", false));
+    metrics.onEvent(0, toolEnd("c", false, { startMs: 1040.5, endMs: 1050.75 }));
     metrics.onEvent(0, turnStart);
     metrics.onEvent(0, end("stop"));
     at(60);
@@ -82,7 +90,7 @@ describe("turns", () => {
     ]);
     expect(prompt).toMatchObject({ requests: 4, retries: 1, turns: 3, toolCalls: 3 });
     expect(prompt.requests).toBe(prompt.turns + prompt.retries);
-    expect(metrics.agentic.figures).toEqual({ toolCalls: 3, toolFailures: 1, toolLatenciesMs: [15, 30, 10] });
+    expect(metrics.agentic.figures).toEqual({ toolCalls: 3, toolFailures: 1, toolLatenciesMs: [15, 30, 10.25] });
     expect(metrics.counters.toolCalls).toBe(3);
   });
 
@@ -120,6 +128,29 @@ describe("turns", () => {
   });
 });
 
+describe("tool latency", () => {
+  it("X9: is the worker's stamps' difference, not the time between the events' arrivals on the main thread", () => {
+    const { metrics, at } = clocked();
+    metrics.promptStarted(0);
+    metrics.onEvent(0, turnStart);
+    metrics.onEvent(0, end("toolUse"));
+    // The main thread was busy: the start arrived late, the end 0.2 ms after it. The tool took 5 ms.
+    at(100);
+    metrics.onEvent(0, toolStart("a"));
+    at(100.2);
+    metrics.onEvent(0, toolEnd("a", false, { startMs: 1_700_000_000_090.125, endMs: 1_700_000_000_095.126 }));
+    expect(metrics.agentic.figures.toolLatenciesMs).toEqual([5.001]);
+  });
+
+  it("an end without the worker's stamps is counted, failure included, but not timed", () => {
+    const { metrics } = clocked();
+    metrics.promptStarted(0);
+    metrics.onEvent(0, toolStart("a"));
+    metrics.onEvent(0, toolEnd("a", true));
+    expect(metrics.agentic.figures).toEqual({ toolCalls: 1, toolFailures: 1, toolLatenciesMs: [] });
+  });
+});
+
 describe("tools cut by the run's end", () => {
   it("an execution that ends after the run ended is neither a failure nor timed", () => {
     const { metrics, at } = clocked();
@@ -129,10 +160,10 @@ describe("tools cut by the run's end", () => {
     metrics.onEvent(0, toolStart("a"));
     metrics.onEvent(0, toolStart("b"));
     at(5);
-    metrics.onEvent(0, toolEnd("a", true));
+    metrics.onEvent(0, toolEnd("a", true, { startMs: 0, endMs: 5 }));
     metrics.agentic.runEnded();
     at(9);
-    metrics.onEvent(0, toolEnd("b", true));
+    metrics.onEvent(0, toolEnd("b", true, { startMs: 0, endMs: 9 }));
     expect(metrics.agentic.figures).toEqual({ toolCalls: 2, toolFailures: 1, toolLatenciesMs: [5] });
   });
 });

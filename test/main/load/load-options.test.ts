@@ -67,6 +67,50 @@ describe("runLoad's check of the open model's options", () => {
     expect(error.message).toMatch(message);
   });
 
+  // A run that can offer no arrival would send nothing and report "completed", so a gate without
+  // thresholds would go green on it.
+  it.each([
+    ["a lone rate of 0", { sessions: 2, arrival: { rate: 0 }, durationMs: 1000 }],
+    ["stages all at 0 from the default start", { sessions: 2, arrival: { stages: [{ durationMs: 1000, rate: 0 }] } }],
+    [
+      "stages all at 0 from a start rate of 0",
+      {
+        sessions: 2,
+        arrival: {
+          rate: 0,
+          stages: [
+            { durationMs: 1000, rate: 0 },
+            { durationMs: 500, rate: 0 },
+          ],
+        },
+      },
+    ],
+  ])("a profile that offers no arrival is refused: %s", (_case, options) => {
+    expect(codeAndMessage(options as LoadOptions).code).toBe("ERR_INVALID_OPTIONS");
+  });
+
+  it.each([
+    [
+      "one stage above 0",
+      {
+        sessions: 2,
+        arrival: {
+          stages: [
+            { durationMs: 1000, rate: 0 },
+            { durationMs: 1000, rate: 5 },
+          ],
+        },
+      },
+    ],
+    [
+      "a start rate above 0 ramping down to 0",
+      { sessions: 2, arrival: { rate: 5, stages: [{ durationMs: 1000, rate: 0 }] } },
+    ],
+    ["a constant rate above 0", { sessions: 2, arrival: { rate: 0.5 }, durationMs: 1000 }],
+  ])("a profile with some rate above 0 is accepted: %s", (_case, options) => {
+    expect(() => checkLoadOptions(options as LoadOptions)).not.toThrow();
+  });
+
   it("the default cap is what the peak rate opens in 60 s, from 1 to 100,000", () => {
     expect(defaultOpenCap({ rate: 20 }, 30_000)).toBe(1200);
     expect(defaultOpenCap({ rate: 1, stages: [{ durationMs: 1000, rate: 7.5 }] }, undefined)).toBe(450);

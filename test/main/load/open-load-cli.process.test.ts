@@ -65,4 +65,10 @@ describe("lifeline load, open model", () => {
     expect(run.stderr).toMatch(message);
     expect(readdirSync(run.cwd)).toEqual([]);
   });
+
+  it("--rate 0 exits 2 before anything runs: a run that offers no arrival is not a completed run", async () => {
+    const run = await runLoadChild(cleanups, ["--rate", "0", "--duration", "1s", "--sessions", "2"]);
+    expect(run.code, run.stderr).toBe(2);
+    expect(readdirSync(run.cwd)).toEqual([]);
+  });
 });

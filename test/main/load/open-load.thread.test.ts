@@ -181,7 +181,7 @@ describe("arrivals over the cap", () => {
     async (onCap) => {
       // Answers take 400 ms and arrive every 50 ms: at most 2 open, so most arrivals find the cap reached.
       const server = await startCountingServer(400);
-      const { report } = await runLoad({
+      const { report, prompts } = await runLoad({
         model: "mock/mock-1",
         sessions: 2,
         arrival: { rate: 20, onCap },
@@ -204,13 +204,18 @@ describe("arrivals over the cap", () => {
         expect(a.capWaitMs.count).toBe(0);
       } else {
         expect(a.dropped).toBe(0);
-        expect(a.delayed).toBeGreaterThan(20);
-        // A delayed arrival either started after its wait or was still waiting at the end.
-        expect(a.capWaitMs.count + a.unstarted).toBe(a.delayed);
+        // Most found the cap reached and waited: delayed ones started after their wait, those
+        // still waiting at the end are unstarted (and not delayed).
+        expect(a.delayed + a.unstarted).toBeGreaterThan(20);
+        expect(a.delayed).toBeGreaterThan(0);
+        expect(a.capWaitMs.count).toBe(a.delayed);
         expect(a.unstarted).toBeGreaterThan(0);
       }
       // Arrivals that did not wait for the cap are the ones whose schedule lag is measured.
       expect(a.scheduleLagMs.count + a.capWaitMs.count).toBe(a.started);
+      // Each started conversation (a session of its own) left a prompt record, one prompt each.
+      expect(new Set(prompts.map((record) => record.session)).size).toBe(a.started);
+      expect(prompts).toHaveLength(a.started);
     },
     60_000,
   );

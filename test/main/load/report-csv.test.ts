@@ -2,6 +2,7 @@
  * `--csv`'s files (src/main/load/report-csv.ts): records.csv, requests and prompts in one table
  * with a `type` column, and summary.csv, one `figure,value` row per figure of report.json.
  */
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { PromptRecord, RequestRecord } from "../../../src/main/load/load-metrics.js";
 import { buildReport } from "../../../src/main/load/load-report.js";
@@ -56,6 +57,20 @@ describe("records.csv", () => {
       failureMessage: '"503 ""overloaded"", try again"',
     });
     expect(row(second)).toMatchObject({ type: "prompt", latencyMs: "196.5", outcome: "succeeded", e2eMs: "" });
+  });
+
+  it("has the columns docs/load.md lists, in its order, when the records carry every field", () => {
+    const docs = readFileSync(new URL("../../../docs/load.md", import.meta.url), "utf8");
+    const list = /Columns[^:]*: ([\s\S]*?), then any other field/.exec(docs)?.[1] ?? "";
+    // Each column is the first backquoted word of its item (`source` (merged reports only: …)).
+    const documented = [...list.replace(/\([^)]*\)/g, "").matchAll(/`(\w+)`/g)].map((match) => match[1]);
+    expect(documented.length).toBeGreaterThan(20);
+    const everyField = [
+      { ...request, source: 0 },
+      { ...prompt, source: 0, error: "503 overloaded", backoffMs: 2000 },
+    ];
+    const [header] = lines(recordsCsv(everyField));
+    expect(header?.split(",")).toEqual(documented);
   });
 
   it("adds a source column for merged records, and a column for a field it does not know", () => {

@@ -196,7 +196,9 @@ describe("evaluateSlo on hand-checked records", () => {
         expect(total).toBe(list.filter((r) => r.failure?.kind !== "aborted").length);
         expect(conforming).toBeLessThanOrEqual(list.filter((r) => r.failure === undefined).length);
         expect(attainment).toBe(total === 0 ? null : Math.round((conforming / total) * 1e6) / 1e6);
-        expect(goodputPerSecond).toBeCloseTo(conforming / (ms / 1000), 3);
+        // Reported to 3 decimals: within half a unit of the last place, which toBeCloseTo(…, 3)
+        // excludes (seed 1098993813: 1 conforming request over 3200 ms is 0.3125/s, reported 0.313).
+        expect(Math.abs(goodputPerSecond - conforming / (ms / 1000))).toBeLessThanOrEqual(0.0005 + 1e-12);
       }),
     );
   });

@@ -188,7 +188,8 @@ describe("lifeline --mode rpc", () => {
       finalError: "Retry cancelled",
     });
     const settled = await rpc.waitFor(isSettled, "agent_settled");
-    expect(settled).toMatchObject({ stopReason: "error", retries: 1 });
+    // The cancelled retry sent no request: it is not among the prompt's retries.
+    expect(settled).toMatchObject({ stopReason: "error", retries: 0 });
     expect((await rpc.request({ type: "get_state" })).data).toMatchObject({ isRetrying: false, isIdle: true });
   });
 

@@ -124,7 +124,7 @@ describe("RunEvents", () => {
     expect(h.afterRun()?.last).toBe(failed);
   });
 
-  it("agent_end says willRetry when the controller decides to retry, and a retry start counts for the prompt", () => {
+  it("agent_end says willRetry when the controller decides to retry; the auto_retry_start alone counts no retry", () => {
     const failed = assistantMessage("error", "503");
     const retry: RetryDecision<AssistantMessage> = {
       kind: "retry",
@@ -140,7 +140,27 @@ describe("RunEvents", () => {
     h.events.retryEvent({ type: "auto_retry_start", attempt: 1, maxAttempts: 3, delayMs: 10, errorMessage: "503" });
     expect(h.emitted[0]).toMatchObject({ type: "agent_end", willRetry: true });
     expect(h.types()).toEqual(["agent_end", "auto_retry_start"]);
-    expect(h.log).toEqual(["noteReply error", "decided retry", "countRetry"]);
+    expect(h.log).toEqual(["noteReply error", "decided retry"]);
+  });
+
+  const timing = { requestStartMs: 1, endMs: 2, chunks: 0, chunkGapsMs: [] };
+
+  it("a retried run counts one retry when its first reply says its request went out; its later turns are not retries", () => {
+    const h = harness();
+    h.run.retry = true;
+    h.events.route(event({ type: "agent_start" }));
+    h.events.route(event({ type: "message_end", message: assistantMessage("toolUse"), timing }));
+    h.events.route(event({ type: "message_end", message: assistantMessage("stop"), timing }));
+    expect(h.log.filter((line) => line === "countRetry")).toHaveLength(1);
+  });
+
+  it("a retried run's reply without the worker's request timing (made for a dead worker's run) counts no retry; a first attempt's reply none either", () => {
+    const h = harness();
+    h.run.retry = true;
+    h.events.route(event({ type: "message_end", message: assistantMessage("error", "worker exited") }));
+    const first = harness();
+    first.events.route(event({ type: "message_end", message: assistantMessage("stop"), timing }));
+    expect([...h.log, ...first.log]).not.toContain("countRetry");
   });
 
   it("a run_end appends the run's tail to the transcript before the run's decision is carried out", () => {

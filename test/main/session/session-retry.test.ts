@@ -127,7 +127,8 @@ describe("retry chains through a session", () => {
       "agent_end willRetry=true",
       "auto_retry_start 1/3 delay=2000 error=503 Service Unavailable",
       "auto_retry_end success=false attempt=1 finalError=Retry cancelled",
-      "agent_settled error retries=1",
+      // Announced, never sent: a prompt's retries are the retry requests it sent.
+      "agent_settled error retries=0",
     ]);
     expect(result.stopReason).toBe("error");
     expect(clock.pending).toBe(0);
@@ -182,7 +183,7 @@ describe("retry chains through a session", () => {
       "agent_end willRetry=true",
       "auto_retry_start 1/3 delay=2000 error=overloaded",
       "auto_retry_end success=false attempt=1 finalError=Retry cancelled",
-      "agent_settled error retries=1",
+      "agent_settled error retries=0",
     ]);
     expect(clock.pending).toBe(0);
     expect(scripted.calls()).toBe(1);
@@ -425,7 +426,8 @@ describe("auto_retry_end without an auto_retry_start (cancelled between the deci
       });
       const done = session.prompt("hi").catch((error: unknown) => error);
       const settled = await done;
-      const ending = how === "dispose" ? [] : ["agent_settled error retries=1"];
+      // The retry was announced (auto_retry_start) but no request of it went out: 0 retries.
+      const ending = how === "dispose" ? [] : ["agent_settled error retries=0"];
       const finalError = how === "dispose" ? "Session" : "Retry cancelled";
       const lines = outline(events);
       expect(lines.slice(0, 3)).toEqual([
@@ -438,7 +440,7 @@ describe("auto_retry_end without an auto_retry_start (cancelled between the deci
       expect(clock.pending).toBe(0);
       expect(scripted.calls()).toBe(1);
       if (how === "dispose") expect(settled).toMatchObject({ code: "ERR_SESSION_DISPOSED" });
-      else expect(settled).toMatchObject({ stopReason: "error", retries: 1 });
+      else expect(settled).toMatchObject({ stopReason: "error", retries: 0 });
     },
   );
 });

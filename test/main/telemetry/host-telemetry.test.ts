@@ -48,6 +48,43 @@ describe("whether a host records", () => {
   });
 });
 
+describe("a telemetry option with one provider", () => {
+  it("B9: tracerProvider alone records traces only: a registered global meter provider gets no metrics", async () => {
+    const global = recordInMemory();
+    cleanups.push(() => global.shutdown());
+    metrics.setGlobalMeterProvider(global.meterProvider);
+    cleanups.push(() => metrics.disable());
+    const own = recordInMemory();
+    cleanups.push(() => own.shutdown());
+    const telemetry = new HostTelemetry({ tracerProvider: own.tracerProvider }, sources);
+    cleanups.push(() => telemetry.close());
+    const session = await telemetry.openSession("s1");
+    telemetry.workerExited("crash");
+    session?.begin(session.capture());
+    session?.close();
+    expect(own.spans().map((span) => span.name)).toEqual(["invoke_agent"]);
+    expect(await global.metrics()).toEqual([]);
+  });
+
+  it("B9: meterProvider alone records metrics only: a registered global tracer provider gets no spans", async () => {
+    const global = recordInMemory();
+    cleanups.push(() => global.shutdown());
+    trace.setGlobalTracerProvider(global.tracerProvider);
+    cleanups.push(() => trace.disable());
+    const own = recordInMemory();
+    cleanups.push(() => own.shutdown());
+    const telemetry = new HostTelemetry({ meterProvider: own.meterProvider }, sources);
+    cleanups.push(() => telemetry.close());
+    const session = await telemetry.openSession("s1");
+    telemetry.workerExited("crash");
+    // A prompt begins and its session closes: a recorded prompt span would end now.
+    session?.begin(session.capture());
+    session?.close();
+    expect((await own.metrics()).map((metric) => metric.descriptor.name)).toContain("lifeline.worker.exits");
+    expect(global.spans()).toEqual([]);
+  });
+});
+
 describe("the fleet's traceparent", () => {
   it("B9: submit()'s traceparent is the active span's, and reads back as the same remote span context", async () => {
     expect(await activeTraceparent()).toBeUndefined();

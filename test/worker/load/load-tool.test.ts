@@ -1,7 +1,8 @@
 /**
  * The load tool (src/worker/load/load-tool.ts), called in-process as the agent calls it in a
  * load session's worker: it fails exactly on the rolls of its session's seeded stream, answers
- * otherwise, honours abort during its wait, and refuses options that are not a LoadToolConfig.
+ * otherwise and never before its latency and CPU time have passed, honours abort during its
+ * wait, and refuses options that are not a LoadToolConfig.
  */
 import type { AgentTool } from "@mariozechner/pi-agent-core";
 import { describe, expect, it } from "vitest";
@@ -46,6 +47,25 @@ describe("load_tool", () => {
     }
     expect(await outcomes(tool({ failureRate: 1 }), 5)).toEqual([true, true, true, true, true]);
     expect(await outcomes(tool({ failureRate: 0 }), 5)).toEqual([false, false, false, false, false]);
+  });
+
+  // A Node timer counts from the loop's cached millisecond time and may fire up to 1 ms early
+  // (4.1 ms for 5 ms): the tool's own time is what `agentic.toolLatencyMs` is held to.
+  it("never answers before its latency and CPU time have passed on the high-resolution clock", async () => {
+    const loadTool = tool({ latencyMs: 2, cpuMs: 1 });
+    const times: number[] = [];
+    for (let call = 0; call < 100; call++) {
+      const start = performance.now();
+      // Sub-millisecond work before the call moves its start within the loop's millisecond.
+      const spin = start + (call % 20) / 20;
+      while (performance.now() < spin) {
+        // Busy on purpose, see above.
+      }
+      const called = performance.now();
+      await loadTool.execute(`id${call}`, { call });
+      times.push(performance.now() - called);
+    }
+    expect(Math.min(...times)).toBeGreaterThanOrEqual(3);
   });
 
   it("an abort during its wait rejects at once", async () => {

@@ -69,6 +69,9 @@ describe("lifeline load, open model", () => {
   it("--rate 0 exits 2 before anything runs: a run that offers no arrival is not a completed run", async () => {
     const run = await runLoadChild(cleanups, ["--rate", "0", "--duration", "1s", "--sessions", "2"]);
     expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain("[ERR_INVALID_OPTIONS]");
+    // Refused when the command line is read: no run's banner comes first.
+    expect(run.stderr).not.toContain("lifeline load:");
     expect(readdirSync(run.cwd)).toEqual([]);
   });
 });

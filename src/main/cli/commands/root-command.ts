@@ -52,6 +52,13 @@ export function rootCommand(subcommands: readonly CommandSpec<CliContext>[]): Co
         ...(flags.print !== undefined && flags.print !== "" ? [flags.print] : []),
         ...((args[0] as string[] | undefined) ?? []),
       ];
+      const positional = (args[0] as string[] | undefined) ?? [];
+      const meant = positional.length === 1 ? commandLike(positional[0] ?? "", subcommands) : undefined;
+      if (meant !== undefined && flags.print === undefined) {
+        usage(
+          `"${positional[0]}" is not a command; did you mean \`lifeline ${meant}\`? To send it as a prompt, use -p "${positional[0]}".`,
+        );
+      }
       const rpc = flags.mode === "rpc";
       const print = flags.print !== undefined || (!rpc && messages.length > 0 && !context.terminal);
       if (rpc && (flags.print !== undefined || messages.length > 0)) {
@@ -85,6 +92,35 @@ export function rootCommand(subcommands: readonly CommandSpec<CliContext>[]): Co
       });
     },
   });
+}
+
+/**
+ * The command a lone word was probably meant to be (`sesions`: `sessions`): one edit away from a
+ * command's name, or two from a name of six letters or more; undefined for anything else, which
+ * is a prompt, as in pi.
+ */
+function commandLike(word: string, commands: readonly CommandSpec<CliContext>[]): string | undefined {
+  if (!/^[a-z][a-z-]{2,}$/.test(word)) return undefined;
+  return commands
+    .map((each) => each.name)
+    .find((name) => name !== word && editDistance(word, name) <= (name.length >= 6 ? 2 : 1));
+}
+
+/** Levenshtein distance, for short words. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(
+        (row[j] ?? 0) + 1,
+        (next[j - 1] ?? 0) + 1,
+        (row[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    row = next;
+  }
+  return row[b.length] ?? 0;
 }
 
 const rootFlags = {

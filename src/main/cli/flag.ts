@@ -36,8 +36,6 @@ export interface Flag<T = unknown> {
   readonly defaultText?: string;
   /** An environment variable that stands in for the flag (never refused: it is not a flag). */
   readonly env?: string;
-  /** `[value]`: the value may be left out (then it is `true`). */
-  readonly optionalValue: boolean;
   readonly parse: FlagParser<T>;
 }
 
@@ -91,7 +89,6 @@ function declare<T>(flags: string, description: string, parse: FlagParser<T>, ex
     attribute: plain.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase()),
     negate,
     boolean: !/[<[]/.test(flags),
-    optionalValue: /\[[^\]]+\]/.test(flags),
     repeatable: extras.repeatable === true,
     description,
     parse,

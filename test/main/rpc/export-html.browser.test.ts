@@ -9,7 +9,7 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { type Browser, chromium } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { requirePrerequisites } from "../../../scripts/test-prereqs.mjs";
 import { chromiumPath } from "../../fixtures/chromium.js";
@@ -22,10 +22,8 @@ const { cleanups } = suite;
 
 beforeAll(() => requirePrerequisites("browser"));
 
-/** Opens `path` in headless Chromium; resolves with each article's text and classes, and the page's problems. */
-async function articlesOf(
-  path: string,
-): Promise<{ articles: { text: string; classes: string }[]; problems: string[] }> {
+/** Opens `path` in headless Chromium; the page, and the problems it shows (errors, any fetch but the file). */
+async function openPage(path: string): Promise<{ page: Page; problems: string[] }> {
   const executablePath = await chromiumPath();
   const browser: Browser = await chromium.launch({ executablePath, headless: true, args: ["--no-sandbox"] });
   cleanups.push(() => browser.close());
@@ -39,6 +37,14 @@ async function articlesOf(
     if (!request.url().startsWith("file:")) problems.push(`fetched ${request.url()}`);
   });
   await page.goto(pathToFileURL(path).href);
+  return { page, problems };
+}
+
+/** Each article's text and classes of the page at `path`, and the page's problems. */
+async function articlesOf(
+  path: string,
+): Promise<{ articles: { text: string; classes: string }[]; problems: string[] }> {
+  const { page, problems } = await openPage(path);
   const articles = await page.evaluate<{ text: string; classes: string }[]>(`
     [...document.querySelectorAll("article")].map((article) => ({ text: article.innerText, classes: article.className }))
   `);
@@ -59,19 +65,7 @@ describe("export_html in headless Chromium", () => {
     expect(response).toMatchObject({ success: true, data: { path: "transcript.html" } });
     const path = join(rpc.dir, "transcript.html");
 
-    const executablePath = await chromiumPath();
-    const browser: Browser = await chromium.launch({ executablePath, headless: true, args: ["--no-sandbox"] });
-    cleanups.push(() => browser.close());
-    const page = await browser.newPage({ viewport: { width: 1000, height: 800 } });
-    const problems: string[] = [];
-    page.on("console", (message) => {
-      if (message.type() === "error") problems.push(`console: ${message.text()}`);
-    });
-    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-    page.on("request", (request) => {
-      if (!request.url().startsWith("file:")) problems.push(`fetched ${request.url()}`);
-    });
-    await page.goto(pathToFileURL(path).href);
+    const { page, problems } = await openPage(path);
 
     // Page code as text: the tests are type-checked without the DOM library.
     const articles = await page.evaluate<{ text: string; classes: string; visible: boolean }[]>(`

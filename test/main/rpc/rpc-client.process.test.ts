@@ -375,7 +375,8 @@ describe("RpcClient in a packaged app (Electron simulated: a wrapper program in 
     const broken = cliClient({ execPath: wrapper, env: { ...env, LIFELINE_DIR: dir, LIFELINE_WORKER_ENTRY: missing } });
     await expect(within(broken.start(), 15_000, "start()")).rejects.toMatchObject({
       code: "ERR_RPC_EXITED",
-      message: expect.stringContaining(`workerEntry ${missing} does not exist`),
+      // In the command line's words: the variable that named the file.
+      message: expect.stringContaining(`LIFELINE_WORKER_ENTRY): ${missing} does not exist`),
     });
   });
 

@@ -39,21 +39,14 @@ afterAll(async () => {
 const scripts: { match: string; steps: unknown[] }[] = [];
 let counter = 0;
 /**
- * A first prompt unique to this test, whose model requests follow `steps` (then answer).
- * The mock keys a conversation by its first user message, and the provider merges the user
- * messages around a failed or aborted reply into one, so a later prompt of the same session gets
- * a new key that still contains the first prompt: `later` scripts such prompts, by a substring of
- * their own text, in the order they are sent. Each key contains every earlier prompt and the first
- * entry that matches wins, so these go first, the last prompt's first.
+ * A first prompt unique to this test, whose session's model requests follow `steps` (then answer).
+ * The mock keys a conversation by its first user message, and every later prompt of the session
+ * is a user message of its own (as pi sends them), so the key stays the first prompt's: `steps`
+ * are the session's requests in order, the later prompts' included.
  */
-function scripted(name: string, steps: unknown[], later: Record<string, unknown[]> = {}): string {
+function scripted(name: string, steps: unknown[]): string {
   const text = `tui case ${++counter} ${name}`;
   scripts.push({ match: text, steps });
-  scripts.unshift(
-    ...Object.entries(later)
-      .map(([match, laterSteps]) => ({ match, steps: laterSteps }))
-      .reverse(),
-  );
   server.setScript({ reply: REPLY, conversations: scripts });
   return text;
 }
@@ -181,7 +174,7 @@ describe("interactive terminal UI in tmux", () => {
   });
 
   it("R10: the loader counts down, Esc cancels the chain with the failure line, and a later prompt is answered", async () => {
-    const prompt = scripted("esc cancels the countdown", [503], { "and now a second question": [] });
+    const prompt = scripted("esc cancels the countdown", [503]);
     const pane = new Pane(["mock/mock-1"], { retry: { baseDelayMs: 3000 } });
     await pane.waitForText("mock/mock-1 · idle");
     pane.submit(prompt);
@@ -204,7 +197,8 @@ describe("interactive terminal UI in tmux", () => {
 
   it("Esc, then Ctrl+C, stop a streaming answer and close its model request", async () => {
     const stall = { type: "stall", afterTokens: 2 };
-    const prompt = scripted("abort while streaming", [stall], { "once more": [stall], "a third question": [] });
+    // The first prompt's request stalls, then "once more"'s; "a third question" is answered.
+    const prompt = scripted("abort while streaming", [stall, stall]);
     const pane = new Pane(["mock/mock-1"]);
     await pane.waitForText("mock/mock-1 · idle");
 

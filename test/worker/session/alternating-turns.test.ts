@@ -10,6 +10,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import type { Api, AssistantMessage, Context, Message, Model } from "@mariozechner/pi-ai";
 import { afterEach, describe, expect, it } from "vitest";
+import { emptyUsage } from "../../../src/shared/usage.js";
 import { RequestCapture } from "../../../src/worker/request-capture/request-capture.js";
 import { Credentials } from "../../../src/worker/session/credentials.js";
 import { modelStream } from "../../../src/worker/session/model-stream.js";
@@ -95,14 +96,7 @@ function toolTurn(model: Model<Api>): Message[] {
     api: model.api,
     provider: model.provider,
     model: model.id,
-    usage: {
-      input: 0,
-      output: 0,
-      cacheRead: 0,
-      cacheWrite: 0,
-      totalTokens: 0,
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-    },
+    usage: emptyUsage(),
     stopReason: "toolUse",
     timestamp: 1,
   };

@@ -2,7 +2,13 @@
  * Failure classification (SPEC R1, R2, B2) and retry-hint parsing (R4 usage-limit step, B6).
  * Pure functions: no clock of their own, no I/O.
  */
-import { type RequestFailure, requestFailureOf, type WithDiagnostics, workerExitOf } from "./request-failure.js";
+import {
+  isMarkedOverflow,
+  type RequestFailure,
+  requestFailureOf,
+  type WithDiagnostics,
+  workerExitOf,
+} from "./request-failure.js";
 
 /** The fields of an assistant message that classification reads. */
 export interface ClassifiableMessage extends WithDiagnostics {
@@ -86,12 +92,13 @@ export function isRemovableFailure(message: { role: string; stopReason?: string 
 
 /**
  * Classifies a run's last assistant message.
- * @param isOverflow the context-overflow test (pi-ai's `isContextOverflow` in production); injected so
- *   this module stays free of provider code and the shared zone imports nothing heavy.
+ * @param isOverflow a further context-overflow test, besides the mark the worker sets with pi-ai's
+ *   `isContextOverflow` (request-failure.ts): for a message that never passed through a worker.
+ *   Injected so this module stays free of provider code and the shared zone imports nothing heavy.
  */
 export function classifyMessage(
   message: ClassifiableMessage,
-  isOverflow: (message: ClassifiableMessage) => boolean,
+  isOverflow?: (message: ClassifiableMessage) => boolean,
 ): FailureClass {
   return explainMessage(message, isOverflow).failureClass;
 }
@@ -104,7 +111,7 @@ export function classifyMessage(
  */
 export function explainMessage(
   message: ClassifiableMessage,
-  isOverflow: (message: ClassifiableMessage) => boolean,
+  isOverflow?: (message: ClassifiableMessage) => boolean,
 ): Classification {
   if (message.stopReason === "aborted") return { failureClass: "aborted", basis: "stopReason aborted" };
   if (!isFailedStop(message.stopReason)) return { failureClass: "success", basis: `stopReason ${message.stopReason}` };
@@ -118,7 +125,8 @@ export function explainMessage(
   const overflowKind = kinds.find((kind) => OVERFLOW_KINDS.has(kind));
   if (overflowKind !== undefined) return { failureClass: "overflow", basis: `error ${overflowKind}` };
   if (failure?.status === 413) return { failureClass: "overflow", basis: "status 413" };
-  if (isOverflow(message)) return { failureClass: "overflow", basis: "context-overflow text" };
+  if (isMarkedOverflow(message)) return { failureClass: "overflow", basis: "context-overflow text" };
+  if (isOverflow?.(message) === true) return { failureClass: "overflow", basis: "context-overflow text" };
   const usageKind = kinds.find((kind) => USAGE_LIMIT_KINDS.has(kind));
   if (usageKind !== undefined) return { failureClass: "usage_limit", basis: `error ${usageKind}` };
   if (USAGE_LIMIT_PATTERN.test(text))

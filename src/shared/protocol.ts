@@ -109,6 +109,17 @@ export interface SessionOpened {
 }
 
 /** A model switch: the reference and its key, resolved on the main thread like a session's. */
+/**
+ * Which catalogue models a listing shows (main's models-config.ts fills it from models.json and
+ * the environment): providers with a key; providers models.json redefines, left out; `baseUrl`
+ * overrides to apply. The worker adds providers whose credentials only pi-ai recognises.
+ */
+export interface CatalogueQuery {
+  keyed: string[];
+  skip: string[];
+  baseUrls: Record<string, string>;
+}
+
 export interface ModelChange {
   model: ModelRef;
   apiKey?: string;
@@ -178,8 +189,11 @@ export interface WorkerApi {
   setModel(sessionId: string, change: ModelChange, thinkingLevel?: ThinkingLevel): Result<SessionOpened>;
   /** Sets the thinking level of the session's next request, clamped to its model; returns the level applied. */
   setThinkingLevel(sessionId: string, level: ThinkingLevel): Result<ThinkingLevel>;
-  /** The models this worker provides itself (the demo models). */
-  listBuiltInModels(): Result<Model<Api>[]>;
+  /**
+   * The models this worker provides itself (the demo models), then, with `catalogue`, pi-ai's
+   * catalogue models of the providers it names (pi-ai lives in the worker, not on main).
+   */
+  listBuiltInModels(catalogue?: CatalogueQuery): Result<Model<Api>[]>;
   /**
    * Closes a session. For a session still opening (its worker module's `setup()` has not
    * returned), the open is cancelled: it completes into a closed session and answers an error.

@@ -75,3 +75,22 @@ export function workerExitOf(message: WithDiagnostics): { cause: string } | unde
   const entry = message.diagnostics?.find((diagnostic) => diagnostic.type === WORKER_EXIT_DIAGNOSTIC);
   return entry?.details as { cause: string } | undefined;
 }
+
+/**
+ * `type` of the diagnostics entry that marks a failed reply as a context overflow (SPEC R1), set
+ * in the worker with pi-ai's `isContextOverflow` (its provider-specific overflow texts and the
+ * model's context window). The main thread's classifier reads the mark, so it never loads pi-ai.
+ * No `details`.
+ */
+const CONTEXT_OVERFLOW_DIAGNOSTIC = "lifeline_context_overflow";
+
+/** Whether the worker marked `message` as a context overflow. */
+export function isMarkedOverflow(message: WithDiagnostics): boolean {
+  return message.diagnostics?.some((diagnostic) => diagnostic.type === CONTEXT_OVERFLOW_DIAGNOSTIC) === true;
+}
+
+/** Marks `message` as a context overflow, in place, once. Worker side. */
+export function markOverflow(message: WithDiagnostics, now: number): void {
+  if (isMarkedOverflow(message)) return;
+  message.diagnostics = [...(message.diagnostics ?? []), { type: CONTEXT_OVERFLOW_DIAGNOSTIC, timestamp: now }];
+}

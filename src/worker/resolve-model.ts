@@ -1,9 +1,9 @@
 /**
  * Resolves a {@link ModelRef} to a pi-ai model inside the worker, where providers live.
  */
-import { type Api, getModels, getProviders, type Model } from "@mariozechner/pi-ai";
+import { type Api, getEnvApiKey, getModels, getProviders, type Model } from "@mariozechner/pi-ai";
 import { LifelineError } from "../shared/errors.js";
-import type { ModelRef, ProviderOverrides } from "../shared/protocol.js";
+import type { CatalogueQuery, ModelRef, ProviderOverrides } from "../shared/protocol.js";
 import { DEMO_PROVIDER, demoModels } from "./demo-provider.js";
 
 /**
@@ -54,4 +54,23 @@ function withOverrides(model: Model<Api>, overrides: ProviderOverrides | undefin
     (copy as { compat?: unknown }).compat = { ...model.compat, ...overrides.compat };
   }
   return copy;
+}
+
+/**
+ * The models a listing shows from this worker: the demo models, then, with `query`, pi-ai's
+ * catalogue models of each provider it names as keyed (or whose credentials pi-ai finds on its
+ * own, such as Bedrock's profiles), except those it skips, with its `baseUrl` overrides.
+ */
+export function listModels(query: CatalogueQuery | undefined): Model<Api>[] {
+  const listed: Model<Api>[] = [...demoModels().values()];
+  if (query === undefined) return listed;
+  for (const provider of getProviders()) {
+    if (query.skip.includes(provider)) continue;
+    if (!query.keyed.includes(provider) && getEnvApiKey(provider) === undefined) continue;
+    const baseUrl = query.baseUrls[provider];
+    for (const model of getModels(provider) as Model<Api>[]) {
+      listed.push(baseUrl === undefined ? model : { ...model, baseUrl });
+    }
+  }
+  return listed;
 }

@@ -20,10 +20,10 @@ import {
 } from "../shared/protocol.js";
 import { BashRuns } from "./bash/bash-runs.js";
 import { ControlInbox } from "./control-inbox.js";
-import { demoModels } from "./demo-provider.js";
 import { EventBatcher } from "./event-batcher.js";
 import { WorkerUi } from "./extensions/worker-ui.js";
 import { RequestPermits } from "./request-permits.js";
+import { listModels } from "./resolve-model.js";
 import { WorkerSession } from "./session/worker-session.js";
 
 /**
@@ -202,7 +202,7 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
     setQueueMode: (sessionId, kind, mode) => command(() => find(sessionId).setQueueMode(kind, mode)),
     setModel: (sessionId, change, thinkingLevel) => attempt(() => find(sessionId).setModel(change, thinkingLevel)),
     setThinkingLevel: (sessionId, level) => attempt(() => find(sessionId).setThinkingLevel(level)),
-    listBuiltInModels: () => attempt(() => [...demoModels().values()]),
+    listBuiltInModels: (catalogue) => attempt(() => listModels(catalogue)),
     watchEventLoop: () =>
       command(() => {
         loopDelay ??= new LoopDelaySampler();

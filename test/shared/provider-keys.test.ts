@@ -5,8 +5,9 @@
  * names none for.
  */
 import { getEnvApiKey, getProviders } from "@mariozechner/pi-ai";
+import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { keyVariable, missingKeyMessages } from "../../src/shared/provider-keys.js";
+import { BUILT_IN_PROVIDERS, envApiKey, keyVariable, missingKeyMessages } from "../../src/shared/provider-keys.js";
 
 const saved = { ...process.env };
 afterEach(() => {
@@ -29,6 +30,35 @@ describe("provider key variables", () => {
     });
     expect(seen).toEqual(named);
     expect(named.filter(([, value]) => value !== null).length).toBeGreaterThan(20);
+  });
+
+  it("the built-in providers are pi-ai's", () => {
+    expect(BUILT_IN_PROVIDERS).toEqual(getProviders());
+  });
+
+  it("envApiKey finds what pi-ai's getEnvApiKey finds, whichever of the variables are set", () => {
+    const providers: readonly string[] = getProviders();
+    // Every variable pi-ai reads a key from, the ones lifeline names and the ones read before or after them.
+    const variables = [
+      ...new Set([
+        ...providers.map((provider) => keyVariable(provider)).filter((name) => name !== undefined),
+        "ANTHROPIC_OAUTH_TOKEN",
+        "GH_TOKEN",
+        "GITHUB_TOKEN",
+      ]),
+    ];
+    for (const name of Object.keys(process.env)) if (/_(API_KEY|TOKEN)$/.test(name)) delete process.env[name];
+    fc.assert(
+      fc.property(fc.subarray(variables), fc.boolean(), (set, empty) => {
+        for (const name of variables) delete process.env[name];
+        // An empty value counts as unset for both.
+        for (const [index, name] of set.entries()) process.env[name] = empty && index === 0 ? "" : `value-of-${name}`;
+        for (const provider of providers) {
+          expect([provider, envApiKey(provider, process.env)]).toEqual([provider, getEnvApiKey(provider)]);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it("the missing-key messages name the variable, auth.json and `lifeline auth add`, each in its audience's words", () => {

@@ -17,10 +17,11 @@
 import { exec } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { type Api, getEnvApiKey, getModels, getProviders, type Model } from "@mariozechner/pi-ai";
-import { z } from "zod";
+import type { Api, Model } from "@mariozechner/pi-ai";
+import * as z from "zod";
 import { LifelineError } from "../../shared/errors.js";
-import type { ModelChange, ModelRef, ProviderOverrides } from "../../shared/protocol.js";
+import type { CatalogueQuery, ModelChange, ModelRef, ProviderOverrides } from "../../shared/protocol.js";
+import { BUILT_IN_PROVIDERS, envApiKey } from "../../shared/provider-keys.js";
 import { THINKING_LEVELS } from "../../shared/thinking.js";
 import { parseJsonText } from "./json-text.js";
 
@@ -37,47 +38,54 @@ const KEYLESS_PROVIDERS = new Set(["demo"]);
 
 const COMMAND_TIMEOUT_MS = 10_000;
 
-const costSchema = z.strictObject({
-  input: z.number().min(0),
-  output: z.number().min(0),
-  cacheRead: z.number().min(0).default(0),
-  cacheWrite: z.number().min(0).default(0),
-});
+/** The schemas of the file, built with the first file read rather than at import. */
+function buildSchemas() {
+  const costSchema = z.strictObject({
+    input: z.number().min(0),
+    output: z.number().min(0),
+    cacheRead: z.number().min(0).default(0),
+    cacheWrite: z.number().min(0).default(0),
+  });
 
-const apiSchema = z.enum(CUSTOM_PROVIDER_APIS);
+  const apiSchema = z.enum(CUSTOM_PROVIDER_APIS);
 
-const modelSchema = z.strictObject({
-  id: z.string().min(1),
-  name: z.string().min(1).optional(),
-  api: apiSchema.optional(),
-  reasoning: z.boolean().optional(),
-  /** pi's: the provider's value for each thinking level; null marks a level the model lacks (xhigh needs one). */
-  thinkingLevelMap: z.partialRecord(z.enum(THINKING_LEVELS), z.string().min(1).nullable()).optional(),
-  input: z
-    .array(z.enum(["text", "image"]))
-    .min(1)
-    .optional(),
-  contextWindow: z.number().int().positive().optional(),
-  maxTokens: z.number().int().positive().optional(),
-  cost: costSchema.optional(),
-  headers: z.record(z.string(), z.string()).optional(),
-  compat: z.record(z.string(), z.unknown()).optional(),
-});
+  const modelSchema = z.strictObject({
+    id: z.string().min(1),
+    name: z.string().min(1).optional(),
+    api: apiSchema.optional(),
+    reasoning: z.boolean().optional(),
+    /** pi's: the provider's value for each thinking level; null marks a level the model lacks (xhigh needs one). */
+    thinkingLevelMap: z.partialRecord(z.enum(THINKING_LEVELS), z.string().min(1).nullable()).optional(),
+    input: z
+      .array(z.enum(["text", "image"]))
+      .min(1)
+      .optional(),
+    contextWindow: z.number().int().positive().optional(),
+    maxTokens: z.number().int().positive().optional(),
+    cost: costSchema.optional(),
+    headers: z.record(z.string(), z.string()).optional(),
+    compat: z.record(z.string(), z.unknown()).optional(),
+  });
 
-const providerSchema = z.strictObject({
-  baseUrl: z.url({ protocol: /^https?$/, error: "must be an http(s) URL, like http://127.0.0.1:8080/v1" }).optional(),
-  api: apiSchema.optional(),
-  apiKey: z.string().min(1).optional(),
-  headers: z.record(z.string(), z.string()).optional(),
-  authHeader: z.boolean().optional(),
-  compat: z.record(z.string(), z.unknown()).optional(),
-  models: z.array(modelSchema).optional(),
-});
+  const providerSchema = z.strictObject({
+    baseUrl: z.url({ protocol: /^https?$/, error: "must be an http(s) URL, like http://127.0.0.1:8080/v1" }).optional(),
+    api: apiSchema.optional(),
+    apiKey: z.string().min(1).optional(),
+    headers: z.record(z.string(), z.string()).optional(),
+    authHeader: z.boolean().optional(),
+    compat: z.record(z.string(), z.unknown()).optional(),
+    models: z.array(modelSchema).optional(),
+  });
 
-const fileSchema = z.strictObject({ providers: z.record(z.string().min(1), providerSchema).default({}) });
+  const fileSchema = z.strictObject({ providers: z.record(z.string().min(1), providerSchema).default({}) });
+  return { fileSchema, providerSchema, modelSchema };
+}
 
-type ProviderConfig = z.infer<typeof providerSchema>;
-type ModelConfig = z.infer<typeof modelSchema>;
+type Schemas = ReturnType<typeof buildSchemas>;
+let built: Schemas | undefined;
+
+type ProviderConfig = z.infer<Schemas["providerSchema"]>;
+type ModelConfig = z.infer<Schemas["modelSchema"]>;
 
 /** A validated `models.json`; empty when the file does not exist. */
 export interface ModelsConfig {
@@ -117,14 +125,15 @@ export function parseModelsConfig(text: string, path: string): ModelsConfig {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw invalid(path, 'must hold an object like {"providers": {"name": {…}}}');
   }
-  const result = fileSchema.safeParse(value);
+  built ??= buildSchemas();
+  const result = built.fileSchema.safeParse(value);
   if (!result.success) {
     const problems = result.error.issues.map(
       (issue) => `${issue.path.map(String).join(".") || "(root)"}: ${describe(issue)}`,
     );
     throw invalid(path, `has invalid fields: ${problems.join("; ")}`);
   }
-  const builtIn = new Set<string>(getProviders());
+  const builtIn = new Set<string>(BUILT_IN_PROVIDERS);
   for (const [name, provider] of Object.entries(result.data.providers)) {
     const where = `providers.${name}`;
     if (provider.models === undefined || provider.models.length === 0) {
@@ -174,7 +183,7 @@ export async function resolveModelRef(
   if ("api" in ref && typeof ref.api === "string") return withKey({ model: ref }, apiKey);
   const provider = config.providers[ref.provider];
   if (provider === undefined) {
-    const builtIn: readonly string[] = getProviders();
+    const builtIn = BUILT_IN_PROVIDERS;
     if (!builtIn.includes(ref.provider) && !KEYLESS_PROVIDERS.has(ref.provider)) {
       const known = ["demo", ...Object.keys(config.providers), ...builtIn];
       const head = `Unknown provider "${ref.provider}". Use one of: ${known.join(", ")}; define it in ${config.path}`;
@@ -184,7 +193,7 @@ export async function resolveModelRef(
     }
     // The worker resolves catalogue models and checks the key after the model, so an unknown
     // id is reported as such rather than as a missing key.
-    return withKey({ model: { provider: ref.provider, id: ref.id } }, apiKey ?? getEnvApiKey(ref.provider));
+    return withKey({ model: { provider: ref.provider, id: ref.id } }, apiKey ?? envApiKey(ref.provider, env));
   }
   const key = apiKey ?? (await resolveValue(provider.apiKey, `providers.${ref.provider}.apiKey`, config.path, env));
   const headers = await resolveHeaders(provider.headers, `providers.${ref.provider}.headers`, config.path, env);
@@ -194,7 +203,7 @@ export async function resolveModelRef(
     if (provider.baseUrl !== undefined) overrides.baseUrl = provider.baseUrl;
     if (headers !== undefined) overrides.headers = headers;
     if (provider.compat !== undefined) overrides.compat = provider.compat;
-    const builtInKey = key ?? getEnvApiKey(ref.provider);
+    const builtInKey = key ?? envApiKey(ref.provider, env);
     return withKey({ ...authHeader, model: { provider: ref.provider, id: ref.id, overrides } }, builtInKey);
   }
   const model = provider.models.find((candidate) => candidate.id === ref.id);
@@ -219,25 +228,37 @@ export async function resolveModelRef(
 }
 
 /**
- * Models usable without further configuration: every model `config` defines, then pi-ai's
- * catalogue for each provider with a key (in the environment or in `config`), with the file's
- * overrides applied. Keys are not resolved here (a `!command` is not run for a listing), and
- * headers are left out: they may hold credentials.
+ * Models usable without further configuration, the part `config` gives: every model it defines,
+ * and what the worker needs to list pi-ai's catalogue ({@link catalogueQuery}). Keys are not
+ * resolved here (a `!command` is not run for a listing), and headers are left out: they may hold
+ * credentials.
  */
 export function listConfiguredModels(config: ModelsConfig): Model<Api>[] {
   const listed: Model<Api>[] = [];
   for (const [name, provider] of Object.entries(config.providers)) {
     for (const model of provider.models ?? []) listed.push(toModel(name, provider, model, {}));
   }
-  for (const name of getProviders()) {
-    const override = config.providers[name];
-    if (override?.models !== undefined && override.models.length > 0) continue;
-    if (override?.apiKey === undefined && getEnvApiKey(name) === undefined) continue;
-    for (const model of getModels(name) as Model<Api>[]) {
-      listed.push(override?.baseUrl === undefined ? model : { ...model, baseUrl: override.baseUrl });
-    }
-  }
   return listed;
+}
+
+/**
+ * Which of pi-ai's providers the worker lists the catalogue models of: each with a key in the
+ * environment or in `config` (the worker also counts the credentials only pi-ai can see, such as
+ * Bedrock's profiles), except one `config` redefines with models of its own, with the file's
+ * `baseUrl` override applied.
+ */
+export function catalogueQuery(config: ModelsConfig, env: NodeJS.ProcessEnv = process.env): CatalogueQuery {
+  const query: CatalogueQuery = { keyed: [], skip: [], baseUrls: {} };
+  for (const name of BUILT_IN_PROVIDERS) {
+    const override = config.providers[name];
+    if (override?.models !== undefined && override.models.length > 0) {
+      query.skip.push(name);
+      continue;
+    }
+    if (override?.baseUrl !== undefined) query.baseUrls[name] = override.baseUrl;
+    if (override?.apiKey !== undefined || envApiKey(name, env) !== undefined) query.keyed.push(name);
+  }
+  return query;
 }
 
 function toModel(

@@ -12,8 +12,9 @@ import {
   toolProblem,
 } from "../../shared/extensions/extension-api.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
-import { importExtension } from "../../shared/extensions/import-extension.js";
 import type { SessionExtensions as WorkerExtensions } from "../../shared/protocol.js";
+import { importAtRunTime } from "../config/run-time-import.js";
+import { extensionImporterModule } from "../config/run-time-modules.js";
 import type { ResolvedExtension } from "./resolve-extensions.js";
 import { type LoadedExtension, SessionExtensions, sessionActions } from "./session-extensions.js";
 
@@ -111,7 +112,9 @@ export class ExtensionRunner {
 
   #load(): Promise<ExtensionFactory[]> {
     if (this.#factories !== undefined) return this.#factories;
-    const factories = Promise.all(this.#files.map(({ file, path }) => importExtension(file, path)));
+    const factories = loadExtensionImporter(this.#files[0]?.path ?? "").then(({ importExtension }) =>
+      Promise.all(this.#files.map(({ file, path }) => importExtension(file, path))),
+    );
     this.#factories = factories;
     // A failed import is not kept: the next session tries again.
     factories.catch(() => {
@@ -119,6 +122,24 @@ export class ExtensionRunner {
     });
     return factories;
   }
+}
+
+type ExtensionImporter = typeof import("../../shared/extensions/import-extension.js");
+
+/**
+ * The extension loader (jiti, with pi-ai, pi-agent-core and typebox for extensions to import),
+ * imported with the first extension at run time: a host without main-thread extensions never
+ * loads it, and an app's bundle made from `import "lifeline"` does not carry it.
+ */
+function loadExtensionImporter(shownPath: string): Promise<ExtensionImporter> {
+  return importAtRunTime<ExtensionImporter>(
+    extensionImporterModule(),
+    (detail) =>
+      new ExtensionLoadError(
+        shownPath,
+        `Extension ${shownPath} could not be loaded: lifeline's extension loader is missing (${detail}). An app that bundles lifeline and runs extensions on the main thread must keep the lifeline package external to its bundle.`,
+      ),
+  );
 }
 
 /** `promise`, or a rejection with `timeoutError()` after `ms` (nothing when it returns undefined). */

@@ -2,10 +2,17 @@
  * A host's membership of its fleet (docs/fleet.md): the connection to the fleet's Redis, made
  * when the host first needs it (its first session) from the host's settings (`fleet`, read from
  * the settings files and the host's `settings`, never a session's). A host whose settings name no
- * fleet never connects. A failed connection is not kept: the next session tries again.
+ * fleet never connects. A failed connection is not kept: the next session tries again. The fleet's
+ * code (ioredis) is imported then, at run time: a host in no fleet never loads it, and an app's
+ * bundle made from `import "lifeline"` does not carry it (config/run-time-import.ts).
  */
+import { FleetUnavailableError } from "../../shared/errors.js";
 import type { Settings } from "../../shared/settings.js";
-import { connectFleet, type FleetConnection } from "../fleet/fleet-connection.js";
+import { importAtRunTime } from "../config/run-time-import.js";
+import { fleetConnectionModule } from "../config/run-time-modules.js";
+import type { FleetConnection } from "../fleet/fleet-connection.js";
+
+type FleetConnectionModule = typeof import("../fleet/fleet-connection.js");
 
 /** One host's fleet connection; main thread only. */
 export class HostFleet {
@@ -50,6 +57,13 @@ export class HostFleet {
   async #connect(): Promise<FleetConnection | undefined> {
     const settings = (await this.#settings()).fleet;
     if (settings === undefined) return undefined;
+    const { connectFleet } = await importAtRunTime<FleetConnectionModule>(
+      fleetConnectionModule(),
+      (detail) =>
+        new FleetUnavailableError(
+          `Fleet mode's code could not be loaded: ${detail}. An app that bundles lifeline and uses fleet mode must keep the lifeline package external to its bundle.`,
+        ),
+    );
     const connection = await connectFleet(settings);
     if (this.#closed) {
       await connection.close();

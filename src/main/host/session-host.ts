@@ -7,10 +7,11 @@
  */
 import { basename, resolve } from "node:path";
 import type { Api, Model } from "@mariozechner/pi-ai";
+import { DEMO_PROVIDER } from "../../shared/demo-models.js";
 import { LifelineError } from "../../shared/errors.js";
 import type { Settings, SettingsInput } from "../../shared/settings.js";
 import type { AuthStorage } from "../auth/auth-storage.js";
-import { listConfiguredModels } from "../config/models-config.js";
+import { catalogueQuery, listConfiguredModels } from "../config/models-config.js";
 import { toModuleUrl } from "../config/module-url.js";
 import { forkArgumentsSchema, htmlPathSchema, listSessionsOptionsSchema, validate } from "../config/option-schemas.js";
 import { writeUserSettings } from "../config/settings-store.js";
@@ -300,11 +301,14 @@ export class SessionHost {
     const { link, release } = await this.#workers.pick();
     let builtIn: Model<Api>[];
     try {
-      builtIn = await link.call("listBuiltInModels");
+      builtIn = await link.call("listBuiltInModels", catalogueQuery(config));
     } finally {
       release();
     }
-    return [...builtIn, ...listConfiguredModels(config)];
+    // The worker's own (demo) models first, then models.json's, then pi-ai's catalogue.
+    const own = builtIn.filter((model) => model.provider === DEMO_PROVIDER);
+    const catalogue = builtIn.filter((model) => model.provider !== DEMO_PROVIDER);
+    return [...own, ...listConfiguredModels(config), ...catalogue];
   }
 
   /** Settings as the next session would get them, before per-session overrides. */

@@ -10,7 +10,7 @@
  * run whose worker died) is timed from the `turn_start` before it to its `message_end`, as the
  * events reach the main thread.
  */
-import { type AssistantMessage, isContextOverflow } from "@mariozechner/pi-ai";
+import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { explainMessage, type FailureClass, isFailedStop } from "../../shared/classify.js";
 import { errorText } from "../../shared/error-text.js";
 import type { PromptResult, SessionEvent } from "../../shared/events.js";
@@ -327,7 +327,7 @@ export class LoadMetrics {
     this.counters.inputTokens += record.inputTokens;
     this.counters.costUsd += record.costUsd;
     if (message.stopReason === "error" || message.stopReason === "aborted") {
-      const failureClass = explainMessage(message, (m) => isContextOverflow(m as AssistantMessage)).failureClass;
+      const failureClass = explainMessage(message).failureClass;
       const kind = failureKind(message);
       record.failure = { kind, class: failureClass, message: message.errorMessage ?? message.stopReason };
       this.counters.failedRequests++;

@@ -82,7 +82,8 @@ export interface RetryControllerOptions {
   now: () => number;
   /** Uniform in [0, 1), for jitter. */
   random: () => number;
-  isOverflow: (message: ClassifiableMessage) => boolean;
+  /** A further R1 overflow test besides the worker's mark (shared/classify.ts); tests set one. */
+  isOverflow?: ((message: ClassifiableMessage) => boolean) | undefined;
   emit: (event: RetryEvent) => void;
   authStorage?: AuthStorage | undefined;
   /** Base URL of the session's current model, passed to the auth storage. */
@@ -177,7 +178,7 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
       this.#failChain("Run failed without a reply", "non_retryable");
       return { kind: "none", failure: "no_message" };
     }
-    const failure = classifyMessage(message, (failed) => this.#options.isOverflow(failed));
+    const failure = classifyMessage(message, this.#options.isOverflow);
     if (failure === "success") {
       if (this.#chain !== undefined) this.#endChain(true, this.#attempt, "success");
       return { kind: "none", failure };

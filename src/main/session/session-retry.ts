@@ -1,8 +1,8 @@
 /**
  * A session's retry setup: its retry controller and B8 view of the host's coordination, bound to
  * the session's retry settings (read at each decision, so toggles apply to the next failure), its
- * model (the context window says what counts as an overflow, R1; provider, endpoint and key pick
- * the budget and gate), the host's auth storage (R4) and the test seam for sleep; and the actions
+ * model (provider, endpoint and key pick the budget and gate; an overflow, R1, is marked by the
+ * worker, which knows the context window), the host's auth storage (R4) and the test seam for sleep; and the actions
  * its chains take on the session.
  *
  * Each is a small class whose methods read the session's parts at each call, rather than an
@@ -10,8 +10,7 @@
  * instance of a few fields where it kept a closure and a context per callback (P4, main heap per
  * session; docs/performance.md).
  */
-import { type AssistantMessage, isContextOverflow } from "@mariozechner/pi-ai";
-import type { ClassifiableMessage } from "../../shared/classify.js";
+import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { ProviderGateWaitEvent, RetryEvent } from "../../shared/events.js";
 import type { RetrySettings, Settings } from "../../shared/settings.js";
 import type { AuthStorage } from "../auth/auth-storage.js";
@@ -88,11 +87,6 @@ class SessionRetryOptions implements RetryControllerOptions {
 
   random(): number {
     return Math.random();
-  }
-
-  isOverflow(message: ClassifiableMessage): boolean {
-    const contextWindow = this.#model.current.contextWindow;
-    return isContextOverflow(message as AssistantMessage, contextWindow > 0 ? contextWindow : undefined);
   }
 
   baseUrl(): string | undefined {

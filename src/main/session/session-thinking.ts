@@ -1,15 +1,14 @@
 /**
  * A session's thinking level on the main thread, with pi's rules: the levels the model supports
- * (pi-ai's: `off` alone without reasoning, `xhigh` only where the model names it), the cycle
+ * (pi-ai's rule, shared/thinking.ts: `off` alone without reasoning, `xhigh` only where the model names it), the cycle
  * through them, the level carried to the next model, and what a change does: pi's
  * `thinking_level_change` entry in the session file, the session's `defaultThinkingLevel` (pi
  * saves it to the settings file; lifeline keeps it for the session, B5) and the
  * `thinking_level_changed` event. The level is the one the worker applied: the session adopts
  * the worker's answer (session-link.ts), so what it reports is what its requests carry.
  */
-import { getSupportedThinkingLevels } from "@mariozechner/pi-ai";
 import type { Settings } from "../../shared/settings.js";
-import type { ThinkingLevel } from "../../shared/thinking.js";
+import { supportedThinkingLevels, type ThinkingLevel } from "../../shared/thinking.js";
 import type { SessionRecorder } from "../session-files/session-recorder.js";
 import type { SessionListeners } from "./session-listeners.js";
 import type { SessionModel } from "./session-model.js";
@@ -40,7 +39,7 @@ export class SessionThinking {
   /** pi's `cycleThinkingLevel` target: the next supported level after the current one; undefined without reasoning. */
   next(): ThinkingLevel | undefined {
     if (this.#model.current.reasoning !== true) return undefined;
-    const levels = getSupportedThinkingLevels(this.#model.current);
+    const levels = supportedThinkingLevels(this.#model.current);
     return levels[(levels.indexOf(this.#level) + 1) % levels.length];
   }
 

@@ -4,7 +4,7 @@
  * the classification is the retry controller's own (B2), so a metric never disagrees with a
  * decision.
  */
-import { type AssistantMessage, isContextOverflow } from "@mariozechner/pi-ai";
+import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { explainMessage, isRateLimit, retryHintsOf } from "../../shared/classify.js";
 import { requestFailureOf, workerExitOf } from "../../shared/request-failure.js";
 
@@ -62,7 +62,7 @@ export function modelAttempt(message: AssistantMessage, now: number): ModelAttem
 }
 
 function retryClassOf(message: AssistantMessage): RetryClass {
-  const failureClass = explainMessage(message, (m) => isContextOverflow(m as AssistantMessage)).failureClass;
+  const failureClass = explainMessage(message).failureClass;
   switch (failureClass) {
     case "success":
       return "none";

@@ -21,7 +21,7 @@ import { assertRegisteredApi } from "../registered-api.js";
 import type { RequestPermits } from "../request-permits.js";
 import { resolveModel } from "../resolve-model.js";
 import type { Credentials } from "./credentials.js";
-import { finishFailedMessage } from "./finish-failed-message.js";
+import { finishFailedMessage, markIfOverflow } from "./finish-failed-message.js";
 import { openSessionAgent, type SessionAgent } from "./open-session-agent.js";
 import { requestSummary } from "./summary-request.js";
 
@@ -86,7 +86,7 @@ export class WorkerSession {
       if (event.type === "message_start" || event.type === "message_end") {
         const message = event.message;
         if (message.role === "assistant" && message.stopReason === "error") {
-          finishFailedMessage(message, capture.failure(), secrets);
+          finishFailedMessage(message, capture.failure(), secrets, this.#agent.state.model.contextWindow);
         }
       }
       // Timing at the source (request-timer.ts): each delta is stamped as the provider's stream
@@ -283,6 +283,11 @@ export class WorkerSession {
     this.#activeRunId = undefined;
     if (this.#closed) return;
     const tail = summarized === undefined ? this.#agent.state.messages.slice(this.#runStart + this.#forwarded) : [];
+    for (const message of tail) {
+      if (message.role === "assistant" && message.stopReason === "error") {
+        markIfOverflow(message, this.#agent.state.model.contextWindow);
+      }
+    }
     const item: Parameters<EventBatcher["pushRunEnd"]>[0] = { type: "run_end", sessionId: this.id, runId, tail };
     if (summarized !== undefined && error === undefined) {
       if (summarized.summary === undefined) item.aborted = true;

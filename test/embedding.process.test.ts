@@ -10,7 +10,7 @@
  * file. Run `npm run build` first (`npm test` does).
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
@@ -213,7 +213,7 @@ const { pathToFileURL } = require("node:url");
     // piscina starts each thread with the `worker.js` next to its own code: here, the bundle.
     cpSync(join(app, "node_modules", "lifeline", "dist", "piscina-worker.cjs"), join(out, "worker.js"));
     const inputs = Object.keys(bundled.metafile.inputs);
-    expect(inputs.some((input) => input.includes("node_modules/lifeline/dist/main/host/session-host.js"))).toBe(true);
+    expect(inputs.some((input) => input.includes("node_modules/lifeline/dist/main/bundle/lifeline.js"))).toBe(true);
     expect(inputs.filter((input) => input.includes("pi-tui"))).toEqual([]);
     const result = await runNode([join(out, "app.cjs")], {
       cwd: tempDir(fileCleanups, "lifeline-embed-cwd-"),
@@ -221,6 +221,59 @@ const { pathToFileURL } = require("node:url");
     });
     expect(result.code, result.stderr).toBe(0);
     expect(report(result)).toEqual({ stopReason: "stop", text: expect.stringContaining("fully inlined") });
+  }, 60_000);
+
+  it("a minimal embedder's bundle (esbuild --bundle --platform=node --format=esm --minify) is at most 1,000 KB and carries no provider SDK, pi package, Redis client, extension compiler, CLI or OTel SDK; fleet mode there says what to do", async () => {
+    // The embedder of issue 37's measure: three lines, bundled with exactly its flags.
+    writeFileSync(
+      join(app, "src", "minimal.mjs"),
+      `import { SessionHost } from "lifeline";
+const host = new SessionHost({ threads: 1, lifelineDir: false, settings: { fleet: { redis: "redis://127.0.0.1:9" } } });
+await host.createSession().then(() => console.log("{}"), (error) => console.log(JSON.stringify({ code: error.code, message: error.message })));
+`,
+    );
+    const outfile = join(app, "out", "minimal.mjs");
+    const { metafile } = await build({
+      entryPoints: [join(app, "src", "minimal.mjs")],
+      outfile,
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      minify: true,
+      metafile: true,
+      logLevel: "error",
+    });
+    const packages = new Set(
+      Object.keys(metafile.inputs).flatMap((path) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(path)?.[1] ?? []),
+    );
+    const forbidden = [...packages].filter((name) =>
+      /^(@mariozechner\/|typebox$|ioredis$|@ioredis\/|bullmq$|jiti$|chart\.js$|commander$|@anthropic-ai\/|openai$|@google\/|google-auth-library$|@mistralai\/|@aws-sdk\/|@opentelemetry\/(?!api$))/.test(
+        name,
+      ),
+    );
+    expect(forbidden).toEqual([]);
+    expect(packages).toContain("lifeline");
+    const bytes = statSync(outfile).size;
+    expect(bytes).toBeLessThanOrEqual(1_000 * 1024);
+    // Fleet mode's code is not in such a bundle: the host says so, typed, instead of failing obscurely.
+    // To run, the bundle needs what esbuild's docs give an ESM bundle with CommonJS inside: a require.
+    const runnable = join(app, "out", "minimal-run.mjs");
+    await build({
+      entryPoints: [join(app, "src", "minimal.mjs")],
+      outfile: runnable,
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      minify: true,
+      banner: { js: 'import { createRequire } from "node:module"; const require = createRequire(import.meta.url);' },
+      logLevel: "error",
+    });
+    const result = await runNode([runnable], { cwd: app });
+    expect(result.code, result.stderr).toBe(0);
+    expect(report(result)).toEqual({
+      code: "ERR_FLEET_UNAVAILABLE",
+      message: expect.stringContaining("keep the lifeline package external to its bundle"),
+    });
   }, 60_000);
 
   it("TypeScript consumers type-check against lifeline's declarations: nodenext from ESM and CommonJS, node16 from ESM", async () => {

@@ -8,7 +8,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import { z } from "zod";
+import * as z from "zod";
 import { errorText } from "../shared/error-text.js";
 import { anthropicWire } from "./anthropic-wire.js";
 import { MockServerError } from "./errors.js";

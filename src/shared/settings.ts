@@ -7,204 +7,238 @@
  * silently change retry behaviour. Millisecond values that feed a timer stay within Node's
  * timer range ({@link MAX_TIMER_MS}).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { InvalidSettingsError } from "./errors.js";
 import { DEFAULT_THINKING_LEVEL, THINKING_LEVELS, type ThinkingLevel } from "./thinking.js";
 import { MAX_TIMER_MESSAGE, MAX_TIMER_MS } from "./timer-ms.js";
 
-const nonNegativeInt = z.number().int().min(0);
-const timerMs = nonNegativeInt.max(MAX_TIMER_MS, MAX_TIMER_MESSAGE);
-const positiveTimerMs = z.number().int().min(1).max(MAX_TIMER_MS, MAX_TIMER_MESSAGE);
 /** Default of `retry.provider.idleTimeoutMs` (see docs: sized for reasoning models). */
 const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
 
-const providerSchema = z.strictObject({
-  /** SDK-internal retries per model request. @default 0 (SPEC B1: lifeline is the one retry authority) */
-  maxRetries: nonNegativeInt.default(0),
-  /** HTTP request timeout for providers that support one, in ms. @default the provider's own */
-  timeoutMs: positiveTimerMs.optional(),
-  /**
-   * pi's cap on a server-requested delay inside the SDK's own retries; 0 disables it. Passed to
-   * pi-ai as is. It matters only when `maxRetries` above is not 0. @default pi-ai's (60000)
-   */
-  maxRetryDelayMs: timerMs.optional(),
-  /**
-   * A model stream that delivers no bytes for this long is aborted in the worker and retried as a
-   * transient failure (a stalled provider never hangs a session); 0 turns it off. Long enough for
-   * reasoning models that stream nothing while they think. @default 300000
-   */
-  idleTimeoutMs: timerMs.default(DEFAULT_IDLE_TIMEOUT_MS),
-});
-
 /**
- * SPEC B8: the host-wide retry budget of a provider. A retry is allowed while the retries of the
- * last `windowMs` stay under `ratio` × the first attempts of that window plus
- * `minPerSecond` × the window in seconds. Anchor: Finagle's RetryBudget (20 % of requests plus a
- * floor of 10 retries per second, over 10 s), whose numbers are the defaults here.
+ * The schemas, built on first use rather than at import: building zod schemas is most of what
+ * importing this module would cost, and `import "lifeline"` loads it (docs/embedding.md, "What an
+ * embedding app pays").
  */
-const budgetSchema = z.strictObject({
-  /** Retries allowed per first attempt in the window. @default 0.2 */
-  ratio: z.number().min(0).max(1000).default(0.2),
-  /** Retries allowed per second whatever the traffic (the floor). @default 10 */
-  minPerSecond: z.number().min(0).max(1_000_000).default(10),
-  /** The sliding window, in ms. @default 10000 */
-  windowMs: z.number().int().min(1).max(3_600_000).default(10_000),
-});
+function buildSchemas() {
+  const nonNegativeInt = z.number().int().min(0);
+  const timerMs = nonNegativeInt.max(MAX_TIMER_MS, MAX_TIMER_MESSAGE);
+  const positiveTimerMs = z.number().int().min(1).max(MAX_TIMER_MS, MAX_TIMER_MESSAGE);
 
-const retrySchema = z.strictObject({
-  /** Auto-retry on or off. @default true */
-  enabled: z.boolean().default(true),
-  /** Retries per chain; the first request is not a retry. @default 3 */
-  maxRetries: nonNegativeInt.default(3),
-  /** Delay before retry n is `baseDelayMs * 2^(n-1)`. @default 2000 */
-  baseDelayMs: timerMs.default(2000),
-  /** B6: wait at least the server's retry hint. @default false */
-  respectRetryAfter: z.boolean().default(false),
-  /** B6: randomise delays. @default "none" */
-  jitter: z.enum(["none", "full", "equal"]).default("none"),
-  /** B6: cap on any delay; a server hint above it fails the chain at once. @default no cap */
-  maxDelayMs: positiveTimerMs.optional(),
-  /**
-   * R4: models (`"provider/id"`) a retry moves to, in order, when every key of the failing
-   * provider is blocked by usage or rate limits. The session stays on the model it moved to.
-   * @default none
-   */
-  fallbackModels: z.array(z.string().regex(/^[^/\s]+\/\S+$/, { error: 'must be "provider/id"' })).optional(),
-  provider: providerSchema.default({ maxRetries: 0, idleTimeoutMs: DEFAULT_IDLE_TIMEOUT_MS }),
-  /**
-   * B8: one retry budget per provider for all sessions of the host; `{}` takes every default
-   * (Finagle's). `false` turns it off (pi has none). @default false
-   */
-  budget: z
-    .union([z.literal(false), budgetSchema], {
-      error: "must be false or an object { ratio?, minPerSecond?, windowMs? } ({} takes the defaults)",
-    })
-    .default(false),
-  /**
-   * B8: a 429 or 529 with a retry hint closes a gate for that provider and key, for every session
-   * of the host, for the hint's duration; retries and new prompts wait at it. @default false
-   */
-  coordinate: z.boolean().default(false),
-  /** B8: most model requests in flight per provider across the host's workers. @default no limit */
-  maxConcurrentRequests: z.number().int().min(1).max(1_000_000).optional(),
-});
+  const providerSchema = z.strictObject({
+    /** SDK-internal retries per model request. @default 0 (SPEC B1: lifeline is the one retry authority) */
+    maxRetries: nonNegativeInt.default(0),
+    /** HTTP request timeout for providers that support one, in ms. @default the provider's own */
+    timeoutMs: positiveTimerMs.optional(),
+    /**
+     * pi's cap on a server-requested delay inside the SDK's own retries; 0 disables it. Passed to
+     * pi-ai as is. It matters only when `maxRetries` above is not 0. @default pi-ai's (60000)
+     */
+    maxRetryDelayMs: timerMs.optional(),
+    /**
+     * A model stream that delivers no bytes for this long is aborted in the worker and retried as a
+     * transient failure (a stalled provider never hangs a session); 0 turns it off. Long enough for
+     * reasoning models that stream nothing while they think. @default 300000
+     */
+    idleTimeoutMs: timerMs.default(DEFAULT_IDLE_TIMEOUT_MS),
+  });
 
-/**
- * SPEC X7: a session whose runs keep killing their worker is given up after more than
- * `maxRestarts` restarts within `windowMs` (OTP-style intensity). Only restarts the session is
- * blamed for count: those of a crash that happened while it had a run in flight.
- */
-const supervisionSchema = z.strictObject({
-  /** Restarts allowed within the window. @default 3 (a poison prompt: its first try and 3 retries) */
-  maxRestarts: nonNegativeInt.max(1000).default(3),
-  /** The sliding window of `maxRestarts`, in ms. @default 60000 */
-  windowMs: positiveTimerMs.default(60_000),
-});
+  /**
+   * SPEC B8: the host-wide retry budget of a provider. A retry is allowed while the retries of the
+   * last `windowMs` stay under `ratio` × the first attempts of that window plus
+   * `minPerSecond` × the window in seconds. Anchor: Finagle's RetryBudget (20 % of requests plus a
+   * floor of 10 retries per second, over 10 s), whose numbers are the defaults here.
+   */
+  const budgetSchema = z.strictObject({
+    /** Retries allowed per first attempt in the window. @default 0.2 */
+    ratio: z.number().min(0).max(1000).default(0.2),
+    /** Retries allowed per second whatever the traffic (the floor). @default 10 */
+    minPerSecond: z.number().min(0).max(1_000_000).default(10),
+    /** The sliding window, in ms. @default 10000 */
+    windowMs: z.number().int().min(1).max(3_600_000).default(10_000),
+  });
 
-/**
- * Compaction (pi's keys and defaults): summarize the older part of a transcript when the context
- * overflows, or before it would (the threshold: context tokens > window − `reserveTokens`).
- */
-const compactionSchema = z.strictObject({
-  /** Compaction on a context overflow and at the threshold; a manual `compact()` works either way. @default true */
-  enabled: z.boolean().default(true),
-  /** Tokens kept free in the window, for the summary request and the next reply. @default 16384 */
-  reserveTokens: nonNegativeInt.default(16_384),
-  /** Roughly how many tokens of the newest messages are kept as they are. @default 20000 */
-  keepRecentTokens: nonNegativeInt.default(20_000),
-});
+  const retrySchema = z.strictObject({
+    /** Auto-retry on or off. @default true */
+    enabled: z.boolean().default(true),
+    /** Retries per chain; the first request is not a retry. @default 3 */
+    maxRetries: nonNegativeInt.default(3),
+    /** Delay before retry n is `baseDelayMs * 2^(n-1)`. @default 2000 */
+    baseDelayMs: timerMs.default(2000),
+    /** B6: wait at least the server's retry hint. @default false */
+    respectRetryAfter: z.boolean().default(false),
+    /** B6: randomise delays. @default "none" */
+    jitter: z.enum(["none", "full", "equal"]).default("none"),
+    /** B6: cap on any delay; a server hint above it fails the chain at once. @default no cap */
+    maxDelayMs: positiveTimerMs.optional(),
+    /**
+     * R4: models (`"provider/id"`) a retry moves to, in order, when every key of the failing
+     * provider is blocked by usage or rate limits. The session stays on the model it moved to.
+     * @default none
+     */
+    fallbackModels: z.array(z.string().regex(/^[^/\s]+\/\S+$/, { error: 'must be "provider/id"' })).optional(),
+    provider: providerSchema.default({ maxRetries: 0, idleTimeoutMs: DEFAULT_IDLE_TIMEOUT_MS }),
+    /**
+     * B8: one retry budget per provider for all sessions of the host; `{}` takes every default
+     * (Finagle's). `false` turns it off (pi has none). @default false
+     */
+    budget: z
+      .union([z.literal(false), budgetSchema], {
+        error: "must be false or an object { ratio?, minPerSecond?, windowMs? } ({} takes the defaults)",
+      })
+      .default(false),
+    /**
+     * B8: a 429 or 529 with a retry hint closes a gate for that provider and key, for every session
+     * of the host, for the hint's duration; retries and new prompts wait at it. @default false
+     */
+    coordinate: z.boolean().default(false),
+    /** B8: most model requests in flight per provider across the host's workers. @default no limit */
+    maxConcurrentRequests: z.number().int().min(1).max(1_000_000).optional(),
+  });
 
-/** A Redis URL: `redis://` or `rediss://` (TLS), with a host; user, password and db index optional. */
-const redisUrl = z.string().refine(
-  (value) => {
-    try {
-      const url = new URL(value);
-      return (url.protocol === "redis:" || url.protocol === "rediss:") && url.hostname !== "";
-    } catch {
-      return false;
-    }
-  },
-  { error: "must be a Redis URL, as redis://127.0.0.1:6379 or rediss://user:password@host:6380/0" },
-);
+  /**
+   * SPEC X7: a session whose runs keep killing their worker is given up after more than
+   * `maxRestarts` restarts within `windowMs` (OTP-style intensity). Only restarts the session is
+   * blamed for count: those of a crash that happened while it had a run in flight.
+   */
+  const supervisionSchema = z.strictObject({
+    /** Restarts allowed within the window. @default 3 (a poison prompt: its first try and 3 retries) */
+    maxRestarts: nonNegativeInt.max(1000).default(3),
+    /** The sliding window of `maxRestarts`, in ms. @default 60000 */
+    windowMs: positiveTimerMs.default(60_000),
+  });
 
-/**
- * Fleet mode (docs/fleet.md): hosts that name the same Redis and fleet `name` share the B8 retry
- * budgets, provider gates and request permits, the sessions, and a queue of prompts. Absent, the
- * host is on its own and uses no Redis.
- */
-const fleetSchema = z.strictObject({
-  /** The fleet's Redis (7.x, `maxmemory-policy noeviction`). */
-  redis: redisUrl,
   /**
-   * The fleet's name: every key it writes starts with `lifeline:<name>:`, so two fleets can share
-   * one Redis without seeing each other. @default "default"
+   * Compaction (pi's keys and defaults): summarize the older part of a transcript when the context
+   * overflows, or before it would (the threshold: context tokens > window − `reserveTokens`).
    */
-  name: z
-    .string()
-    .regex(/^[A-Za-z0-9_.-]{1,64}$/, { error: "must be 1 to 64 letters, digits, '_', '.' or '-'" })
-    .default("default"),
-  /**
-   * How long a host's claims outlive it: a request permit, a session's lock and a queued prompt's
-   * job are leases of this length, renewed while the host is alive; a dead host's come back within
-   * it. @default 10000
-   */
-  leaseMs: z.number().int().min(500).max(600_000).default(10_000),
-});
+  const compactionSchema = z.strictObject({
+    /** Compaction on a context overflow and at the threshold; a manual `compact()` works either way. @default true */
+    enabled: z.boolean().default(true),
+    /** Tokens kept free in the window, for the summary request and the next reply. @default 16384 */
+    reserveTokens: nonNegativeInt.default(16_384),
+    /** Roughly how many tokens of the newest messages are kept as they are. @default 20000 */
+    keepRecentTokens: nonNegativeInt.default(20_000),
+  });
 
-const settingsSchema = z.looseObject({
+  /** A Redis URL: `redis://` or `rediss://` (TLS), with a host; user, password and db index optional. */
+  const redisUrl = z.string().refine(
+    (value) => {
+      try {
+        const url = new URL(value);
+        return (url.protocol === "redis:" || url.protocol === "rediss:") && url.hostname !== "";
+      } catch {
+        return false;
+      }
+    },
+    { error: "must be a Redis URL, as redis://127.0.0.1:6379 or rediss://user:password@host:6380/0" },
+  );
+
   /**
-   * B7, the CLI: where session files go, directly (as pi's `sessionDir` setting and `--session-dir`).
-   * @default `$LIFELINE_DIR/sessions/<encoded cwd>/`
+   * Fleet mode (docs/fleet.md): hosts that name the same Redis and fleet `name` share the B8 retry
+   * budgets, provider gates and request permits, the sessions, and a queue of prompts. Absent, the
+   * host is on its own and uses no Redis.
    */
-  sessionDir: z.string().min(1).optional(),
-  /** B7, the CLI: when session file appends reach the disk (see docs/sessions.md). @default "batch" */
-  sessions: z.strictObject({ fsync: z.enum(["never", "batch", "always"]).optional() }).optional(),
-  retry: retrySchema.default({
-    enabled: true,
-    maxRetries: 3,
-    baseDelayMs: 2000,
-    respectRetryAfter: false,
-    jitter: "none",
-    provider: { maxRetries: 0, idleTimeoutMs: DEFAULT_IDLE_TIMEOUT_MS },
-    budget: false,
-    coordinate: false,
-  }),
-  supervision: supervisionSchema.default({ maxRestarts: 3, windowMs: 60_000 }),
+  const fleetSchema = z.strictObject({
+    /** The fleet's Redis (7.x, `maxmemory-policy noeviction`). */
+    redis: redisUrl,
+    /**
+     * The fleet's name: every key it writes starts with `lifeline:<name>:`, so two fleets can share
+     * one Redis without seeing each other. @default "default"
+     */
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]{1,64}$/, { error: "must be 1 to 64 letters, digits, '_', '.' or '-'" })
+      .default("default"),
+    /**
+     * How long a host's claims outlive it: a request permit, a session's lock and a queued prompt's
+     * job are leases of this length, renewed while the host is alive; a dead host's come back within
+     * it. @default 10000
+     */
+    leaseMs: z.number().int().min(500).max(600_000).default(10_000),
+  });
+
+  const settingsSchema = z.looseObject({
+    /**
+     * B7, the CLI: where session files go, directly (as pi's `sessionDir` setting and `--session-dir`).
+     * @default `$LIFELINE_DIR/sessions/<encoded cwd>/`
+     */
+    sessionDir: z.string().min(1).optional(),
+    /** B7, the CLI: when session file appends reach the disk (see docs/sessions.md). @default "batch" */
+    sessions: z.strictObject({ fsync: z.enum(["never", "batch", "always"]).optional() }).optional(),
+    retry: retrySchema.default({
+      enabled: true,
+      maxRetries: 3,
+      baseDelayMs: 2000,
+      respectRetryAfter: false,
+      jitter: "none",
+      provider: { maxRetries: 0, idleTimeoutMs: DEFAULT_IDLE_TIMEOUT_MS },
+      budget: false,
+      coordinate: false,
+    }),
+    supervision: supervisionSchema.default({ maxRestarts: 3, windowMs: 60_000 }),
+    /**
+     * Longest wait for one extension handler's promise; past it the handler is abandoned, an
+     * `extension_error` is emitted and the extension's next event goes on. @default 5000
+     */
+    extensionHandlerTimeoutMs: positiveTimerMs.default(5000),
+    /**
+     * pi's list of extension paths. Read by the CLI only (an embedding app passes the host option
+     * `extensions`): the library never runs code named in a settings file.
+     */
+    extensions: z.array(z.string().min(1)).optional(),
+    compaction: compactionSchema.default({ enabled: true, reserveTokens: 16_384, keepRecentTokens: 20_000 }),
+    fleet: fleetSchema.optional(),
+    /**
+     * pi's key: the thinking level of a new session (and of a stored one that records none), clamped
+     * to what the model supports; also the level a session goes back to when it moves from a model
+     * without reasoning to one with. A session's `setThinkingLevel()` changes it for that session
+     * only (no file is written, B5). @default "medium" (pi's)
+     */
+    defaultThinkingLevel: z.enum(THINKING_LEVELS).default(DEFAULT_THINKING_LEVEL),
+  });
+
   /**
-   * Longest wait for one extension handler's promise; past it the handler is abandoned, an
-   * `extension_error` is emitted and the extension's next event goes on. @default 5000
+   * A layer's schema: a settings file, a host's or a session's `settings` are each one layer of the
+   * merged settings, and a layer may hold part of a group that another layer completes: a file's
+   * `fleet` group may name the fleet and leave `redis` to `--fleet` or another file. The merged
+   * settings are checked whole by {@link parseSettings}.
    */
-  extensionHandlerTimeoutMs: positiveTimerMs.default(5000),
-  /**
-   * pi's list of extension paths. Read by the CLI only (an embedding app passes the host option
-   * `extensions`): the library never runs code named in a settings file.
-   */
-  extensions: z.array(z.string().min(1)).optional(),
-  compaction: compactionSchema.default({ enabled: true, reserveTokens: 16_384, keepRecentTokens: 20_000 }),
-  fleet: fleetSchema.optional(),
-  /**
-   * pi's key: the thinking level of a new session (and of a stored one that records none), clamped
-   * to what the model supports; also the level a session goes back to when it moves from a model
-   * without reasoning to one with. A session's `setThinkingLevel()` changes it for that session
-   * only (no file is written, B5). @default "medium" (pi's)
-   */
-  defaultThinkingLevel: z.enum(THINKING_LEVELS).default(DEFAULT_THINKING_LEVEL),
-});
+  const layerSchema = settingsSchema.extend({ fleet: fleetSchema.partial({ redis: true }).optional() });
+  return {
+    providerSchema,
+    budgetSchema,
+    retrySchema,
+    supervisionSchema,
+    compactionSchema,
+    fleetSchema,
+    settingsSchema,
+    layerSchema,
+  };
+}
+
+type Schemas = ReturnType<typeof buildSchemas>;
+let built: Schemas | undefined;
+
+function schemas(): Schemas {
+  built ??= buildSchemas();
+  return built;
+}
 
 /** Validated compaction settings, defaults applied. */
-export type CompactionSettings = z.output<typeof compactionSchema>;
+export type CompactionSettings = z.output<Schemas["compactionSchema"]>;
 
 /** Validated fleet settings, defaults applied. */
-export type FleetSettings = z.output<typeof fleetSchema>;
+export type FleetSettings = z.output<Schemas["fleetSchema"]>;
 
 /** Validated supervision settings, defaults applied. */
-export type SupervisionSettings = z.output<typeof supervisionSchema>;
+export type SupervisionSettings = z.output<Schemas["supervisionSchema"]>;
 /** Validated retry budget settings (B8), defaults applied. */
-export type RetryBudgetSettings = z.output<typeof budgetSchema>;
+export type RetryBudgetSettings = z.output<Schemas["budgetSchema"]>;
 /** Validated retry settings, defaults applied. */
-export type RetrySettings = z.output<typeof retrySchema>;
+export type RetrySettings = z.output<Schemas["retrySchema"]>;
 /** Validated settings, defaults applied. */
-export type Settings = z.output<typeof settingsSchema>;
+export type Settings = z.output<Schemas["settingsSchema"]>;
 
 /** What a settings file or an override may contain: any subset, nested. */
 export interface SettingsInput {
@@ -233,8 +267,26 @@ export interface SettingsInput {
   [key: string]: unknown;
 }
 
-/** The defaults of every key, as one object (SPEC R6). */
-export const DEFAULT_SETTINGS: Settings = settingsSchema.parse({});
+/**
+ * The defaults of every key, as one object (SPEC R6): what `parseSettings({})` gives, written out so
+ * that importing it builds no schema (test/main/config/settings.test.ts holds the two equal).
+ */
+export const DEFAULT_SETTINGS: Settings = {
+  retry: {
+    enabled: true,
+    maxRetries: 3,
+    baseDelayMs: 2000,
+    respectRetryAfter: false,
+    jitter: "none",
+    provider: { maxRetries: 0, idleTimeoutMs: DEFAULT_IDLE_TIMEOUT_MS },
+    budget: false,
+    coordinate: false,
+  },
+  supervision: { maxRestarts: 3, windowMs: 60_000 },
+  extensionHandlerTimeoutMs: 5000,
+  compaction: { enabled: true, reserveTokens: 16_384, keepRecentTokens: 20_000 },
+  defaultThinkingLevel: DEFAULT_THINKING_LEVEL,
+};
 
 /**
  * Validates a merged settings object and applies defaults.
@@ -242,16 +294,8 @@ export const DEFAULT_SETTINGS: Settings = settingsSchema.parse({});
  * @throws InvalidSettingsError naming the key, the value given and what is allowed.
  */
 export function parseSettings(input: unknown, source: string): Settings {
-  return check(settingsSchema, input, source);
+  return check(schemas().settingsSchema, input, source);
 }
-
-/**
- * A layer's schema: a settings file, a host's or a session's `settings` are each one layer of the
- * merged settings, and a layer may hold part of a group that another layer completes: a file's
- * `fleet` group may name the fleet and leave `redis` to `--fleet` or another file. The merged
- * settings are checked whole by {@link parseSettings}.
- */
-const layerSchema = settingsSchema.extend({ fleet: fleetSchema.partial({ redis: true }).optional() });
 
 /**
  * Validates one layer of the settings (a settings file, a `settings` option) as {@link parseSettings}
@@ -260,7 +304,7 @@ const layerSchema = settingsSchema.extend({ fleet: fleetSchema.partial({ redis: 
  * @throws InvalidSettingsError as parseSettings.
  */
 export function parseSettingsLayer(input: unknown, source: string): void {
-  check(layerSchema, input, source);
+  check(schemas().layerSchema, input, source);
 }
 
 function check<S extends z.ZodType>(schema: S, input: unknown, source: string): z.output<S> {
@@ -290,16 +334,19 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 }
 
 /** The strict groups, by the key they sit under; any other strict object is `retry`. */
-const STRICT_GROUPS: Readonly<Record<string, { shape: object }>> = {
-  provider: providerSchema,
-  budget: budgetSchema,
-  compaction: compactionSchema,
-  supervision: supervisionSchema,
-  fleet: fleetSchema,
-};
+function strictGroups(): Readonly<Record<string, { shape: object }>> {
+  const { providerSchema, budgetSchema, compactionSchema, supervisionSchema, fleetSchema } = schemas();
+  return {
+    provider: providerSchema,
+    budget: budgetSchema,
+    compaction: compactionSchema,
+    supervision: supervisionSchema,
+    fleet: fleetSchema,
+  };
+}
 
 function allowedKeys(path: readonly PropertyKey[]): string {
-  const group = STRICT_GROUPS[String(path[path.length - 1])] ?? retrySchema;
+  const group = strictGroups()[String(path[path.length - 1])] ?? schemas().retrySchema;
   return Object.keys(group.shape).join(", ");
 }
 

@@ -9,10 +9,16 @@
  * bad field (STYLE 9). The schema of each call's whole options object lives with its options type
  * (host/host-options.ts, load/load-options.ts).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { LifelineError } from "../../shared/errors.js";
 import { THINKING_LEVELS } from "../../shared/thinking.js";
 import { MAX_TIMER_MESSAGE, MAX_TIMER_MS } from "../../shared/timer-ms.js";
+
+/*
+ * Schemas that would be built at import (everything `import "lifeline"` loads) are `z.lazy`: a
+ * zod schema is costly to build, and a host that never passes a bad option should not pay for it
+ * at start-up (docs/embedding.md, "What an embedding app pays"). Each is built on its first use.
+ */
 
 /** A function (zod 4 has no function schema that is also a value check). */
 export const fn = z.custom<(...args: never[]) => unknown>((value) => typeof value === "function", {
@@ -31,19 +37,21 @@ export const settingsObject = z.custom<Record<string, unknown>>(
 );
 
 /** Node's `ResourceLimits`: the four fields it knows, each a positive number. */
-export const resourceLimitsSchema = z.strictObject(
-  {
-    maxOldGenerationSizeMb: z.number().positive().optional(),
-    maxYoungGenerationSizeMb: z.number().positive().optional(),
-    codeRangeSizeMb: z.number().positive().optional(),
-    stackSizeMb: z.number().positive().optional(),
-  },
-  {
-    error: (issue) =>
-      issue.code === "invalid_type"
-        ? "must be an object of maxOldGenerationSizeMb, maxYoungGenerationSizeMb, codeRangeSizeMb, stackSizeMb (positive numbers)"
-        : undefined,
-  },
+export const resourceLimitsSchema = z.lazy(() =>
+  z.strictObject(
+    {
+      maxOldGenerationSizeMb: z.number().positive().optional(),
+      maxYoungGenerationSizeMb: z.number().positive().optional(),
+      codeRangeSizeMb: z.number().positive().optional(),
+      stackSizeMb: z.number().positive().optional(),
+    },
+    {
+      error: (issue) =>
+        issue.code === "invalid_type"
+          ? "must be an object of maxOldGenerationSizeMb, maxYoungGenerationSizeMb, codeRangeSizeMb, stackSizeMb (positive numbers)"
+          : undefined,
+    },
+  ),
 );
 
 /** What the retry controller calls on a usage-limit error (SPEC R4). */
@@ -56,29 +64,38 @@ export const authStorageSchema = z.custom<object>(
 );
 
 /** `"provider/id"`, `{ provider, id }` (with models.json overrides) or a pi-ai `Model` object. */
-export const modelRefSchema = z.union(
-  [
-    z.string().regex(/^[^/\s]+\/\S+$/, 'use "provider/id", for example "demo/demo-1"'),
-    z.looseObject({ provider: z.string().min(1), id: z.string().min(1), api: z.string().min(1).optional() }),
-  ],
-  { error: 'must be "provider/id" (for example "demo/demo-1"), { provider, id } or a pi-ai Model object' },
+export const modelRefSchema = z.lazy(() =>
+  z.union(
+    [
+      z.string().regex(/^[^/\s]+\/\S+$/, 'use "provider/id", for example "demo/demo-1"'),
+      z.looseObject({ provider: z.string().min(1), id: z.string().min(1), api: z.string().min(1).optional() }),
+    ],
+    { error: 'must be "provider/id" (for example "demo/demo-1"), { provider, id } or a pi-ai Model object' },
+  ),
 );
 
-const textBlock = z.looseObject({ type: z.literal("text"), text: z.string() });
-const imageBlock = z.looseObject({ type: z.literal("image"), data: z.string(), mimeType: z.string() });
-const thinkingBlock = z.looseObject({ type: z.literal("thinking"), thinking: z.string() });
-const toolCallBlock = z.looseObject({
-  type: z.literal("toolCall"),
-  id: z.string(),
-  name: z.string(),
-  arguments: z.record(z.string(), z.unknown()),
-});
-const blocksOf = (blocks: [z.ZodType, ...z.ZodType[]], what: string) =>
-  z.array(z.discriminatedUnion("type", blocks as never, { error: `each block must be ${what}` }), {
+/** Content blocks, built with the first schema that needs them. */
+let blocks: { text: z.ZodType; thinking: z.ZodType; toolCall: z.ZodType; userContent: z.ZodType } | undefined;
+
+function contentBlocks(): NonNullable<typeof blocks> {
+  if (blocks !== undefined) return blocks;
+  const text = z.looseObject({ type: z.literal("text"), text: z.string() });
+  const image = z.looseObject({ type: z.literal("image"), data: z.string(), mimeType: z.string() });
+  const thinking = z.looseObject({ type: z.literal("thinking"), thinking: z.string() });
+  const toolCall = z.looseObject({
+    type: z.literal("toolCall"),
+    id: z.string(),
+    name: z.string(),
+    arguments: z.record(z.string(), z.unknown()),
+  });
+  blocks = { text, thinking, toolCall, userContent: blocksOf([text, image], "text or image") };
+  return blocks;
+}
+
+const blocksOf = (list: [z.ZodType, ...z.ZodType[]], what: string) =>
+  z.array(z.discriminatedUnion("type", list as never, { error: `each block must be ${what}` }), {
     error: `must be an array of ${what} blocks`,
   });
-const userContent = blocksOf([textBlock, imageBlock], "text or image");
-const timestamp = z.number().optional();
 
 /**
  * A transcript message, per pi-ai's `Message`: user (content a string or text/image blocks),
@@ -86,71 +103,85 @@ const timestamp = z.number().optional();
  * `compactionSummary`, the one custom role lifeline declares and shows to the model). Other roles
  * are refused: lifeline's model context would drop them silently.
  */
-export const messageSchema = z.discriminatedUnion(
-  "role",
-  [
-    z.looseObject({
-      role: z.literal("user"),
-      content: z.union([z.string(), userContent], {
-        error: "must be a string or an array of text or image blocks",
+export const messageSchema = z.lazy(() =>
+  z.discriminatedUnion(
+    "role",
+    [
+      z.looseObject({
+        role: z.literal("user"),
+        content: z.union([z.string(), contentBlocks().userContent], {
+          error: "must be a string or an array of text or image blocks",
+        }),
+        timestamp: z.number().optional(),
       }),
-      timestamp,
-    }),
-    z.looseObject({
-      role: z.literal("assistant"),
-      content: blocksOf([textBlock, thinkingBlock, toolCallBlock], "text, thinking or toolCall"),
-      stopReason: z.enum(["stop", "length", "toolUse", "error", "aborted"]),
-      api: z.string().optional(),
-      provider: z.string().optional(),
-      model: z.string().optional(),
-      errorMessage: z.string().optional(),
-      timestamp,
-    }),
-    z.looseObject({
-      role: z.literal("toolResult"),
-      toolCallId: z.string(),
-      toolName: z.string(),
-      content: userContent,
-      isError: z.boolean(),
-      timestamp,
-    }),
-    z.looseObject({
-      role: z.literal("compactionSummary"),
-      summary: z.string(),
-      tokensBefore: z.number(),
-      timestamp,
-    }),
-  ],
-  {
-    error: 'must be a message with role "user", "assistant" or "toolResult" (pi-ai\'s Message), or "compactionSummary"',
-  },
+      z.looseObject({
+        role: z.literal("assistant"),
+        content: blocksOf(
+          [contentBlocks().text, contentBlocks().thinking, contentBlocks().toolCall],
+          "text, thinking or toolCall",
+        ),
+        stopReason: z.enum(["stop", "length", "toolUse", "error", "aborted"]),
+        api: z.string().optional(),
+        provider: z.string().optional(),
+        model: z.string().optional(),
+        errorMessage: z.string().optional(),
+        timestamp: z.number().optional(),
+      }),
+      z.looseObject({
+        role: z.literal("toolResult"),
+        toolCallId: z.string(),
+        toolName: z.string(),
+        content: contentBlocks().userContent,
+        isError: z.boolean(),
+        timestamp: z.number().optional(),
+      }),
+      z.looseObject({
+        role: z.literal("compactionSummary"),
+        summary: z.string(),
+        tokensBefore: z.number(),
+        timestamp: z.number().optional(),
+      }),
+    ],
+    {
+      error:
+        'must be a message with role "user", "assistant" or "toolResult" (pi-ai\'s Message), or "compactionSummary"',
+    },
+  ),
 );
 
 /** A thinking level (`createSession`'s option, `setThinkingLevel`, RPC `set_thinking_level`); the refusal lists them. */
-export const thinkingLevelSchema = z.enum(THINKING_LEVELS, {
-  error: `must be one of ${THINKING_LEVELS.join(", ")}`,
-});
+export const thinkingLevelSchema = z.lazy(() =>
+  z.enum(THINKING_LEVELS, {
+    error: `must be one of ${THINKING_LEVELS.join(", ")}`,
+  }),
+);
 
 /** Options of `AgentSession.prompt`. */
-const promptOptionsSchema = z.strictObject(
-  { queue: z.boolean().optional(), id: z.string().min(1).max(200).optional() },
-  { error: (issue) => (issue.code === "invalid_type" ? "must be an object such as { queue: true }" : undefined) },
+const promptOptionsSchema = z.lazy(() =>
+  z.strictObject(
+    { queue: z.boolean().optional(), id: z.string().min(1).max(200).optional() },
+    { error: (issue) => (issue.code === "invalid_type" ? "must be an object such as { queue: true }" : undefined) },
+  ),
 );
 
 /** `forkSession(session, entryId, { position })`. */
-export const forkArgumentsSchema = z.strictObject({
-  entryId: z.string().min(1, "must be an entry id (get_fork_messages lists them)"),
-  position: z.enum(["before", "at"]).optional(),
-});
+export const forkArgumentsSchema = z.lazy(() =>
+  z.strictObject({
+    entryId: z.string().min(1, "must be an entry id (get_fork_messages lists them)"),
+    position: z.enum(["before", "at"]).optional(),
+  }),
+);
 
 /** `exportHtml(session, outputPath?)`. */
-export const htmlPathSchema = z.string().min(1, "must be a file path").optional();
+export const htmlPathSchema = z.lazy(() => z.string().min(1, "must be a file path").optional());
 
 /** `setQueueMode(kind, mode)`: pi's steering and follow-up modes. */
-export const queueModeSchema = z.strictObject({
-  kind: z.enum(["steer", "followUp"]),
-  mode: z.enum(["all", "one-at-a-time"]),
-});
+export const queueModeSchema = z.lazy(() =>
+  z.strictObject({
+    kind: z.enum(["steer", "followUp"]),
+    mode: z.enum(["all", "one-at-a-time"]),
+  }),
+);
 
 /**
  * Checks `value` against `schema`.
@@ -269,35 +300,41 @@ function describeValue(value: unknown): string {
  * `sessions` of `createSessionHost` and `createSession` (B7): `false` turns persistence off, an
  * object turns it on (every field optional).
  */
-export const sessionsOptionsSchema = z.union(
-  [
-    z.literal(false),
-    z.strictObject({
-      dir: z.string().min(1).optional(),
-      fsync: z.enum(["never", "batch", "always"]).optional(),
-      store: z
-        .custom<object>(
-          (value) =>
-            value !== null &&
-            typeof value === "object" &&
-            ["create", "open", "list"].every((name) => typeof (value as Record<string, unknown>)[name] === "function"),
-          { message: "must be a SessionStore: an object with create, open and list functions" },
-        )
-        .optional(),
-    }),
-  ],
-  { error: 'must be false or an object such as { dir: "/path/to/sessions", fsync: "batch" }' },
+export const sessionsOptionsSchema = z.lazy(() =>
+  z.union(
+    [
+      z.literal(false),
+      z.strictObject({
+        dir: z.string().min(1).optional(),
+        fsync: z.enum(["never", "batch", "always"]).optional(),
+        store: z
+          .custom<object>(
+            (value) =>
+              value !== null &&
+              typeof value === "object" &&
+              ["create", "open", "list"].every(
+                (name) => typeof (value as Record<string, unknown>)[name] === "function",
+              ),
+            { message: "must be a SessionStore: an object with create, open and list functions" },
+          )
+          .optional(),
+      }),
+    ],
+    { error: 'must be false or an object such as { dir: "/path/to/sessions", fsync: "batch" }' },
+  ),
 );
 
 /** Options of `SessionHost.listSessions`. */
-export const listSessionsOptionsSchema = z
-  .strictObject(
-    { cwd: z.string().min(1).optional(), allDirectories: z.boolean().optional() },
-    {
-      error: (issue) =>
-        issue.code === "invalid_type" ? "must be an object such as { cwd: process.cwd() }" : undefined,
-    },
-  )
-  .refine((options) => options.cwd === undefined || options.allDirectories !== true, {
-    message: "give cwd (one directory's sessions) or allDirectories: true (every directory's), not both",
-  });
+export const listSessionsOptionsSchema = z.lazy(() =>
+  z
+    .strictObject(
+      { cwd: z.string().min(1).optional(), allDirectories: z.boolean().optional() },
+      {
+        error: (issue) =>
+          issue.code === "invalid_type" ? "must be an object such as { cwd: process.cwd() }" : undefined,
+      },
+    )
+    .refine((options) => options.cwd === undefined || options.allDirectories !== true, {
+      message: "give cwd (one directory's sessions) or allDirectories: true (every directory's), not both",
+    }),
+);

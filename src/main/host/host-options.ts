@@ -7,7 +7,7 @@
 import { availableParallelism } from "node:os";
 import type { ResourceLimits } from "node:worker_threads";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
-import { z } from "zod";
+import * as z from "zod";
 import { LifelineError } from "../../shared/errors.js";
 import type { SessionEvent } from "../../shared/events.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
@@ -245,39 +245,42 @@ export const SESSION_DEFAULTS = {
   systemPrompt: "",
 } as const;
 
-// Unknown keys are refused: a misspelt option would otherwise be ignored silently.
-const hostOptionsSchema = z.strictObject({
-  threads: z.number().int().min(1).max(64).optional(),
-  cwd: z.string().min(1).optional(),
-  lifelineDir: z.union([z.string().min(1), z.literal(false)]).optional(),
-  workerEntry: z.union([z.string().min(1), z.instanceof(URL)]).optional(),
-  settings: settingsObject.optional(),
-  authStorage: authStorageSchema.optional(),
-  callTimeoutMs: timerMs(1).optional(),
-  hangTimeoutMs: timerMs(10).optional(),
-  setupTimeoutMs: timerMs(1).optional(),
-  batchIntervalMs: z.number().min(0).max(1000).optional(),
-  workerPriority: z.number().int().min(0).max(19).optional(),
-  resourceLimits: resourceLimitsSchema.optional(),
-  onListenerError: fn.optional(),
-  connect: fn.optional(),
-  sleep: fn.optional(),
-  sessions: sessionsOptionsSchema.optional(),
-  extensions: z.array(z.string().min(1)).optional(),
-  telemetry: z
-    .union([
-      z.literal(false),
-      z.strictObject({
-        meterProvider: providerOf("getMeter").optional(),
-        tracerProvider: providerOf("getTracer").optional(),
-        recordContent: z.boolean().optional(),
-      }),
-    ])
-    .optional(),
-  extensionUi: z
-    .looseObject({ dialog: fn, notify: fn }, { error: "must be an object with dialog() and notify() methods" })
-    .optional(),
-});
+// Unknown keys are refused: a misspelt option would otherwise be ignored silently. The schemas are
+// built on first use, not at import (see config/option-schemas.ts).
+const hostOptionsSchema = z.lazy(() =>
+  z.strictObject({
+    threads: z.number().int().min(1).max(64).optional(),
+    cwd: z.string().min(1).optional(),
+    lifelineDir: z.union([z.string().min(1), z.literal(false)]).optional(),
+    workerEntry: z.union([z.string().min(1), z.instanceof(URL)]).optional(),
+    settings: settingsObject.optional(),
+    authStorage: authStorageSchema.optional(),
+    callTimeoutMs: timerMs(1).optional(),
+    hangTimeoutMs: timerMs(10).optional(),
+    setupTimeoutMs: timerMs(1).optional(),
+    batchIntervalMs: z.number().min(0).max(1000).optional(),
+    workerPriority: z.number().int().min(0).max(19).optional(),
+    resourceLimits: resourceLimitsSchema.optional(),
+    onListenerError: fn.optional(),
+    connect: fn.optional(),
+    sleep: fn.optional(),
+    sessions: sessionsOptionsSchema.optional(),
+    extensions: z.array(z.string().min(1)).optional(),
+    telemetry: z
+      .union([
+        z.literal(false),
+        z.strictObject({
+          meterProvider: providerOf("getMeter").optional(),
+          tracerProvider: providerOf("getTracer").optional(),
+          recordContent: z.boolean().optional(),
+        }),
+      ])
+      .optional(),
+    extensionUi: z
+      .looseObject({ dialog: fn, notify: fn }, { error: "must be an object with dialog() and notify() methods" })
+      .optional(),
+  }),
+);
 
 /** An OpenTelemetry provider: an object with the `method` that hands out meters or tracers. */
 function providerOf(method: "getMeter" | "getTracer") {
@@ -288,23 +291,34 @@ function providerOf(method: "getMeter" | "getTracer") {
   );
 }
 
-const sessionOptionsSchema = z.strictObject({
-  model: modelRefSchema.optional(),
-  systemPrompt: z.string().optional(),
-  settings: settingsObject.optional(),
-  apiKey: z.string().min(1).optional(),
-  workerModule: z
-    .union([z.string().min(1), z.instanceof(URL)], { error: "must be a path or a file URL (string or URL)" })
-    .optional(),
-  workerModuleOptions: z.unknown().optional(),
-  sessionId: z.string().min(1).max(200).optional(),
-  messages: z.array(messageSchema).optional(),
-  onContextOverflow: fn.optional(),
-  sessions: sessionsOptionsSchema.optional(),
-  thinkingLevel: thinkingLevelSchema.optional(),
-});
+let sessionOptions: ReturnType<typeof buildSessionOptions> | undefined;
 
-const resumeOptionsSchema = sessionOptionsSchema.omit({ sessionId: true, messages: true });
+function sessionOptionsObject(): ReturnType<typeof buildSessionOptions> {
+  sessionOptions ??= buildSessionOptions();
+  return sessionOptions;
+}
+
+function buildSessionOptions() {
+  return z.strictObject({
+    model: modelRefSchema.optional(),
+    systemPrompt: z.string().optional(),
+    settings: settingsObject.optional(),
+    apiKey: z.string().min(1).optional(),
+    workerModule: z
+      .union([z.string().min(1), z.instanceof(URL)], { error: "must be a path or a file URL (string or URL)" })
+      .optional(),
+    workerModuleOptions: z.unknown().optional(),
+    sessionId: z.string().min(1).max(200).optional(),
+    messages: z.array(messageSchema).optional(),
+    onContextOverflow: fn.optional(),
+    sessions: sessionsOptionsSchema.optional(),
+    thinkingLevel: thinkingLevelSchema.optional(),
+  });
+}
+
+const sessionOptionsSchema = z.lazy(() => sessionOptionsObject());
+
+const resumeOptionsSchema = z.lazy(() => sessionOptionsObject().omit({ sessionId: true, messages: true }));
 
 /**
  * Checks `createSessionHost`'s options: their shapes, the `settings` override's content (which

@@ -2,7 +2,7 @@
  * The options of {@link runLoad}: one type, one defaults object, one schema (STYLE 9). The CLI's
  * flags are turned into these by the CLI (cli/groups/load-flags.ts); a program passes them directly.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { SettingsInput } from "../../shared/settings.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
 import { fn, settingsObject, thinkingLevelSchema, timerMs, validate } from "../config/option-schemas.js";

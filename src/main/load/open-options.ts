@@ -8,7 +8,7 @@
  * most conversations open at once. An arrival that finds the cap reached is dropped or waits
  * (`onCap`); either way it is counted.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { timerMs } from "../config/option-schemas.js";
 import type { ArrivalProcess, ArrivalStage } from "./arrivals.js";
 

@@ -6,7 +6,7 @@
  */
 import { readFile, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import { LifelineError } from "../../shared/errors.js";
 import { type LoadReport, REPORT_SCHEMA } from "./load-report.js";
 import type { MergeInfo } from "./report-merge.js";

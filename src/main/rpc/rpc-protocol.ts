@@ -13,7 +13,7 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
-import { z } from "zod";
+import * as z from "zod";
 import type { BashResult } from "../../shared/bash/bash-message.js";
 import type { CompactionResult, SessionEvent } from "../../shared/events.js";
 import type { UiRequest } from "../../shared/extensions/extension-ui.js";

@@ -10,7 +10,7 @@
  * streaming: never between a reply's tool call and its result, nor between a failed attempt and
  * its retry.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { type BashExecutionMessage, type BashResult, bashExecutionMessage } from "../../shared/bash/bash-message.js";
 import { SessionBusyError } from "../../shared/errors.js";
 import { invalidOptions } from "../config/option-schemas.js";
@@ -24,10 +24,12 @@ export interface BashOptions {
   excludeFromContext?: boolean;
 }
 
-const bashCallSchema = z.strictObject({
-  command: z.string().refine((text) => text.trim() !== "", "must be a non-empty command line"),
-  options: z.strictObject({ excludeFromContext: z.boolean().optional() }),
-});
+const bashCallSchema = z.lazy(() =>
+  z.strictObject({
+    command: z.string().refine((text) => text.trim() !== "", "must be a non-empty command line"),
+    options: z.strictObject({ excludeFromContext: z.boolean().optional() }),
+  }),
+);
 
 /** The running command: its process group once the worker started it, and whether abort was asked. */
 interface Running {

@@ -47,6 +47,10 @@ describe("settings schema", () => {
     expect(error.message).toContain(what);
   });
 
+  it("R6: DEFAULT_SETTINGS, written out so that importing lifeline builds no schema, is what the schema's defaults give", () => {
+    expect(DEFAULT_SETTINGS).toEqual(parseSettings({}, "nothing"));
+  });
+
   it("R6 B1 B6: defaults are the seed's, and every opt-in refinement is off", () => {
     expect(DEFAULT_SETTINGS.retry).toEqual({
       enabled: true,

@@ -32,6 +32,10 @@
  *                          by component; BENCH_P4_RSS=1 adds RSS at 5,000 sessions (P4)
  *   (r) rss.mjs            P4: process RSS at 5,000 sessions on (o)'s workload, lifeline vs in-process, and
  *                          where lifeline's is: main heap, worker heap, their external memory, the rest
+ *   (s) embedding-cost.mjs what an embedding app pays: import("lifeline") vs import("piscina"), the
+ *                          packages it loads, a minimal embedder's bundle, and a host's start to its
+ *                          first reply with the longest main-thread block meanwhile (BENCH_BASE_DIR=<a
+ *                          built checkout of the base commit> measures the start there too)
  *
  * Env: BENCH_QUICK=1 for smaller counts (a smoke run; noisier), BENCH_JSON=<path> to also write
  * the raw results as JSON, BENCH_ONLY=a,c to run some sections only.
@@ -66,6 +70,7 @@ const SECTIONS = [
   { id: "n", file: "./threads.mjs", title: "(n) worker threads: what a second worker buys and what one costs" },
   { id: "o", file: "./cpu-baseline.mjs", title: "(o) process CPU per prompt: lifeline vs the agent loop in-process" },
   { id: "r", file: "./rss.mjs", title: "(r) P4: RSS at 5,000 sessions, lifeline vs the agent loop in-process" },
+  { id: "s", file: "./embedding-cost.mjs", title: "(s) what an embedding app pays: import, bundle, start" },
 ];
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
@@ -553,6 +558,50 @@ function printR(r) {
   );
 }
 
+/** (s): targets of what an embedding app pays. */
+const S_IMPORT_RATIO_MAX = 4;
+const S_BUNDLE_KB_MAX = 1000;
+const S_BLOCK_MS_MAX = 20;
+const S_START_RATIO_MAX = 1.1;
+
+function printS(s) {
+  const { import: imp, bundle, start } = s;
+  const kb = (bytes) => `${(bytes / 1024).toFixed(0)} KB`;
+  const rows = [
+    ['import("piscina") (baseline)', ms2(imp.piscina.wallMs), ms2(imp.piscina.cpuMs), "1.00"],
+    [
+      'import("lifeline")',
+      ms2(imp.lifeline.wallMs),
+      ms2(imp.lifeline.cpuMs),
+      `${ratio(imp.lifeline.wallMs / imp.piscina.wallMs)} wall, ${ratio(imp.lifeline.cpuMs / imp.piscina.cpuMs)} CPU`,
+    ],
+  ];
+  console.log(table(["fresh process, median of " + s.config.RUNS, "wall ms", "CPU ms", "× piscina"], rows));
+  console.log(
+    `packages import("lifeline") loads: ${imp.packages.join(", ")}; listed ones among them: ${imp.forbidden.join(", ") || "none"}`,
+  );
+  console.log(
+    `minimal embedder's bundle (esbuild --bundle --platform=node --format=esm --minify): ${kb(bundle.bytes)}; largest parts: ${bundle.largest.map(([name, bytes]) => `${name} ${kb(bytes)}`).join(", ")}; listed packages inside: ${bundle.forbidden.join(", ") || "none"}`,
+  );
+  const startRows = [
+    [
+      "this build",
+      ms2(start.head.firstReplyMs),
+      `${ms2(start.head.longestBlockMs)} (worst run ${ms2(start.headWorstBlockMs)})`,
+    ],
+  ];
+  if (start.base !== null) {
+    startRows.push(["base commit", ms2(start.base.firstReplyMs), ms2(start.base.longestBlockMs)]);
+  }
+  console.log(
+    table(
+      [`createSessionHost() → first reply, median of ${s.config.START_RUNS}`, "ms", "longest main-thread block ms"],
+      startRows,
+    ),
+  );
+  if (start.base === null) console.log("Base commit not measured: set BENCH_BASE_DIR to a built checkout of it.");
+}
+
 function printM(m) {
   const over = (p) => p.over.join(" / ");
   console.log(
@@ -871,6 +920,7 @@ for (const section of SECTIONS) {
     n: printN,
     o: printO,
     r: printR,
+    s: printS,
   }[section.id](results[section.id]);
   console.log(`(${((performance.now() - t0) / 1000).toFixed(1)} s; load average after: ${loadavg()[0].toFixed(2)})\n`);
 }
@@ -1129,6 +1179,37 @@ if (r !== undefined) {
     `${r.sides.lifeline.end.rssMb.toFixed(0)} vs ${r.sides.baseline.end.rssMb.toFixed(0)} MB = ${ratio(r.ratio)}× (loadavg ${r.loadavg[0].toFixed(1)})`,
     r.ratio <= 1 ? "PASS" : "FAIL",
   ]);
+}
+const s = results.s;
+if (s !== undefined) {
+  const importRatio = s.import.lifeline.wallMs / s.import.piscina.wallMs;
+  summary.push([
+    '(s) import("lifeline") vs import("piscina"), fresh processes, median wall',
+    `≤ ${S_IMPORT_RATIO_MAX}×, none listed loaded`,
+    `${ratio(importRatio)}× (${ms2(s.import.lifeline.wallMs)} vs ${ms2(s.import.piscina.wallMs)} ms); listed loaded: ${s.import.forbidden.length}`,
+    importRatio <= S_IMPORT_RATIO_MAX && s.import.forbidden.length === 0 ? "PASS" : "FAIL",
+  ]);
+  summary.push([
+    "(s) minimal embedder's bundle, minified",
+    `≤ ${S_BUNDLE_KB_MAX} KB, none listed inside`,
+    `${(s.bundle.bytes / 1024).toFixed(0)} KB; listed inside: ${s.bundle.forbidden.length}`,
+    s.bundle.bytes <= S_BUNDLE_KB_MAX * 1024 && s.bundle.forbidden.length === 0 ? "PASS" : "FAIL",
+  ]);
+  summary.push([
+    "(s) longest main-thread block, host start → first reply (median run)",
+    `≤ ${S_BLOCK_MS_MAX} ms`,
+    `${ms2(s.start.head.longestBlockMs)} ms`,
+    s.start.head.longestBlockMs <= S_BLOCK_MS_MAX ? "PASS" : "FAIL",
+  ]);
+  if (s.start.base !== null) {
+    const startRatio = s.start.head.firstReplyMs / s.start.base.firstReplyMs;
+    summary.push([
+      "(s) host start → first reply vs the base commit",
+      `≤ ${S_START_RATIO_MAX}×`,
+      `${ratio(startRatio)}× (${ms2(s.start.head.firstReplyMs)} vs ${ms2(s.start.base.firstReplyMs)} ms)`,
+      startRatio <= S_START_RATIO_MAX ? "PASS" : "FAIL",
+    ]);
+  }
 }
 console.log("## Summary");
 console.log(table(["target", "target", "actual", "result"], summary));

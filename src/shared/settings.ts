@@ -15,6 +15,12 @@ import { MAX_TIMER_MESSAGE, MAX_TIMER_MS } from "./timer-ms.js";
 /** Default of `retry.provider.idleTimeoutMs` (see docs: sized for reasoning models). */
 const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
 
+// zod compiles a fast path for each object schema with `new Function` on its first parse. lifeline
+// parses options and settings a few times per session, never in a hot loop, and the compile is most
+// of a first parse: without it, a host's start blocks its main thread for less (bench (s)). This
+// module is loaded before any of lifeline's schemas is built, on both threads and in the CLI.
+z.config({ jitless: true });
+
 /**
  * The schemas, built on first use rather than at import: building zod schemas is most of what
  * importing this module would cost, and `import "lifeline"` loads it (docs/embedding.md, "What an

@@ -21,7 +21,7 @@ const seconds = (ms: number) => ms / 1000;
 function repository(before = 60_000): string {
   const root = tempDir(cleanups, "lifeline-freshness-");
   const files = ["src/main/index.ts", "src/worker/entry.ts", "scripts/build.mjs", "tsconfig.json", "package.json"];
-  files.push("package-lock.json", "test/a.test.ts", "docs/cli.md", "dist/main/index.js");
+  files.push("package-lock.json", "test/boundaries.test.ts", "docs/cli.md", "dist/main/index.js");
   for (const file of files) {
     mkdirSync(join(root, file, ".."), { recursive: true });
     writeFileSync(join(root, file), "x");
@@ -68,7 +68,8 @@ describe("distFreshness", () => {
 
   it("keeps dist/ fresh when only tests, docs or dist/ itself changed", () => {
     const root = repository();
-    for (const file of ["test/a.test.ts", "docs/cli.md", "dist/main/index.js"]) touch(root, file, BUILT_AT + 60_000);
+    for (const file of ["test/boundaries.test.ts", "docs/cli.md", "dist/main/index.js"])
+      touch(root, file, BUILT_AT + 60_000);
     expect(distFreshness(root)).toMatchObject({ fresh: true });
   });
 

@@ -39,11 +39,12 @@ export function fleetConnectionModule() { return new URL("./fleet-connection.js"
 export function extensionImporterModule() { return new URL("./import-extension.js", import.meta.url); }
 `;
 
-/** Builds the bundle into `<dist>/main/bundle`. */
-export async function buildBundle(dist = "dist") {
+/** Builds the bundle into `<outDir>/main/bundle`, from the sources under `root`. */
+export async function buildBundle(outDir = "dist", root = process.cwd()) {
   await build({
+    absWorkingDir: root,
     entryPoints: ENTRIES,
-    outdir: `${dist}/main/bundle`,
+    outdir: `${outDir}/main/bundle`,
     bundle: true,
     splitting: true,
     format: "esm",
@@ -74,4 +75,4 @@ export async function buildBundle(dist = "dist") {
   });
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await buildBundle(process.argv[2]);
+if (import.meta.url === `file://${process.argv[1]}`) await buildBundle(process.argv[2] ?? "dist");

@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 import { quietOnClosedStdout, runCli } from "./cli/main.js";
 import { processRuntime } from "./cli/runtime.js";
-import { lifelineVersion } from "./config/lifeline-version.js";
 /**
  * The `lifeline` command: the command tree of cli/ run in this process. `lifeline --help`, and
  * docs/cli.md (generated from it), say what each command takes.
  */
-import { resolveLifelineDir } from "./config/settings-store.js";
+import { resolveLifelineDir } from "./config/lifeline-dir.js";
+import { lifelineVersion } from "./config/lifeline-version.js";
 
 quietOnClosedStdout();
 runCli(process.argv.slice(2), {

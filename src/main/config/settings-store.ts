@@ -3,17 +3,14 @@
  * `~/.lifeline`), overridden by `.lifeline/settings.json` in the working directory.
  */
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
-import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { InvalidSettingsError } from "../../shared/errors.js";
 import { mergeSettings, parseSettingsLayer, type SettingsInput } from "../../shared/settings.js";
 import { parseJsonText } from "./json-text.js";
+import { resolveLifelineDir } from "./lifeline-dir.js";
 
-/** The user directory: `$LIFELINE_DIR`, or `~/.lifeline`. */
-export function resolveLifelineDir(env: NodeJS.ProcessEnv = process.env): string {
-  const fromEnv = env.LIFELINE_DIR;
-  return fromEnv !== undefined && fromEnv !== "" ? fromEnv : join(homedir(), ".lifeline");
-}
+// The user directory's rule lives in lifeline-dir.ts, which the CLI loads without the settings' schema (zod).
+export { resolveLifelineDir } from "./lifeline-dir.js";
 
 /** Where the two settings files live. */
 export function settingsPaths(lifelineDir: string, cwd: string): { user: string; project: string } {

@@ -7,6 +7,7 @@ import type { SettingsInput } from "../../shared/settings.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
 import { fn, settingsObject, thinkingLevelSchema, timerMs, validate } from "../config/option-schemas.js";
 import type { TelemetryOptions } from "../telemetry/telemetry-options.js";
+import { FAULT_KINDS, type FaultKind } from "./load-defaults.js";
 import type { LoadCounters, LoadProgress, RequestRecord } from "./load-metrics.js";
 import type { LoadToolBehaviour, MockTools } from "./load-tools.js";
 import {
@@ -31,10 +32,8 @@ export interface LoadSample {
   requests: readonly RequestRecord[];
 }
 
-/** A step kind the built-in mock can be told to fail with (see docs/mock-server.md). */
-export const FAULT_KINDS = ["reset", "cut", "stall", "stream_error", "context_overflow", "usage_limit"] as const;
-/** One of {@link FAULT_KINDS}. */
-export type FaultKind = (typeof FAULT_KINDS)[number];
+// FAULT_KINDS and LOAD_DEFAULTS live in load-defaults.ts, which the CLI's help loads without zod.
+export { type FaultKind, LOAD_DEFAULTS } from "./load-defaults.js";
 
 /** One fault of the built-in mock: an HTTP status (400–599) or a step kind, and its probability. */
 export interface LoadFault {
@@ -182,17 +181,6 @@ export interface PromptSlice {
 export function sliceIndex(slice: PromptSlice | undefined, n: number): number {
   return slice === undefined ? n : slice.offset + n * slice.stride;
 }
-
-/** Defaults of the optional numeric options. */
-export const LOAD_DEFAULTS = {
-  seed: 0,
-  rampUpMs: 0,
-  thinkTimeMs: 0,
-  mockTokens: 32,
-  mockTokenDelayMs: 5,
-  progressIntervalMs: 1000,
-  sampleIntervalMs: 1000,
-} as const;
 
 const count = (max: number) => z.number().int().min(1).max(max);
 

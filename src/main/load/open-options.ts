@@ -59,15 +59,8 @@ export interface SweepOptions {
   stepMs?: number;
 }
 
-/** Defaults of the open model and the sweep. */
-export const OPEN_DEFAULTS = {
-  process: "constant",
-  onCap: "drop",
-  sweepRates: 5,
-  sweepStepMs: 20_000,
-  /** Prompts per conversation in the open model and the sweep. */
-  promptsPerArrival: 1,
-} as const;
+// OPEN_DEFAULTS lives in load-defaults.ts, which the CLI's help loads without zod.
+export { OPEN_DEFAULTS } from "./load-defaults.js";
 
 /**
  * The open model's cap when none is given (`sessions`): what the peak rate opens in

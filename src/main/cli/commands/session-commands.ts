@@ -6,7 +6,6 @@
  * records the serving host's), and `--here` keeps this directory's.
  */
 import { resolve } from "node:path";
-import { loadSettingsFiles } from "../../config/settings-store.js";
 import type { SessionHostOptions } from "../../host/host-options.js";
 import type { CliContext } from "../cli-context.js";
 import { command } from "../command-tree.js";
@@ -31,6 +30,8 @@ async function storeHost(
     sessions,
     ...(fleet === undefined ? {} : { settings: { fleet } }),
   };
+  // Imported here, not at the top: the settings files' schema (zod) loads for a command that runs, not for --help.
+  const { loadSettingsFiles } = await import("../../config/settings-store.js");
   // Fleet mode stores sessions in Redis unless a directory is named (by the flag or the setting).
   const fleetGroup = fleet ?? (await loadSettingsFiles(context.lifelineDir, context.cwd)).fleet;
   return { host, fleet: fleetGroup !== undefined && sessions.dir === undefined };

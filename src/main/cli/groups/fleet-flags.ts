@@ -11,8 +11,7 @@
  * ERR_INVALID_SETTINGS naming the key (`fleet.redis`, `fleet.name`).
  */
 import { InvalidSettingsError } from "../../../shared/errors.js";
-import { type FleetSettings, parseSettings, type SettingsInput } from "../../../shared/settings.js";
-import { loadSettingsFiles } from "../../config/settings-store.js";
+import type { FleetSettings, SettingsInput } from "../../../shared/settings.js";
 import type { CliContext } from "../cli-context.js";
 import { textFlag } from "../flag.js";
 
@@ -32,6 +31,18 @@ export interface FleetFlagValues {
 }
 
 /**
+ * The settings files' reader and schema, imported when a command reads them: the schema library
+ * they need (zod) and the JSONC parser then load only for a command that runs, not for `--help`.
+ */
+async function settingsModules() {
+  const [{ parseSettings }, { loadSettingsFiles }] = await Promise.all([
+    import("../../../shared/settings.js"),
+    import("../../config/settings-store.js"),
+  ]);
+  return { parseSettings, loadSettingsFiles };
+}
+
+/**
  * The `fleet` settings group the flags ask for, merged over the files' group; undefined when
  * neither flag is given (a host then reads the files itself, as without the flags).
  * @throws InvalidSettingsError (ERR_INVALID_SETTINGS) naming the key of a bad value, or a settings
@@ -42,6 +53,7 @@ export async function fleetOverride(
   context: CliContext,
 ): Promise<NonNullable<SettingsInput["fleet"]> | undefined> {
   if (values.fleet === undefined && values.fleetName === undefined) return undefined;
+  const { parseSettings, loadSettingsFiles } = await settingsModules();
   const files = await loadSettingsFiles(context.lifelineDir, context.cwd);
   const fleet: NonNullable<SettingsInput["fleet"]> = { ...(files.fleet ?? {}) };
   if (values.fleet !== undefined) fleet.redis = values.fleet;
@@ -60,6 +72,7 @@ export async function requiredFleet(
   context: CliContext,
   command: string,
 ): Promise<FleetSettings> {
+  const { parseSettings, loadSettingsFiles } = await settingsModules();
   const given =
     (await fleetOverride(values, context)) ?? (await loadSettingsFiles(context.lifelineDir, context.cwd)).fleet;
   const fleet = given === undefined ? undefined : parseSettings({ fleet: given }, "the settings files").fleet;

@@ -4,7 +4,6 @@
  * command that opens sessions a user talks to). With the fleet group they become the
  * `createSessionHost` options of the modes, `demo` and `serve`.
  */
-import { cliExtensionPaths } from "../../extensions/extensions-cli.js";
 import { resolveExtensions } from "../../extensions/resolve-extensions.js";
 import type { SessionHostOptions } from "../../host/host-options.js";
 import type { CliContext } from "../cli-context.js";
@@ -45,6 +44,8 @@ async function extensionOptions(
   values: { extension?: string[] | undefined; noExtensions?: boolean | undefined },
   context: CliContext,
 ): Promise<Pick<SessionHostOptions, "extensions">> {
+  // Imported here, not at the top: it reads the settings files, whose schema (zod) --help need not load.
+  const { cliExtensionPaths } = await import("../../extensions/extensions-cli.js");
   const extensions = await cliExtensionPaths({
     flags: values.extension ?? [],
     noExtensions: values.noExtensions === true,

@@ -7,7 +7,6 @@
  */
 import { resolve } from "node:path";
 import type { LoadOptions } from "../../load/load-options.js";
-import { defaultOpenCap } from "../../load/open-options.js";
 import { readPromptsFile } from "../../load/prompts-file.js";
 import { checkSloOption, parseSlo } from "../../load/slo.js";
 import { parseThreshold } from "../../load/thresholds.js";
@@ -132,7 +131,10 @@ export async function loadOptions(values: LoadFlagValues, cwd: string, realModel
   if (values.prompts === undefined && values.duration === undefined && !open && values.sweep === undefined) {
     usage("give --prompts <n> (prompts per session), --duration <time> (for example 60s), or both.");
   }
-  const sessions = values.sessions ?? defaultOpenCap(shaped.arrival ?? {}, values.duration);
+  // open-options.ts holds the open model's schema (zod): imported when a run needs its default cap, not for --help.
+  const sessions =
+    values.sessions ??
+    (await import("../../load/open-options.js")).defaultOpenCap(shaped.arrival ?? {}, values.duration);
   const options: LoadOptions = { sessions, ...shaped, ...mockOptions(values, realModel) };
   if (values.prompts !== undefined) options.prompts = values.prompts;
   if (values.duration !== undefined) options.durationMs = values.duration;

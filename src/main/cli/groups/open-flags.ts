@@ -4,7 +4,8 @@
  * refusal is ERR_INVALID_OPTIONS naming the flag.
  */
 import type { ArrivalStage } from "../../load/arrivals.js";
-import { type ArrivalOptions, OPEN_DEFAULTS, type SweepOptions } from "../../load/open-options.js";
+import { OPEN_DEFAULTS } from "../../load/load-defaults.js";
+import type { ArrivalOptions, SweepOptions } from "../../load/open-options.js";
 import { listFlag, valueFlag } from "../flag.js";
 import { duration, integer, oneOf, parseDuration, usage } from "../flag-values.js";
 

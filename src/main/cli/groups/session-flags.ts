@@ -8,7 +8,6 @@
  *
  * `--session-dir` alone is the stored-sessions group, which `sessions` and `export` take too.
  */
-import { loadSettingsFiles } from "../../config/settings-store.js";
 import type { SessionsOptions } from "../../session-files/session-persistence.js";
 import type { CliContext } from "../cli-context.js";
 import { switchFlag, valueFlag } from "../flag.js";
@@ -86,6 +85,8 @@ export async function sessionsOption(values: SessionFlagValues, context: CliCont
     usage("--session and --continue both choose a session; pick one.");
   }
   // Each file was checked as a layer when read; the merged whole is the host's to check.
+  // Imported here, not at the top: the settings files' schema (zod) loads for a command that runs, not for --help.
+  const { loadSettingsFiles } = await import("../../config/settings-store.js");
   const settings = await loadSettingsFiles(context.lifelineDir, context.cwd);
   const dir = values.sessionDir ?? settings.sessionDir;
   const fsync = settings.sessions?.fsync;

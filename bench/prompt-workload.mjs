@@ -28,7 +28,7 @@ export const RETRY_DELAY_MS = 10;
 const SCRIPT = { conversations: [{ match: "", steps: [503, { type: "ok", tokens: TOKENS, tokenDelayMs: 2 }] }] };
 
 /** The mock model server of this workload, in a process of its own. */
-const startMock = () => startMockChild(SCRIPT);
+export const startMock = () => startMockChild(SCRIPT);
 
 /** A listener that counts events, as an in-process host's subscriber would see them. */
 function counter() {

@@ -1064,6 +1064,18 @@ if (i !== undefined) {
     };
     row("api", I_API_RATIO_MAX, "API installed, no SDK,");
     row("sdk", I_SDK_RATIO_MAX, "SDK recording every metric and span");
+    if (i.replayO !== undefined && i.replayO.runs.length > 0) {
+      // The low-noise view of the same cost: the recording alone, in process CPU, against off's prompt.
+      const us = median(i.replayO.runs) / 1e3;
+      const noGaps = median(i.replayO.noGapsRuns) / 1e3;
+      const base = p.medians.off.processCpuUsPerPrompt;
+      summary.push([
+        "(i) telemetry: lifeline's recording with the SDK of one such prompt (replay) ÷ its process CPU with telemetry: false",
+        "— (reported)",
+        `${us.toFixed(0)} µs = ${((us / base) * 100).toFixed(2)} % (without the ${i.replayO.chunkGaps} per-chunk records ${noGaps.toFixed(0)} µs = ${((noGaps / base) * 100).toFixed(2)} %)`,
+        "info",
+      ]);
+    }
   }
   for (const [name, w] of Object.entries(i.cpu)) {
     const added = (w.usPerRequest.sdk - w.usPerRequest.off) / w.usPerRequest.off;

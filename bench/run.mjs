@@ -375,7 +375,7 @@ function printK(k) {
   );
 }
 
-/** (i), issue 37: process CPU per prompt, API without a provider ÷ off, and SDK recording ÷ off. */
+/** (i): process CPU per prompt, API without a provider ÷ off, and SDK recording ÷ off. */
 const I_API_RATIO_MAX = 1.02;
 const I_SDK_RATIO_MAX = 1.03;
 

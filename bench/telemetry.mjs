@@ -6,7 +6,7 @@
  * installed, no provider registered) and sdk (the real SDK recording every metric and span, into
  * a sink), interleaved over rounds, medians reported.
  *
- * The target's part, prompts (issue 37): process CPU per prompt on section (o)'s workload
+ * The target's part, prompts: process CPU per prompt on section (o)'s workload
  * (bench/prompt-workload.mjs: PROMPT_SESSIONS sessions prompted at once, each answered by the mock
  * in its own process with a 503, then 200 streamed tokens over HTTP/SSE): each run a fresh child
  * process (bench/telemetry-prompts.mjs) in one mode, `process.cpuUsage()` of the whole process

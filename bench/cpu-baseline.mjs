@@ -3,23 +3,8 @@
  * performance issue's target P3: lifeline ≤ 0.8× in-process), and RSS at the end of each (P4's
  * RSS half, at 5,000 sessions behind BENCH_P4_RSS=1).
  *
- * Workload (the issue's): N sessions each given a distinct prompt at once; the model server is the
- * built-in mock (bench/mock-child.mjs, a process of its own, so its CPU is neither side's), every
- * conversation first a 503, then 200 tokens 2 ms apart (~500 tokens/s) over real HTTP/SSE.
- *
- * Sides, each in a fresh child process so `process.cpuUsage()` and RSS are that side's alone:
- *   baseline — the loop pi's AgentSession wraps, run in-process: pi-agent-core's `Agent` with
- *              pi-ai's OpenAI-compatible provider, on the main thread; one listener per session
- *              that counts events (what an in-process host does with them), and pi's auto-retry
- *              on a failed reply: the error message dropped from the transcript, a short sleep
- *              (10 ms, the host's `retry.baseDelayMs` below), then `continue()`. No session files,
- *              no extensions: pi without its file I/O, so if anything cheaper than pi.
- *   lifeline — a SessionHost with its default threads, auto-retry on (`retry.baseDelayMs` 10),
- *              the same model over HTTP, one counting listener per session.
- * Both run a warm-up batch of WARM sessions first (JIT), then the measured batch. CPU is counted
- * from the first prompt to the last settle: the whole process (user + system), and for lifeline
- * also the main thread alone and the worker threads (Linux schedstat). RSS is read after the batch,
- * before anything is closed. REPS runs a side, alternating which goes first; tables take medians.
+ * Workload and sides: bench/prompt-workload.mjs (section (i) measures telemetry on the same
+ * workload). REPS runs a side, alternating which goes first; tables take medians.
  *
  * Profiles: one more run a side with `--cpu-prof` (the main thread and each worker thread write a
  * .cpuprofile) into BENCH_PROFILE_DIR/<side> (default <tmpdir>/lifeline-bench-o), summarised here
@@ -30,133 +15,15 @@
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { inProcessAgents } from "./in-process-agents.mjs";
-import {
-  alternateSides,
-  makeHost,
-  median,
-  mockModel,
-  pick,
-  QUICK,
-  report,
-  runChild,
-  sessionOpener,
-  sleep,
-  startMockChild,
-  threadCpu,
-} from "./lib.mjs";
+import { alternateSides, median, pick, QUICK, report, runChild } from "./lib.mjs";
+import { baselineSide, lifelineSide, RETRY_DELAY_MS, TOKENS, WARM } from "./prompt-workload.mjs";
 
 const N = Number(process.env.BENCH_O_N ?? pick(1000, 200));
-const WARM = pick(100, 40);
 const REPS = Number(process.env.BENCH_O_REPS ?? pick(2, 1));
-const TOKENS = 200;
-const RETRY_DELAY_MS = 10;
 const P4_N = 5000;
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR ?? join(tmpdir(), "lifeline-bench-o");
 /** The profiler's sampling interval: coarse enough that it does not swamp what it measures. */
 const PROFILE_INTERVAL_US = 500;
-const SCRIPT = { conversations: [{ match: "", steps: [503, { type: "ok", tokens: TOKENS, tokenDelayMs: 2 }] }] };
-
-// ---------------------------------------------------------------- helpers
-
-const startMock = () => startMockChild(SCRIPT);
-
-/** A listener that counts events, as an in-process host's subscriber would see them. */
-function counter() {
-  const counts = { events: 0 };
-  return { counts, listener: () => void counts.events++ };
-}
-
-const monoUs = () => Number(process.hrtime.bigint() / 1000n);
-
-// ---------------------------------------------------------------- the sides
-
-/** The in-process loop: one Agent per session on this thread, pi's retry after a failed reply. */
-async function baselineSide(n) {
-  const mock = await startMock();
-  const model = mockModel(mock.port);
-  const { counts, listener } = counter();
-  const { make, run } = inProcessAgents(model, listener, RETRY_DELAY_MS);
-  const warm = Array.from({ length: WARM }, make);
-  await Promise.all(warm.map((a, i) => run(a, `warm-up ${i}: answer me`)));
-  const agents = Array.from({ length: n }, make);
-  return measure(n, counts, mock, async () => {
-    const results = await Promise.all(agents.map((a, i) => run(a, `batch ${i}: answer me`)));
-    return results;
-  });
-}
-
-/** lifeline: a host with its default threads and auto-retry, one counting listener per session. */
-async function lifelineSide(n) {
-  const mock = await startMock();
-  const options = { model: mockModel(mock.port), apiKey: "dummy" };
-  const { counts, listener } = counter();
-  const tidsBefore = new Set((await threadCpu()).keys());
-  const { host, close } = await makeHost({ settings: { retry: { baseDelayMs: RETRY_DELAY_MS } } });
-  const { open, warmUp } = sessionOpener(host, options);
-  await warmUp(WARM);
-  const sessions = await open(n);
-  for (const s of sessions) s.subscribe(listener);
-  const result = await measure(
-    n,
-    counts,
-    mock,
-    () => Promise.all(sessions.map((s, i) => s.prompt(`batch ${i}: answer me`).then(() => s.messages.at(-1)))),
-    tidsBefore,
-  );
-  const workers = host.workerCount;
-  await close();
-  return { ...result, workers };
-}
-
-/** Times `batch` (CPU, per thread where it can), checks its results, reads RSS, stops the mock. */
-async function measure(n, counts, mock, batch, tidsBefore) {
-  await sleep(200);
-  const threads0 = await threadCpu();
-  const events0 = counts.events;
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  const startUs = monoUs();
-  const results = await batch();
-  const endUs = monoUs();
-  const wallMs = performance.now() - t0;
-  const cpu = process.cpuUsage(cpu0);
-  const threads1 = await threadCpu();
-  const rssMb = process.memoryUsage().rss / 2 ** 20;
-  await mock.stop();
-  const failures = results.filter((m) => m?.role !== "assistant" || m.stopReason !== "stop");
-  const processNs = (cpu.user + cpu.system) * 1e3;
-  const mainTid = String(process.pid);
-  const mainNs = (threads1.get(mainTid) ?? Number.NaN) - (threads0.get(mainTid) ?? Number.NaN);
-  // lifeline's workers: threads that appeared with the host (libuv's pool may start more; the
-  // busiest new ones are the workers, as in section (n)).
-  let workerNs = Number.NaN;
-  if (tidsBefore !== undefined) {
-    const grown = [...threads1]
-      .filter(([tid]) => !tidsBefore.has(tid) && threads0.has(tid))
-      .map(([tid, ns]) => ns - (threads0.get(tid) ?? ns))
-      .sort((a, b) => b - a);
-    if (grown.length > 0) workerNs = grown[0];
-  }
-  return {
-    sessions: n,
-    failed: failures.length,
-    failedWith: [...new Set(failures.map((m) => `${m?.stopReason}: ${m?.errorMessage ?? ""}`.slice(0, 160)))].slice(
-      0,
-      3,
-    ),
-    wallMs,
-    events: counts.events - events0,
-    processCpuUsPerPrompt: processNs / 1e3 / n,
-    userUsPerPrompt: cpu.user / n,
-    systemUsPerPrompt: cpu.system / n,
-    mainCpuUsPerPrompt: mainNs / 1e3 / n,
-    workerCpuUsPerPrompt: workerNs / 1e3 / n,
-    rssMb,
-    batchUs: [startUs, endUs],
-    loadavg: loadavg(),
-  };
-}
 
 // ---------------------------------------------------------------- profiles
 

@@ -1,14 +1,21 @@
 /**
- * Section (i): what OpenTelemetry recording (B9, docs/observability.md) costs the host's main thread.
+ * Section (i): what OpenTelemetry recording (B9, docs/observability.md) costs a host: process CPU
+ * per prompt (the target), and supplementary parts on the main thread and lifeline's recording alone.
  *
- * Three modes, each a fresh host, interleaved over REPS rounds (medians reported):
- * - off: `telemetry: false` (nothing is checked, nothing subscribed);
- * - api: `@opentelemetry/api` installed but no provider registered (the default for most hosts):
- *   the host finds no provider and records nothing;
- * - sdk: the real SDK (sdk-metrics 2.x, sdk-trace-base 2.x) recording every metric and span, with a
- *   periodic metric reader collecting each second and a batch span processor, both exporting to a
- *   sink that drops what it gets (so the figure is lifeline's recording plus the SDK's own work).
+ * Three modes (bench/telemetry-modes.mjs): off (`telemetry: false`), api (`@opentelemetry/api`
+ * installed, no provider registered) and sdk (the real SDK recording every metric and span, into
+ * a sink), interleaved over rounds, medians reported.
  *
+ * The target's part, prompts: process CPU per prompt on section (o)'s workload
+ * (bench/prompt-workload.mjs: PROMPT_SESSIONS sessions prompted at once, each answered by the mock
+ * in its own process with a 503, then 200 streamed tokens over HTTP/SSE): each run a fresh child
+ * process (bench/telemetry-prompts.mjs) in one mode, `process.cpuUsage()` of the whole process
+ * (main thread and worker threads) from the first prompt to the last settle, divided by the
+ * prompts; PROMPT_REPS rounds, each running the three modes in a rotating order. Targets: api ÷ off
+ * ≤ 1.02 and sdk ÷ off ≤ 1.03, ratios of the medians. What a user pays for telemetry, against the
+ * whole cost of a prompt; the parts below isolate the main thread's share and lifeline's recording.
+ *
+ * Supplementary parts, each mode a fresh host in this process:
  * Part 1, CPU per model request, two workloads, each mode's main-thread CPU (lib.mjs) divided by
  * the requests it served:
  * - short: SESSIONS sessions on demo/demo-fast, each sending PROMPTS sequential prompts of a
@@ -28,16 +35,23 @@
  * REPLAY_REQUESTS times through 20 sessions' telemetry in this process, with the SDK, a collection
  * and a span flush every 500 requests: lifeline's recording alone, per request, in process CPU
  * time, so the machine's load hardly moves it (the other parts measure a whole host, where the
- * load of a shared machine blurs differences of a few µs).
+ * load of a shared machine blurs differences of a few µs). And the same for one prompt of (o)'s
+ * workload (its events captured from a real run: a 503, a retry, a reply of TOKENS tokens whose
+ * chunk gaps are one histogram record each), REPLAY_O_PROMPTS times: set against the prompts
+ * part's process CPU per prompt, it says what share of a prompt lifeline's recording and the SDK
+ * behind it take, without the whole-process noise.
  *
- * BENCH_I_PARTS=short,streamed,loop,idle,replay runs some parts only (all by default); BENCH_I_REPS=n sets the
- * rounds.
+ * BENCH_I_PARTS=prompts,short,streamed,loop,idle,replay runs some parts only (all by default);
+ * BENCH_I_REPS=n sets the rounds of every part; BENCH_I_N=n the sessions of prompts.
  */
+import { loadavg } from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { MeterProvider, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { HostTelemetry } from "../dist/main/telemetry/host-telemetry.js";
-import { makeHost, mapLimit, median, pick, report, sleep, startMeter } from "./lib.mjs";
+import { makeHost, mapLimit, median, mockModel, pick, report, runChild, sleep, startMeter } from "./lib.mjs";
+import { RETRY_DELAY_MS, startMock, TOKENS } from "./prompt-workload.mjs";
+import { telemetryFor } from "./telemetry-modes.mjs";
 
 const REPS = Number(process.env.BENCH_I_REPS ?? pick(5, 1));
 const SESSIONS = pick(20, 10);
@@ -50,7 +64,13 @@ const STREAMED_PROMPTS = pick(2, 1);
 const STREAMED_WORDS = 200;
 const IDLE_S = pick(5, 2);
 const REPLAY_REQUESTS = pick(20_000, 5_000);
-const PARTS = (process.env.BENCH_I_PARTS ?? "short,streamed,loop,idle,replay").split(",").map((part) => part.trim());
+const REPLAY_O_PROMPTS = pick(5_000, 1_000);
+const PROMPT_SESSIONS = Number(process.env.BENCH_I_N ?? pick(1000, 200));
+const PROMPT_REPS = Number(process.env.BENCH_I_REPS ?? pick(5, 2));
+const MODES = ["off", "api", "sdk"];
+const PARTS = (process.env.BENCH_I_PARTS ?? "prompts,short,streamed,loop,idle,replay")
+  .split(",")
+  .map((part) => part.trim());
 
 /** An exporter that accepts and drops everything (metrics and spans share the shape). */
 const sink = {
@@ -59,26 +79,9 @@ const sink = {
   shutdown: async () => {},
 };
 
-/** Host options and a shutdown for `mode`. */
-function telemetryFor(mode) {
-  if (mode === "off") return { options: { telemetry: false }, shutdown: async () => {} };
-  if (mode === "api") return { options: {}, shutdown: async () => {} };
-  const meterProvider = new MeterProvider({
-    readers: [new PeriodicExportingMetricReader({ exporter: sink, exportIntervalMillis: 1000 })],
-  });
-  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(sink)] });
-  return {
-    options: { telemetry: { meterProvider, tracerProvider } },
-    shutdown: async () => {
-      await meterProvider.shutdown();
-      await tracerProvider.shutdown();
-    },
-  };
-}
-
 /** Main-thread CPU per model request (ns) of `sessions` sessions on `model` sending `prompts` prompts each. */
 async function cpuPerRequest(mode, { model, sessions: count, prompts, words }) {
-  const telemetry = telemetryFor(mode);
+  const telemetry = await telemetryFor(mode);
   const { host, close } = await makeHost(telemetry.options);
   try {
     const sessions = await mapLimit(
@@ -103,7 +106,7 @@ async function cpuPerRequest(mode, { model, sessions: count, prompts, words }) {
 }
 
 async function loopDelayWhileStreaming(mode) {
-  const telemetry = telemetryFor(mode);
+  const telemetry = await telemetryFor(mode);
   const { host, close } = await makeHost(telemetry.options);
   try {
     const sessions = await mapLimit(
@@ -128,7 +131,7 @@ async function loopDelayWhileStreaming(mode) {
 
 /** Main-thread CPU per second (ms) of an idle host with one session. */
 async function idleCpu(mode) {
-  const telemetry = telemetryFor(mode);
+  const telemetry = await telemetryFor(mode);
   const { host, close } = await makeHost(telemetry.options);
   try {
     const session = await host.createSession({ model: "demo/demo-fast" });
@@ -177,8 +180,31 @@ function promptEvents(i) {
   ];
 }
 
-/** Process CPU (ns) per request of replaying prompts through sessions' telemetry with the SDK. */
-async function replayCpu() {
+/**
+ * The events one prompt of section (o)'s workload (a 503, then TOKENS tokens over HTTP/SSE)
+ * delivers to a session's listeners, as a host with `telemetry: false` receives them.
+ */
+async function capturedPromptEvents() {
+  const mock = await startMock();
+  const { host, close } = await makeHost({ telemetry: false, settings: { retry: { baseDelayMs: RETRY_DELAY_MS } } });
+  try {
+    const session = await host.createSession({ model: mockModel(mock.port), apiKey: "dummy" });
+    const events = [];
+    session.subscribe((event) => events.push(event));
+    await session.prompt("replay: answer me");
+    return events;
+  } finally {
+    await close();
+    await mock.stop();
+  }
+}
+
+/**
+ * Process CPU (ns) per prompt of replaying `prompts` (event lists, taken in turn) through 20
+ * sessions' telemetry with the SDK, `count` prompts after a warm-up, a collection and a span flush
+ * every 500 prompts.
+ */
+async function replayCpu(prompts, count) {
   const reader = new PeriodicExportingMetricReader({ exporter: sink, exportIntervalMillis: 3_600_000 });
   const meterProvider = new MeterProvider({ readers: [reader] });
   const tracerProvider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(sink)] });
@@ -191,7 +217,6 @@ async function replayCpu() {
   const host = new HostTelemetry({ meterProvider, tracerProvider }, sources);
   try {
     const sessions = await Promise.all(Array.from({ length: 20 }, (_, i) => host.openSession(`s${i}`)));
-    const prompts = Array.from({ length: 500 }, (_, i) => promptEvents(i));
     const replay = async (count) => {
       for (let i = 0; i < count; i++) {
         const telemetry = sessions[i % sessions.length];
@@ -203,11 +228,11 @@ async function replayCpu() {
         }
       }
     };
-    await replay(5000);
+    await replay(Math.min(5000, count));
     const start = process.cpuUsage();
-    await replay(REPLAY_REQUESTS);
+    await replay(count);
     const used = process.cpuUsage(start);
-    return ((used.user + used.system) * 1000) / REPLAY_REQUESTS;
+    return ((used.user + used.system) * 1000) / count;
   } finally {
     host.close();
     await meterProvider.shutdown();
@@ -215,8 +240,83 @@ async function replayCpu() {
   }
 }
 
+/**
+ * The prompts part: PROMPT_REPS rounds of the three modes, each run a fresh child process; the
+ * order rotates each round, so that no mode always runs first or last.
+ */
+async function promptRounds() {
+  const runs = [];
+  for (let round = 0; round < PROMPT_REPS; round++) {
+    const order = MODES.map((_, i) => MODES[(i + round) % MODES.length]);
+    for (const mode of order) {
+      process.stderr.write(
+        `  (i) prompts round ${round + 1}/${PROMPT_REPS}: ${mode}, ${PROMPT_SESSIONS} sessions … (loadavg ${loadavg()[0].toFixed(2)})\n`,
+      );
+      const r = await runChild("./telemetry-prompts.mjs", [mode, String(PROMPT_SESSIONS)]);
+      runs.push({
+        round,
+        mode,
+        failed: r.failed,
+        processCpuUsPerPrompt: r.processCpuUsPerPrompt,
+        mainCpuUsPerPrompt: r.mainCpuUsPerPrompt,
+        workerCpuUsPerPrompt: r.workerCpuUsPerPrompt,
+        wallMs: r.wallMs,
+        spansPerPrompt: r.spansPerPrompt,
+        metricExports: r.metricExports,
+        loadavg: r.loadavg[0],
+      });
+    }
+  }
+  const of = (mode, key) => runs.filter((r) => r.mode === mode).map((r) => r[key]);
+  const medians = {};
+  for (const mode of MODES) {
+    medians[mode] = {
+      processCpuUsPerPrompt: median(of(mode, "processCpuUsPerPrompt")),
+      mainCpuUsPerPrompt: median(of(mode, "mainCpuUsPerPrompt")),
+      workerCpuUsPerPrompt: median(of(mode, "workerCpuUsPerPrompt")),
+      wallMs: median(of(mode, "wallMs")),
+    };
+  }
+  const base = medians.off.processCpuUsPerPrompt;
+  // Each round's ratio against its own off run too: the runs of a round are minutes apart at most,
+  // so the machine's load drifts less between them than across the whole part.
+  const roundRatios = (mode) =>
+    Array.from({ length: PROMPT_REPS }, (_, round) => {
+      const cpu = (m) => runs.find((r) => r.round === round && r.mode === m).processCpuUsPerPrompt;
+      return cpu(mode) / cpu("off");
+    });
+  return {
+    config: { sessions: PROMPT_SESSIONS, reps: PROMPT_REPS, tokens: TOKENS },
+    runs,
+    medians,
+    ratio: { api: medians.api.processCpuUsPerPrompt / base, sdk: medians.sdk.processCpuUsPerPrompt / base },
+    roundRatios: { api: roundRatios("api"), sdk: roundRatios("sdk") },
+  };
+}
+
+const prompts = PARTS.includes("prompts") ? await promptRounds() : undefined;
+
 const replayRuns = [];
-if (PARTS.includes("replay")) for (let rep = 0; rep < REPS; rep++) replayRuns.push(await replayCpu());
+/** Replays of one prompt of (o)'s workload (a 503, then TOKENS tokens), and how many chunk gaps its reply had. */
+const replayO = { runs: [], noGapsRuns: [], chunkGaps: 0, events: 0 };
+if (PARTS.includes("replay")) {
+  const shortPrompts = Array.from({ length: 500 }, (_, i) => promptEvents(i));
+  for (let rep = 0; rep < REPS; rep++) replayRuns.push(await replayCpu(shortPrompts, REPLAY_REQUESTS));
+  const captured = await capturedPromptEvents();
+  replayO.events = captured.length;
+  replayO.chunkGaps = captured.reduce(
+    (n, e) => n + (e.type === "message_end" ? (e.timing?.chunkGapsMs.length ?? 0) : 0),
+    0,
+  );
+  // The same events with the reply's chunk gaps left out: what the per-chunk records cost.
+  const noGaps = captured.map((e) =>
+    e.type === "message_end" && e.timing !== undefined ? { ...e, timing: { ...e.timing, chunkGapsMs: [] } } : e,
+  );
+  for (let rep = 0; rep < REPS; rep++) {
+    replayO.runs.push(await replayCpu([captured], REPLAY_O_PROMPTS));
+    replayO.noGapsRuns.push(await replayCpu([noGaps], REPLAY_O_PROMPTS));
+  }
+}
 
 const idle = { off: [], sdk: [] };
 if (PARTS.includes("idle")) {
@@ -276,8 +376,10 @@ report({
     WINDOW_S,
     IDLE_S,
   },
+  prompts,
   idleMsPerS: idle,
   replayNsPerRequest: replayRuns,
+  replayO,
   cpu,
   loopP99Ms: Object.fromEntries(Object.entries(loop).map(([mode, v]) => [mode, median(v)])),
   loopRuns: loop,

@@ -1,7 +1,7 @@
 /**
  * Finishes an assistant message that ended in an error, before it leaves the worker (SPEC B2, X6):
- * it gets what its request exposed, a server that could not be reached is named, and no key the
- * server echoed survives in it.
+ * it gets what its request exposed, a server that could not be reached or not be trusted is named,
+ * and no key the server echoed survives in it.
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { redactSecrets, redactStrings } from "../../shared/redact.js";
@@ -21,9 +21,10 @@ export function finishFailedMessage(
   // Every string of the record may be the server's (type, code, header values, socket message).
   if (failure !== undefined) attachRequestFailure(message, redactStrings(failure, secrets), Date.now());
   if (message.errorMessage === undefined) return;
-  const hinted = message.errorMessage.endsWith(HINT_END)
-    ? message.errorMessage
-    : message.errorMessage + unreachableHint(failure, message.provider);
+  const hinted =
+    message.errorMessage.endsWith(HINT_END) || message.errorMessage.endsWith(TLS_HINT_END)
+      ? message.errorMessage
+      : message.errorMessage + unreachableHint(failure, message.provider) + untrustedHint(failure, message.provider);
   message.errorMessage = redactSecrets(hinted, secrets);
 }
 
@@ -40,4 +41,34 @@ function unreachableHint(failure: RequestFailure | undefined, provider: string):
   if (network?.phase !== "request" || network.code === undefined || !UNREACHABLE_CODES.has(network.code)) return "";
   const where = network.origin === undefined ? "" : ` ${network.origin}`;
   return ` (could not reach${where} for provider "${provider}": ${network.code}${HINT_END}`;
+}
+
+/**
+ * Node's codes for a server certificate that TLS would not trust (OpenSSL's verify errors, and
+ * Node's own for a name mismatch): behind a proxy that inspects TLS, or with a server of an
+ * in-house CA, the cure is to trust that CA.
+ */
+const UNTRUSTED_CODES = new Set([
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "CERT_UNTRUSTED",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+const TLS_HINT_END =
+  "; if a proxy or the server uses a CA of your own, trust it with the caFile setting or NODE_EXTRA_CA_CERTS, docs/network.md)";
+
+/**
+ * What to do about a certificate TLS did not trust: pi-ai reports only "Connection error.", which
+ * names neither the server nor the certificate problem.
+ */
+function untrustedHint(failure: RequestFailure | undefined, provider: string): string {
+  const network = failure?.network;
+  if (network?.phase !== "request" || network.code === undefined || !UNTRUSTED_CODES.has(network.code)) return "";
+  const where = network.origin === undefined ? "" : ` of ${network.origin}`;
+  return ` (the TLS certificate${where} for provider "${provider}" is not trusted: ${network.code}, ${network.message}${TLS_HINT_END}`;
 }

@@ -195,6 +195,80 @@ describe("plain HTTP through a forward proxy", () => {
   });
 });
 
+/**
+ * docs/network.md's table of providers: pi-ai's other APIs, each through a built-in provider whose
+ * baseUrl models.json points at the mock server. The mock speaks only OpenAI chat completions and
+ * Anthropic messages, so these requests are answered 404 or fail to parse; what is checked is
+ * where each went.
+ */
+describe("every pi-ai API's model request, through the proxy setting or the variables", () => {
+  const base64url = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
+  /** openai-codex-responses reads the account id from its key, a JWT. */
+  const codexKey = `${base64url({ alg: "none" })}.${base64url({ "https://api.openai.com/auth": { chatgpt_account_id: "acct" } })}.sig`;
+  const OTHER_APIS: { api: string; model: string; apiKey?: string }[] = [
+    { api: "openai-responses", model: "openai/gpt-4" },
+    { api: "azure-openai-responses", model: "azure-openai-responses/gpt-4" },
+    { api: "openai-codex-responses", model: "openai-codex/gpt-5.1", apiKey: codexKey },
+    { api: "mistral-conversations", model: "mistral/codestral-latest" },
+    { api: "google-generative-ai", model: "google/gemini-1.5-flash" },
+    { api: "google-vertex", model: "google-vertex/gemini-1.5-flash" },
+  ];
+
+  /** A host whose models.json points the built-in provider of `model` at the mock server. */
+  function hostWithBuiltIn(model: string, apiKey: string, settings: SettingsInput): SessionHost {
+    const dir = tempDir(cleanups, "lifeline-proxy-api-");
+    const provider = model.slice(0, model.indexOf("/"));
+    writeFileSync(
+      join(dir, "models.json"),
+      JSON.stringify({ providers: { [provider]: { baseUrl: suite.server.url, apiKey } } }),
+    );
+    const host = createSessionHost({
+      lifelineDir: dir,
+      cwd: dir,
+      threads: 1,
+      settings: { retry: { enabled: false }, ...settings },
+    });
+    cleanups.push(() => host.close());
+    return host;
+  }
+
+  async function promptOnce(host: SessionHost, model: string, text: string): Promise<void> {
+    const session = await host.createSession({ model });
+    await within(session.prompt(text), 15_000, `the prompt "${text}"`);
+  }
+
+  for (const { api, model, apiKey } of OTHER_APIS) {
+    it(`${api} sends its model request through the proxy setting`, async () => {
+      const forward = await proxy();
+      proxyEnv();
+      await promptOnce(hostWithBuiltIn(model, apiKey ?? "sk-test", { proxy: forward.url }), model, unique(api));
+      // At least one: openai-codex-responses retries a 404 on its own, whatever retry settings say.
+      expect(forward.forwarded.length).toBeGreaterThan(0);
+      for (const url of forward.forwarded) expect(url.startsWith(`${suite.server.url}/`)).toBe(true);
+    });
+  }
+
+  it("bedrock-converse-stream goes through HTTP_PROXY (pi-ai's own support), and not through the proxy setting", async () => {
+    const model = "amazon-bedrock/amazon.nova-2-lite-v1:0";
+    const saved = { AWS_BEDROCK_SKIP_AUTH: process.env.AWS_BEDROCK_SKIP_AUTH };
+    cleanups.push(() => {
+      if (saved.AWS_BEDROCK_SKIP_AUTH === undefined) delete process.env.AWS_BEDROCK_SKIP_AUTH;
+      else process.env.AWS_BEDROCK_SKIP_AUTH = saved.AWS_BEDROCK_SKIP_AUTH;
+    });
+    process.env.AWS_BEDROCK_SKIP_AUTH = "1";
+    const forward = await proxy();
+    proxyEnv({ HTTP_PROXY: forward.url });
+    await promptOnce(hostWithBuiltIn(model, "unused", {}), model, unique("bedrock via HTTP_PROXY"));
+    expect(forward.forwarded).toEqual([expect.stringMatching(new RegExp(`^${suite.server.url}/`))]);
+
+    const other = await proxy();
+    proxyEnv();
+    await promptOnce(hostWithBuiltIn(model, "unused", { proxy: other.url }), model, unique("bedrock, proxy setting"));
+    expect(other.forwarded).toEqual([]);
+    expect(other.tunnels).toEqual([]);
+  });
+});
+
 describe("TLS through a CONNECT tunnel, with a custom CA", () => {
   let ca: TestCa;
   let tlsServer: MockServer;

@@ -7,7 +7,7 @@
  * Worker threads copy the environment when they start, so each test sets the proxy variables
  * before its host's first session (and puts them back after).
  */
-import { writeFileSync } from "node:fs";
+import { copyFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -16,6 +16,7 @@ import {
   type PromptResult,
   requestFailureOf,
   type SessionHost,
+  type SessionHostOptions,
   type SettingsInput,
 } from "../../../dist/main/index.js";
 import { type MockServer, startMockServer } from "../../../dist/mock-server/index.js";
@@ -59,6 +60,7 @@ function hostFor(
   settings: SettingsInput = {},
   dir = tempDir(cleanups, "lifeline-proxy-"),
   otherUrl?: string,
+  hostOptions: SessionHostOptions = {},
 ): SessionHost {
   const providers: Record<string, unknown> = {
     "mock-openai-completions": {
@@ -90,6 +92,7 @@ function hostFor(
     cwd: dir,
     threads: 1,
     settings: { retry: { baseDelayMs: 1 }, ...settings },
+    ...hostOptions,
   });
   cleanups.push(() => host.close());
   return host;
@@ -297,6 +300,18 @@ describe("TLS through a CONNECT tunnel, with a custom CA", () => {
       expect(forward.forwarded).toEqual([]);
     });
   }
+
+  it("the self-contained worker bundle, copied where there is no node_modules, tunnels and trusts caFile alike", async () => {
+    const forward = await proxy();
+    proxyEnv({ HTTPS_PROXY: forward.url });
+    const dir = tempDir(cleanups, "lifeline-proxy-bundle-");
+    const bundle = join(dir, "lifeline-worker.mjs");
+    copyFileSync(new URL("../../../dist/lifeline-worker.mjs", import.meta.url), bundle);
+    const text = unique("TLS via the bundle");
+    const host = hostFor(tlsServer.url, { caFile: ca.caFile }, undefined, undefined, { workerEntry: bundle });
+    expect(answerOf(await prompt(host, "anthropic-messages", text))).toBe("The TLS mock answers.");
+    expect(forward.tunnels).toEqual([`127.0.0.1:${tlsServer.port}`]);
+  });
 
   it("caFile is trusted on a direct connection too, and a relative caFile is taken from the host's cwd", async () => {
     proxyEnv();

@@ -27,6 +27,16 @@ export interface DispatcherPlan {
 let installed = "direct";
 /** Installs run one after another: two sessions opening at once must not race. */
 let queue: Promise<void> = Promise.resolve();
+/** The proxies of the installed dispatcher, without credentials (see {@link proxiesInUse}). */
+let installedProxies: readonly string[] = [];
+
+/**
+ * The proxies this thread's model requests may go through (none when no dispatcher was
+ * installed), without their `user:password@`: for messages that cross the thread. Never throws.
+ */
+export function proxiesInUse(): readonly string[] {
+  return installedProxies;
+}
 
 /**
  * Brings the thread's dispatcher in line with `network` (a session's init) and the thread's
@@ -49,6 +59,7 @@ export function applyNetwork(
     const { installDispatcher } = await import("./proxy-dispatcher.js");
     await installDispatcher(plan);
     installed = key;
+    installedProxies = plan === undefined ? [] : withoutCredentials([plan.httpProxy, plan.httpsProxy]);
   });
   queue = install.catch(() => {});
   return install;
@@ -90,4 +101,16 @@ function fromEnv(env: NodeJS.ProcessEnv, lower: string, upper: string): string |
 
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === "" ? undefined : value.trim();
+}
+
+function withoutCredentials(proxies: readonly string[]): string[] {
+  const shown = proxies
+    .filter((proxy) => proxy !== "")
+    .map((proxy) => {
+      const url = new URL(proxy);
+      url.username = "";
+      url.password = "";
+      return url.origin;
+    });
+  return [...new Set(shown)];
 }

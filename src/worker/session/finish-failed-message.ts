@@ -6,17 +6,20 @@
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { redactSecrets, redactStrings } from "../../shared/redact.js";
 import { attachRequestFailure, type RequestFailure } from "../../shared/request-failure.js";
+import { proxiesInUse } from "../network/network-setup.js";
 
 /**
  * B2/X6: a failed reply carries what its request exposed (message_end's object is the
  * transcript's, so the run tail and later events carry it too); an unreachable server is named;
  * and a key the server echoed in its error text, type, code or retry headers never leaves the
- * worker. Edits `message` in place; safe to call again on the same message.
+ * worker. Edits `message` in place; safe to call again on the same message. `proxies`: those the
+ * request may have gone through (docs/network.md), named in the unreachable hint.
  */
 export function finishFailedMessage(
   message: AssistantMessage,
   failure: RequestFailure | undefined,
   secrets: readonly string[],
+  proxies: readonly string[] = proxiesInUse(),
 ): void {
   // Every string of the record may be the server's (type, code, header values, socket message).
   if (failure !== undefined) attachRequestFailure(message, redactStrings(failure, secrets), Date.now());
@@ -24,7 +27,9 @@ export function finishFailedMessage(
   const hinted =
     message.errorMessage.endsWith(HINT_END) || message.errorMessage.endsWith(TLS_HINT_END)
       ? message.errorMessage
-      : message.errorMessage + unreachableHint(failure, message.provider) + untrustedHint(failure, message.provider);
+      : message.errorMessage +
+        unreachableHint(failure, message.provider, proxies) +
+        untrustedHint(failure, message.provider);
   message.errorMessage = redactSecrets(hinted, secrets);
 }
 
@@ -34,13 +39,15 @@ const HINT_END = "; check its baseUrl and that the server is running)";
 
 /**
  * What to do about a server that could not be reached: pi-ai reports only "Connection error.",
- * which names neither the address nor the provider.
+ * which names neither the address nor the provider. Behind a proxy the refusal may be the proxy's
+ * (the socket error does not say whose), so the proxy is named too.
  */
-function unreachableHint(failure: RequestFailure | undefined, provider: string): string {
+function unreachableHint(failure: RequestFailure | undefined, provider: string, proxies: readonly string[]): string {
   const network = failure?.network;
   if (network?.phase !== "request" || network.code === undefined || !UNREACHABLE_CODES.has(network.code)) return "";
   const where = network.origin === undefined ? "" : ` ${network.origin}`;
-  return ` (could not reach${where} for provider "${provider}": ${network.code}${HINT_END}`;
+  const via = proxies.length === 0 ? "" : `, directly or through the proxy ${proxies.join(" or ")}`;
+  return ` (could not reach${where} for provider "${provider}": ${network.code}${via}${HINT_END}`;
 }
 
 /**

@@ -8,6 +8,7 @@
  * before its host's first session (and puts them back after).
  */
 import { copyFileSync, writeFileSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -335,6 +336,29 @@ describe("TLS through a CONNECT tunnel, with a custom CA", () => {
     });
     expect(forward.tunnels).toEqual([`127.0.0.1:${tlsServer.port}`]);
     expect(tlsServer.requests(text)).toBe(0);
+  });
+});
+
+describe("a proxy that cannot be reached", () => {
+  it("fails the request with the socket's code and names the proxy, without its password", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    proxyEnv();
+    const host = hostFor(suite.server.url, {
+      proxy: `http://lifeline:hunter2-secret@127.0.0.1:${port}`,
+      retry: { enabled: false },
+    });
+    const text = unique("proxy down");
+    const result = await prompt(host, "openai-completions", text);
+    expect(result.stopReason).toBe("error");
+    expect(result.message === undefined ? undefined : requestFailureOf(result.message)?.network?.code).toBe(
+      "ECONNREFUSED",
+    );
+    expect(result.message?.errorMessage).toContain(`through the proxy http://127.0.0.1:${port}`);
+    expect(JSON.stringify(result)).not.toContain("hunter2-secret");
+    expect(suite.server.requests(text)).toBe(0);
   });
 });
 

@@ -65,3 +65,25 @@ describe("finishFailedMessage", () => {
     expect(body.errorMessage).toBe("Connection error.");
   });
 });
+
+describe("finishFailedMessage behind a proxy", () => {
+  const refused: RequestFailure = {
+    network: { phase: "request", code: "ECONNREFUSED", message: "connect ECONNREFUSED", origin: "http://127.0.0.1:9" },
+  };
+
+  it("names the proxies an unreachable server may have been tried through", () => {
+    const message = failedReply();
+    finishFailedMessage(message, refused, [], ["http://proxy.corp.example:3128"]);
+    expect(message.errorMessage).toBe(
+      'Connection error. (could not reach http://127.0.0.1:9 for provider "corp": ECONNREFUSED, directly or through the proxy http://proxy.corp.example:3128; check its baseUrl and that the server is running)',
+    );
+  });
+
+  it("names none without a proxy", () => {
+    const message = failedReply();
+    finishFailedMessage(message, refused, [], []);
+    expect(message.errorMessage).toBe(
+      'Connection error. (could not reach http://127.0.0.1:9 for provider "corp": ECONNREFUSED; check its baseUrl and that the server is running)',
+    );
+  });
+});

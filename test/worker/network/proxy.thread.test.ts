@@ -182,6 +182,26 @@ describe("plain HTTP through a forward proxy", () => {
     expect(other.forwarded).toEqual([]);
   });
 
+  it("after reloadSettings() a changed proxy in the settings file serves the worker's next session, and its older ones", async () => {
+    const first = await proxy();
+    const second = await proxy();
+    proxyEnv();
+    const dir = tempDir(cleanups, "lifeline-proxy-reload-");
+    writeFileSync(join(dir, "settings.json"), JSON.stringify({ proxy: first.url }));
+    const host = hostFor(suite.server.url, {}, dir);
+    const older = await host.createSession({ model: "mock-openai-completions/mock-1" });
+    await within(older.prompt(unique("before the reload")), 15_000, "the first prompt");
+    expect(first.forwarded).toHaveLength(1);
+
+    writeFileSync(join(dir, "settings.json"), JSON.stringify({ proxy: second.url }));
+    host.reloadSettings();
+    await prompt(host, "openai-completions", unique("after the reload"));
+    // One worker (threads: 1): the older session's requests now take the new proxy too.
+    await within(older.prompt(unique("older session after the reload")), 15_000, "the older session's prompt");
+    expect(first.forwarded).toHaveLength(1);
+    expect(second.forwarded).toHaveLength(2);
+  });
+
   it("the noProxy setting bypasses the proxy setting for the hosts it names", async () => {
     const forward = await proxy();
     proxyEnv();

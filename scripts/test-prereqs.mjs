@@ -56,6 +56,14 @@ export const PREREQUISITES = [
     debianPackage: "redis-server",
     present: () => commandRuns("redis-server", ["--version"]),
   },
+  // The network tests' certificate authority (test/fixtures/test-ca.ts), in both tiers that have one.
+  ...["thread", "process"].map((tier) => ({
+    name: "openssl",
+    tier,
+    neededBy: "the custom CA tests (test/fixtures/test-ca.ts)",
+    debianPackage: "openssl",
+    present: () => commandRuns("openssl", ["version"]),
+  })),
   ...(npmChromium
     ? [
         {

@@ -7,6 +7,7 @@
  * never throws; every model record ends exactly once; `close()` destroys every socket.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { Socket } from "node:net";
 import * as z from "zod";
 import { errorText } from "../shared/error-text.js";
@@ -33,11 +34,16 @@ export interface MockServerOptions {
   host?: string;
   /** A script (`MockScriptInput`, or any JSON value to validate); validated here. @default the empty script: every answer normal */
   script?: unknown;
+  /**
+   * Serve HTTPS with this PEM key and certificate chain (a client must trust its CA: tests of a
+   * custom CA and of proxies that tunnel). @default plain HTTP
+   */
+  tls?: { key: string; cert: string };
 }
 
 /** A running server. Returned by {@link startMockServer}. */
 export interface MockServer {
-  /** `http://HOST:PORT`; OpenAI clients use `${url}/v1`, Anthropic clients use `url`. */
+  /** `http://HOST:PORT` (`https://` with `tls`); OpenAI clients use `${url}/v1`, Anthropic clients use `url`. */
   readonly url: string;
   readonly port: number;
   /**
@@ -93,6 +99,7 @@ const optionsSchema = z.strictObject({
   port: z.number().int().min(0).max(65_535).optional(),
   host: z.string().min(1).optional(),
   script: z.unknown().optional(),
+  tls: z.strictObject({ key: z.string().min(1), cert: z.string().min(1) }).optional(),
 });
 
 type Body = { kind: "ok"; text: string } | { kind: "too_large" } | { kind: "aborted" };
@@ -109,7 +116,7 @@ export async function startMockServer(options: MockServerOptions = {}): Promise<
   }
   const script = parseMockScript(options.script, "options.script");
   const host = options.host ?? DEFAULTS.host;
-  const server = new MockModelServer(script, host);
+  const server = new MockModelServer(script, host, options.tls);
   await server.listen(options.port ?? DEFAULTS.port);
   return server;
 }
@@ -124,10 +131,15 @@ class MockModelServer implements MockServer {
   #closed = false;
   #closing: Promise<void> | undefined;
 
-  constructor(script: MockScript, host: string) {
+  readonly #scheme: "http" | "https";
+
+  constructor(script: MockScript, host: string, tls: { key: string; cert: string } | undefined) {
     this.#picker = new StepPicker(script);
     this.#host = host;
-    this.#server = createServer((req, res) => this.#handle(req, res));
+    this.#scheme = tls === undefined ? "http" : "https";
+    const handle = (req: IncomingMessage, res: ServerResponse) => this.#handle(req, res);
+    // "connection" is the TCP socket either way: destroying it in close() ends a TLS session too.
+    this.#server = tls === undefined ? createServer(handle) : createTlsServer(tls, handle);
     this.#server.on("connection", (socket) => {
       this.#sockets.add(socket);
       // Resets from clients must not become uncaught errors; the http layer reports them too.
@@ -157,7 +169,7 @@ class MockModelServer implements MockServer {
   }
 
   get url(): string {
-    return `http://${this.#host.includes(":") ? `[${this.#host}]` : this.#host}:${this.#port}`;
+    return `${this.#scheme}://${this.#host.includes(":") ? `[${this.#host}]` : this.#host}:${this.#port}`;
   }
 
   get port(): number {

@@ -88,6 +88,18 @@ export interface SessionInit {
   cwd?: string;
   /** The host has a UI for extensions (`extensionUi`): tools' `ctx.ui` requests go to main as `ui_request`. */
   hasUI?: boolean;
+  /**
+   * The host's `proxy`, `noProxy` and `caFile` settings, when any is set (docs/network.md). Every
+   * session of a host carries the same; the worker applies them to its whole thread.
+   */
+  network?: WorkerNetwork;
+}
+
+/** A host's network settings as its workers get them; `caFile` is absolute. */
+export interface WorkerNetwork {
+  proxy?: string;
+  noProxy?: string;
+  caFile?: string;
 }
 
 /** A session's extensions as the worker needs them: resolved files, in load order. */

@@ -9,6 +9,7 @@
  */
 import * as z from "zod";
 import { InvalidSettingsError } from "./errors.js";
+import { isProxyUrl, PROXY_URL_RULE } from "./proxy-url.js";
 import { DEFAULT_THINKING_LEVEL, THINKING_LEVELS, type ThinkingLevel } from "./thinking.js";
 import { MAX_TIMER_MESSAGE, MAX_TIMER_MS } from "./timer-ms.js";
 
@@ -164,6 +165,9 @@ function buildSchemas() {
     leaseMs: z.number().int().min(500).max(600_000).default(10_000),
   });
 
+  /** A forward proxy's URL (docs/network.md; shared/proxy-url.ts says what is allowed). */
+  const proxyUrl = z.string().refine(isProxyUrl, { error: `must be ${PROXY_URL_RULE}` });
+
   const settingsSchema = z.looseObject({
     /**
      * B7, the CLI: where session files go, directly (as pi's `sessionDir` setting and `--session-dir`).
@@ -202,6 +206,24 @@ function buildSchemas() {
      * only (no file is written, B5). @default "medium" (pi's)
      */
     defaultThinkingLevel: z.enum(THINKING_LEVELS).default(DEFAULT_THINKING_LEVEL),
+    /**
+     * The forward proxy of every model request the host's workers make, over HTTPS_PROXY / HTTP_PROXY
+     * (and their lower-case forms), for `http:` and `https:` targets alike. Host-wide: refused in a
+     * session's `settings`. See docs/network.md for which providers honour it. @default the variables'
+     */
+    proxy: proxyUrl.optional(),
+    /**
+     * Hosts the proxy is not used for, over NO_PROXY / no_proxy: comma- or space-separated names,
+     * `.example.com` or `*.example.com` for a domain and its subdomains, `host:port`, or `*` for all.
+     * Host-wide. @default the variables'
+     */
+    noProxy: z.string().optional(),
+    /**
+     * A PEM file of CA certificates the workers' TLS trusts besides Node's bundled ones (and
+     * NODE_EXTRA_CA_CERTS'), for direct and proxied connections and an https:// proxy itself; a
+     * relative path is taken from the host's cwd. Host-wide. @default none
+     */
+    caFile: z.string().min(1).optional(),
   });
 
   /**
@@ -230,6 +252,13 @@ function schemas(): Schemas {
   built ??= buildSchemas();
   return built;
 }
+
+/**
+ * The settings every session of a host shares because one worker thread serves many sessions and
+ * its network (the proxy, the trusted CAs) is the thread's (docs/network.md). A session's own
+ * `settings` may not set them.
+ */
+export const HOST_WIDE_SETTINGS = ["proxy", "noProxy", "caFile"] as const;
 
 /** Validated compaction settings, defaults applied. */
 export type CompactionSettings = z.output<Schemas["compactionSchema"]>;
@@ -270,6 +299,12 @@ export interface SettingsInput {
   compaction?: { enabled?: boolean; reserveTokens?: number; keepRecentTokens?: number };
   fleet?: { redis?: string; name?: string; leaseMs?: number };
   defaultThinkingLevel?: ThinkingLevel;
+  /** Host-wide (see the schema): a session's `settings` may not set it. */
+  proxy?: string;
+  /** Host-wide (see the schema). */
+  noProxy?: string;
+  /** Host-wide (see the schema). */
+  caFile?: string;
   [key: string]: unknown;
 }
 

@@ -22,6 +22,7 @@ import { BashRuns } from "./bash/bash-runs.js";
 import { ControlInbox } from "./control-inbox.js";
 import { EventBatcher } from "./event-batcher.js";
 import { WorkerUi } from "./extensions/worker-ui.js";
+import { applyNetwork } from "./network/network-setup.js";
 import { RequestPermits } from "./request-permits.js";
 import { listModels } from "./resolve-model.js";
 import { WorkerSession } from "./session/worker-session.js";
@@ -166,6 +167,9 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
         opening.set(init.sessionId, state);
         let result: Awaited<ReturnType<typeof WorkerSession.open>>;
         try {
+          // The thread's proxy and CAs, before the session's first model request (docs/network.md).
+          const network = applyNetwork(init.network);
+          if (network !== undefined) await network;
           result = await WorkerSession.open(
             init,
             batcher,

@@ -3,9 +3,12 @@
  * and the auth storage, each read once and kept, and how a model reference resolves with its key.
  * Called by `SessionHost` only; every read is lazy, so a host that opens no session reads nothing.
  */
+
 import { errorText } from "../../shared/error-text.js";
+import { InvalidSettingsError } from "../../shared/errors.js";
 import type { ModelChange, ModelRef } from "../../shared/protocol.js";
 import {
+  HOST_WIDE_SETTINGS,
   mergeSettings,
   parseSettings,
   parseSettingsLayer,
@@ -115,7 +118,23 @@ export class HostConfig {
       this.#fileSettings = undefined;
       throw error;
     }
-    if (overrides !== undefined) parseSettingsLayer(overrides, "createSession({ settings })");
+    if (overrides !== undefined) {
+      parseSettingsLayer(overrides, "createSession({ settings })");
+      refuseHostWide(overrides);
+    }
     return parseSettings(mergeSettings(files, this.#options.settings, overrides), "the merged settings");
   }
+}
+
+/**
+ * A session's `settings` may not set a host-wide key: one worker thread serves many sessions, and
+ * its proxy and trusted CAs are the thread's (docs/network.md).
+ * @throws InvalidSettingsError naming the key and where to set it instead.
+ */
+function refuseHostWide(overrides: SettingsInput): void {
+  const keys = HOST_WIDE_SETTINGS.filter((key) => overrides[key] !== undefined);
+  if (keys.length === 0) return;
+  throw new InvalidSettingsError(
+    `Invalid settings in createSession({ settings }): ${keys.join(", ")} ${keys.length === 1 ? "is a host-wide setting" : "are host-wide settings"} (a worker's network serves all its sessions); set ${keys.length === 1 ? "it" : "them"} in a settings file or in createSessionHost({ settings }).`,
+  );
 }

@@ -2,8 +2,9 @@
  * The init a worker opens a session from (`openSession`): built by the host for a new or resumed
  * session, and again, with the session's current model and transcript, for a restore (X7).
  */
+import { resolve } from "node:path";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
-import type { ModelChange, SessionInit } from "../../shared/protocol.js";
+import type { ModelChange, SessionInit, WorkerNetwork } from "../../shared/protocol.js";
 import type { Settings } from "../../shared/settings.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
 import { toModuleUrl } from "../config/module-url.js";
@@ -46,7 +47,19 @@ export function sessionInit(
   if (resolved.authHeader === true) init.authHeader = true;
   if (options.workerModule !== undefined) init.workerModule = toModuleUrl(options.workerModule, cwd);
   if (options.workerModuleOptions !== undefined) init.workerModuleOptions = options.workerModuleOptions;
+  const network = workerNetwork(settings, cwd);
+  if (network !== undefined) init.network = network;
   return init;
+}
+
+/** The settings' network keys for the worker (docs/network.md), `caFile` taken from `cwd`; none set: undefined. */
+function workerNetwork(settings: Settings, cwd: string): WorkerNetwork | undefined {
+  if (settings.proxy === undefined && settings.noProxy === undefined && settings.caFile === undefined) return undefined;
+  const network: WorkerNetwork = {};
+  if (settings.proxy !== undefined) network.proxy = settings.proxy;
+  if (settings.noProxy !== undefined) network.noProxy = settings.noProxy;
+  if (settings.caFile !== undefined) network.caFile = resolve(cwd, settings.caFile);
+  return network;
 }
 
 /** `init` with the session's current model and key, thinking level and transcript (they may have changed). */

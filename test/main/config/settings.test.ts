@@ -131,6 +131,27 @@ describe("settings schema", () => {
     ).toBeTruthy();
   });
 
+  it.each(["proxy.example:3128", "socks5://127.0.0.1:1080", "http://proxy.example:3128/some/path", "http://:3128", ""])(
+    "a proxy that is not an http(s) URL with a host and no path (%j) is refused, naming the key and the form",
+    (proxy) => {
+      const error = errorOf(() => parseSettings({ proxy }, "x"));
+      expect(error.code).toBe("ERR_INVALID_SETTINGS");
+      expect(error.message).toContain("proxy:");
+      expect(error.message).toContain("http://proxy.example:3128");
+    },
+  );
+
+  it("proxy, noProxy and caFile are accepted as given, and absent by default", () => {
+    const given = {
+      proxy: "https://user:pass@proxy.example:8443",
+      noProxy: ".corp.example, localhost",
+      caFile: "ca.pem",
+    };
+    expect(parseSettings(given, "x")).toMatchObject(given);
+    expect(DEFAULT_SETTINGS).not.toHaveProperty("proxy");
+    expect(errorOf(() => parseSettings({ caFile: "" }, "x")).code).toBe("ERR_INVALID_SETTINGS");
+  });
+
   it("layers merge key by key, later winning", () => {
     expect(mergeSettings({ retry: { maxRetries: 1, baseDelayMs: 5 } }, { retry: { maxRetries: 2 } })).toEqual({
       retry: { maxRetries: 2, baseDelayMs: 5 },
@@ -258,6 +279,22 @@ describe("settings in a host", () => {
       await host.close();
     }
   });
+
+  it.each(["proxy", "noProxy", "caFile"])(
+    "a session override of the host-wide %s rejects createSession with ERR_INVALID_SETTINGS",
+    async (key) => {
+      const { host } = inProcessHost();
+      try {
+        const value = key === "proxy" ? "http://127.0.0.1:9" : "x";
+        await expect(host.createSession({ settings: { [key]: value } })).rejects.toMatchObject({
+          code: "ERR_INVALID_SETTINGS",
+          message: expect.stringContaining(key),
+        });
+      } finally {
+        await host.close();
+      }
+    },
+  );
 
   it("retry.provider.maxRetryDelayMs reaches the provider call in the worker, like timeoutMs", async () => {
     const seen: (SimpleStreamOptions | undefined)[] = [];

@@ -347,6 +347,68 @@ export const crashed = (error: unknown): boolean => error instanceof SessionCras
   }, 240_000);
 });
 
+describe("what the main entry loads", () => {
+  const ENTRY = pathToFileURL(join(REPO_ROOT, "dist", "main", "bundle", "lifeline.js")).href;
+  /** Packages no embedding app's main thread should load (the worker's, the CLI's, fleet mode's, the OTel SDK). */
+  const LISTED =
+    /^(@mariozechner\/|typebox$|ioredis$|bullmq$|jiti$|chart\.js$|commander$|@anthropic-ai\/|openai$|@google\/|google-auth-library$|@mistralai\/|@aws-sdk\/|@opentelemetry\/(?!api$))/;
+
+  /** Runs `code` (an ES module that prints one JSON line) with a resolve hook recording every package loaded. */
+  async function loadedBy(code: string): Promise<{ report: Record<string, unknown>; packages: string[] }> {
+    const dir = tempDir(fileCleanups, "lifeline-loads-");
+    writeFileSync(
+      join(dir, "hooks.mjs"),
+      "export async function resolve(s, c, next) { const r = await next(s, c); process.stderr.write('LOADED ' + r.url + '\\n'); return r; }\n",
+    );
+    writeFileSync(
+      join(dir, "register.mjs"),
+      `import { register } from "node:module"; register(${JSON.stringify(pathToFileURL(join(dir, "hooks.mjs")).href)});\n`,
+    );
+    writeFileSync(
+      join(dir, "main.mjs"),
+      `import { createRequire } from "node:module";\n${code}\nfor (const key of Object.keys(createRequire(import.meta.url).cache)) process.stderr.write("LOADED " + key + "\\n");\n`,
+    );
+    const result = await runNode(["--import", join(dir, "register.mjs"), join(dir, "main.mjs")], { cwd: dir });
+    expect(result.code, result.stderr).toBe(0);
+    const packages = new Set(
+      [...result.stderr.matchAll(/^LOADED (.*)$/gm)].flatMap(
+        (match) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(match[1] ?? "")?.[1] ?? [],
+      ),
+    );
+    return { report: report(result), packages: [...packages].sort() };
+  }
+
+  it('import "lifeline" loads no provider SDK, pi package, typebox, Redis client, extension compiler, CLI or OTel SDK', async () => {
+    const { packages } = await loadedBy(`await import(${JSON.stringify(ENTRY)});\nconsole.log("{}");`);
+    expect(packages).toContain("piscina");
+    expect(packages.filter((name) => LISTED.test(name))).toEqual([]);
+  });
+
+  it("a host with no telemetry option and no provider registered globally never loads @opentelemetry/api; one registered does", async () => {
+    const session = (register: string) => `${register}
+const { createSessionHost } = await import(${JSON.stringify(ENTRY)});
+const host = createSessionHost({ threads: 1, lifelineDir: false });
+const session = await host.createSession();
+const result = await session.prompt("hello");
+await host.close();
+console.log(JSON.stringify({ stopReason: result.stopReason }));`;
+    const plain = await loadedBy(session(""));
+    expect(plain.report).toEqual({ stopReason: "stop" });
+    expect(plain.packages.filter((name) => name.startsWith("@opentelemetry/"))).toEqual([]);
+    // The positive control: an app that registered a tracer provider has lifeline load the API to record into it.
+    const modules = join(REPO_ROOT, "node_modules", "@opentelemetry");
+    const api = pathToFileURL(join(modules, "api", "build", "src", "index.js")).href;
+    const sdk = pathToFileURL(join(modules, "sdk-trace-base", "build", "src", "index-shim.js")).href;
+    const registered = await loadedBy(
+      session(`const otel = await import(${JSON.stringify(api)});
+const { BasicTracerProvider } = await import(${JSON.stringify(sdk)});
+otel.trace.setGlobalTracerProvider(new BasicTracerProvider());`),
+    );
+    expect(registered.report).toEqual({ stopReason: "stop" });
+    expect(registered.packages).toContain("@opentelemetry/api");
+  });
+});
+
 describe("only in-flight work keeps the process alive", () => {
   it("a process with an idle host (open session, worker started) exits by itself after its prompt, retry sleeps included", async () => {
     const dir = tempDir(fileCleanups, "lifeline-idle-");

@@ -17,7 +17,14 @@ import type { LoopDelay } from "../../shared/protocol.js";
 import type { CoordinationSnapshot } from "../coordination/host-coordination.js";
 import { type EventLoopObserver, observeEventLoops } from "./event-loop-metrics.js";
 import { type Instruments, instrumentsOf } from "./instruments.js";
-import { hasGlobalMeterProvider, hasGlobalTracerProvider, loadOtel, type Otel, SCOPE } from "./otel-api.js";
+import {
+  hasGlobalMeterProvider,
+  hasGlobalTracerProvider,
+  hasRegisteredGlobals,
+  loadOtel,
+  type Otel,
+  SCOPE,
+} from "./otel-api.js";
 import { PromptSpans } from "./prompt-spans.js";
 import { SessionTelemetry } from "./session-telemetry.js";
 import type { TelemetryOptions } from "./telemetry-options.js";
@@ -113,6 +120,9 @@ export class HostTelemetry {
 
   async #start(): Promise<Recording | undefined> {
     if (this.#recording !== undefined || this.#options === false) return this.#recording;
+    const given = this.#options?.meterProvider !== undefined || this.#options?.tracerProvider !== undefined;
+    // Nothing to record into, known without loading the API (about 40 modules on the main thread).
+    if (!given && !hasRegisteredGlobals()) return undefined;
     const otel = await loadOtel();
     // A concurrent open may have started it meanwhile; a closed host starts nothing.
     if (otel === undefined || this.#closed || this.#recording !== undefined) return this.#recording;

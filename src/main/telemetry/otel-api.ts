@@ -28,6 +28,19 @@ export function loadOtel(): Promise<Otel | undefined> {
 }
 
 /**
+ * Whether any copy of the API 1.x has registered a global meter or tracer provider, read where the
+ * API keeps its registry (a symbol-keyed global of each major version) so that a host can tell
+ * there is nothing to record into without loading the API. A copy that registered something has
+ * been loaded by the application already; then {@link loadOtel} and the checks below decide.
+ */
+export function hasRegisteredGlobals(): boolean {
+  const registry = (globalThis as Record<symbol, { metrics?: unknown; trace?: unknown } | undefined>)[
+    Symbol.for("opentelemetry.js.api.1")
+  ];
+  return registry?.metrics !== undefined || registry?.trace !== undefined;
+}
+
+/**
  * Whether the application registered a meter provider globally: without one the API hands out
  * its shared no-op meter, the same object `createNoopMeter()` returns.
  */

@@ -176,17 +176,9 @@ function buildSchemas() {
     sessionDir: z.string().min(1).optional(),
     /** B7, the CLI: when session file appends reach the disk (see docs/sessions.md). @default "batch" */
     sessions: z.strictObject({ fsync: z.enum(["never", "batch", "always"]).optional() }).optional(),
-    retry: retrySchema.default({
-      enabled: true,
-      maxRetries: 3,
-      baseDelayMs: 2000,
-      respectRetryAfter: false,
-      jitter: "none",
-      provider: { maxRetries: 0, idleTimeoutMs: DEFAULT_IDLE_TIMEOUT_MS },
-      budget: false,
-      coordinate: false,
-    }),
-    supervision: supervisionSchema.default({ maxRestarts: 3, windowMs: 60_000 }),
+    // A group left out takes its DEFAULT_SETTINGS (a copy: a session may change its own).
+    retry: retrySchema.default(() => structuredClone(DEFAULTS.retry)),
+    supervision: supervisionSchema.default(() => ({ ...DEFAULTS.supervision })),
     /**
      * Longest wait for one extension handler's promise; past it the handler is abandoned, an
      * `extension_error` is emitted and the extension's next event goes on. @default 5000
@@ -197,7 +189,7 @@ function buildSchemas() {
      * `extensions`): the library never runs code named in a settings file.
      */
     extensions: z.array(z.string().min(1)).optional(),
-    compaction: compactionSchema.default({ enabled: true, reserveTokens: 16_384, keepRecentTokens: 20_000 }),
+    compaction: compactionSchema.default(() => ({ ...DEFAULTS.compaction })),
     fleet: fleetSchema.optional(),
     /**
      * pi's key: the thinking level of a new session (and of a stored one that records none), clamped
@@ -308,11 +300,8 @@ export interface SettingsInput {
   [key: string]: unknown;
 }
 
-/**
- * The defaults of every key, as one object (SPEC R6): what `parseSettings({})` gives, written out so
- * that importing it builds no schema (test/main/config/settings.test.ts holds the two equal).
- */
-export const DEFAULT_SETTINGS: Settings = {
+/** The defaults, written out: the schema's group defaults and {@link DEFAULT_SETTINGS} are these. */
+const DEFAULTS = {
   retry: {
     enabled: true,
     maxRetries: 3,
@@ -327,7 +316,13 @@ export const DEFAULT_SETTINGS: Settings = {
   extensionHandlerTimeoutMs: 5000,
   compaction: { enabled: true, reserveTokens: 16_384, keepRecentTokens: 20_000 },
   defaultThinkingLevel: DEFAULT_THINKING_LEVEL,
-};
+} as const;
+
+/**
+ * The defaults of every key, as one object (SPEC R6): what `parseSettings({})` gives, written out so
+ * that importing it builds no schema (test/main/config/settings.test.ts holds the two equal).
+ */
+export const DEFAULT_SETTINGS: Settings = structuredClone(DEFAULTS);
 
 /**
  * Validates a merged settings object and applies defaults.

@@ -49,6 +49,10 @@ describe("settings schema", () => {
 
   it("R6: DEFAULT_SETTINGS, written out so that importing lifeline builds no schema, is what the schema's defaults give", () => {
     expect(DEFAULT_SETTINGS).toEqual(parseSettings({}, "nothing"));
+    // Each group's own field defaults give the same: the group defaults are not a second truth.
+    expect(DEFAULT_SETTINGS).toEqual(
+      parseSettings({ retry: { provider: {} }, supervision: {}, compaction: {} }, "empty groups"),
+    );
   });
 
   it("R6 B1 B6: defaults are the seed's, and every opt-in refinement is off", () => {

@@ -29,7 +29,7 @@ const BASE = process.env.BENCH_BASE_DIR;
 const RUNS = pick(9, 5);
 const START_RUNS = pick(9, 3);
 
-/** Packages the main thread of an embedding app must not load or carry (issue 37's list). */
+/** Packages the main thread of an embedding app must not load or carry (docs/embedding.md, "What an embedding app pays"). */
 const FORBIDDEN =
   /^(@mariozechner\/|typebox$|ioredis$|@ioredis\/|bullmq$|jiti$|chart\.js$|commander$|@anthropic-ai\/|openai$|@google\/|google-auth-library$|@mistralai\/|@aws-sdk\/|@smithy\/|@opentelemetry\/(?!api$))/;
 
@@ -78,7 +78,7 @@ console.log(JSON.stringify(Object.keys(createRequire(import.meta.url).cache)));`
   return [...new Set([...urls, ...cjs].map(packageOf).filter((name) => name !== undefined))].sort();
 }
 
-/** The three-line embedder, bundled with exactly issue 37's esbuild flags: bytes and packages inside. */
+/** The three-line embedder, bundled with exactly the flags docs/embedding.md names: bytes and packages inside. */
 async function embedderBundle(scratch) {
   const app = join(scratch, "app");
   mkdirSync(join(app, "node_modules"), { recursive: true });

@@ -224,7 +224,7 @@ const { pathToFileURL } = require("node:url");
   }, 60_000);
 
   it("a minimal embedder's bundle (esbuild --bundle --platform=node --format=esm --minify) is at most 1,000 KB and carries no provider SDK, pi package, Redis client, extension compiler, CLI or OTel SDK; fleet mode there says what to do", async () => {
-    // The embedder of issue 37's measure: three lines, bundled with exactly its flags.
+    // The smallest embedder (docs/embedding.md, "What an embedding app pays"): three lines, bundled with exactly these flags.
     writeFileSync(
       join(app, "src", "minimal.mjs"),
       `import { SessionHost } from "lifeline";

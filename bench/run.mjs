@@ -633,7 +633,7 @@ function printS(s) {
       `${ratio(imp.lifeline.wallMs / imp.piscina.wallMs)} wall, ${ratio(imp.lifeline.cpuMs / imp.piscina.cpuMs)} CPU`,
     ],
   ];
-  console.log(table(["fresh process, median of " + s.config.RUNS, "wall ms", "CPU ms", "× piscina"], rows));
+  console.log(table([`fresh process, median of ${s.config.RUNS}`, "wall ms", "CPU ms", "× piscina"], rows));
   console.log(
     `packages import("lifeline") loads: ${imp.packages.join(", ")}; listed ones among them: ${imp.forbidden.join(", ") || "none"}`,
   );

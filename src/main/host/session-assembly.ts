@@ -8,7 +8,6 @@
  * any failure of a resume closes its file again.
  */
 import { randomUUID } from "node:crypto";
-import { setImmediate as nextTurn } from "node:timers/promises";
 import { LifelineError } from "../../shared/errors.js";
 import { toModelRef } from "../config/model-ref.js";
 import type { HostCoordination } from "../coordination/host-coordination.js";
@@ -112,10 +111,6 @@ export class SessionAssembly {
     resumed: OpenedSession | undefined,
   ): Promise<AgentSession> {
     const { config, workers, files, sessions } = this.#parts;
-    // The caller's task ends here: what follows (settings, telemetry's first load, a worker's start)
-    // runs on later turns of the loop rather than adding to the task that called createSession,
-    // which for an app's first session is also the one that created the host (bench (s)).
-    await nextTurn();
     const fleet = await this.#parts.fleet.connection();
     const restored = resumed === undefined ? undefined : restoreTranscript(resumed.entries);
     const fileModel = restored?.model === undefined ? undefined : `${restored.model.provider}/${restored.model.id}`;

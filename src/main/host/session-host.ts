@@ -6,6 +6,7 @@
  * order. Placing sessions on workers, and a worker's death, are the roster's (workers/worker-roster.ts).
  */
 import { basename, resolve } from "node:path";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { DEMO_PROVIDER } from "../../shared/demo-models.js";
 import { LifelineError } from "../../shared/errors.js";
@@ -175,6 +176,10 @@ export class SessionHost {
   async createSession(options: SessionOptions = {}): Promise<AgentSession> {
     this.#assertOpen();
     checkSessionOptions(options);
+    // The caller's task ends here: what follows (settings, telemetry's first load, a worker's start)
+    // runs on later turns of the loop rather than adding to the task that called createSession,
+    // which for an app's first session is also the one that created the host (bench (s)).
+    await nextTurn();
     // Fleet mode decides where sessions are kept (the fleet's Redis), so it comes first.
     await this.#fleet.connection();
     const store = this.#files.storeFor(options.sessions);
@@ -196,6 +201,7 @@ export class SessionHost {
   async resumeSession(ref: string, options: ResumeOptions = {}): Promise<AgentSession> {
     this.#assertOpen();
     checkResumeOptions(ref, options);
+    await nextTurn();
     await this.#fleet.connection();
     const store = this.#files.requireStore(options.sessions, "resumeSession()");
     return this.#assembly.resume(store, ref, options);

@@ -10,8 +10,10 @@
 import * as z from "zod";
 import { InvalidSettingsError } from "./errors.js";
 import { isProxyUrl, PROXY_URL_RULE } from "./proxy-url.js";
-import { DEFAULT_THINKING_LEVEL, THINKING_LEVELS, type ThinkingLevel } from "./thinking.js";
+import { DEFAULT_THINKING_LEVEL, THINKING_LEVELS } from "./thinking.js";
 import { MAX_TIMER_MESSAGE, MAX_TIMER_MS } from "./timer-ms.js";
+
+export { mergeSettings, type SettingsInput } from "./settings-input.js";
 
 /** Default of `retry.provider.idleTimeoutMs` (see docs: sized for reasoning models). */
 const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
@@ -267,39 +269,6 @@ export type RetrySettings = z.output<Schemas["retrySchema"]>;
 /** Validated settings, defaults applied. */
 export type Settings = z.output<Schemas["settingsSchema"]>;
 
-/** What a settings file or an override may contain: any subset, nested. */
-export interface SettingsInput {
-  sessionDir?: string;
-  sessions?: { fsync?: "never" | "batch" | "always" };
-  retry?: {
-    enabled?: boolean;
-    maxRetries?: number;
-    baseDelayMs?: number;
-    respectRetryAfter?: boolean;
-    jitter?: "none" | "full" | "equal";
-    maxDelayMs?: number;
-    fallbackModels?: string[];
-    provider?: { maxRetries?: number; timeoutMs?: number; maxRetryDelayMs?: number; idleTimeoutMs?: number };
-    budget?: { ratio?: number; minPerSecond?: number; windowMs?: number } | false;
-    coordinate?: boolean;
-    maxConcurrentRequests?: number;
-  };
-  supervision?: { maxRestarts?: number; windowMs?: number };
-  extensionHandlerTimeoutMs?: number;
-  /** Read by the CLI only (see the schema). */
-  extensions?: string[];
-  compaction?: { enabled?: boolean; reserveTokens?: number; keepRecentTokens?: number };
-  fleet?: { redis?: string; name?: string; leaseMs?: number };
-  defaultThinkingLevel?: ThinkingLevel;
-  /** Host-wide (see the schema): a session's `settings` may not set it. */
-  proxy?: string;
-  /** Host-wide (see the schema). */
-  noProxy?: string;
-  /** Host-wide (see the schema). */
-  caFile?: string;
-  [key: string]: unknown;
-}
-
 /** The defaults, written out: the schema's group defaults and {@link DEFAULT_SETTINGS} are these. */
 const DEFAULTS = {
   retry: {
@@ -393,29 +362,4 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
     current = (current as Record<PropertyKey, unknown>)[key];
   }
   return current;
-}
-
-/**
- * Deep-merges settings layers, later layers winning key by key. Arrays and scalars replace.
- * Inputs are not modified.
- */
-export function mergeSettings(...layers: readonly (SettingsInput | undefined)[]): SettingsInput {
-  let merged: Record<string, unknown> = {};
-  for (const layer of layers) {
-    if (layer !== undefined) merged = mergeObjects(merged, layer);
-  }
-  return merged;
-}
-
-function mergeObjects(base: Record<string, unknown>, top: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...base };
-  for (const [key, value] of Object.entries(top)) {
-    const previous = out[key];
-    out[key] = isPlainObject(previous) && isPlainObject(value) ? mergeObjects(previous, value) : value;
-  }
-  return out;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
 }

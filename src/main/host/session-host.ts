@@ -176,9 +176,7 @@ export class SessionHost {
   async createSession(options: SessionOptions = {}): Promise<AgentSession> {
     this.#assertOpen();
     checkSessionOptions(options);
-    // The caller's task ends here: what follows (settings, telemetry's first load, a worker's start)
-    // runs on later turns of the loop rather than adding to the task that called createSession,
-    // which for an app's first session is also the one that created the host (bench (s)).
+    // The caller's task ends here: settings, telemetry and a worker's start go on later turns (bench (s)).
     await nextTurn();
     // Fleet mode decides where sessions are kept (the fleet's Redis), so it comes first.
     await this.#fleet.connection();

@@ -38,6 +38,11 @@ export interface PendingPrompt extends CompactingPrompt {
   abortedEarly?: boolean;
   /** The caller's id for it (`prompt(text, { id })`): its outcome is recorded under it (prompt-records.ts). */
   id?: string | undefined;
+  /**
+   * Set once it is no longer the session's live prompt (settled, rejected, the session closed):
+   * a step still waiting for it (prompt-admission.ts) then goes no further.
+   */
+  over?: true;
 }
 
 /** A prompt sent with `{ queue: true }` while the session was busy; it begins when the session is free. */

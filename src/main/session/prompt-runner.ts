@@ -15,26 +15,22 @@
  * `SessionCompaction` (CompactionTarget), `SessionLink` and its `SessionRestore` (LinkedSession,
  * X7). `AgentSession` checks arguments and delegates here.
  */
-import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { SummaryRequest } from "../../shared/compaction/summary-prompt.js";
 import { errorText } from "../../shared/error-text.js";
 import { LifelineError, SessionBusyError, type WorkerExitedError } from "../../shared/errors.js";
 import type { CompactionResult, PromptResult } from "../../shared/events.js";
 import type { BatchItem } from "../../shared/protocol.js";
-import type { CompactionSettings, Settings } from "../../shared/settings.js";
-import type { ContextOverflowHook } from "../compaction/context-overflow-hook.js";
-import { type CompactionHost, type CompactionTarget, SessionCompaction } from "../compaction/session-compaction.js";
+import { type CompactionTarget, SessionCompaction } from "../compaction/session-compaction.js";
 import type { SessionCoordination } from "../coordination/session-coordination.js";
 import type { RetryController } from "../retry/retry-controller.js";
-import type { SessionRecorder } from "../session-files/session-recorder.js";
 import { storedRunTail } from "../supervision/interrupted-run.js";
 import { type PendingPrompt, type QueuedPrompt, settledResult } from "./pending-prompt.js";
 import { PromptAdmission } from "./prompt-admission.js";
 import { PromptRecords } from "./prompt-records.js";
-import { PromptTicket } from "./prompt-ticket.js";
 import type { QueuedMessages } from "./queued-messages.js";
 import type { AfterRun } from "./run-events.js";
+import { RunnerCompactionHost } from "./runner-compaction-host.js";
 import { type LinkedSession, SessionLink } from "./session-link.js";
 import type { SessionListeners } from "./session-listeners.js";
 import type { SessionModel } from "./session-model.js";
@@ -57,40 +53,6 @@ export interface PromptRunnerParts {
   setModel(name: string): Promise<unknown>;
   /** Called as a prompt begins, before its user message is built: deferred bash messages go in first. */
   beforePrompt(): void;
-}
-
-/**
- * What the session's compactions read of it: a class, so that `settings` and `contextWindow` are
- * methods on the shared prototype rather than two closures per session (P4, docs/performance.md).
- */
-class RunnerCompactionHost implements CompactionHost {
-  readonly sessionId: string;
-  readonly overflowHook: ContextOverflowHook | undefined;
-  readonly recorder: SessionRecorder | undefined;
-  readonly prompts: PromptRunner;
-  readonly transcript: TranscriptMirror;
-  readonly events: SessionListeners;
-  readonly #settings: Settings;
-  readonly #model: SessionModel;
-
-  constructor(setup: SessionSetup, model: SessionModel, runner: PromptRunner, events: SessionListeners) {
-    this.sessionId = setup.start.sessionId;
-    this.overflowHook = setup.host.onContextOverflow;
-    this.recorder = setup.host.recorder;
-    this.prompts = runner;
-    this.transcript = runner.transcript;
-    this.events = events;
-    this.#settings = setup.start.settings;
-    this.#model = model;
-  }
-
-  settings(): CompactionSettings {
-    return this.#settings.compaction;
-  }
-
-  contextWindow(): number {
-    return this.#model.current.contextWindow;
-  }
 }
 
 /** What {@link captureResolvers} leaves for `submit()` to take; UNSET between calls. */
@@ -134,12 +96,10 @@ export class PromptRunner implements SessionRunsTarget, CompactionTarget, Linked
   #prompt: PendingPrompt | undefined;
   readonly #queue: QueuedPrompt[] = [];
   #closed: LifelineError | undefined;
-  readonly #beforePrompt: () => void;
 
   /** Builds the session's lifecycle parts; nothing reaches it from the worker until `link.connect()`. */
   constructor({ setup, model, thinking, events, queued, coordination, setModel, beforePrompt }: PromptRunnerParts) {
     this.sessionId = setup.start.sessionId;
-    this.#beforePrompt = beforePrompt;
     this.#setup = setup;
     this.#events = events;
     this.#queued = queued;
@@ -163,8 +123,15 @@ export class PromptRunner implements SessionRunsTarget, CompactionTarget, Linked
       compaction: this.#compaction,
       setModel,
     });
-    this.#admission = new PromptAdmission(setup.host.recorder, coordination, setup.host.pacer);
     this.records = new PromptRecords(setup.start.prompts, setup.start.lastPromptId, setup.host.recorder);
+    this.#admission = new PromptAdmission({
+      recorder: setup.host.recorder,
+      coordination,
+      pacer: setup.host.pacer,
+      beforePrompt,
+      records: this.records,
+      runs: this.#runs,
+    });
   }
 
   /** The error the session was closed with (ERR_SESSION_DISPOSED, ERR_SESSION_CRASHED); undefined while open. */
@@ -326,17 +293,7 @@ export class PromptRunner implements SessionRunsTarget, CompactionTarget, Linked
     const pending: PendingPrompt = { resolve, reject, retries: 0, lastAssistant: undefined, failure: undefined, id };
     this.#prompt = pending;
     this.#setup.host.telemetry?.begin(trace);
-    this.#admission.admit(new PromptTicket(this, pending, text));
-  }
-
-  /** The live prompt's turn (PromptTicket.message): deferred bash messages go in before its user message. */
-  beforePrompt(): void {
-    this.#beforePrompt();
-  }
-
-  /** Every wait of the live prompt is over (PromptTicket.start): its first run is posted. */
-  startPrompt(message: AgentMessage): void {
-    void this.#runs.start({ kind: "prompt", message });
+    this.#admission.admit(pending, text);
   }
 
   /** The first queued prompt begins, if any. */
@@ -347,8 +304,7 @@ export class PromptRunner implements SessionRunsTarget, CompactionTarget, Linked
 
   /** Rejects the live prompt with a runtime error (no model outcome to report); queued prompts go on. */
   rejectPrompt(error: LifelineError): void {
-    const pending = this.#prompt;
-    this.#prompt = undefined;
+    const pending = this.#release();
     this.#runs.stop();
     this.retry.dispose(error.message, "non_retryable");
     pending?.reject(error);
@@ -367,7 +323,7 @@ export class PromptRunner implements SessionRunsTarget, CompactionTarget, Linked
     if (this.link.restoring !== undefined) return;
     if (this.#admission.waiting) return;
     if (this.#compaction.startThresholdIfDue(pending)) return;
-    this.#prompt = undefined;
+    this.#release();
     const result = settledResult(pending);
     this.records.settled(pending.id, result);
     this.#events.emit({ type: "agent_settled", ...result });
@@ -384,14 +340,20 @@ export class PromptRunner implements SessionRunsTarget, CompactionTarget, Linked
     this.maybeSettle();
   }
 
+  /** The live prompt stops being live (marked `over`, so no step still waiting for it goes on); returns it. */
+  #release(): PendingPrompt | undefined {
+    const pending = this.#prompt;
+    this.#prompt = undefined;
+    if (pending !== undefined) pending.over = true;
+    return pending;
+  }
+
   /** Marks the session closed and rejects the live and queued prompts with `error`. */
   #close(error: LifelineError): void {
     this.#closed = error;
     this.#admission.close();
     this.#runs.stop();
-    const pending = this.#prompt;
-    this.#prompt = undefined;
-    pending?.reject(error);
+    this.#release()?.reject(error);
     for (const queued of this.#queue.splice(0)) queued.reject(error);
     this.#compaction.endSummary({ error: error.message });
   }

@@ -44,7 +44,7 @@ export interface SessionRunsTarget {
   maybeSettle(): void;
   /** A chain failed outside the model, or a stored run could not be ended: the live prompt settles as failed. */
   failPrompt(error: unknown): void;
-  /** The worker refused a run of the live prompt: it rejects with `error` (no model outcome to report). */
+  /** A run of the live prompt was refused (write-ahead, worker): it rejects with `error` (no model outcome to report). */
   rejectPrompt(error: LifelineError): void;
 }
 
@@ -157,10 +157,18 @@ export class SessionRuns implements RunEventsTarget {
         return;
       }
       // The worker refused the run: the runtime cannot serve this prompt; say so with a code.
-      this.#target.rejectPrompt(
-        error instanceof LifelineError ? error : new LifelineError("ERR_PROTOCOL", String(error)),
-      );
+      this.refuse(error instanceof LifelineError ? error : new LifelineError("ERR_PROTOCOL", String(error)));
     }
+  }
+
+  /** The live prompt's admission ended it before any run (aborted while it waited): it may settle now. */
+  endUnsent(): void {
+    this.#target.maybeSettle();
+  }
+
+  /** The live prompt cannot be run (its write-ahead failed, the worker refused its run): it rejects with `error`. */
+  refuse(error: LifelineError): void {
+    this.#target.rejectPrompt(error);
   }
 
   /**

@@ -26,6 +26,8 @@ export class BoundedCalls {
   readonly #pending = new Set<(error: LifelineError) => void>();
   readonly #startWaiters: (() => void)[] = [];
   #started = false;
+  /** The error given to {@link failAll}: every later call rejects with it at once. */
+  #failed: LifelineError | undefined;
 
   constructor(remote: Remote<WorkerApi>) {
     this.#remote = remote;
@@ -46,7 +48,8 @@ export class BoundedCalls {
    * Calls `method` and unwraps its {@link Result}. Rejects with the worker's typed error, with
    * what `onTimeout(periods)` returns once `timeoutMs` has passed `periods` times (counted from the
    * worker's start; `Infinity`: never; `undefined` from it waits one more period), with
-   * ERR_PROTOCOL when comlink itself fails, or with the error given to {@link failAll}.
+   * ERR_PROTOCOL when comlink itself fails, or with the error given to {@link failAll} (at once
+   * when the call comes after it).
    */
   invoke<K extends keyof WorkerApi>(
     method: K,
@@ -54,6 +57,7 @@ export class BoundedCalls {
     timeoutMs: number,
     onTimeout: (periods: number) => LifelineError | undefined,
   ): Promise<Unwrapped<ApiResult<K>>> {
+    if (this.#failed !== undefined) return Promise.reject(this.#failed);
     return new Promise<Unwrapped<ApiResult<K>>>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       let periods = 0;
@@ -96,8 +100,9 @@ export class BoundedCalls {
     });
   }
 
-  /** The worker is gone: every pending call rejects with `error`, and nothing waits for a start. */
+  /** The worker is gone: every pending call rejects with `error`, later calls too, and nothing waits for a start. */
   failAll(error: LifelineError): void {
+    this.#failed ??= error;
     this.#startWaiters.length = 0;
     for (const fail of [...this.#pending]) fail(error);
   }

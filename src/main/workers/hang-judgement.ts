@@ -4,6 +4,8 @@
  * one, or one that keeps sending but never answers, is hung. Ordinary calls and aborts use it,
  * each with its own period and window of liveness.
  */
+import { LifelineError } from "../../shared/errors.js";
+
 /**
  * How many `callTimeoutMs` periods an ordinary call waits for a worker that is still sending
  * (worker-link.ts, `WorkerLink.call`; an abort likewise, in periods of `controlTimeoutMs`): a worker streaming for thousands of sessions answers its port
@@ -48,4 +50,27 @@ export function judgeHang(
  */
 export function signOfLifeMs(heartbeatMs: number, controlTimeoutMs: number): number {
   return Math.max(10, Math.min(heartbeatMs, Math.floor(controlTimeoutMs / 4)));
+}
+
+/** The error of an ordinary call unanswered after `waitedMs` from a worker judged `hung` (it is terminated). */
+export function hungCallError(method: string, waitedMs: number, hung: Hang): LifelineError {
+  const why = hung.alive
+    ? "it kept sending but does not serve its port"
+    : "it is taken to be blocked in synchronous code";
+  return new LifelineError(
+    "ERR_CALL_TIMEOUT",
+    `The worker did not answer ${method} within ${waitedMs} ms; ${why} and is terminated. Raise callTimeoutMs or check the worker module's tools.`,
+  );
+}
+
+/** The error of an `openSession` unanswered within `limitMs` (`setupTimeoutMs`): its worker module's `setup()`, or the open itself. */
+export function setupTimeoutError(workerModule: string | undefined, limitMs: number): LifelineError {
+  const what =
+    workerModule === undefined
+      ? "The worker did not open the session"
+      : `Worker module ${workerModule} setup() did not finish`;
+  return new LifelineError(
+    "ERR_WORKER_MODULE",
+    `${what} within ${limitMs} ms (setupTimeoutMs); the session was not created and the worker keeps serving. Raise setupTimeoutMs or make setup() faster.`,
+  );
 }

@@ -29,14 +29,13 @@ export class InFlightWork {
   }
 
   /**
-   * Counts the call `invoke()` makes while it is pending; a `startRun` (its `args` are the session
-   * and run ids) also counts its run until {@link runEnded}. Returns the call.
+   * Counts `call` while it is pending; a `startRun` (its `args` are the session and run ids) also
+   * counts its run until {@link runEnded}. Returns the call.
    */
-  track<T>(method: string, args: unknown[], invoke: () => Promise<T>): Promise<T> {
+  track<T>(method: string, args: unknown[], call: Promise<T>): Promise<T> {
     const run = method === "startRun" ? { sessionId: String(args[0]), runId: Number(args[1]) } : undefined;
     if (run !== undefined && this.#open(run.sessionId, run.runId)) this.#keepAlive.begin();
     this.#keepAlive.begin();
-    const call = invoke();
     call.then(
       () => this.#keepAlive.end(),
       () => {

@@ -10,6 +10,7 @@
 import { LifelineError } from "../../shared/errors.js";
 import { decodeWorkerMessage, type LoopDelay, type WorkerMessage } from "../../shared/protocol.js";
 import type { InFlightWork } from "./in-flight-work.js";
+import type { PermitHandler, PermitLink } from "./link-options.js";
 import type { LinkSessions } from "./link-sessions.js";
 import type { LinkUi } from "./link-ui.js";
 
@@ -24,12 +25,10 @@ export interface InboxTargets {
   protocolError(reason: string): void;
   /** B9: a loop report of the worker's thread. */
   loopDelay?: ((threadId: number, delay: LoopDelay) => void) | undefined;
-  /** B8: a session asks for a permit for one model request. */
-  permitRequest(sessionId: string, requestId: number): void;
-  /** B8: that request ended or was cancelled. */
-  permitRelease(requestId: number): void;
-  /** Lets the worker go on with a request it asked a permit for; the inbox ignores its failure. */
-  grantPermit(requestId: number): Promise<unknown>;
+  /** The link: `grantPermit` lets the worker go on with a request it asked a permit for (its failure is ignored). */
+  readonly link: PermitLink;
+  /** B8: the host's answer to permit requests and releases; undefined: every request is granted at once. */
+  readonly permits: PermitHandler | undefined;
 }
 
 /** Receives one worker's port messages; see the file comment. */
@@ -79,16 +78,17 @@ export class LinkInbox {
         if (message.loop !== undefined && this.#threadId !== undefined) to.loopDelay?.(this.#threadId, message.loop);
         return;
       case "permit_request":
-        to.permitRequest(message.sessionId, message.requestId);
+        if (to.permits !== undefined) to.permits.request(to.link, message.sessionId, message.requestId);
+        else void to.link.call("grantPermit", message.requestId, true).catch(() => {});
         return;
       case "permit_release":
-        to.permitRelease(message.requestId);
+        to.permits?.release(to.link, message.requestId);
         return;
       case "tool_calls_ready":
         // The reply's message_end came first on this port, so it is recorded; once stored, go.
         void to.sessions
           .stored(message.sessionId)
-          .then(() => to.grantPermit(message.requestId))
+          .then(() => to.link.call("grantPermit", message.requestId, true))
           .catch(() => {});
         return;
       case "ui_request":

@@ -8,7 +8,6 @@ import type { WorkerExitCause } from "../../shared/errors.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
 import type { LoopDelay } from "../../shared/protocol.js";
 import type { TurnPacer } from "./turn-pacer.js";
-import type { WorkerLink } from "./worker-link.js";
 
 /** A worker's port plus a promise that settles when its serve loop ends (rejects on a crash). */
 export interface LinkEndpoint {
@@ -44,17 +43,22 @@ export interface LinkTimeouts {
   controlTimeoutMs: number;
 }
 
+/** What a permit handler answers a worker through: its link (`WorkerLink`), also the key of its permits. */
+export interface PermitLink {
+  call(method: "grantPermit", requestId: number, granted: boolean): Promise<unknown>;
+}
+
 /**
  * B8: where a worker's permit messages go (the host's coordination). Each is called on the main
  * thread as the message arrives; none may throw.
  */
 export interface PermitHandler {
   /** A session of `link`'s worker asks for a permit for one model request; answer with `grantPermit`. */
-  request(link: WorkerLink, sessionId: string, requestId: number): void;
+  request(link: PermitLink, sessionId: string, requestId: number): void;
   /** That request ended or was cancelled: its permit, or its place in the queue, is given back. */
-  release(link: WorkerLink, requestId: number): void;
+  release(link: PermitLink, requestId: number): void;
   /** The worker is gone: every permit it held or waited for is released. */
-  releaseAll(link: WorkerLink): void;
+  releaseAll(link: PermitLink): void;
 }
 
 /** What the host gives a link to hear from it and to reach the host's parts. */

@@ -16,7 +16,8 @@
  * whole burst's continuations would run in that one task (docs/performance.md, "(m)").
  */
 import { fromWireError, LifelineError } from "../../shared/errors.js";
-import type { Result, RunOp } from "../../shared/protocol.js";
+import type { RunOp } from "../../shared/protocol.js";
+import type { BoundedCalls } from "./bounded-calls.js";
 import type { PacedTurn, TurnPacer } from "./turn-pacer.js";
 
 /**
@@ -58,13 +59,25 @@ class QueuedOp implements PacedTurn {
 /** See the file comment. */
 export class RunOpQueue {
   #queued: QueuedOp[] = [];
-  /** Sends one message of ops; resolves with one result per op, in order. */
-  readonly #send: (ops: RunOp[]) => Promise<Result<boolean | null>[]>;
+  /** The link's calls: each message of ops is one `runOps` call, bounded as its link's calls are. */
+  readonly #calls: BoundedCalls;
+  readonly #timeoutMs: number;
+  readonly #onTimeout: (periods: number) => LifelineError | undefined;
   readonly #pacer: TurnPacer | undefined;
 
-  /** @param pacer the host's pacer, which spreads the settling of a burst's answers over slices. */
-  constructor(send: (ops: RunOp[]) => Promise<Result<boolean | null>[]>, pacer?: TurnPacer) {
-    this.#send = send;
+  /**
+   * @param timeoutMs, onTimeout as `BoundedCalls.invoke` takes them (the link's `callTimeoutMs` and its hang judgement).
+   * @param pacer the host's pacer, which spreads the settling of a burst's answers over slices.
+   */
+  constructor(
+    calls: BoundedCalls,
+    timeoutMs: number,
+    onTimeout: (periods: number) => LifelineError | undefined,
+    pacer?: TurnPacer,
+  ) {
+    this.#calls = calls;
+    this.#timeoutMs = timeoutMs;
+    this.#onTimeout = onTimeout;
     this.#pacer = pacer;
   }
 
@@ -86,7 +99,7 @@ export class RunOpQueue {
     if (this.#queued.length === 0) return;
     const queued = this.#queued;
     this.#queued = [];
-    this.#send(queued.map((entry) => entry.op)).then(
+    this.#calls.invoke("runOps", [queued.map((entry) => entry.op)], this.#timeoutMs, this.#onTimeout).then(
       (results) => {
         queued.forEach((entry, i) => {
           const result = results[i];

@@ -13,16 +13,19 @@
  * the same liveness (the inbox's `lastSeenAt`, which judges both the hang of a call and the
  * watchdog's) and the same port order (queued run ops go before any other call); the parts that
  * stand alone live in their own files (bounded-calls, in-flight-work, link-inbox, link-sessions,
- * link-ui, run-op-queue, worker-exit, hang-judgement).
+ * link-ui, link-control, run-op-queue, worker-exit, hang-judgement).
  */
+
+import { setTimeout as sleep } from "node:timers/promises";
 import type { MessagePort } from "node:worker_threads";
 import { wrap } from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { LifelineError, type WorkerExitCause, WorkerExitedError } from "../../shared/errors.js";
-import type { ControlMessage, RunInput, SessionInit, SessionOpened, WorkerApi } from "../../shared/protocol.js";
+import type { RunInput, SessionInit, SessionOpened, WorkerApi } from "../../shared/protocol.js";
 import { type ApiResult, BoundedCalls, type Unwrapped } from "./bounded-calls.js";
-import { judgeHang, LIVE_CALL_PERIODS } from "./hang-judgement.js";
+import { hungCallError, judgeHang, LIVE_CALL_PERIODS, setupTimeoutError } from "./hang-judgement.js";
 import { InFlightWork } from "./in-flight-work.js";
+import { LinkControl } from "./link-control.js";
 import { LinkInbox } from "./link-inbox.js";
 import type { LinkEndpoint, LinkHooks, LinkTimeouts, PermitHandler } from "./link-options.js";
 import { type LinkClient, LinkSessions } from "./link-sessions.js";
@@ -62,7 +65,7 @@ export class WorkerLink {
   /** Run starts and failed-reply removals not sent yet, sent together as one `runOps` message (run-op-queue.ts). */
   readonly #ops: RunOpQueue;
   /** The worker's control channel (early aborts), when the endpoint has one. */
-  readonly #control: { port: MessagePort; posted: Int32Array } | undefined;
+  readonly #control: LinkControl;
   /**
    * SPEC X7: this worker serves only sessions suspected of crashing their previous worker, so that
    * a poison session stops taking its neighbours down. New sessions never go to it.
@@ -70,15 +73,6 @@ export class WorkerLink {
   readonly isolated: boolean;
 
   constructor(endpoint: LinkEndpoint, options: LinkTimeouts & LinkHooks) {
-    this.#ops = new RunOpQueue(
-      (ops) =>
-        this.#dead !== undefined
-          ? Promise.reject(this.#dead)
-          : this.#calls.invoke("runOps", [ops], this.#timeouts.callTimeoutMs, (periods) =>
-              this.#callTimedOut("runOps", periods),
-            ),
-      options.pacer,
-    );
     this.#onExit = options.onExit;
     this.#permits = options.permits;
     this.#ui = new LinkUi(
@@ -89,16 +83,19 @@ export class WorkerLink {
     this.#port = endpoint.port;
     this.#timeouts = options;
     this.#terminate = endpoint.terminate;
-    this.#control = endpoint.control;
-    // Never what keeps the process alive: the main port and the work in flight decide that.
-    this.#control?.port.unref();
+    this.#control = new LinkControl(endpoint.control);
     this.#work = new InFlightWork((referenced) => {
       if (referenced) this.#port.ref();
       else this.#port.unref();
       endpoint.setReferenced?.(referenced);
     });
     this.#calls = new BoundedCalls(wrap<WorkerApi>(nodeEndpoint(endpoint.port)));
-    const grantPermit = (requestId: number) => this.call("grantPermit", requestId, true);
+    this.#ops = new RunOpQueue(
+      this.#calls,
+      options.callTimeoutMs,
+      (periods) => this.#callTimedOut("runOps", periods),
+      options.pacer,
+    );
     this.#inbox = new LinkInbox({
       sessions: this.#sessions,
       work: this.#work,
@@ -106,12 +103,8 @@ export class WorkerLink {
       started: () => this.#calls.start(),
       protocolError: options.onProtocolError,
       loopDelay: options.onLoopDelay,
-      permitRequest: (sessionId, requestId) => {
-        if (this.#permits === undefined) void grantPermit(requestId).catch(() => {});
-        else this.#permits.request(this, sessionId, requestId);
-      },
-      permitRelease: (requestId) => this.#permits?.release(this, requestId),
-      grantPermit,
+      link: this,
+      permits: options.permits,
     });
     this.#port.on("message", (data: unknown) => this.#inbox.receive(data));
     this.#port.on("close", () => this.#onPortClose());
@@ -228,9 +221,8 @@ export class WorkerLink {
    */
   startRun(sessionId: string, runId: number, input: RunInput): Promise<void> {
     if (this.#dead !== undefined) return Promise.reject(this.#dead);
-    return this.#work.track("startRun", [sessionId, runId], () =>
-      this.#ops.add({ kind: "start", sessionId, runId, input }).then(() => undefined),
-    );
+    const started = this.#ops.add({ kind: "start", sessionId, runId, input }).then(() => undefined);
+    return this.#work.track("startRun", [sessionId, runId], started);
   }
 
   /**
@@ -240,9 +232,8 @@ export class WorkerLink {
    */
   popFailed(sessionId: string): Promise<boolean> {
     if (this.#dead !== undefined) return Promise.reject(this.#dead);
-    return this.#work.track("popFailed", [sessionId], () =>
-      this.#ops.add({ kind: "pop_failed", sessionId }).then((removed) => removed === true),
-    );
+    const popped = this.#ops.add({ kind: "pop_failed", sessionId }).then((removed) => removed === true);
+    return this.#work.track("popFailed", [sessionId], popped);
   }
 
   /** What a timed-out ordinary call decides (see {@link call}): wait one more period, or the error. */
@@ -251,10 +242,7 @@ export class WorkerLink {
     const hung = judgeHang(method, periods, limit, this.#silentMs(), this.#timeouts.hangTimeoutMs + this.allowanceMs);
     if (hung === undefined) return undefined;
     this.terminateHung(hung.why);
-    return new LifelineError(
-      "ERR_CALL_TIMEOUT",
-      `The worker did not answer ${method} within ${periods * limit} ms; ${hung.alive ? "it kept sending but does not serve its port" : "it is taken to be blocked in synchronous code"} and is terminated. Raise callTimeoutMs or check the worker module's tools.`,
-    );
+    return hungCallError(method, periods * limit, hung);
   }
   /** How long the worker has sent nothing, in ms: its liveness (calls' hangs, the watchdog). */
   #silentMs(): number {
@@ -271,9 +259,9 @@ export class WorkerLink {
     ...args: Parameters<WorkerApi[K]>
   ): Promise<Unwrapped<ApiResult<K>>> {
     const limit = this.#timeouts.controlTimeoutMs;
-    return this.#invoke(method, args, limit, () => {
-      return new LifelineError("ERR_CALL_TIMEOUT", `The worker did not answer ${method} within ${limit} ms.`);
-    });
+    const timedOut = () =>
+      new LifelineError("ERR_CALL_TIMEOUT", `The worker did not answer ${method} within ${limit} ms.`);
+    return this.#invoke(method, args, limit, timedOut);
   }
 
   /**
@@ -293,10 +281,8 @@ export class WorkerLink {
     const limit = this.#timeouts.controlTimeoutMs;
     const runId = this.#dead === undefined ? this.#abortEarly(sessionId) : undefined;
     let over = false;
-    const runOver = runId === undefined ? undefined : this.#work.whenOver(sessionId, runId);
-    void runOver?.then(() => {
-      over = true;
-    });
+    const runOver =
+      runId === undefined ? undefined : this.#work.whenOver(sessionId, runId).then(() => void (over = true));
     const call = this.#invoke("abort", [sessionId], limit, (periods) => {
       if (!over) {
         // Sent anything during the period just waited: busy (its port's backlog ahead of the
@@ -307,13 +293,9 @@ export class WorkerLink {
       }
       return new LifelineError("ERR_CALL_TIMEOUT", `The worker did not answer abort within ${periods * limit} ms.`);
     });
-    if (runOver === undefined) {
-      await call;
-      return;
-    }
-    // Whichever comes second is of no interest, a late timeout included.
-    call.catch(() => {});
-    await Promise.race([call, runOver]);
+    // With the run's end to race, whichever comes second is of no interest, a late timeout included.
+    if (runOver !== undefined) call.catch(() => {});
+    await (runOver === undefined ? call : Promise.race([call, runOver]));
   }
 
   /**
@@ -322,12 +304,8 @@ export class WorkerLink {
    * rejects it (X5), and it holds the process alive meanwhile. @throws as {@link call}.
    */
   awaitBash(sessionId: string): Promise<Unwrapped<ApiResult<"awaitBash">>> {
-    return this.#invoke(
-      "awaitBash",
-      [sessionId],
-      Number.POSITIVE_INFINITY,
-      () => new LifelineError("ERR_PROTOCOL", "unreachable"),
-    );
+    // The timeout never comes (no period is armed), so it decides nothing.
+    return this.#invoke("awaitBash", [sessionId], Number.POSITIVE_INFINITY, () => undefined);
   }
 
   /**
@@ -342,14 +320,7 @@ export class WorkerLink {
       const limit = this.#timeouts.setupTimeoutMs;
       return await this.#invoke("openSession", [init], limit, () => {
         void this.control("closeSession", init.sessionId).catch(() => {});
-        const what =
-          init.workerModule === undefined
-            ? "The worker did not open the session"
-            : `Worker module ${init.workerModule} setup() did not finish`;
-        return new LifelineError(
-          "ERR_WORKER_MODULE",
-          `${what} within ${limit} ms (setupTimeoutMs); the session was not created and the worker keeps serving. Raise setupTimeoutMs or make setup() faster.`,
-        );
+        return setupTimeoutError(init.workerModule, limit);
       });
     } finally {
       this.#opening--;
@@ -364,7 +335,7 @@ export class WorkerLink {
     this.#work.beginClosing();
     try {
       await this.control("shutdown");
-      await Promise.race([this.#done, delay(this.#timeouts.controlTimeoutMs)]);
+      await Promise.race([this.#done, sleep(this.#timeouts.controlTimeoutMs, undefined, { ref: false })]);
     } catch {
       // The worker is already gone or stuck; the pool's destroy() terminates it.
     }
@@ -380,10 +351,7 @@ export class WorkerLink {
    */
   #abortEarly(sessionId: string): number | undefined {
     const runId = this.#work.openRun(sessionId);
-    if (this.#control === undefined || runId === undefined) return undefined;
-    this.#control.port.postMessage({ type: "abort", sessionId, runId } satisfies ControlMessage);
-    Atomics.add(this.#control.posted, 0, 1);
-    return runId;
+    return runId !== undefined && this.#control.abortEarly(sessionId, runId) ? runId : undefined;
   }
 
   /** A bounded call that holds the process while it is pending; a `startRun` also holds it until its run_end. */
@@ -396,7 +364,7 @@ export class WorkerLink {
     if (this.#dead !== undefined) return Promise.reject(this.#dead);
     // The ops queued before this call go first: the port keeps the order of the calls.
     this.#ops.flush();
-    return this.#work.track(method, args, () => this.#calls.invoke(method, args, timeoutMs, onTimeout));
+    return this.#work.track(method, args, this.#calls.invoke(method, args, timeoutMs, onTimeout));
   }
 
   /**
@@ -426,11 +394,7 @@ export class WorkerLink {
     this.#ops.failAll(error);
     this.#calls.failAll(error);
     this.#port.close();
-    this.#control?.port.close();
+    this.#control.close();
     this.#sessions.end(!closing && error instanceof WorkerExitedError ? error : undefined);
   }
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }

@@ -13,7 +13,7 @@ describe("InFlightWork.openRun", () => {
     const call = new Promise<void>((resolve) => {
       answer = resolve;
     });
-    void work.track("startRun", ["s-1", 7], () => call);
+    void work.track("startRun", ["s-1", 7], call);
     expect(work.openRun("s-1")).toBe(7);
     // A session whose id starts like another's is not taken for it.
     expect(work.openRun("s")).toBeUndefined();
@@ -27,9 +27,9 @@ describe("InFlightWork.openRun", () => {
   it("names the newest of a session's open runs, and counts each run once", () => {
     const work = new InFlightWork(() => {});
     const never = () => new Promise<void>(() => {});
-    void work.track("startRun", ["s", 3], never);
-    void work.track("startRun", ["s", 4], never);
-    void work.track("startRun", ["s", 3], never);
+    void work.track("startRun", ["s", 3], never());
+    void work.track("startRun", ["s", 4], never());
+    void work.track("startRun", ["s", 3], never());
     expect(work.openRun("s")).toBe(4);
     // Three pending calls and two open runs.
     expect(work.count).toBe(5);
@@ -42,8 +42,8 @@ describe("InFlightWork.openRun", () => {
 
   it("whenOver resolves at the run's run_end, at once for a run not open, and on a detach", async () => {
     const work = new InFlightWork(() => {});
-    void work.track("startRun", ["s", 1], () => new Promise<void>(() => {}));
-    void work.track("startRun", ["t", 1], () => new Promise<void>(() => {}));
+    void work.track("startRun", ["s", 1], new Promise<void>(() => {}));
+    void work.track("startRun", ["t", 1], new Promise<void>(() => {}));
     let over = false;
     const ended = work.whenOver("s", 1).then(() => {
       over = true;

@@ -4,22 +4,30 @@
  * (a retry's sleep, a prompt's wait) do not all run in the task that received the answer (P1).
  */
 import { setImmediate as nextTurn } from "node:timers/promises";
+import type { Remote } from "comlink";
 import { describe, expect, it } from "vitest";
+import { BoundedCalls } from "../../../src/main/workers/bounded-calls.js";
 import { RunOpQueue } from "../../../src/main/workers/run-op-queue.js";
 import { TurnPacer } from "../../../src/main/workers/turn-pacer.js";
-import type { Result, RunOp } from "../../../src/shared/protocol.js";
+import { LifelineError } from "../../../src/shared/errors.js";
+import type { Result, RunOp, WorkerApi } from "../../../src/shared/protocol.js";
 
 /** A queue whose one message is answered when the test says, every op with its index. */
 function answeredLater(pacer?: TurnPacer) {
   let answer: (() => void) | undefined;
   const sent: RunOp[][] = [];
-  const queue = new RunOpQueue((ops) => {
-    sent.push(ops);
-    return new Promise<Result<boolean | null>[]>((resolve) => {
-      answer = () => resolve(ops.map((_, i) => ({ ok: true, value: i % 2 === 0 })));
-    });
-  }, pacer);
-  return { queue, sent, answer: () => answer?.() };
+  // The link's calls over a remote whose one method answers when the test says.
+  const remote = {
+    runOps: (ops: RunOp[]) => {
+      sent.push(ops);
+      return new Promise<Result<boolean | null>[]>((resolve) => {
+        answer = () => resolve(ops.map((_, i) => ({ ok: true, value: i % 2 === 0 })));
+      });
+    },
+  };
+  const calls = new BoundedCalls(remote as unknown as Remote<WorkerApi>);
+  const queue = new RunOpQueue(calls, Number.POSITIVE_INFINITY, () => undefined, pacer);
+  return { queue, calls, sent, answer: () => answer?.() };
 }
 
 describe("RunOpQueue", () => {
@@ -55,6 +63,15 @@ describe("RunOpQueue", () => {
     await nextTurn();
     expect(settled).toHaveLength(100);
     await Promise.all(ops);
+  });
+
+  it("ops sent after the link's calls failed reject with that failure, unsent", async () => {
+    const { queue, calls, sent } = answeredLater();
+    calls.failAll(new LifelineError("ERR_WORKER_EXITED", "gone"));
+    const op = queue.add({ kind: "pop_failed", sessionId: "s" });
+    queue.flush();
+    await expect(op).rejects.toThrow("gone");
+    expect(sent).toEqual([]);
   });
 
   it("a link's death rejects the queued ops, unsent", async () => {

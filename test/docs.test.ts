@@ -569,7 +569,53 @@ function interfaceMembers(source: string, name: string): string[] {
 
 const readRoot = (path: string) => readFileSync(join(root, path), "utf8");
 
+/** GitHub's id of a heading: lower case, punctuation dropped, spaces to hyphens. */
+function headingSlug(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, "")
+    .replace(/ /g, "-");
+}
+
+/** The ids of a Markdown text's headings, code blocks left out (a repeated one gets `-1`, `-2`…). */
+function headingIds(text: string): Set<string> {
+  const seen = new Map<string, number>();
+  const ids = new Set<string>();
+  for (const match of text.replace(/```[\s\S]*?```/g, "").matchAll(/^#{1,6}\s+(.*)$/gm)) {
+    const slug = headingSlug(match[1] ?? "");
+    const count = seen.get(slug) ?? 0;
+    seen.set(slug, count + 1);
+    ids.add(count === 0 ? slug : `${slug}-${count}`);
+  }
+  return ids;
+}
+
+/** `file: target#anchor` for every Markdown link to a heading of a repository page that has no such heading. */
+function brokenAnchors(file: SourceFile, pages: (path: string) => string | undefined): string[] {
+  return [...file.text.matchAll(/\]\(([^)\s#]*)#([^)\s]+)\)/g)].flatMap((match) => {
+    const target = match[1] === "" ? file.path : join(dirname(file.path), match[1] ?? "");
+    const text = pages(target);
+    if (text === undefined || headingIds(text).has(match[2] ?? "")) return [];
+    return [`${file.path}: ${match[1]}#${match[2]} names no heading`];
+  });
+}
+
 describe("the front door and the reference pages", () => {
+  const files = repositoryFiles();
+
+  it("every link to a heading of a page lands on a heading", () => {
+    const markdown = files.filter((file) => isMarkdown(file.path));
+    const byPath = new Map(markdown.map((file) => [file.path, file.text]));
+    expect(markdown.flatMap((file) => brokenAnchors(file, (path) => byPath.get(path)))).toEqual([]);
+    const probe: SourceFile = {
+      path: "docs/probe.md",
+      text: "[a](api.md#events) [b](api.md#no-such) [c](#here)\n## Here\n",
+    };
+    expect(brokenAnchors(probe, (path) => (path === "docs/probe.md" ? probe.text : byPath.get(path)))).toEqual([
+      "docs/probe.md: api.md#no-such names no heading",
+    ]);
+  });
   it(`README.md is a front door: at most ${README_MAX_BYTES} bytes, lines of at most 200 characters`, () => {
     const readme = readFileSync(join(root, "README.md"));
     expect(readme.byteLength).toBeLessThanOrEqual(README_MAX_BYTES);

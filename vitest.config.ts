@@ -1,5 +1,5 @@
 /**
- * One project per test tier; the tier is the file name's suffix (README, "Tests"):
+ * One project per test tier; the tier is the file name's suffix (CONTRIBUTING.md, "Tests"):
  *
  *   unit     *.test.ts           in-process, imports src/ only: runs without a build
  *   thread   *.thread.test.ts    real worker threads through the built dist/

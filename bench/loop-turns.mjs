@@ -1,7 +1,7 @@
 /**
  * A preload, run by hand, that logs every long turn of each worker thread's event loop: the time
  * between two of its check phases (`setImmediate`), which is one whole turn of libuv's loop, and
- * how late a 100 ms interval timer fired. Used in docs/performance.md, section (m), "How long one
+ * how late a 100 ms interval timer fired. Used in docs/performance-history.md, section (m), "How long one
  * turn of the worker's loop lasts":
  *
  *   NODE_OPTIONS="--import ./bench/loop-turns.mjs" node --expose-gc bench/rss.mjs lifeline 5000

@@ -1,7 +1,7 @@
 /**
  * Who had the CPUs while the host waited: the slowest moments of a bench run matched against a
  * system-wide `perf` recording of the same run (Linux, root). Section (m)'s stalls of the host's
- * loop ("(m)", "What the stalls are, read from perf", in docs/performance.md), or section (l)'s
+ * loop ("(m)", "What the stalls are, read from perf", in docs/performance-history.md), or section (l)'s
  * slowest aborts, `abort()` to the prompt settled ("(l)", "The busy tail, read from perf").
  *
  * (m) splits each stall into the main thread's run time and its run-queue wait with the thread's

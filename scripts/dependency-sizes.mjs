@@ -1,7 +1,7 @@
 // Measures what each group of lifeline's dependencies costs to install: every group is installed
 // alone, at the exact versions package.json pins, into a scratch folder (from npm's cache when it
 // has them, `--prefer-offline`), and the folder's node_modules is measured with `du -sk`, so a
-// group counts its own dependencies. README's "Install size by entry point" cites its output.
+// group counts its own dependencies. CONTRIBUTING.md points here for the figures.
 //
 //   node scripts/dependency-sizes.mjs
 import { spawnSync } from "node:child_process";

@@ -18,6 +18,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, resolve, sep } from "node:path";
 import { describe, expect, it } from "vitest";
+import { DEFAULT_SETTINGS } from "../src/main/index.js";
 
 const root = resolve(import.meta.dirname, "..");
 const SELF = "test/docs.test.ts";
@@ -46,10 +47,10 @@ function read(path: string): SourceFile {
 const isCode = (path: string) => CODE_EXTENSIONS.some((ext) => path.endsWith(ext));
 const isMarkdown = (path: string) => path.endsWith(".md");
 
-/** Code, docs and README: everything a reader of the repository reads. */
+/** Code, docs, README and CONTRIBUTING: everything a reader of the repository reads. */
 function repositoryFiles(): SourceFile[] {
   const code = ["src", "test", "bench", "scripts"].flatMap((dir) => listFiles(dir, isCode));
-  const docs = [...listFiles("docs", isMarkdown), "README.md"];
+  const docs = [...listFiles("docs", isMarkdown), "README.md", "CONTRIBUTING.md"];
   return [...code, ...docs].filter((path) => path !== SELF).map(read);
 }
 
@@ -502,5 +503,188 @@ describe("the scanner", () => {
     expect(missingPaths(probe, exists)).toEqual([
       `src/main/probe.ts:1: load/load-command.ts is in none of ${WHERE_NAMED_FROM}`,
     ]);
+  });
+});
+
+// ------------------------------------------------------------------------------- the front door
+
+/** The README's size limit: a front door a newcomer reads whole; reference goes to docs/. */
+const README_MAX_BYTES = 15_000;
+/** The performance page's limit: the current state of each target; the runs are in its history. */
+const PERFORMANCE_MAX_LINES = 300;
+
+/** The lines of `text` between `<!-- name:start -->` and `<!-- name:end -->` (none without both). */
+function marked(text: string, name: string): string[] {
+  const start = text.indexOf(`<!-- ${name}:start -->`);
+  const end = text.indexOf(`<!-- ${name}:end -->`);
+  if (start < 0 || end < start) return [];
+  return text.slice(start, end).split("\n").slice(1);
+}
+
+/** The cells of each table row (`| a | b |`) among `lines`, header and rule left out. */
+function tableRows(lines: string[]): string[][] {
+  return lines
+    .filter((line) => line.startsWith("|") && !/^\|[\s|:-]+\|$/.test(line))
+    .slice(1)
+    .map((line) =>
+      line
+        .slice(1, -1)
+        .split(/(?<!\\)\|/)
+        .map((cell) => cell.trim()),
+    );
+}
+
+/** A cell's one backquoted value (`` `x` `` → x), or undefined. */
+function code(cell: string | undefined): string | undefined {
+  return cell?.match(/^`([^`]+)`/)?.[1];
+}
+
+/** The package's import names (`lifeline`, `lifeline/rpc`…) and their default files, from package.json. */
+function exportedEntries(): Map<string, string> {
+  const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+    name: string;
+    exports: Record<string, string | Record<string, string>>;
+  };
+  return new Map(
+    Object.entries(manifest.exports).map(([subpath, target]) => [
+      subpath === "." ? manifest.name : `${manifest.name}/${subpath.slice(2)}`,
+      (typeof target === "string" ? target : (target.default ?? "")).replace(/^\.\//, ""),
+    ]),
+  );
+}
+
+/** Every leaf of a settings object as `a.b.c` → value (arrays and primitives are leaves). */
+function leaves(value: unknown, prefix = ""): [string, unknown][] {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return [[prefix, value]];
+  return Object.entries(value).flatMap(([key, inner]) => leaves(inner, prefix === "" ? key : `${prefix}.${key}`));
+}
+
+/** The members of `export interface <name> { … }` in a TypeScript source: `  member?:` lines. */
+function interfaceMembers(source: string, name: string): string[] {
+  const start = source.indexOf(`export interface ${name} {`);
+  if (start < 0) return [];
+  const end = source.indexOf("\n}", start);
+  return [...source.slice(start, end).matchAll(/^ {2}(\w+)\??:/gm)].map((m) => m[1] ?? "");
+}
+
+const readRoot = (path: string) => readFileSync(join(root, path), "utf8");
+
+/** GitHub's id of a heading: lower case, punctuation dropped, spaces to hyphens. */
+function headingSlug(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, "")
+    .replace(/ /g, "-");
+}
+
+/** The ids of a Markdown text's headings, code blocks left out (a repeated one gets `-1`, `-2`…). */
+function headingIds(text: string): Set<string> {
+  const seen = new Map<string, number>();
+  const ids = new Set<string>();
+  for (const match of text.replace(/```[\s\S]*?```/g, "").matchAll(/^#{1,6}\s+(.*)$/gm)) {
+    const slug = headingSlug(match[1] ?? "");
+    const count = seen.get(slug) ?? 0;
+    seen.set(slug, count + 1);
+    ids.add(count === 0 ? slug : `${slug}-${count}`);
+  }
+  return ids;
+}
+
+/** `file: target#anchor` for every Markdown link to a heading of a repository page that has no such heading. */
+function brokenAnchors(file: SourceFile, pages: (path: string) => string | undefined): string[] {
+  return [...file.text.matchAll(/\]\(([^)\s#]*)#([^)\s]+)\)/g)].flatMap((match) => {
+    const target = match[1] === "" ? file.path : join(dirname(file.path), match[1] ?? "");
+    const text = pages(target);
+    if (text === undefined || headingIds(text).has(match[2] ?? "")) return [];
+    return [`${file.path}: ${match[1]}#${match[2]} names no heading`];
+  });
+}
+
+describe("the front door and the reference pages", () => {
+  const files = repositoryFiles();
+
+  it("every link to a heading of a page lands on a heading", () => {
+    const markdown = files.filter((file) => isMarkdown(file.path));
+    const byPath = new Map(markdown.map((file) => [file.path, file.text]));
+    expect(markdown.flatMap((file) => brokenAnchors(file, (path) => byPath.get(path)))).toEqual([]);
+    const probe: SourceFile = {
+      path: "docs/probe.md",
+      text: "[a](api.md#events) [b](api.md#no-such) [c](#here)\n## Here\n",
+    };
+    expect(brokenAnchors(probe, (path) => (path === "docs/probe.md" ? probe.text : byPath.get(path)))).toEqual([
+      "docs/probe.md: api.md#no-such names no heading",
+    ]);
+  });
+  it(`README.md is a front door: at most ${README_MAX_BYTES} bytes, lines of at most 200 characters`, () => {
+    const readme = readFileSync(join(root, "README.md"));
+    expect(readme.byteLength).toBeLessThanOrEqual(README_MAX_BYTES);
+    const long = readme
+      .toString("utf8")
+      .split("\n")
+      .flatMap((line, k) => (line.length > 200 ? [`README.md:${k + 1}: ${line.length} characters`] : []));
+    expect(long).toEqual([]);
+  });
+
+  it("README.md cites no rule, fact or convention id before its first section", () => {
+    const readme = readRoot("README.md");
+    const opening = readme.slice(0, readme.search(/^## /m));
+    expect(opening.length).toBeGreaterThan(0);
+    expect(citedIds(opening)).toEqual([]);
+  });
+
+  it("docs/api.md and docs/embedding.md list the entry points package.json exports, no more, no fewer", () => {
+    const exported = exportedEntries();
+    const api = tableRows(marked(readRoot("docs/api.md"), "entry-points")).map((row) => code(row[0]));
+    expect([...api].sort()).toEqual([...exported.keys()].sort());
+    const embedding = tableRows(marked(readRoot("docs/embedding.md"), "entry-points")).map(
+      (row): [string | undefined, string | undefined] => [code(row[0]), code(row[1])],
+    );
+    expect(new Map(embedding)).toEqual(exported);
+  });
+
+  it("docs/settings.md gives every default of DEFAULT_SETTINGS, as JSON", () => {
+    const rows = tableRows(marked(readRoot("docs/settings.md"), "settings-keys"));
+    const documented = new Map(rows.map((row) => [code(row[0]), code(row[1])]));
+    const defaults = leaves(DEFAULT_SETTINGS);
+    expect(defaults.length).toBeGreaterThan(15);
+    const wrong = defaults.flatMap(([key, value]) => {
+      const shown = documented.get(key);
+      return shown === JSON.stringify(value) ? [] : [`${key}: default ${JSON.stringify(value)}, documented ${shown}`];
+    });
+    expect(wrong).toEqual([]);
+  });
+
+  it("docs/settings.md lists every host option, but the two for tests", () => {
+    const source = readRoot("src/main/host/host-options.ts");
+    const members = interfaceMembers(source, "SessionHostOptions");
+    expect(members).toContain("threads");
+    const forTests = ["connect", "sleep"];
+    const rows = tableRows(marked(readRoot("docs/settings.md"), "host-options")).map((row) => code(row[0]));
+    expect([...rows].sort()).toEqual(members.filter((member) => !forTests.includes(member)).sort());
+  });
+
+  it("CONTRIBUTING.md lists the zones src/ has, and names every dependency package.json declares", () => {
+    const contributing = readRoot("CONTRIBUTING.md");
+    const zones = marked(contributing, "zones").flatMap((line) => line.match(/^- `(src\/[\w-]+)`/)?.[1] ?? []);
+    const folders = readdirSync(join(root, "src"), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => `src/${entry.name}`);
+    expect([...zones].sort()).toEqual(folders.sort());
+    const manifest = JSON.parse(readRoot("package.json")) as Record<string, Record<string, string> | undefined>;
+    const declared = ["dependencies", "devDependencies", "peerDependencies"].flatMap((group) =>
+      Object.keys(manifest[group] ?? {}),
+    );
+    expect(declared.filter((name) => !contributing.includes(`\`${name}\``))).toEqual([]);
+  });
+
+  it(`docs/performance.md is the current state: at most ${PERFORMANCE_MAX_LINES} lines, a row for every bench section`, () => {
+    const page = readRoot("docs/performance.md");
+    expect(page.split("\n").length).toBeLessThanOrEqual(PERFORMANCE_MAX_LINES);
+    expect(page).toContain("(performance-history.md)");
+    const sections = [...readRoot("bench/run.mjs").matchAll(/\bid: "([a-z])"/g)].map((m) => m[1] ?? "");
+    expect(sections.length).toBeGreaterThan(10);
+    const rows = page.split("\n").filter((line) => line.startsWith("|"));
+    expect(sections.filter((id) => !rows.some((row) => row.includes(`(${id})`)))).toEqual([]);
   });
 });

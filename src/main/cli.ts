@@ -1,10 +1,12 @@
 #!/usr/bin/env node
+/**
+ * The `lifeline` command: runs the command tree of cli/ on this process's arguments, working
+ * directory, lifeline directory and terminal, and sets the exit code it returns (1, with the
+ * stack on stderr, for an error nothing below caught). What each command takes is said once, by
+ * the commands themselves: `lifeline --help`, and docs/cli.md generated from it.
+ */
 import { quietOnClosedStdout, runCli } from "./cli/main.js";
 import { processRuntime } from "./cli/runtime.js";
-/**
- * The `lifeline` command: the command tree of cli/ run in this process. `lifeline --help`, and
- * docs/cli.md (generated from it), say what each command takes.
- */
 import { resolveLifelineDir } from "./config/lifeline-dir.js";
 import { lifelineVersion } from "./config/lifeline-version.js";
 

@@ -5,7 +5,7 @@
  * connection is still closed (X3): when the session says its run's end is posted
  * (`tearDownAborted`), else on the next macrotask. Why it matters: the fetch's teardown is most of
  * the worker's CPU between an `abort()` and the run's end, so the aborted run's `run_end` goes out
- * first (section (l) of docs/performance.md). The abort records no failure. In-process, with the
+ * first (section (l) of docs/performance-history.md). The abort records no failure. In-process, with the
  * real `fetch` spied on (the signal it is handed) before the capture wraps it.
  */
 import { createServer, type Server } from "node:http";

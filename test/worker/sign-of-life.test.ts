@@ -4,7 +4,7 @@
  * heartbeat from there, since its timer heartbeat cannot run until the task ends. Main judges an
  * unanswered abort by what the worker sent in its window (worker-link.ts `abort`), and a burst of
  * 10,000 early aborts held a worker silent for over 2 s, which had it terminated as stuck and
- * every session on it restored (docs/performance.md, "(m)", "The cut").
+ * every session on it restored (docs/performance-history.md, "(m)", "The cut").
  *
  * serveWorker in-process on MessageChannels with no timer heartbeat (`heartbeatMs` 0), so every
  * heartbeat counted here comes from inside a long task. The bursts: many control messages taken in

@@ -1,7 +1,7 @@
 /**
  * The default worker-thread count (`defaultThreads`, the `threads` option's default): one core
  * left to the main thread, at least one worker, and at most as many as the main thread serves
- * within half its time, as bench section (n) measured (docs/performance.md, "(n) worker threads").
+ * within half its time, as bench section (n) measured (docs/performance-history.md, "(n) worker threads").
  * The core count is passed in, so these hold whatever machine runs them.
  */
 import { describe, expect, it } from "vitest";

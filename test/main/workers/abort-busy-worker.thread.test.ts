@@ -5,7 +5,7 @@
  * Such a worker still posts batches for its other session: it is busy, not stuck in synchronous
  * code, and abort() must wait for it (worker-link.ts `abort`) rather than terminate it, which
  * would restore every session on it on a fresh worker (at 10,000 sessions a load run's end
- * aborted them all at once and had the worker killed: docs/performance.md "(m)").
+ * aborted them all at once and had the worker killed: docs/performance-history.md "(m)").
  *
  * A real worker thread (the host's pool, `threads: 1`) serves a probe in a 1.5 s `nap` tool
  * (test/fixtures/tool-module.mjs) and a flooder whose deltas go to two text blocks

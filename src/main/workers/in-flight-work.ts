@@ -61,13 +61,18 @@ export class InFlightWork {
     return newest;
   }
 
+  /** Whether run `runId` of the session is open: started, and not over (see {@link whenOver}). */
+  isOpen(sessionId: string, runId: number): boolean {
+    return this.#openRuns.get(sessionId)?.has(runId) === true;
+  }
+
   /**
    * Resolves once run `runId` of the session is over for this link: its `run_end` arrived, its
    * start was refused, or its session detached; at once if it is not open. Never resolves if the
    * worker dies first (the link's calls reject then).
    */
   whenOver(sessionId: string, runId: number): Promise<void> {
-    if (this.#openRuns.get(sessionId)?.has(runId) !== true) return Promise.resolve();
+    if (!this.isOpen(sessionId, runId)) return Promise.resolve();
     const run = runKey(sessionId, runId);
     return new Promise((resolve) => {
       const waiters = this.#overWaiters.get(run);

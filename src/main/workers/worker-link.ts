@@ -280,11 +280,9 @@ export class WorkerLink {
   async abort(sessionId: string): Promise<void> {
     const limit = this.#timeouts.controlTimeoutMs;
     const runId = this.#dead === undefined ? this.#abortEarly(sessionId) : undefined;
-    let over = false;
-    const runOver =
-      runId === undefined ? undefined : this.#work.whenOver(sessionId, runId).then(() => void (over = true));
+    const runOver = runId === undefined ? undefined : this.#work.whenOver(sessionId, runId);
     const call = this.#invoke("abort", [sessionId], limit, (periods) => {
-      if (!over) {
+      if (runId === undefined || this.#work.isOpen(sessionId, runId)) {
         // Sent anything during the period just waited: busy (its port's backlog ahead of the
         // call, a tool finishing), not stuck.
         const hung = judgeHang("abort", periods, limit, this.#silentMs(), limit);

@@ -5,15 +5,14 @@
  * view, steering, name and bash commands, and the `PromptRunner` (prompt-runner.ts), which owns the
  * prompt lifecycle, the transcript, the retry controller and the link to the worker (its X7
  * restore; the calls of `setModel`, `queueMessage` and `abort`); the runs in the worker are
- * `SessionRuns`' (session-runs.ts).
+ * `SessionRuns`' (session-runs.ts). What it shows of itself, read-only, is its base class's
+ * (session-readout.ts).
  */
-import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import type { BashResult } from "../../shared/bash/bash-message.js";
 import { LifelineError } from "../../shared/errors.js";
 import type { CompactionResult, CoordinationFallbackEvent, PromptResult } from "../../shared/events.js";
 import type { ModelRef, QueueMode } from "../../shared/protocol.js";
-import type { Settings } from "../../shared/settings.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
 import { toModelRef } from "../config/model-ref.js";
 import {
@@ -27,16 +26,12 @@ import {
   validate,
 } from "../config/option-schemas.js";
 import type { PermitTarget } from "../coordination/permit-bridge.js";
-import type { CoordinationState } from "../coordination/session-coordination.js";
 import type { PromptOptions } from "./pending-prompt.js";
-import type { PromptRecord } from "./prompt-records.js";
-import type { PromptRunner } from "./prompt-runner.js";
 import type { QueueKind } from "./queued-messages.js";
 import type { BashOptions } from "./session-bash.js";
 import type { SessionListener } from "./session-listeners.js";
-import { SessionParts } from "./session-parts.js";
+import { SessionReadout } from "./session-readout.js";
 import type { SessionSetup } from "./session-setup.js";
-import { type SessionStats, sessionStats } from "./session-stats.js";
 
 /** The options of a `prompt()` called without any (shared, never written). */
 const NO_OPTIONS: PromptOptions = Object.freeze({});
@@ -44,23 +39,15 @@ const NO_OPTIONS: PromptOptions = Object.freeze({});
  * One conversation with a model whose agent loop runs in a worker thread.
  * Created by `SessionHost.createSession()`. All methods are called on the main thread.
  */
-export class AgentSession {
+export class AgentSession extends SessionReadout {
   /** Stable id of this session (also passed to providers for cache affinity). */
   readonly id: string;
-  readonly #setup: SessionSetup;
-  readonly #settings: Settings;
-  readonly #parts: SessionParts;
-  /** The prompt lifecycle, and through it the transcript, the retry controller and the link (one of the parts). */
-  readonly #runner: PromptRunner;
 
   /** @internal Use `SessionHost.createSession()`. */
   constructor(setup: SessionSetup) {
+    super(setup);
     this.id = setup.start.sessionId;
-    this.#setup = setup;
-    this.#settings = setup.start.settings;
-    this.#parts = new SessionParts(setup, this);
-    this.#runner = this.#parts.runner;
-    this.#parts.connect();
+    this.parts.connect();
   }
 
   /**
@@ -72,29 +59,10 @@ export class AgentSession {
    */
   prompt(text: string, options?: PromptOptions): Promise<PromptResult> {
     // No `= {}` default: a burst of prompt() calls would allocate one empty object per call.
-    const refusal = this.#runner.closed ?? invalidPrompt(text, options === undefined ? NO_OPTIONS : options);
+    const refusal = this.runner.closed ?? invalidPrompt(text, options === undefined ? NO_OPTIONS : options);
     return refusal === undefined
-      ? this.#runner.submit(text, options?.queue === true, options?.id)
+      ? this.runner.submit(text, options?.queue === true, options?.id)
       : Promise.reject(refusal);
-  }
-
-  /**
-   * What became of the prompt given `id` (`prompt(text, { id })`), in this session's life or, for
-   * a resumed session, in its stored history: undefined when none was stored; `{}` when it was
-   * stored but its run never finished (the host running it stopped: see {@link resumeRun});
-   * `{ result }` once it settled, with what `prompt()` resolved to.
-   */
-  promptRecord(id: string): PromptRecord | undefined {
-    return this.#runner.records.get(id);
-  }
-
-  /**
-   * The id of the prompt whose run this session's transcript ends in, when that prompt was given
-   * an id and never settled (its host stopped mid-run): finish it with {@link resumeRun} before
-   * the next prompt, so that every prompt is followed by its own answer. Undefined otherwise.
-   */
-  get unfinishedPromptId(): string | undefined {
-    return this.#runner.records.unfinished;
   }
 
   /**
@@ -108,13 +76,8 @@ export class AgentSession {
    *   transcript holds no run; ERR_SESSION_DISPOSED after dispose(); as `prompt()` otherwise.
    */
   resumeRun(id?: string): Promise<PromptResult> {
-    const refusal = this.#runner.closed ?? invalidResumeId(id);
-    return refusal === undefined ? this.#runner.resumeRun(id) : Promise.reject(refusal);
-  }
-
-  /** The session's model; {@link setModel} changes it. */
-  get model(): Model<Api> {
-    return this.#parts.model.current;
+    const refusal = this.runner.closed ?? invalidResumeId(id);
+    return refusal === undefined ? this.runner.resumeRun(id) : Promise.reject(refusal);
   }
 
   /**
@@ -125,15 +88,10 @@ export class AgentSession {
    *   ERR_INVALID_MODELS; the model is unchanged then.
    */
   async setModel(model: string | ModelRef): Promise<Model<Api>> {
-    if (this.#runner.closed !== undefined) throw this.#runner.closed;
+    if (this.runner.closed !== undefined) throw this.runner.closed;
     validate(modelRefSchema, model, "setModel() argument", "model");
-    const change = await this.#setup.host.credentials.resolveModel(toModelRef(model));
-    return this.#runner.link.setModel(change);
-  }
-
-  /** The thinking level of the next model request (pi's levels), clamped to the model. */
-  get thinkingLevel(): ThinkingLevel {
-    return this.#parts.thinking.level;
+    const change = await this.setup.host.credentials.resolveModel(toModelRef(model));
+    return this.runner.link.setModel(change);
   }
 
   /**
@@ -141,16 +99,16 @@ export class AgentSession {
    * session-thinking.ts). Resolves with the level applied. @throws ERR_INVALID_OPTIONS, ERR_SESSION_DISPOSED.
    */
   async setThinkingLevel(level: ThinkingLevel): Promise<ThinkingLevel> {
-    if (this.#runner.closed !== undefined) throw this.#runner.closed;
+    if (this.runner.closed !== undefined) throw this.runner.closed;
     validate(thinkingLevelSchema, level, "setThinkingLevel() argument", "level");
-    return this.#runner.link.setThinkingLevel(level);
+    return this.runner.link.setThinkingLevel(level);
   }
 
   /** pi's cycle to the next supported level; undefined (no change) without reasoning. @throws ERR_SESSION_DISPOSED. */
   async cycleThinkingLevel(): Promise<ThinkingLevel | undefined> {
-    if (this.#runner.closed !== undefined) throw this.#runner.closed;
-    const next = this.#parts.thinking.next();
-    return next === undefined ? undefined : this.#runner.link.setThinkingLevel(next);
+    if (this.runner.closed !== undefined) throw this.runner.closed;
+    const next = this.parts.thinking.next();
+    return next === undefined ? undefined : this.runner.link.setThinkingLevel(next);
   }
 
   /**
@@ -162,7 +120,7 @@ export class AgentSession {
    *   is neither "steer" nor "followUp"; ERR_SESSION_DISPOSED after dispose().
    */
   async queueMessage(kind: "steer" | "followUp", text: string): Promise<void> {
-    await this.#parts.steering.send(kind, text);
+    await this.parts.steering.send(kind, text);
   }
 
   /**
@@ -171,28 +129,13 @@ export class AgentSession {
    * has it. @throws ERR_INVALID_OPTIONS for another kind or mode; ERR_SESSION_DISPOSED.
    */
   async setQueueMode(kind: QueueKind, mode: QueueMode): Promise<void> {
-    await this.#parts.steering.setMode(kind, mode);
-  }
-
-  /** The queues' modes (see {@link setQueueMode}). */
-  get queueModes(): Readonly<Record<QueueKind, QueueMode>> {
-    return this.#parts.steering.modes;
-  }
-
-  /** pi's display name (the file's last `session_info` entry); undefined without one. */
-  get sessionName(): string | undefined {
-    return this.#parts.name.current;
+    await this.parts.steering.setMode(kind, mode);
   }
 
   /** Names the session (session-name.ts). @throws ERR_INVALID_OPTIONS when blank; ERR_SESSION_DISPOSED. */
   setSessionName(name: string): void {
-    if (this.#runner.closed !== undefined) throw this.#runner.closed;
-    this.#parts.name.set(name);
-  }
-
-  /** Steering and follow-up messages not yet delivered to the model. */
-  get pendingMessageCount(): number {
-    return this.#parts.steering.pending;
+    if (this.runner.closed !== undefined) throw this.runner.closed;
+    this.parts.name.set(name);
   }
 
   /**
@@ -205,13 +148,13 @@ export class AgentSession {
    */
   async abort(): Promise<void> {
     this.abortRetry();
-    if (this.#runner.isClosed()) return;
-    if (this.#runner.abort()) await this.#runner.link.abort();
+    if (this.runner.isClosed()) return;
+    if (this.runner.abort()) await this.runner.link.abort();
   }
 
   /** R8/B3: ends a live retry chain, sleeping or in flight, with "Retry cancelled". No-op when idle. */
   abortRetry(): void {
-    this.#runner.abortRetry();
+    this.runner.abortRetry();
   }
 
   /**
@@ -220,18 +163,13 @@ export class AgentSession {
    */
   subscribe(listener: SessionListener): () => void {
     assertListener(listener);
-    return this.#parts.events.subscribe(listener);
+    return this.parts.events.subscribe(listener);
   }
 
   /** B5: turns auto-retry on or off for this session only; no file is written. */
   setAutoRetryEnabled(enabled: boolean): void {
     assertToggle("setAutoRetryEnabled", enabled);
-    this.#settings.retry.enabled = enabled;
-  }
-
-  /** R12: whether auto-retry is on for this session. */
-  get autoRetryEnabled(): boolean {
-    return this.#settings.retry.enabled;
+    this.setup.start.settings.retry.enabled = enabled;
   }
 
   /**
@@ -240,17 +178,7 @@ export class AgentSession {
    */
   setAutoCompactionEnabled(enabled: boolean): void {
     assertToggle("setAutoCompactionEnabled", enabled);
-    this.#settings.compaction.enabled = enabled;
-  }
-
-  /** Whether compaction on an overflow and at the threshold is on for this session. */
-  get autoCompactionEnabled(): boolean {
-    return this.#settings.compaction.enabled;
-  }
-
-  /** True while a compaction (its summary request, then installing the result) is in progress. */
-  get isCompacting(): boolean {
-    return this.#runner.isCompacting;
+    this.setup.start.settings.compaction.enabled = enabled;
   }
 
   /**
@@ -263,8 +191,8 @@ export class AgentSession {
    *   ERR_INVALID_OPTIONS for instructions that are not a string; ERR_SESSION_DISPOSED.
    */
   compact(customInstructions?: string): Promise<CompactionResult> {
-    const refusal = this.#runner.closed ?? invalidInstructions(customInstructions);
-    return refusal === undefined ? this.#runner.compact(customInstructions) : Promise.reject(refusal);
+    const refusal = this.runner.closed ?? invalidInstructions(customInstructions);
+    return refusal === undefined ? this.runner.compact(customInstructions) : Promise.reject(refusal);
   }
 
   /**
@@ -276,104 +204,23 @@ export class AgentSession {
    *   worker dies meanwhile (the command's process group is killed); ERR_SESSION_DISPOSED.
    */
   executeBash(command: string, options: BashOptions = {}): Promise<BashResult> {
-    const closed = this.#runner.closed;
-    return closed === undefined ? this.#parts.bash.execute(command, options) : Promise.reject(closed);
+    const closed = this.runner.closed;
+    return closed === undefined ? this.parts.bash.execute(command, options) : Promise.reject(closed);
   }
 
   /** Kills the running command's process tree; its `executeBash` resolves with `cancelled: true`. No-op when none runs. */
   abortBash(): Promise<void> {
-    return this.#parts.bash.abort();
-  }
-
-  /** True while an {@link executeBash} command runs. */
-  get isBashRunning(): boolean {
-    return this.#parts.bash.isRunning;
-  }
-
-  /** R12: true while a retry chain is live. */
-  get isRetrying(): boolean {
-    return this.#runner.retry.isRetrying;
-  }
-
-  /** R3: the live chain's attempt, 0 when idle. */
-  get retryAttempt(): number {
-    return this.#runner.retry.attempt;
-  }
-
-  /**
-   * B8: the host-wide retry budget, provider gate and request permits of this session's provider,
-   * as far as its settings turn them on (an empty object with the defaults).
-   */
-  get coordinationState(): CoordinationState {
-    return this.#parts.coordination?.state() ?? {};
+    return this.parts.bash.abort();
   }
 
   /** Fleet mode, from the host: its B8 decisions fell back or returned; emitted when the settings use any. @internal */
   announceCoordination(event: CoordinationFallbackEvent): void {
-    if (this.#parts.coordination?.inUse === true && !this.#runner.isClosed()) this.#parts.events.emit(event);
+    if (this.parts.coordination?.inUse === true && !this.runner.isClosed()) this.parts.events.emit(event);
   }
 
   /** B8, for the host's permit requests: undefined when `retry.maxConcurrentRequests` is not set. @internal */
   get permitTarget(): PermitTarget | undefined {
-    return this.#runner.isClosed() ? undefined : this.#parts.coordination?.permitTarget();
-  }
-
-  /** True while a run of the agent is in flight in the worker (a compaction's summary request is not one). */
-  get isStreaming(): boolean {
-    return this.#runner.isStreaming;
-  }
-
-  /** True after `dispose()`, or once the session's worker has exited (`worker_exited`). */
-  get isClosed(): boolean {
-    return this.#runner.isClosed();
-  }
-
-  /** True from `prompt()` until its `agent_settled`, and while `compact()` runs. */
-  get isBusy(): boolean {
-    return this.#runner.hasLivePrompt || this.#runner.isCompacting;
-  }
-
-  /** The runtime transcript the model sees (failed attempts removed while retrying, R4). */
-  get messages(): readonly AgentMessage[] {
-    return this.#runner.transcript.messages;
-  }
-
-  /** Every message the session produced, failed attempts included (R4's persisted history). */
-  get history(): readonly AgentMessage[] {
-    return this.#runner.transcript.history;
-  }
-
-  /** pi's session statistics; tokens and cost count failed attempts too (session-stats.ts). */
-  get stats(): SessionStats {
-    return sessionStats(this);
-  }
-
-  /** B7: the file this session is persisted to; undefined when persistence is off. */
-  get sessionFile(): string | undefined {
-    return this.#setup.host.recorder?.path;
-  }
-
-  /**
-   * B7: resolves once everything this session has recorded so far is stored (as durably as the
-   * fsync policy says): after `prompt()` returns, that includes the prompt's user message. At once
-   * when the session is not persisted. Never rejects (a failed write-ahead rejects the prompt).
-   */
-  flushSession(): Promise<void> {
-    return this.#setup.host.recorder?.flush() ?? Promise.resolve();
-  }
-
-  /**
-   * B7: the first error storing this session's entries met (ERR_SESSION_FILE, or ERR_SESSION_LOCKED
-   * when another host took the session over), undefined while every append was stored. Once set,
-   * entries recorded since may be missing from the store: resume the session to go on.
-   */
-  get storeError(): Error | undefined {
-    return this.#setup.host.recorder?.failure;
-  }
-
-  /** The session's effective settings (files, host and session overrides, and toggles). */
-  get settings(): Readonly<Settings> {
-    return this.#settings;
+    return this.runner.isClosed() ? undefined : this.parts.coordination?.permitTarget();
   }
 
   /**
@@ -381,8 +228,8 @@ export class AgentSession {
    * pending and queued prompts with ERR_SESSION_DISPOSED. Idempotent.
    */
   dispose(): Promise<void> {
-    if (this.#runner.isClosed()) return Promise.resolve();
-    return this.#runner.dispose(
+    if (this.runner.isClosed()) return Promise.resolve();
+    return this.runner.dispose(
       new LifelineError("ERR_SESSION_DISPOSED", `Session ${this.id} was disposed; create a new session.`),
     );
   }

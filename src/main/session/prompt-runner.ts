@@ -2,18 +2,16 @@
  * A session's prompt lifecycle on the main thread, and the state it owns: the live prompt, the
  * `{ queue: true }` prompts waiting behind it and whether the session is closed.
  *
- * A prompt's life: `submit()` → its user message written ahead (B7) and a wait at its provider's
- * closed gate (B8) → its runs in the worker, each posted and ended by `SessionRuns`
- * (session-runs.ts: a chain of retries, or a compaction after an overflow (R1) and the prompt going
- * on once) → when no run is in flight, no chain is live, no compaction or restore is in progress
- * and nothing waits before a first request (a threshold compaction runs just before),
- * `agent_settled` is emitted and the prompt resolves (R11, B4); the next queued prompt then
- * begins. Each step is driven by an event; nothing polls or sleeps.
+ * A prompt's life: `submit()` → `PromptAdmission` (its turn, write-ahead B7, gate B8; it posts the
+ * first run) → its runs in the worker, each posted and ended by `SessionRuns` (a chain of retries,
+ * or a compaction after an overflow (R1) and the prompt going on once) → when no run is in flight,
+ * no chain is live, no compaction or restore is in progress and nothing waits before a first
+ * request (a threshold compaction runs just before), `agent_settled` is emitted and the prompt
+ * resolves (R11, B4); the next queued prompt then begins. Each step is driven by an event.
  *
- * The runner builds the parts the lifecycle drives or is driven by, and hands itself to each
- * through the narrow interface the part declares: `SessionRuns` (SessionRunsTarget),
- * `SessionCompaction` (CompactionTarget), `SessionLink` and its `SessionRestore` (LinkedSession,
- * X7). `AgentSession` checks arguments and delegates here.
+ * The runner builds the parts; those that report back to it do so through the narrow interface
+ * each declares: `SessionRuns` (SessionRunsTarget), `SessionCompaction` (CompactionTarget),
+ * `SessionLink` and its `SessionRestore` (LinkedSession, X7).
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { SummaryRequest } from "../../shared/compaction/summary-prompt.js";

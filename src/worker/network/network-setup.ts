@@ -11,17 +11,7 @@
 import { InvalidSettingsError } from "../../shared/errors.js";
 import type { WorkerNetwork } from "../../shared/protocol.js";
 import { isProxyUrl, PROXY_URL_RULE } from "../../shared/proxy-url.js";
-
-/**
- * The thread's dispatcher, resolved: the proxy of `http:` and of `https:` targets ("" for none),
- * the hosts that bypass them, and the extra CA file. Compared as JSON to tell a change.
- */
-export interface DispatcherPlan {
-  httpProxy: string;
-  httpsProxy: string;
-  noProxy: string;
-  caFile?: string;
-}
+import type { DispatcherPlan } from "./proxy-dispatcher.js";
 
 /** The plan the thread's dispatcher was built from; "direct": Node's own (none was installed). */
 let installed = "direct";

@@ -14,7 +14,17 @@ import { readFile } from "node:fs/promises";
 import { rootCertificates } from "node:tls";
 import { Agent, type Dispatcher, EnvHttpProxyAgent, getGlobalDispatcher, setGlobalDispatcher } from "undici";
 import { InvalidSettingsError } from "../../shared/errors.js";
-import type { DispatcherPlan } from "./network-setup.js";
+
+/**
+ * The thread's dispatcher, resolved: the proxy of `http:` and of `https:` targets ("" for none),
+ * the hosts that bypass them, and the extra CA file. Compared as JSON to tell a change.
+ */
+export interface DispatcherPlan {
+  httpProxy: string;
+  httpsProxy: string;
+  noProxy: string;
+  caFile?: string;
+}
 
 const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
 

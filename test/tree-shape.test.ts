@@ -46,7 +46,7 @@ function importsOf(file: string, text: string): string[] {
 }
 
 /** The import circles of a graph (its strongly connected components of more than one file, or a file importing itself). */
-export function importCircles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+function importCircles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
   // Tarjan's algorithm, iterative so that a deep chain cannot overflow the stack.
   const index = new Map<string, number>();
   const low = new Map<string, number>();

@@ -79,12 +79,12 @@ export type { ResumeOptions, SessionHostOptions, SessionOptions } from "./host/h
 export type { ForkResult } from "./host/session-forks.js";
 export { createSessionHost, SessionHost } from "./host/session-host.js";
 export { AgentSession } from "./session/agent-session.js";
-export type { PromptOptions } from "./session/pending-prompt.js";
-export type { PromptRecord } from "./session/prompt-records.js";
-export type { QueueKind } from "./session/queued-messages.js";
-export type { BashOptions } from "./session/session-bash.js";
-export type { SessionListener } from "./session/session-listeners.js";
-export type { ContextUsage, SessionStats } from "./session/session-stats.js";
+export type { QueueKind } from "./session/commands/queued-messages.js";
+export type { BashOptions } from "./session/commands/session-bash.js";
+export type { PromptOptions } from "./session/prompt/pending-prompt.js";
+export type { PromptRecord } from "./session/prompt/prompt-records.js";
+export type { SessionListener } from "./session/state/session-listeners.js";
+export type { ContextUsage, SessionStats } from "./session/state/session-stats.js";
 export { FileSessionStore, type FileSessionStoreOptions } from "./session-files/file-session-store.js";
 export type { FsyncPolicy } from "./session-files/persistence-queue.js";
 export type { ForkMessage, ForkPosition } from "./session-files/session-fork.js";

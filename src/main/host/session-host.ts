@@ -23,7 +23,7 @@ import { resolveExtensions } from "../extensions/resolve-extensions.js";
 import type { FleetConnection } from "../fleet/fleet-connection.js";
 import { abortableSleep } from "../retry/sleep.js";
 import type { AgentSession } from "../session/agent-session.js";
-import { writeSessionHtml } from "../session/session-html.js";
+import { writeSessionHtml } from "../session/commands/session-html.js";
 import type { ForkMessage, ForkPosition } from "../session-files/session-fork.js";
 import { assertValidSessionId } from "../session-files/session-format.js";
 import { SessionPersistence } from "../session-files/session-persistence.js";

@@ -6,7 +6,7 @@
  */
 
 export type { ThinkingLevel } from "../../shared/thinking.js";
-export type { ContextUsage, SessionStats } from "../session/session-stats.js";
+export type { ContextUsage, SessionStats } from "../session/state/session-stats.js";
 export { RpcClient, type RpcClientOptions } from "./rpc-client.js";
 export type { RpcExtensionUiAnswer, RpcExtensionUiHandler } from "./rpc-client-ui.js";
 export type {

@@ -13,7 +13,7 @@ import type { Api, Model } from "@mariozechner/pi-ai";
 import type { BashResult } from "../../shared/bash/bash-message.js";
 import type { AgentSettledEvent, CompactionResult } from "../../shared/events.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
-import type { SessionStats } from "../session/session-stats.js";
+import type { SessionStats } from "../session/state/session-stats.js";
 import { CLIENT_DEFAULTS, type RpcClientOptions, resolveClientOptions } from "./rpc-client-options.js";
 import type { RpcExtensionUiHandler } from "./rpc-client-ui.js";
 import { RpcConnection } from "./rpc-connection.js";

@@ -21,7 +21,7 @@ import type { ThinkingLevel } from "../../shared/thinking.js";
 import type { AuthEntry } from "../auth/file-auth-storage.js";
 import { thinkingLevelSchema } from "../config/option-schemas.js";
 import type { CoordinationState } from "../coordination/session-coordination.js";
-import type { SessionStats } from "../session/session-stats.js";
+import type { SessionStats } from "../session/state/session-stats.js";
 
 const id = z.string().max(1000).optional();
 const text = z.string().min(1, "must be a non-empty string");

@@ -26,12 +26,12 @@ import {
   validate,
 } from "../config/option-schemas.js";
 import type { PermitTarget } from "../coordination/permit-bridge.js";
-import type { PromptOptions } from "./pending-prompt.js";
-import type { QueueKind } from "./queued-messages.js";
-import type { BashOptions } from "./session-bash.js";
-import type { SessionListener } from "./session-listeners.js";
+import type { QueueKind } from "./commands/queued-messages.js";
+import type { BashOptions } from "./commands/session-bash.js";
+import type { PromptOptions } from "./prompt/pending-prompt.js";
 import { SessionReadout } from "./session-readout.js";
 import type { SessionSetup } from "./session-setup.js";
+import type { SessionListener } from "./state/session-listeners.js";
 
 /** The options of a `prompt()` called without any (shared, never written). */
 const NO_OPTIONS: PromptOptions = Object.freeze({});

@@ -13,16 +13,16 @@
  */
 import type { SessionCoordination } from "../coordination/session-coordination.js";
 import type { SessionView } from "../extensions/session-extensions.js";
-import { PromptRunner } from "./prompt-runner.js";
-import { QueuedMessages } from "./queued-messages.js";
-import { SessionBash } from "./session-bash.js";
-import { SessionListeners } from "./session-listeners.js";
-import { SessionModel } from "./session-model.js";
-import { SessionName } from "./session-name.js";
-import { sessionCoordination } from "./session-retry.js";
+import { QueuedMessages } from "./commands/queued-messages.js";
+import { SessionBash } from "./commands/session-bash.js";
+import { SessionSteering } from "./commands/session-steering.js";
+import { PromptRunner } from "./prompt/prompt-runner.js";
+import { sessionCoordination } from "./runs/session-retry.js";
 import type { SessionSetup } from "./session-setup.js";
-import { SessionSteering } from "./session-steering.js";
-import { SessionThinking } from "./session-thinking.js";
+import { SessionListeners } from "./state/session-listeners.js";
+import { SessionModel } from "./state/session-model.js";
+import { SessionName } from "./state/session-name.js";
+import { SessionThinking } from "./state/session-thinking.js";
 
 /** What the parts call back on the facade: the public calls that keep their own checks. */
 interface SessionFacade extends SessionView {

@@ -9,12 +9,12 @@ import type { QueueMode } from "../../shared/protocol.js";
 import type { Settings } from "../../shared/settings.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
 import type { CoordinationState } from "../coordination/session-coordination.js";
-import type { PromptRecord } from "./prompt-records.js";
-import type { PromptRunner } from "./prompt-runner.js";
-import type { QueueKind } from "./queued-messages.js";
+import type { QueueKind } from "./commands/queued-messages.js";
+import type { PromptRecord } from "./prompt/prompt-records.js";
+import type { PromptRunner } from "./prompt/prompt-runner.js";
 import { SessionParts } from "./session-parts.js";
 import type { SessionSetup } from "./session-setup.js";
-import { type SessionStats, sessionStats } from "./session-stats.js";
+import { type SessionStats, sessionStats } from "./state/session-stats.js";
 
 /** The read-only side of a session; see the module comment. */
 export abstract class SessionReadout {

@@ -6,7 +6,7 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { describe, expect, it } from "vitest";
-import { compactMessage } from "../../../src/main/session/compact-message.js";
+import { compactMessage } from "../../../src/main/session/runs/compact-message.js";
 import { assistantMessage } from "../../fixtures/messages.js";
 
 describe("compactMessage", () => {

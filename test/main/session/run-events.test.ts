@@ -6,7 +6,7 @@ import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
 import type { RetryDecision } from "../../../src/main/retry/retry-controller.js";
-import { type AfterRun, RunEvents, type RunEventsTarget } from "../../../src/main/session/run-events.js";
+import { type AfterRun, RunEvents, type RunEventsTarget } from "../../../src/main/session/runs/run-events.js";
 import type { ActiveRun } from "../../../src/main/supervision/session-restore.js";
 import type { SessionEvent } from "../../../src/shared/events.js";
 import type { BatchItem } from "../../../src/shared/protocol.js";

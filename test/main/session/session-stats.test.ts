@@ -5,7 +5,7 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, AssistantMessage, Model, Usage } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
-import { sessionStats } from "../../../src/main/session/session-stats.js";
+import { sessionStats } from "../../../src/main/session/state/session-stats.js";
 import { emptyUsage } from "../../../src/shared/usage.js";
 import { assistantMessage } from "../../fixtures/messages.js";
 import { mockModel } from "../../fixtures/models.mjs";

@@ -6,10 +6,10 @@
  * session busy) and the count (`QueuedMessages`); the worker calls, whose effects a restore keeps,
  * are the session link's (session-link.ts).
  */
-import { LifelineError, SessionBusyError } from "../../shared/errors.js";
-import type { QueueMode } from "../../shared/protocol.js";
-import { assertQueueKind, invalidMessageText, queueModeSchema, validate } from "../config/option-schemas.js";
-import type { PromptRunner } from "./prompt-runner.js";
+import { LifelineError, SessionBusyError } from "../../../shared/errors.js";
+import type { QueueMode } from "../../../shared/protocol.js";
+import { assertQueueKind, invalidMessageText, queueModeSchema, validate } from "../../config/option-schemas.js";
+import type { PromptRunner } from "../prompt/prompt-runner.js";
 import type { QueuedMessages, QueueKind } from "./queued-messages.js";
 
 /** One session's steering. Built by `AgentSession`; main thread only. */

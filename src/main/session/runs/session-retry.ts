@@ -11,22 +11,22 @@
  * session; docs/performance.md).
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
-import type { ProviderGateWaitEvent, RetryEvent } from "../../shared/events.js";
-import type { RetrySettings, Settings } from "../../shared/settings.js";
-import type { AuthStorage } from "../auth/auth-storage.js";
-import { switchToFallback } from "../auth/session-credentials.js";
-import { SessionCoordination, type SessionCoordinationView } from "../coordination/session-coordination.js";
+import type { ProviderGateWaitEvent, RetryEvent } from "../../../shared/events.js";
+import type { RetrySettings, Settings } from "../../../shared/settings.js";
+import type { AuthStorage } from "../../auth/auth-storage.js";
+import { switchToFallback } from "../../auth/session-credentials.js";
+import { SessionCoordination, type SessionCoordinationView } from "../../coordination/session-coordination.js";
 import {
   type RetryActions,
   RetryController,
   type RetryControllerOptions,
   type RetryCoordination,
-} from "../retry/retry-controller.js";
-import { abortableSleep } from "../retry/sleep.js";
-import type { TurnPacer } from "../workers/turn-pacer.js";
-import type { SessionListeners } from "./session-listeners.js";
-import type { SessionModel } from "./session-model.js";
-import type { SessionSetup } from "./session-setup.js";
+} from "../../retry/retry-controller.js";
+import { abortableSleep } from "../../retry/sleep.js";
+import type { TurnPacer } from "../../workers/turn-pacer.js";
+import type { SessionSetup } from "../session-setup.js";
+import type { SessionListeners } from "../state/session-listeners.js";
+import type { SessionModel } from "../state/session-model.js";
 import type { TranscriptMirror } from "./transcript-mirror.js";
 
 /** The retry controller of the session `setup` describes; its events go to `emit`. Called once per session. */

@@ -10,19 +10,19 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
-import type { LifelineError, WorkerExitedError } from "../../shared/errors.js";
-import type { BatchItem, ModelChange, QueueMode } from "../../shared/protocol.js";
-import type { ThinkingLevel } from "../../shared/thinking.js";
-import { type RestoreLink, type RestoreTarget, SessionRestore } from "../supervision/session-restore.js";
-import type { LinkClient } from "../workers/link-sessions.js";
-import { isWorkerGone } from "../workers/worker-exit.js";
-import type { WorkerLink } from "../workers/worker-link.js";
-import type { QueuedMessages, QueueKind } from "./queued-messages.js";
+import type { LifelineError, WorkerExitedError } from "../../../shared/errors.js";
+import type { BatchItem, ModelChange, QueueMode } from "../../../shared/protocol.js";
+import type { ThinkingLevel } from "../../../shared/thinking.js";
+import { type RestoreLink, type RestoreTarget, SessionRestore } from "../../supervision/session-restore.js";
+import type { LinkClient } from "../../workers/link-sessions.js";
+import { isWorkerGone } from "../../workers/worker-exit.js";
+import type { WorkerLink } from "../../workers/worker-link.js";
+import type { QueuedMessages, QueueKind } from "../commands/queued-messages.js";
+import type { SessionSetup } from "../session-setup.js";
+import type { SessionListeners } from "../state/session-listeners.js";
+import type { SessionModel } from "../state/session-model.js";
+import type { SessionThinking } from "../state/session-thinking.js";
 import type { AfterRun } from "./run-events.js";
-import type { SessionListeners } from "./session-listeners.js";
-import type { SessionModel } from "./session-model.js";
-import type { SessionSetup } from "./session-setup.js";
-import type { SessionThinking } from "./session-thinking.js";
 import type { MirrorWorker } from "./transcript-mirror.js";
 
 /** pi's default modes of both queues, shared by every session that keeps them. */

@@ -10,8 +10,8 @@
  */
 import { isDeepStrictEqual } from "node:util";
 import type { Api, Model } from "@mariozechner/pi-ai";
-import type { ModelChange } from "../../shared/protocol.js";
-import { freshCredential, type KeySource } from "../auth/session-credentials.js";
+import type { ModelChange } from "../../../shared/protocol.js";
+import { freshCredential, type KeySource } from "../../auth/session-credentials.js";
 
 /** Most distinct models shared (a host sees a handful); past it each session keeps its own copy. */
 const MAX_SHARED_MODELS = 256;

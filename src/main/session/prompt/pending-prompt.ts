@@ -4,9 +4,9 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
-import { isFailedStop } from "../../shared/classify.js";
-import type { PromptResult } from "../../shared/events.js";
-import type { CompactingPrompt } from "../compaction/session-compaction.js";
+import { isFailedStop } from "../../../shared/classify.js";
+import type { PromptResult } from "../../../shared/events.js";
+import type { CompactingPrompt } from "../../compaction/session-compaction.js";
 
 /** Options of `AgentSession.prompt`. */
 export interface PromptOptions {

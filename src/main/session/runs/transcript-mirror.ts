@@ -6,10 +6,10 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
-import { isRemovableFailure } from "../../shared/classify.js";
-import type { SessionRecorder } from "../session-files/session-recorder.js";
-import { isWorkerGone } from "../workers/worker-exit.js";
-import type { WorkerLink } from "../workers/worker-link.js";
+import { isRemovableFailure } from "../../../shared/classify.js";
+import type { SessionRecorder } from "../../session-files/session-recorder.js";
+import { isWorkerGone } from "../../workers/worker-exit.js";
+import type { WorkerLink } from "../../workers/worker-link.js";
 
 /** How the mirror reaches its session's worker to repeat an edit there. */
 export interface MirrorWorker {

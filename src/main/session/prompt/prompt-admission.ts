@@ -13,13 +13,13 @@
  * `over` mark) goes no further. Main thread only.
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
-import { LifelineError } from "../../shared/errors.js";
-import type { SessionCoordination } from "../coordination/session-coordination.js";
-import type { SessionRecorder } from "../session-files/session-recorder.js";
-import type { PacedTurn, TurnPacer } from "../workers/turn-pacer.js";
+import { LifelineError } from "../../../shared/errors.js";
+import type { SessionCoordination } from "../../coordination/session-coordination.js";
+import type { SessionRecorder } from "../../session-files/session-recorder.js";
+import type { PacedTurn, TurnPacer } from "../../workers/turn-pacer.js";
+import type { SessionRuns } from "../runs/session-runs.js";
 import type { PendingPrompt } from "./pending-prompt.js";
 import type { PromptRecords } from "./prompt-records.js";
-import type { SessionRuns } from "./session-runs.js";
 
 /** What the admission uses, each a part below it or beside it. */
 export interface AdmissionParts {

@@ -15,23 +15,23 @@
  * session's `PromptRunner` (prompt-runner.ts), which builds them.
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
-import { errorText } from "../../shared/error-text.js";
-import { LifelineError, type WorkerExitedError } from "../../shared/errors.js";
-import type { RetryEvent } from "../../shared/events.js";
-import type { BatchItem, RunInput } from "../../shared/protocol.js";
-import type { SessionCompaction, SummaryEnd } from "../compaction/session-compaction.js";
-import type { RetryActions, RetryController } from "../retry/retry-controller.js";
-import { workerFate } from "../supervision/interrupted-run.js";
-import type { ActiveRun } from "../supervision/session-restore.js";
-import { isWorkerGone } from "../workers/worker-exit.js";
-import type { PendingPrompt } from "./pending-prompt.js";
-import type { QueuedMessages } from "./queued-messages.js";
+import { errorText } from "../../../shared/error-text.js";
+import { LifelineError, type WorkerExitedError } from "../../../shared/errors.js";
+import type { RetryEvent } from "../../../shared/events.js";
+import type { BatchItem, RunInput } from "../../../shared/protocol.js";
+import type { SessionCompaction, SummaryEnd } from "../../compaction/session-compaction.js";
+import type { RetryActions, RetryController } from "../../retry/retry-controller.js";
+import { workerFate } from "../../supervision/interrupted-run.js";
+import type { ActiveRun } from "../../supervision/session-restore.js";
+import { isWorkerGone } from "../../workers/worker-exit.js";
+import type { QueuedMessages } from "../commands/queued-messages.js";
+import type { PendingPrompt } from "../prompt/pending-prompt.js";
+import type { SessionSetup } from "../session-setup.js";
+import type { SessionListeners } from "../state/session-listeners.js";
+import type { SessionModel } from "../state/session-model.js";
 import { type AfterRun, RunEvents, type RunEventsTarget } from "./run-events.js";
 import type { SessionLink } from "./session-link.js";
-import type { SessionListeners } from "./session-listeners.js";
-import type { SessionModel } from "./session-model.js";
 import { sessionRetryActions } from "./session-retry.js";
-import type { SessionSetup } from "./session-setup.js";
 import type { TranscriptMirror } from "./transcript-mirror.js";
 
 /** What the runs read and tell of the session's prompts; implemented by its `PromptRunner`. */

@@ -2,14 +2,14 @@
  * What the session's compactions read of it (`CompactionHost`, compaction/session-compaction.ts),
  * built by its prompt runner.
  */
-import type { CompactionSettings, Settings } from "../../shared/settings.js";
-import type { ContextOverflowHook } from "../compaction/context-overflow-hook.js";
-import type { CompactionHost, CompactionTarget } from "../compaction/session-compaction.js";
-import type { SessionRecorder } from "../session-files/session-recorder.js";
-import type { SessionListeners } from "./session-listeners.js";
-import type { SessionModel } from "./session-model.js";
-import type { SessionSetup } from "./session-setup.js";
-import type { TranscriptMirror } from "./transcript-mirror.js";
+import type { CompactionSettings, Settings } from "../../../shared/settings.js";
+import type { ContextOverflowHook } from "../../compaction/context-overflow-hook.js";
+import type { CompactionHost, CompactionTarget } from "../../compaction/session-compaction.js";
+import type { SessionRecorder } from "../../session-files/session-recorder.js";
+import type { TranscriptMirror } from "../runs/transcript-mirror.js";
+import type { SessionSetup } from "../session-setup.js";
+import type { SessionListeners } from "../state/session-listeners.js";
+import type { SessionModel } from "../state/session-model.js";
 
 /**
  * What the session's compactions read of it: a class, so that `settings` and `contextWindow` are

@@ -3,7 +3,7 @@
  * that throws is reported and never stops delivery to the others or breaks the session. The
  * report itself cannot throw: a failing `onListenerError` falls back to stderr.
  */
-import type { SessionEvent } from "../../shared/events.js";
+import type { SessionEvent } from "../../../shared/events.js";
 
 /** A `subscribe()` callback. Called synchronously on the main thread, in event order. */
 export type SessionListener = (event: SessionEvent) => void;

@@ -14,29 +14,29 @@
  * `SessionLink` and its `SessionRestore` (LinkedSession, X7).
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
-import type { SummaryRequest } from "../../shared/compaction/summary-prompt.js";
-import { errorText } from "../../shared/error-text.js";
-import { LifelineError, SessionBusyError, type WorkerExitedError } from "../../shared/errors.js";
-import type { CompactionResult, PromptResult } from "../../shared/events.js";
-import type { BatchItem } from "../../shared/protocol.js";
-import { type CompactionTarget, SessionCompaction } from "../compaction/session-compaction.js";
-import type { SessionCoordination } from "../coordination/session-coordination.js";
-import type { RetryController } from "../retry/retry-controller.js";
-import { storedRunTail } from "../supervision/interrupted-run.js";
+import type { SummaryRequest } from "../../../shared/compaction/summary-prompt.js";
+import { errorText } from "../../../shared/error-text.js";
+import { LifelineError, SessionBusyError, type WorkerExitedError } from "../../../shared/errors.js";
+import type { CompactionResult, PromptResult } from "../../../shared/events.js";
+import type { BatchItem } from "../../../shared/protocol.js";
+import { type CompactionTarget, SessionCompaction } from "../../compaction/session-compaction.js";
+import type { SessionCoordination } from "../../coordination/session-coordination.js";
+import type { RetryController } from "../../retry/retry-controller.js";
+import { storedRunTail } from "../../supervision/interrupted-run.js";
+import type { QueuedMessages } from "../commands/queued-messages.js";
+import type { AfterRun } from "../runs/run-events.js";
+import { type LinkedSession, SessionLink } from "../runs/session-link.js";
+import { sessionRetryController } from "../runs/session-retry.js";
+import { SessionRuns, type SessionRunsTarget } from "../runs/session-runs.js";
+import { TranscriptMirror } from "../runs/transcript-mirror.js";
+import type { SessionSetup } from "../session-setup.js";
+import type { SessionListeners } from "../state/session-listeners.js";
+import type { SessionModel } from "../state/session-model.js";
+import type { SessionThinking } from "../state/session-thinking.js";
 import { type PendingPrompt, type QueuedPrompt, settledResult } from "./pending-prompt.js";
 import { PromptAdmission } from "./prompt-admission.js";
 import { PromptRecords } from "./prompt-records.js";
-import type { QueuedMessages } from "./queued-messages.js";
-import type { AfterRun } from "./run-events.js";
 import { RunnerCompactionHost } from "./runner-compaction-host.js";
-import { type LinkedSession, SessionLink } from "./session-link.js";
-import type { SessionListeners } from "./session-listeners.js";
-import type { SessionModel } from "./session-model.js";
-import { sessionRetryController } from "./session-retry.js";
-import { SessionRuns, type SessionRunsTarget } from "./session-runs.js";
-import type { SessionSetup } from "./session-setup.js";
-import type { SessionThinking } from "./session-thinking.js";
-import { TranscriptMirror } from "./transcript-mirror.js";
 
 /** What `AgentSession` hands its runner: the parts it shares with it, and its own `setModel`. */
 export interface PromptRunnerParts {

@@ -3,9 +3,9 @@
  * one counts, a blank one clears it), read back on resume and shown by `listSessions()` and the
  * session picker. Setting it emits pi's `session_info_changed`.
  */
-import { LifelineError } from "../../shared/errors.js";
-import type { SessionEvent } from "../../shared/events.js";
-import type { SessionRecorder } from "../session-files/session-recorder.js";
+import { LifelineError } from "../../../shared/errors.js";
+import type { SessionEvent } from "../../../shared/events.js";
+import type { SessionRecorder } from "../../session-files/session-recorder.js";
 
 /** One session's name. Main thread only. */
 export class SessionName {

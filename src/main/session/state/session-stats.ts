@@ -12,7 +12,7 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, AssistantMessage, Model } from "@mariozechner/pi-ai";
-import { contextTokens } from "../../shared/compaction/tokens.js";
+import { contextTokens } from "../../../shared/compaction/tokens.js";
 
 /** How full the model's context window is, as pi reports it. */
 export interface ContextUsage {

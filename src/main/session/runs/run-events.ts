@@ -9,18 +9,18 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, AssistantMessage, Model } from "@mariozechner/pi-ai";
-import type { WorkerExitCause } from "../../shared/errors.js";
-import type { RetryEvent } from "../../shared/events.js";
-import type { BatchItem } from "../../shared/protocol.js";
-import { RunMessages } from "../../shared/run-message-refs.js";
-import { fromWireUpdate, type StreamState, startStream } from "../../shared/stream-wire.js";
-import { type SummaryEnd, summaryEndOf } from "../compaction/session-compaction.js";
-import type { RetryController, RetryDecision } from "../retry/retry-controller.js";
-import { type ActiveRun, endInterruptedRun } from "../supervision/session-restore.js";
+import type { WorkerExitCause } from "../../../shared/errors.js";
+import type { RetryEvent } from "../../../shared/events.js";
+import type { BatchItem } from "../../../shared/protocol.js";
+import { RunMessages } from "../../../shared/run-message-refs.js";
+import { fromWireUpdate, type StreamState, startStream } from "../../../shared/stream-wire.js";
+import { type SummaryEnd, summaryEndOf } from "../../compaction/session-compaction.js";
+import type { RetryController, RetryDecision } from "../../retry/retry-controller.js";
+import { type ActiveRun, endInterruptedRun } from "../../supervision/session-restore.js";
+import type { QueuedMessages } from "../commands/queued-messages.js";
+import { lastAssistant } from "../prompt/pending-prompt.js";
+import type { SessionListeners } from "../state/session-listeners.js";
 import { compactMessage } from "./compact-message.js";
-import { lastAssistant } from "./pending-prompt.js";
-import type { QueuedMessages } from "./queued-messages.js";
-import type { SessionListeners } from "./session-listeners.js";
 import type { TranscriptMirror } from "./transcript-mirror.js";
 
 /** The decision made at a run's agent_end, carried out at its run_end. */

@@ -5,7 +5,7 @@
  * of pi's `queue_update` event, emitted whenever the view changes.
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
-import type { SessionEvent } from "../../shared/events.js";
+import type { SessionEvent } from "../../../shared/events.js";
 
 /** The queue a message went to: `steer` before the next model call, `followUp` when the loop would stop. */
 export type QueueKind = "steer" | "followUp";

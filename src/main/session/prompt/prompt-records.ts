@@ -5,11 +5,11 @@
  * each delivery's effect on the transcript happen once: a prompt already answered is not run
  * again, one whose run was interrupted is finished (`resumeRun`), one never stored is sent.
  */
-import type { PromptResult } from "../../shared/events.js";
-import type { SessionRecorder } from "../session-files/session-recorder.js";
-import type { PromptRecord } from "../session-files/session-transcript.js";
+import type { PromptResult } from "../../../shared/events.js";
+import type { SessionRecorder } from "../../session-files/session-recorder.js";
+import type { PromptRecord } from "../../session-files/session-transcript.js";
 
-export type { PromptRecord } from "../session-files/session-transcript.js";
+export type { PromptRecord } from "../../session-files/session-transcript.js";
 
 /** One session's prompt records; main thread only. */
 export class PromptRecords {

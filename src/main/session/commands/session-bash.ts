@@ -11,12 +11,12 @@
  * its retry.
  */
 import * as z from "zod";
-import { type BashExecutionMessage, type BashResult, bashExecutionMessage } from "../../shared/bash/bash-message.js";
-import { SessionBusyError } from "../../shared/errors.js";
-import { invalidOptions } from "../config/option-schemas.js";
-import { isWorkerGone } from "../workers/worker-exit.js";
-import type { SessionLink } from "./session-link.js";
-import type { TranscriptMirror } from "./transcript-mirror.js";
+import { type BashExecutionMessage, type BashResult, bashExecutionMessage } from "../../../shared/bash/bash-message.js";
+import { SessionBusyError } from "../../../shared/errors.js";
+import { invalidOptions } from "../../config/option-schemas.js";
+import { isWorkerGone } from "../../workers/worker-exit.js";
+import type { SessionLink } from "../runs/session-link.js";
+import type { TranscriptMirror } from "../runs/transcript-mirror.js";
 
 /** Options of `AgentSession.executeBash`. */
 export interface BashOptions {

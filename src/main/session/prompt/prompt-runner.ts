@@ -53,24 +53,6 @@ export interface PromptRunnerParts {
   beforePrompt(): void;
 }
 
-/** What {@link captureResolvers} leaves for `submit()` to take; UNSET between calls. */
-const UNSET = (): void => {};
-const captured: { resolve: (result: PromptResult) => void; reject: (error: Error) => void } = {
-  resolve: UNSET,
-  reject: UNSET,
-};
-
-/**
- * The executor of every prompt's promise: it hands the resolving functions to `submit()` through
- * `captured` (synchronously: a Promise runs its executor inside the constructor), so that a
- * `prompt()` allocates no executor closure and no context for it (a burst of 10,000 calls in one
- * loop allocates all of it inside the caller's task; P1, docs/performance.md "(m)").
- */
-function captureResolvers(resolve: (result: PromptResult) => void, reject: (error: Error) => void): void {
-  captured.resolve = resolve;
-  captured.reject = reject;
-}
-
 /** One session's prompts. All methods are called on the main thread. */
 export class PromptRunner implements SessionRunsTarget, CompactionTarget, LinkedSession {
   readonly sessionId: string;
@@ -164,11 +146,12 @@ export class PromptRunner implements SessionRunsTarget, CompactionTarget, Linked
   submit(text: string, queue: boolean, id?: string): Promise<PromptResult> {
     // B9: read here, synchronously, where the caller's trace context is active.
     const trace = this.#setup.host.telemetry?.capture();
-    // The shared executor, not a closure per call (see captureResolvers).
-    const promise = new Promise<PromptResult>(captureResolvers);
-    const { resolve, reject } = captured;
-    captured.resolve = UNSET;
-    captured.reject = UNSET;
+    let resolve!: (result: PromptResult) => void;
+    let reject!: (error: Error) => void;
+    const promise = new Promise<PromptResult>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
     try {
       if (this.#prompt === undefined && this.#compaction.reason === undefined) {
         this.#begin(text, resolve, reject, id, trace);

@@ -3,9 +3,8 @@
  * `totals.arrivals` (what happened to every arrival) and `sweep` (one result per step). Types
  * and the config builder only; open-run.ts and sweep.ts fill them. docs/load.md documents them.
  */
-import type { ArrivalProcess, ArrivalStage } from "./arrivals.js";
 import type { LoadOptions } from "./load-options.js";
-import { arrivalStages, type OnCap, OPEN_DEFAULTS } from "./open-options.js";
+import { type ArrivalProcess, type ArrivalStage, arrivalStages, type OnCap, OPEN_DEFAULTS } from "./open-options.js";
 import type { Summary } from "./stats.js";
 
 /** report.json `config.arrival`: null for the closed model. */

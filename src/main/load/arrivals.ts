@@ -12,16 +12,7 @@
  * seeded PRNG, which gives a (non-homogeneous) Poisson process of intensity λ(t): the same seed
  * gives the same arrival times.
  */
-
-/** How arrivals are spaced: evenly, or as a Poisson process (seeded). */
-export type ArrivalProcess = "constant" | "poisson";
-
-/** One stage of a profile: over `durationMs`, the rate ramps linearly to `rate` arrivals/s. */
-export interface ArrivalStage {
-  durationMs: number;
-  /** Target rate at the stage's end, arrivals per second. */
-  rate: number;
-}
+import type { ArrivalProcess, ArrivalStage } from "./open-options.js";
 
 /** One linear piece of a profile, with the rate at both ends (arrivals per second). */
 interface Segment {

@@ -15,7 +15,6 @@ export type {
   SweepReport,
   SweepStage,
 } from "./arrival-report.js";
-export type { ArrivalProcess, ArrivalStage } from "./arrivals.js";
 export {
   COMPARE_SCHEMA,
   type ComparedRunSummary,
@@ -33,7 +32,7 @@ export type { FaultKind, LoadFault, LoadOptions } from "./load-options.js";
 export { type LoadReport, REPORT_SCHEMA as LOAD_REPORT_SCHEMA } from "./load-report.js";
 export type { LoadToolBehaviour, MockTools } from "./load-tools.js";
 export { type MergeOptions, type MergeResult, mergeReports } from "./merge-reports.js";
-export type { ArrivalOptions, OnCap, SweepOptions } from "./open-options.js";
+export type { ArrivalOptions, ArrivalProcess, ArrivalStage, OnCap, SweepOptions } from "./open-options.js";
 export type { ReportFileOptions, ReportFiles, ReportFolderFiles } from "./report-files.js";
 export type { MergedPart, MergedReport, MergeInfo } from "./report-merge.js";
 export { type ComparedRun, readLoadReport } from "./report-reader.js";

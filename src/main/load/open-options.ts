@@ -10,7 +10,16 @@
  */
 import * as z from "zod";
 import { timerMs } from "../config/option-schemas.js";
-import type { ArrivalProcess, ArrivalStage } from "./arrivals.js";
+
+/** How arrivals are spaced: evenly, or as a Poisson process (seeded); arrivals.ts lays them out. */
+export type ArrivalProcess = "constant" | "poisson";
+
+/** One stage of a profile: over `durationMs`, the rate ramps linearly to `rate` arrivals/s. */
+export interface ArrivalStage {
+  durationMs: number;
+  /** Target rate at the stage's end, arrivals per second. */
+  rate: number;
+}
 
 /** What happens to an arrival that finds `sessions` conversations already open. */
 export type OnCap = "drop" | "delay";

@@ -5,14 +5,8 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  type ArrivalProcess,
-  type ArrivalStage,
-  arrivalTimes,
-  expectedArrivals,
-  profileDurationMs,
-  seededRandom,
-} from "../../../src/main/load/arrivals.js";
+import { arrivalTimes, expectedArrivals, profileDurationMs, seededRandom } from "../../../src/main/load/arrivals.js";
+import type { ArrivalProcess, ArrivalStage } from "../../../src/main/load/open-options.js";
 
 const times = (stages: ArrivalStage[], process: ArrivalProcess, seed = 1, startRate?: number) => [
   ...arrivalTimes({ stages, process, seed, ...(startRate === undefined ? {} : { startRate }) }),

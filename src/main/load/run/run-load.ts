@@ -13,6 +13,7 @@ import { performance } from "node:perf_hooks";
 import { type Api, getEnvApiKey, type Model } from "@mariozechner/pi-ai";
 import { LifelineError } from "../../../shared/errors.js";
 import { resolveLifelineDir } from "../../config/settings-store.js";
+import { RequestSemaphore } from "../../coordination/request-semaphore.js";
 import type { SessionHostOptions, SessionOptions } from "../../host/host-options.js";
 import { createSessionHost, type SessionHost } from "../../host/session-host.js";
 import { abortableSleep } from "../../retry/sleep.js";
@@ -30,7 +31,6 @@ import { buildReport, type LoadReport } from "../report/load-report.js";
 import { reportConfig } from "../report/report-config.js";
 import { type ReportFiles, writeReportFiles } from "../report/report-files.js";
 import { checkSloOption } from "../verdicts/slo.js";
-import { Permits } from "./permits.js";
 
 /** What {@link runLoad} resolves with. */
 export interface LoadResult {
@@ -208,7 +208,8 @@ class LoadRun {
   readonly #options: LoadOptions;
   readonly #sessions: AgentSession[];
   readonly #stop = new AbortController();
-  readonly #permits: Permits;
+  /** `--concurrency`: one permit per prompt in flight, owned by this run; closed when it ends. */
+  readonly #permits: RequestSemaphore;
   readonly #t0 = performance.now();
   readonly #meter = new RunMeter(() => performance.now() - this.#t0, performance.timeOrigin + this.#t0);
   #interrupted = false;
@@ -217,7 +218,7 @@ class LoadRun {
   constructor(options: LoadOptions, sessions: AgentSession[]) {
     this.#options = options;
     this.#sessions = sessions;
-    this.#permits = new Permits(options.concurrency ?? options.sessions);
+    this.#permits = new RequestSemaphore(options.concurrency ?? options.sessions);
     // Every session's ramp-up or think-time sleep listens to the stop signal at once.
     setMaxListeners(0, this.#stop.signal);
   }
@@ -278,8 +279,9 @@ class LoadRun {
   #end(): void {
     if (this.#stop.signal.aborted) return;
     this.#meter.runEnded();
-    this.#stop.abort(new LifelineError("ERR_ABORTED", "The load run ended."));
-    this.#permits.cancelAll();
+    const ended = new LifelineError("ERR_ABORTED", "The load run ended.");
+    this.#stop.abort(ended);
+    this.#permits.close(ended);
     for (const session of this.#sessions) void session.abort().catch(() => {});
   }
 
@@ -291,9 +293,15 @@ class LoadRun {
     const thinkTimeMs = options.thinkTimeMs ?? LOAD_DEFAULTS.thinkTimeMs;
     for (let sent = 0; options.prompts === undefined || sent < options.prompts; sent++) {
       if (sent > 0 && thinkTimeMs > 0 && !(await this.#pause(thinkTimeMs))) return;
-      if (stop.aborted || !(await this.#permits.acquire())) return;
+      if (stop.aborted) return;
+      let permit: number;
+      try {
+        permit = await this.#permits.acquire(this);
+      } catch {
+        return; // refused: the run ended (the semaphore closed) while this session waited
+      }
       if (stop.aborted) {
-        this.#permits.release();
+        this.#permits.release(permit);
         return;
       }
       const text = this.#text(index, sent);
@@ -307,7 +315,7 @@ class LoadRun {
         // A session given up (ERR_SESSION_CRASHED) or closed takes no more prompts.
         if (session.isClosed) return;
       } finally {
-        this.#permits.release();
+        this.#permits.release(permit);
       }
     }
   }

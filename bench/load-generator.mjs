@@ -98,8 +98,8 @@ function timeMethod(proto, name, timed) {
 
 async function bookkeeping() {
   const { runLoad } = await import("../dist/main/load/index.js");
-  const { LoadMetrics } = await import("../dist/main/load/load-metrics.js");
-  const { Timeline } = await import("../dist/main/load/timeline.js");
+  const { LoadMetrics } = await import("../dist/main/load/metrics/load-metrics.js");
+  const { Timeline } = await import("../dist/main/load/metrics/timeline.js");
   const timed = { on: false, ms: 0 };
   for (const name of ["onEvent", "promptStarted", "promptEnded"]) timeMethod(LoadMetrics.prototype, name, timed);
   timeMethod(Timeline.prototype, "sample", timed);

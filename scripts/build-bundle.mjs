@@ -23,8 +23,8 @@ const ENTRIES = {
   "load-fleet": "src/main/load-fleet/index.ts",
   "fleet-connection": "src/main/fleet/fleet-connection.ts",
   "import-extension": "src/shared/extensions/import-extension.ts",
-  // load/mock-target.ts starts it as a worker, by `new URL("./mock-thread.js", import.meta.url)`.
-  "mock-thread": "src/main/load/mock-thread.ts",
+  // load/mock/mock-target.ts starts it as a worker, by `new URL("./mock-thread.js", import.meta.url)`.
+  "mock-thread": "src/main/load/mock/mock-thread.ts",
 };
 
 /**

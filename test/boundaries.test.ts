@@ -145,3 +145,73 @@ describe("layers of src/main", () => {
     ]);
   });
 });
+
+/**
+ * The rooms of src/main/load, bottom first, as the layers of src/main (docs/architecture.md): a
+ * room imports its own and lower rooms only, never a peer. Loose: its entry points, index.ts
+ * (`lifeline/load`) and load-command.ts (`lifeline load`).
+ */
+const LOAD_ROOMS: readonly (readonly string[])[] = [
+  ["metrics"], // what a run measures: the sketch, summaries, the request and prompt records, the timeline, the retry ledger
+  ["verdicts"], // judging the figures: thresholds, --slo, retry verdicts, failure groups
+  ["options"], // LoadOptions, their defaults and checks, the open model's options, the load tools, the prompts file
+  ["mock", "open"], // the built-in mock target; the open model and the sweep (arrivals, conversations)
+  ["report"], // report.json and its files (CSV, HTML), the terminal summary
+  ["merge", "run"], // `load merge` (reading reports back, merging them); runLoad and its live progress line
+  ["compare"], // `load compare`
+  ["(entry)"],
+];
+const LOAD_ENTRY_POINTS = ["index.ts", "load-command.ts"];
+const loadRoot = join(mainRoot, "load");
+
+function roomLayerOf(room: string): number {
+  return LOAD_ROOMS.findIndex((layer) => layer.includes(room));
+}
+
+/** The room of a path inside src/main/load ("(entry)" for the loose entry points). */
+function roomOf(path: string): string {
+  const parts = relative(loadRoot, path).split("/");
+  return parts.length > 1 ? (parts[0] ?? "") : "(entry)";
+}
+
+/** Every import of a src/main/load file that climbs its rooms or crosses to a peer room. */
+function climbingRoomImports(file: string, text = readFileSync(file, "utf8")): string[] {
+  const from = roomOf(file);
+  return relativeSpecifiers(text).flatMap((specifier) => {
+    const target = resolve(file, "..", specifier);
+    if (relative(loadRoot, target).startsWith("..")) return [];
+    const to = roomOf(target);
+    if (to === from || roomLayerOf(to) < roomLayerOf(from)) return [];
+    return [`${relative(root, file)} (${from}) imports ${relative(root, target)} (${to})`];
+  });
+}
+
+describe("rooms of src/main/load", () => {
+  it("only its entry points are loose; every room has a place", () => {
+    const entries = readdirSync(loadRoot, { withFileTypes: true });
+    const loose = entries.filter((e) => e.isFile() && !LOAD_ENTRY_POINTS.includes(e.name)).map((e) => e.name);
+    const unplaced = entries.filter((e) => e.isDirectory() && roomLayerOf(e.name) < 0).map((e) => e.name);
+    expect({ loose, unplaced }).toEqual({ loose: [], unplaced: [] });
+  });
+
+  it("imports run down the rooms, never up or across to a peer", () => {
+    expect(files(loadRoot).flatMap((file) => climbingRoomImports(file))).toEqual([]);
+  });
+
+  it("the room scan catches an injected climbing import and a peer import", () => {
+    const file = join(loadRoot, "metrics", "probe.ts");
+    const text = [
+      'import type { LoadReport } from "../report/load-report.js";',
+      'import { Sketch } from "./sketch.js";',
+      'import { LOAD_DEFAULTS } from "../options/load-defaults.js";',
+    ].join("\n");
+    expect(climbingRoomImports(file, text)).toEqual([
+      "main/load/metrics/probe.ts (metrics) imports main/load/report/load-report.js (report)",
+      "main/load/metrics/probe.ts (metrics) imports main/load/options/load-defaults.js (options)",
+    ]);
+    const mock = join(loadRoot, "mock", "probe.ts");
+    expect(climbingRoomImports(mock, 'import { x } from "../open/open-run.js";')).toEqual([
+      "main/load/mock/probe.ts (mock) imports main/load/open/open-run.js (open)",
+    ]);
+  });
+});

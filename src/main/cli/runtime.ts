@@ -10,9 +10,9 @@ import type { MockServerCommandRequest } from "../../mock-server/mock-server-com
 import type { AuthCommandRequest } from "../auth/auth-command.js";
 import type { PrintModeOptions } from "../host/print-mode.js";
 import type { ExportCommandRequest, SessionsCommandRequest } from "../host/stored-sessions-command.js";
-import type { CompareCommandRequest } from "../load/compare-command.js";
+import type { CompareCommandRequest } from "../load/compare/compare-command.js";
 import type { LoadCommandRequest } from "../load/load-command.js";
-import type { MergeCommandRequest } from "../load/merge-command.js";
+import type { MergeCommandRequest } from "../load/merge/merge-command.js";
 import type { LoadAgentCommandRequest } from "../load-fleet/load-fleet-command.js";
 import type { RpcModeOptions } from "../rpc/rpc-mode.js";
 import type { ServeCommandRequest, SubmitCommandRequest } from "../serve/serve-command.js";
@@ -49,8 +49,8 @@ export const processRuntime: CliRuntime = {
     const { runDistributedLoad } = await import("../load-fleet/load-fleet-command.js");
     return runLoadCommand(request, runDistributedLoad);
   },
-  loadMerge: async (request) => (await import("../load/merge-command.js")).runMergeCommand(request),
-  loadCompare: async (request) => (await import("../load/compare-command.js")).runCompareCommand(request),
+  loadMerge: async (request) => (await import("../load/merge/merge-command.js")).runMergeCommand(request),
+  loadCompare: async (request) => (await import("../load/compare/compare-command.js")).runCompareCommand(request),
   loadAgent: async (request) => (await import("../load-fleet/load-fleet-command.js")).runLoadAgentCommand(request),
   serve: async (request) => (await import("../serve/serve-command.js")).runServeCommand(request),
   submit: async (request) => (await import("../serve/serve-command.js")).runSubmitCommand(request),

@@ -7,7 +7,7 @@
  * `prompt`, `subscribe`, `queueMessage`, `resumeRun` and `compact`, and
  * `validate` / `invalidOptions`, which turn a failed check into one ERR_INVALID_OPTIONS naming every
  * bad field (STYLE 9). The schema of each call's whole options object lives with its options type
- * (host/host-options.ts, load/load-options.ts).
+ * (host/host-options.ts, load/options/load-options.ts).
  */
 import * as z from "zod";
 import { LifelineError } from "../../shared/errors.js";

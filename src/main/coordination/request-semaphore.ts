@@ -1,7 +1,9 @@
 /**
- * SPEC B8, `retry.maxConcurrentRequests`: at most N model requests of one provider in flight
- * across every session and worker of the host. A pure unit: FIFO waiters, permits known by id and
- * by owner (the worker holding them), so that a worker's death releases what it held.
+ * A counting semaphore with FIFO waiters and permits known by id and by owner. Two users:
+ * SPEC B8, `retry.maxConcurrentRequests` (at most N model requests of one provider in flight across
+ * every session and worker of the host; the owner is the worker holding them, so that a worker's
+ * death releases what it held), and `lifeline load --concurrency` (at most N prompts in flight
+ * across a run's sessions; the run closes it when it ends). A pure unit, no timers.
  */
 
 /** A semaphore with owned, idempotently released permits. */
@@ -9,8 +11,10 @@ export class RequestSemaphore {
   readonly #permits: number;
   /** Permit id → owner. */
   readonly #held = new Map<number, object>();
-  readonly #waiters: { owner: object; grant: (id: number) => void; drop: () => void }[] = [];
+  readonly #waiters: { owner: object; grant: (id: number) => void; drop: (reason: unknown) => void }[] = [];
   #nextId = 0;
+  /** Set by {@link close}: the reason every later acquire is refused with. */
+  #closed: { reason: unknown } | undefined;
 
   constructor(permits: number) {
     this.#permits = permits;
@@ -28,10 +32,12 @@ export class RequestSemaphore {
 
   /**
    * Resolves with a permit id once one is free; waiters are served first come, first served.
-   * Rejects with the signal's reason when `signal` aborts first (nothing is held then).
+   * Rejects with the signal's reason when `signal` aborts first, and with the reason given to
+   * {@link close} once closed (nothing is held then).
    */
   acquire(owner: object, signal?: AbortSignal): Promise<number> {
     if (signal?.aborted) return Promise.reject(signal.reason);
+    if (this.#closed !== undefined) return Promise.reject(this.#closed.reason);
     if (this.#held.size < this.#permits && this.#waiters.length === 0) return Promise.resolve(this.#take(owner));
     return new Promise<number>((resolve, reject) => {
       const waiter = {
@@ -40,9 +46,9 @@ export class RequestSemaphore {
           signal?.removeEventListener("abort", onAbort);
           resolve(id);
         },
-        drop: () => {
+        drop: (reason: unknown) => {
           signal?.removeEventListener("abort", onAbort);
-          reject(new Error("The owner of this permit request is gone."));
+          reject(reason);
         },
       };
       const onAbort = () => {
@@ -77,10 +83,20 @@ export class RequestSemaphore {
       const waiter = this.#waiters[i];
       if (waiter?.owner !== owner) continue;
       this.#waiters.splice(i, 1);
-      waiter.drop();
+      waiter.drop(new Error("The owner of this permit request is gone."));
     }
     this.#serve();
     return released;
+  }
+
+  /**
+   * No permit is granted any more (a load run ending): every waiter, now and later, is rejected
+   * with `reason`. Permits already held stay held until released. Once only; later calls do nothing.
+   */
+  close(reason: unknown): void {
+    if (this.#closed !== undefined) return;
+    this.#closed = { reason };
+    for (const waiter of this.#waiters.splice(0)) waiter.drop(reason);
   }
 
   #take(owner: object): number {

@@ -1,20 +1,20 @@
 /**
  * report.json of a distributed run: the generators' final reports merged as `lifeline load merge`
- * merges reports (load/report-merge.ts: counters add up, distributions merge through their
+ * merges reports (load/merge/report-merge.ts: counters add up, distributions merge through their
  * sketches, rates are recomputed, timelines merge by interval), each first moved onto Redis's
  * clock, plus what only a distributed run has: `fleet` (the run, its clock and its Redis traffic) and `generators`, the
  * per-generator breakdown. Also the merged records: every generator's records.jsonl lines, each
  * with a `generator` field and its `startMs` moved onto the run's common clock.
  */
 
-import { LoadMetrics } from "../load/load-metrics.js";
-import { LOAD_DEFAULTS, type LoadOptions } from "../load/load-options.js";
-import { buildReport, type LoadReport } from "../load/load-report.js";
-import type { ArrivalOptions } from "../load/open-options.js";
-import { reportConfig } from "../load/report-config.js";
-import { type MergeInfo, type MergeInput, mergeLoadReports } from "../load/report-merge.js";
-import { Sketch, type SketchJson } from "../load/sketch.js";
-import { round3, summarizeSketch } from "../load/stats.js";
+import { type MergeInfo, type MergeInput, mergeLoadReports } from "../load/merge/report-merge.js";
+import { LoadMetrics } from "../load/metrics/load-metrics.js";
+import { Sketch, type SketchJson } from "../load/metrics/sketch.js";
+import { round3, summarizeSketch } from "../load/metrics/stats.js";
+import { LOAD_DEFAULTS, type LoadOptions } from "../load/options/load-options.js";
+import type { ArrivalOptions } from "../load/options/open-options.js";
+import { buildReport, type LoadReport } from "../load/report/load-report.js";
+import { reportConfig } from "../load/report/report-config.js";
 import type { RunEntry } from "./load-fleet-protocol.js";
 import type { GeneratorState, GeneratorStatus } from "./run-watch.js";
 
@@ -87,7 +87,7 @@ export interface FleetLoadReport extends LoadReport {
     coordinatorCpuPercent: number;
   };
   generators: GeneratorSummary[];
-  /** With two finals or more: where the merge came from (load/report-merge.ts; `source` is a generator's id). */
+  /** With two finals or more: where the merge came from (load/merge/report-merge.ts; `source` is a generator's id). */
   merged?: MergeInfo;
 }
 
@@ -174,7 +174,7 @@ export function onRedisClock(final: Pick<Entry<"run_final">, "report" | "started
 }
 
 /**
- * The generators' finals merged by load/report-merge.ts (two or more), the one final as it is,
+ * The generators' finals merged by load/merge/report-merge.ts (two or more), the one final as it is,
  * or, with none, a report of nothing from the run's planned start to now.
  */
 function mergeFinals(parts: MergeInput[], input: FleetReportInput, config: LoadReport["config"]): LoadReport {

@@ -11,11 +11,11 @@
  * - `load:run:<runId>`: the run's stream of {@link RunEntry}s (`XADD` / `XREAD`), field `m`.
  */
 import { LifelineError } from "../../shared/errors.js";
-import type { LoadCounters } from "../load/load-metrics.js";
-import type { LoadOptions } from "../load/load-options.js";
-import type { LoadReport } from "../load/load-report.js";
-import type { SketchJson } from "../load/sketch.js";
-import type { TimelinePoint } from "../load/timeline.js";
+import type { LoadCounters } from "../load/metrics/load-metrics.js";
+import type { SketchJson } from "../load/metrics/sketch.js";
+import type { TimelinePoint } from "../load/metrics/timeline.js";
+import type { LoadOptions } from "../load/options/load-options.js";
+import type { LoadReport } from "../load/report/load-report.js";
 
 /** Version of this wire; a generator of another one is refused like one of another lifeline version. */
 export const LOAD_FLEET_PROTOCOL = 1;

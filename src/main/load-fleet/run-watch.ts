@@ -7,7 +7,7 @@
  */
 import type { Redis } from "ioredis";
 import type { FleetConnection } from "../fleet/fleet-connection.js";
-import type { LoadProgress } from "../load/load-metrics.js";
+import type { LoadProgress } from "../load/metrics/load-metrics.js";
 import { readAgents } from "./agent-registry.js";
 import { type AgentRegistration, decodeMessage, type RunEntry, type ShareOptions } from "./load-fleet-protocol.js";
 

@@ -24,8 +24,8 @@
  * (`COORDINATOR_ONLY`, load-fleet-protocol.ts, each with its reason).
  */
 import { LifelineError } from "../../shared/errors.js";
-import { LOAD_DEFAULTS, type LoadOptions } from "../load/load-options.js";
-import type { ArrivalOptions } from "../load/open-options.js";
+import { LOAD_DEFAULTS, type LoadOptions } from "../load/options/load-options.js";
+import type { ArrivalOptions } from "../load/options/open-options.js";
 import { COORDINATOR_ONLY, type ShareOptions } from "./load-fleet-protocol.js";
 
 /** `total` in `parts` shares differing by at most one, larger first. @throws RangeError when total < parts. */

@@ -6,16 +6,6 @@
  * docs/load.md.
  */
 
-export type { AgenticReport } from "./agentic-report.js";
-export type {
-  ArrivalConfig,
-  ArrivalCounts,
-  ArrivalTotals,
-  SaturationReason,
-  SweepReport,
-  SweepStage,
-} from "./arrival-report.js";
-export type { ArrivalProcess, ArrivalStage } from "./arrivals.js";
 export {
   COMPARE_SCHEMA,
   type ComparedRunSummary,
@@ -24,28 +14,37 @@ export {
   compareReports,
   type FigureComparison,
   type Verdict,
-} from "./compare-reports.js";
-export type { Interval } from "./compare-stats.js";
-export type { ComparisonThresholdResult } from "./compare-thresholds.js";
-export type { FailureGroup } from "./failure-groups.js";
-export type { LoadProgress, PromptOutcome, PromptRecord, RequestRecord } from "./load-metrics.js";
-export type { FaultKind, LoadFault, LoadOptions } from "./load-options.js";
-export { type LoadReport, REPORT_SCHEMA as LOAD_REPORT_SCHEMA } from "./load-report.js";
-export type { LoadToolBehaviour, MockTools } from "./load-tools.js";
-export { type MergeOptions, type MergeResult, mergeReports } from "./merge-reports.js";
-export type { ArrivalOptions, OnCap, SweepOptions } from "./open-options.js";
-export type { ReportFileOptions, ReportFiles, ReportFolderFiles } from "./report-files.js";
-export type { MergedPart, MergedReport, MergeInfo } from "./report-merge.js";
-export { type ComparedRun, readLoadReport } from "./report-reader.js";
-export type { RetryVerdicts } from "./retry-verdicts.js";
-export { type LoadResult, runLoad } from "./run-load.js";
-export type { SketchJson } from "./sketch.js";
-export type { SloAttainment, SloReport } from "./slo.js";
-export type { Histogram, Summary } from "./stats.js";
+} from "./compare/compare-reports.js";
+export type { Interval } from "./compare/compare-stats.js";
+export type { ComparisonThresholdResult } from "./compare/compare-thresholds.js";
+export { type MergeOptions, type MergeResult, mergeReports } from "./merge/merge-reports.js";
+export type { MergedPart, MergedReport, MergeInfo } from "./merge/report-merge.js";
+export { type ComparedRun, readLoadReport } from "./merge/report-reader.js";
+export type { LoadProgress, PromptOutcome, PromptRecord, RequestRecord } from "./metrics/load-metrics.js";
+export type { SketchJson } from "./metrics/sketch.js";
+export type { Histogram, Summary } from "./metrics/stats.js";
+export type {
+  ArrivalConfig,
+  ArrivalCounts,
+  ArrivalTotals,
+  SaturationReason,
+  SweepReport,
+  SweepStage,
+} from "./open/arrival-report.js";
+export type { FaultKind, LoadFault, LoadOptions } from "./options/load-options.js";
+export type { LoadToolBehaviour, MockTools } from "./options/load-tools.js";
+export type { ArrivalOptions, ArrivalProcess, ArrivalStage, OnCap, SweepOptions } from "./options/open-options.js";
+export type { AgenticReport } from "./report/agentic-report.js";
+export { type LoadReport, REPORT_SCHEMA as LOAD_REPORT_SCHEMA } from "./report/load-report.js";
+export type { ReportFileOptions, ReportFiles, ReportFolderFiles } from "./report/report-files.js";
+export { type LoadResult, runLoad } from "./run/run-load.js";
+export type { FailureGroup } from "./verdicts/failure-groups.js";
+export type { RetryVerdicts } from "./verdicts/retry-verdicts.js";
+export type { SloAttainment, SloReport } from "./verdicts/slo.js";
 export {
   THRESHOLD_METRICS,
   type Threshold,
   type ThresholdMetric,
   type ThresholdOperator,
   type ThresholdResult,
-} from "./thresholds.js";
+} from "./verdicts/thresholds.js";

@@ -15,12 +15,12 @@ import { LifelineError } from "../../shared/errors.js";
 import type { FleetSettings } from "../../shared/settings.js";
 import { reportCliError } from "../config/cli-errors.js";
 import { type MetricsEndpoint, startMetricsEndpoint } from "../telemetry/metrics-endpoint.js";
-import type { LoadOptions } from "./load-options.js";
-import type { LoadReport } from "./load-report.js";
-import { describeOpenModel } from "./open-summary.js";
-import { createProgressView } from "./progress.js";
-import { defaultOutDir, runLoad } from "./run-load.js";
-import { formatSummary } from "./summary-table.js";
+import type { LoadOptions } from "./options/load-options.js";
+import type { LoadReport } from "./report/load-report.js";
+import { describeOpenModel } from "./report/open-summary.js";
+import { formatSummary } from "./report/summary-table.js";
+import { createProgressView } from "./run/progress.js";
+import { defaultOutDir, runLoad } from "./run/run-load.js";
 
 /** Exit code of a run whose thresholds did not all hold (k6's). */
 const EXIT_THRESHOLD_FAILED = 99;

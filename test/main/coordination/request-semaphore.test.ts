@@ -1,7 +1,8 @@
 /**
- * SPEC B8, `retry.maxConcurrentRequests`: the host's request semaphore
- * (src/main/coordination/request-semaphore.ts). Never more than N permits out; every permit
- * released exactly once; waiters served first come, first served; a dead owner's permits return.
+ * The counting semaphore (src/main/coordination/request-semaphore.ts) of SPEC B8's
+ * `retry.maxConcurrentRequests` and of `lifeline load --concurrency`. Never more than N permits
+ * out; every permit released exactly once; waiters served first come, first served; a dead
+ * owner's permits return; once closed (a load run ending) every waiter, now and later, is refused.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -11,7 +12,8 @@ type Op =
   | { kind: "acquire"; owner: number; abortable: boolean }
   | { kind: "release"; pick: number }
   | { kind: "abort"; pick: number }
-  | { kind: "releaseOwner"; owner: number };
+  | { kind: "releaseOwner"; owner: number }
+  | { kind: "close" };
 
 const op: fc.Arbitrary<Op> = fc.oneof(
   {
@@ -21,6 +23,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("release" as const), pick: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("abort" as const), pick: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("releaseOwner" as const), owner: fc.nat({ max: 2 }) }) },
+  { weight: 1, arbitrary: fc.constant({ kind: "close" as const }) },
 );
 
 const flush = async () => {
@@ -28,7 +31,7 @@ const flush = async () => {
 };
 
 describe("RequestSemaphore", () => {
-  it("B8: never more than N permits out, each released once, waiters served in arrival order", async () => {
+  it("never more than N permits out, each released once, waiters served in arrival order, none after close", async () => {
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 1, max: 3 }), fc.array(op, { maxLength: 60 }), async (permits, ops) => {
         const semaphore = new RequestSemaphore(permits);
@@ -43,6 +46,7 @@ describe("RequestSemaphore", () => {
         const held = new Map<number, number>(); // permit id → owner index
         const released = new Set<number>();
         let grants = 0;
+        let closedAt: number | undefined; // requests.length when closed
         for (const step of ops) {
           if (step.kind === "acquire") {
             const request: (typeof requests)[number] = { order: requests.length, owner: step.owner };
@@ -71,6 +75,9 @@ describe("RequestSemaphore", () => {
               (r) => r.abort !== undefined && r.granted === undefined && r.settled !== true,
             );
             waiting[step.pick % Math.max(1, waiting.length)]?.abort?.abort(new Error("abort"));
+          } else if (step.kind === "close") {
+            semaphore.close(new Error("closed"));
+            closedAt ??= requests.length;
           } else {
             const owner = owners[step.owner] as object;
             const mine = [...held].filter(([, index]) => index === step.owner).map(([id]) => id);
@@ -85,8 +92,13 @@ describe("RequestSemaphore", () => {
           await flush();
           expect(semaphore.inUse).toBe(held.size);
           expect(semaphore.inUse).toBeLessThanOrEqual(permits);
-          // Work-conserving: nobody waits while a permit is free.
-          if (semaphore.inUse < permits) expect(semaphore.waiting).toBe(0);
+          // Work-conserving: nobody waits while a permit is free; nobody waits once closed.
+          if (semaphore.inUse < permits || closedAt !== undefined) expect(semaphore.waiting).toBe(0);
+          // Closed: every request not granted was refused, and none made since was granted.
+          if (closedAt !== undefined) {
+            expect(requests.every((r) => r.granted !== undefined || r.settled === true)).toBe(true);
+            expect(requests.filter((r) => r.order >= (closedAt ?? 0) && r.granted !== undefined)).toEqual([]);
+          }
         }
         // FIFO: among granted requests, arrival order is grant order.
         const granted = requests.filter((r) => r.granted !== undefined);
@@ -105,5 +117,63 @@ describe("RequestSemaphore", () => {
     expect(semaphore.releaseOwner(worker)).toBe(1);
     await expect(waiting).rejects.toThrow(/gone/);
     expect(semaphore.inUse).toBe(0);
+  });
+
+  it("every acquire is granted once permits come back, never more than the limit at once", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 5 }), fc.integer({ min: 0, max: 30 }), async (limit, users) => {
+        const semaphore = new RequestSemaphore(limit);
+        let held = 0;
+        let most = 0;
+        await Promise.all(
+          Array.from({ length: users }, async () => {
+            const id = await semaphore.acquire(semaphore);
+            held++;
+            most = Math.max(most, held);
+            await Promise.resolve();
+            held--;
+            expect(semaphore.release(id)).toBe(true);
+          }),
+        );
+        expect(most).toBeLessThanOrEqual(limit);
+        expect(held).toBe(0);
+        expect(semaphore.inUse).toBe(0);
+      }),
+    );
+  });
+
+  it("a released permit goes to the longest waiter", async () => {
+    const semaphore = new RequestSemaphore(1);
+    const owner = {};
+    const held = await semaphore.acquire(owner);
+    const order: string[] = [];
+    const first = semaphore.acquire(owner).then((id) => {
+      order.push("first");
+      return id;
+    });
+    const second = semaphore.acquire(owner).then((id) => {
+      order.push("second");
+      return id;
+    });
+    semaphore.release(held);
+    semaphore.release(await first);
+    semaphore.release(await second);
+    expect(order).toEqual(["first", "second"]);
+  });
+
+  it("close refuses every waiter and every later acquire with its reason; held permits stay until released", async () => {
+    const semaphore = new RequestSemaphore(1);
+    const run = {};
+    const held = await semaphore.acquire(run);
+    const waiting = semaphore.acquire(run);
+    const ended = new Error("The load run ended.");
+    semaphore.close(ended);
+    await expect(waiting).rejects.toBe(ended);
+    await expect(semaphore.acquire(run)).rejects.toBe(ended);
+    expect(semaphore.waiting).toBe(0);
+    expect(semaphore.inUse).toBe(1);
+    expect(semaphore.release(held)).toBe(true);
+    expect(semaphore.inUse).toBe(0);
+    await expect(semaphore.acquire({})).rejects.toBe(ended);
   });
 });

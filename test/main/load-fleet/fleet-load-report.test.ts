@@ -5,10 +5,14 @@
  * figures; records tagged with their generator and moved onto the run's clock.
  */
 import { describe, expect, it } from "vitest";
-import { emptyLoadCounters, type LoadCounters, type RequestRecord } from "../../../src/main/load/load-metrics.js";
-import { buildReport, type LoadReport } from "../../../src/main/load/load-report.js";
-import { Sketch } from "../../../src/main/load/sketch.js";
-import type { TimelinePoint } from "../../../src/main/load/timeline.js";
+import {
+  emptyLoadCounters,
+  type LoadCounters,
+  type RequestRecord,
+} from "../../../src/main/load/metrics/load-metrics.js";
+import { Sketch } from "../../../src/main/load/metrics/sketch.js";
+import type { TimelinePoint } from "../../../src/main/load/metrics/timeline.js";
+import { buildReport, type LoadReport } from "../../../src/main/load/report/load-report.js";
 import { buildFleetReport, onRedisClock } from "../../../src/main/load-fleet/fleet-load-report.js";
 import type { AgentRegistration } from "../../../src/main/load-fleet/load-fleet-protocol.js";
 import { type GeneratorState, newGeneratorState } from "../../../src/main/load-fleet/run-watch.js";

@@ -7,8 +7,9 @@
  */
 import fc from "fast-check";
 import { describe, expect, expectTypeOf, it } from "vitest";
-import { type ArrivalStage, arrivalTimes, expectedArrivals } from "../../../src/main/load/arrivals.js";
-import type { LoadOptions } from "../../../src/main/load/load-options.js";
+import { arrivalTimes, expectedArrivals } from "../../../src/main/load/open/arrivals.js";
+import type { LoadOptions } from "../../../src/main/load/options/load-options.js";
+import type { ArrivalStage } from "../../../src/main/load/options/open-options.js";
 import { COORDINATOR_ONLY, type ShareOptions } from "../../../src/main/load-fleet/load-fleet-protocol.js";
 import { evenShares, splitArrival, splitLoad } from "../../../src/main/load-fleet/split-load.js";
 

@@ -7,7 +7,7 @@
 import { resolve } from "node:path";
 import { LifelineError } from "../../../shared/errors.js";
 import { isThinkingLevel, type ThinkingLevel } from "../../../shared/thinking.js";
-import type { LoadOptions } from "../../load/load-options.js";
+import type { LoadOptions } from "../../load/options/load-options.js";
 import type { CliContext } from "../cli-context.js";
 import { command } from "../command-tree.js";
 import { listFlag, switchFlag, valueFlag } from "../flag.js";
@@ -160,7 +160,7 @@ export const loadCommand = command<CliContext, typeof loadFlags>({
     Object.assign(options, workerOptions(flags));
     // The library's own check, before the run's banner: a run it would refuse never starts. Its
     // schema (zod) is imported here, when the command runs, not for --help.
-    const { checkLoadOptions } = await import("../../load/load-options.js");
+    const { checkLoadOptions } = await import("../../load/options/load-options.js");
     checkLoadOptions(options);
     if (flags.generators === undefined) {
       for (const name of ["generatorTimeout", "onGeneratorLoss"] as const) {

@@ -6,10 +6,10 @@
  * mock's (mock-flags.ts); the command adds the model, key, worker and fleet groups' values.
  */
 import { resolve } from "node:path";
-import type { LoadOptions } from "../../load/load-options.js";
-import { readPromptsFile } from "../../load/prompts-file.js";
-import { checkSloOption, parseSlo } from "../../load/slo.js";
-import { parseThreshold } from "../../load/thresholds.js";
+import type { LoadOptions } from "../../load/options/load-options.js";
+import { readPromptsFile } from "../../load/options/prompts-file.js";
+import { checkSloOption, parseSlo } from "../../load/verdicts/slo.js";
+import { parseThreshold } from "../../load/verdicts/thresholds.js";
 import { listFlag, switchFlag, valueFlag } from "../flag.js";
 import { count, duration, integer, nonBlank, oneOf, usage } from "../flag-values.js";
 import { type MockFlagValues, mockOptions } from "./mock-flags.js";
@@ -134,7 +134,7 @@ export async function loadOptions(values: LoadFlagValues, cwd: string, realModel
   // open-options.ts holds the open model's schema (zod): imported when a run needs its default cap, not for --help.
   const sessions =
     values.sessions ??
-    (await import("../../load/open-options.js")).defaultOpenCap(shaped.arrival ?? {}, values.duration);
+    (await import("../../load/options/open-options.js")).defaultOpenCap(shaped.arrival ?? {}, values.duration);
   const options: LoadOptions = { sessions, ...shaped, ...mockOptions(values, realModel) };
   if (values.prompts !== undefined) options.prompts = values.prompts;
   if (values.duration !== undefined) options.durationMs = values.duration;

@@ -6,8 +6,8 @@
  * `--idle-timeout`). Every refusal is ERR_INVALID_OPTIONS naming the flag.
  */
 import type { SettingsInput } from "../../../shared/settings.js";
-import { FAULT_KINDS, type FaultKind, LOAD_DEFAULTS } from "../../load/load-defaults.js";
-import type { LoadFault, LoadOptions } from "../../load/load-options.js";
+import { FAULT_KINDS, type FaultKind, LOAD_DEFAULTS } from "../../load/options/load-defaults.js";
+import type { LoadFault, LoadOptions } from "../../load/options/load-options.js";
 import { switchFlag, valueFlag } from "../flag.js";
 import { count, duration, integer, parseDuration, parseInteger, probability, usage } from "../flag-values.js";
 

@@ -3,9 +3,8 @@
  * `--sweep`, `--sweep-step`), turned into {@link ArrivalOptions} and {@link SweepOptions}. Every
  * refusal is ERR_INVALID_OPTIONS naming the flag.
  */
-import type { ArrivalStage } from "../../load/arrivals.js";
-import { OPEN_DEFAULTS } from "../../load/load-defaults.js";
-import type { ArrivalOptions, SweepOptions } from "../../load/open-options.js";
+import { OPEN_DEFAULTS } from "../../load/options/load-defaults.js";
+import type { ArrivalOptions, ArrivalStage, SweepOptions } from "../../load/options/open-options.js";
 import { listFlag, valueFlag } from "../flag.js";
 import { duration, integer, oneOf, parseDuration, usage } from "../flag-values.js";
 

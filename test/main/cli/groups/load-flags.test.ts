@@ -12,8 +12,8 @@ import { parseDuration } from "../../../../src/main/cli/flag-values.js";
 import { DEFAULT_RETRY_BUDGET, parseFaults } from "../../../../src/main/cli/groups/mock-flags.js";
 import { parseRate } from "../../../../src/main/cli/groups/open-flags.js";
 import type { LoadCommandRequest } from "../../../../src/main/load/load-command.js";
-import { checkLoadOptions, type LoadOptions } from "../../../../src/main/load/load-options.js";
-import { mockScript } from "../../../../src/main/load/mock-target.js";
+import { mockScript } from "../../../../src/main/load/mock/mock-target.js";
+import { checkLoadOptions, type LoadOptions } from "../../../../src/main/load/options/load-options.js";
 import { parseMockScript } from "../../../../src/mock-server/index.js";
 import { cliPlace, runRecorded } from "../../../fixtures/cli-runtime.js";
 

@@ -5,7 +5,7 @@
 // Re-exports only. Other uses are subpaths, so that this entry loads none of their code:
 // "lifeline/tui" (tui/interactive-mode.ts; pi-tui would otherwise load, and break bundles, in
 // every embedding app), "lifeline/rpc" (rpc/index.ts), "lifeline/load" (load/index.ts) and
-// "lifeline/mock-server" (src/mock-server/index.ts). README.md, "Entry points", says why.
+// "lifeline/mock-server" (src/mock-server/index.ts). docs/api.md, "Entry points", says why.
 
 export type { BashExecutionMessage, BashResult } from "../shared/bash/bash-message.js";
 export type { ClassifiableMessage, Classification, FailureClass } from "../shared/classify.js";

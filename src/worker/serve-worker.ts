@@ -80,7 +80,7 @@ export function serveWorker(port: MessagePort, options: ServeOptions = {}): Prom
    * a worker can make progress for seconds without reaching its timers: one task that carries out
    * a burst of 10,000 early aborts (a load run's end; each abort's dispatch runs before any of
    * the runs ends and posts), or a loop turn that parses every socket of thousands of streams
-   * (bench (m), docs/performance.md, "The cut"). Main would take such a worker for one stuck in
+   * (bench (m), docs/performance-history.md, "The cut"). Main would take such a worker for one stuck in
    * synchronous code and terminate it, restoring every session it serves. The places that make
    * progress call this: each control message handled, each event pushed, each run op. A worker
    * stuck in a tool's synchronous code reaches none of them, so the watchdog still finds it.

@@ -203,7 +203,7 @@ export const HOST_DEFAULTS = {
 
 /**
  * Share of one core the main thread spends per worker that is busy on a whole core, measured by
- * bench section (n) (docs/performance.md, "(n) worker threads"): main-thread CPU ÷ worker CPU for
+ * bench section (n) (docs/performance-history.md, "(n) worker threads"): main-thread CPU ÷ worker CPU for
  * the same prompts streamed over HTTP/SSE (a 503, then 200 tokens). Single runs at 1,000
  * sessions gave 0.106–0.126, the median of the worse thread count 0.121; 200 sessions gave 0.13.
  * It is what each busy worker's output (events to deliver, retries, settling) costs the one

@@ -21,7 +21,7 @@ const ENTRIES = {
   load: "src/main/load/index.ts",
   fleet: "src/main/serve/index.ts",
   "load-fleet": "src/main/load-fleet/index.ts",
-  "fleet-connection": "src/main/fleet/fleet-connection.ts",
+  "fleet-connection": "src/main/redis/fleet-connection.ts",
   "import-extension": "src/shared/extensions/import-extension.ts",
   // load/mock-target.ts starts it as a worker, by `new URL("./mock-thread.js", import.meta.url)`.
   "mock-thread": "src/main/load/mock-thread.ts",

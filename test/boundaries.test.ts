@@ -48,7 +48,7 @@ const allowed: Record<string, string[]> = {
  */
 const LAYERS: readonly (readonly string[])[] = [
   ["config"], // settings files, models.json, option schemas, module URLs
-  ["fleet"], // fleet mode's Redis connection and key names
+  ["redis"], // the Redis connection of fleet mode, its key prefix and Lua scripts (below every Redis user)
   ["workers"], // one link per worker, the roster of links, the piscina pool, watchdog, keep-alive
   ["session-files"], // pi's session files, the store interface, locks and the write queue
   ["auth"], // auth.json, key selection and rotation

@@ -20,7 +20,7 @@ import { HostCoordination } from "../coordination/host-coordination.js";
 import { permitBridge } from "../coordination/permit-bridge.js";
 import { ExtensionRunner } from "../extensions/extension-runner.js";
 import { resolveExtensions } from "../extensions/resolve-extensions.js";
-import type { FleetConnection } from "../fleet/fleet-connection.js";
+import type { FleetConnection } from "../redis/fleet-connection.js";
 import { abortableSleep } from "../retry/sleep.js";
 import type { AgentSession } from "../session/agent-session.js";
 import { writeSessionHtml } from "../session/session-html.js";

@@ -22,11 +22,11 @@ import { LifelineError } from "../../shared/errors.js";
 import type { FleetSettings } from "../../shared/settings.js";
 import { withTimeout } from "../../shared/with-timeout.js";
 import { lifelineVersion } from "../config/lifeline-version.js";
-import { connectFleet, type FleetConnection } from "../fleet/fleet-connection.js";
 import type { LoadOptions, LoadSample } from "../load/load-options.js";
 import { REPORT_SCHEMA } from "../load/load-report.js";
 import { runLoad } from "../load/run-load.js";
 import { Sketch } from "../load/sketch.js";
+import { connectFleet, type FleetConnection } from "../redis/fleet-connection.js";
 import { abortableSleep } from "../retry/sleep.js";
 import { AgentLease } from "./agent-registry.js";
 import {

@@ -60,7 +60,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["session"], // AgentSession and what only it owns
   ["telemetry"], // OpenTelemetry metrics and spans from session events (B9), the CLI's /metrics
   ["host"], // SessionHost: options, opening and resuming sessions
-  ["load", "rpc", "serve", "tui"], // the CLI's modes (serve: a fleet host taking queued prompts)
+  ["fleet", "load", "rpc", "tui"], // the CLI's modes (fleet: a fleet host taking queued prompts, lifeline/fleet)
   ["load-fleet"], // distributed load runs: generators (load-agent) and their coordinator, over the fleet's Redis
   ["cli"], // the command line: option groups, the command tree, each command's flags → the modes' typed requests
   ["(entry)"], // index.ts, cli.ts

@@ -26,6 +26,7 @@ import type { TurnPacer } from "../workers/turn-pacer.js";
 import type { WorkerRoster } from "../workers/worker-roster.js";
 import type { HostConfig } from "./host-config.js";
 import type { HostFleet } from "./host-fleet.js";
+import { hostInternals } from "./host-internals.js";
 import {
   HOST_DEFAULTS,
   type ResumeOptions,
@@ -37,7 +38,7 @@ import { sessionInit, withModel } from "./session-init.js";
 
 /** The host's parts a session is assembled from; each is the host's and outlives its sessions. */
 export interface SessionAssemblyParts {
-  /** The host's options, read at each open (`setupTimeoutMs`, `onListenerError`, `sleep`). */
+  /** The host's options, read at each open (`setupTimeoutMs`, `onListenerError`, a test's `sleep`). */
   options: SessionHostOptions;
   config: HostConfig;
   workers: WorkerRoster;
@@ -172,6 +173,7 @@ export class SessionAssembly {
       if (extensions !== undefined) runner?.close(extensions);
       throw error;
     }
+    const { sleep } = hostInternals(this.#parts.options);
     const setup: SessionSetup = {
       start: {
         sessionId,
@@ -218,7 +220,7 @@ export class SessionAssembly {
         // SPEC X7: opened again on a fresh worker from the main-side transcript; a suspect on its own.
         reopen: async (messages, model, thinkingLevel, isolate) =>
           (await workers.open(withModel(init, model, messages, thinkingLevel), isolate)).link,
-        ...(this.#parts.options.sleep === undefined ? {} : { sleep: this.#parts.options.sleep }),
+        ...(sleep === undefined ? {} : { sleep }),
         pacer: this.#parts.pacer,
         telemetry,
       },

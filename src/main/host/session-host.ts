@@ -33,6 +33,7 @@ import { TurnPacer } from "../workers/turn-pacer.js";
 import { WorkerRoster } from "../workers/worker-roster.js";
 import { HostConfig } from "./host-config.js";
 import { HostFleet } from "./host-fleet.js";
+import { hostInternals } from "./host-internals.js";
 import {
   CONTROL_TIMEOUT_MS,
   checkHostOptions,
@@ -129,7 +130,7 @@ export class SessionHost {
       resourceLimits: options.resourceLimits,
       batchIntervalMs: options.batchIntervalMs,
       workerPriority: options.workerPriority,
-      connect: options.connect,
+      connect: hostInternals(options).connect,
       isClosed: () => this.#closed,
       permits: permitBridge(this.#coordination, (sessionId) => this.#sessions.get(sessionId)?.permitTarget),
       onWorkerExit: (cause) => this.#telemetry.workerExited(cause),

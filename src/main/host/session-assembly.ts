@@ -16,6 +16,7 @@ import type { SessionExtensions } from "../extensions/session-extensions.js";
 import { AgentSession } from "../session/agent-session.js";
 import { sharedModel } from "../session/session-model.js";
 import type { SessionSetup } from "../session/session-setup.js";
+import { assertValidSessionId } from "../session-files/session-format.js";
 import type { SessionPersistence } from "../session-files/session-persistence.js";
 import type { SessionRecorder } from "../session-files/session-recorder.js";
 import type { OpenedSession, SessionStore } from "../session-files/session-store.js";
@@ -70,25 +71,32 @@ export class SessionAssembly {
   }
 
   /**
-   * Opens a new session: `options.sessionId` or a random UUID, recorded by `store` from its first
-   * entry when persistence is on. The caller has checked `options` (and the id, with a store).
+   * Opens a new session: `options.sessionId` or a random UUID, recorded from its first entry by the
+   * store `options.sessions` names when persistence is on. The caller has checked `options`.
    * @throws what the steps throw: ERR_FLEET_UNAVAILABLE (fleet mode), ERR_INVALID_SETTINGS, ERR_INVALID_MODELS, ERR_UNKNOWN_MODEL,
    *   ERR_MISSING_API_KEY, ERR_EXTENSION_LOAD, ERR_WORKER_START, ERR_WORKER_MODULE, ERR_WORKER_EXITED,
    *   ERR_SESSION_FILE; ERR_HOST_CLOSED when the host closed meanwhile; ERR_INVALID_OPTIONS when a
    *   session of that id is already open.
    */
-  create(options: SessionOptions, store: SessionStore | undefined): Promise<AgentSession> {
+  async create(options: SessionOptions): Promise<AgentSession> {
+    // Fleet mode decides where sessions are kept (the fleet's Redis), so it comes first.
+    await this.#parts.fleet.connection();
+    const store = this.#parts.files.storeFor(options.sessions);
+    if (store !== undefined && options.sessionId !== undefined) assertValidSessionId(options.sessionId);
     return this.#open(options, store, undefined);
   }
 
   /**
-   * Opens the stored session `ref` (a file path, or an id or unique prefix of one) of `store` again:
+   * Opens the stored session `ref` (a file path, or an id or unique prefix of one) of the store
+   * `options.sessions` names again (ERR_INVALID_OPTIONS with persistence off):
    * its file's warnings (damaged lines skipped) become process warnings, and its id must not be
    * open in this host already. On any failure the file is closed (and unlocked) again.
    * @throws what `store.open` throws (ERR_INVALID_OPTIONS, ERR_SESSION_NOT_FOUND, ERR_SESSION_LOCKED,
    *   ERR_SESSION_FILE), ERR_SESSION_LOCKED when it is open in this host, and what {@link create} throws.
    */
-  async resume(store: SessionStore, ref: string, options: ResumeOptions): Promise<AgentSession> {
+  async resume(ref: string, options: ResumeOptions): Promise<AgentSession> {
+    await this.#parts.fleet.connection();
+    const store = this.#parts.files.requireStore(options.sessions, "resumeSession()");
     const opened = await store.open(ref, this.#parts.config.cwd());
     try {
       for (const warning of opened.warnings) process.emitWarning(warning, { code: "LIFELINE_SESSION_FILE" });

@@ -9,8 +9,8 @@ import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import { createSessionHost } from "../../../src/main/host/session-host.js";
 
-const root = join(import.meta.dirname, "../../..");
-const probeFile = join(root, "test/main/host/__public-host-options-probe.ts");
+// In memory only: the compiler host below serves it, nothing is written.
+const probeFile = join(import.meta.dirname, "__public-host-options-probe.ts");
 
 /**
  * The property names of each options type a user of `lifeline` (src/main/index.ts) can reach:

@@ -24,7 +24,7 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import { HostCoordination } from "../dist/main/coordination/host-coordination.js";
 import { SessionCoordination } from "../dist/main/coordination/session-coordination.js";
-import { connectFleet } from "../dist/main/fleet/fleet-connection.js";
+import { connectFleet } from "../dist/main/redis/fleet-connection.js";
 import { abortableSleep } from "../dist/main/retry/sleep.js";
 import { DEFAULT_SETTINGS, parseSettings } from "../dist/shared/settings.js";
 import { pick, report, sleep } from "./lib.mjs";

@@ -75,7 +75,7 @@ async function startServe(url, dir) {
 }
 
 async function size(hosts, url, redis, dir) {
-  const { FleetClient } = await import("../dist/main/serve/index.js");
+  const { FleetClient } = await import("../dist/main/fleet/index.js");
   await redis.flushall();
   await redis.config("RESETSTAT");
   const children = await Promise.all(Array.from({ length: hosts }, () => startServe(url, dir)));

@@ -19,9 +19,9 @@ const ENTRIES = {
   tui: "src/main/tui/interactive-mode.ts",
   rpc: "src/main/rpc/index.ts",
   load: "src/main/load/index.ts",
-  fleet: "src/main/serve/index.ts",
+  fleet: "src/main/fleet/index.ts",
   "load-fleet": "src/main/load-fleet/index.ts",
-  "fleet-connection": "src/main/fleet/fleet-connection.ts",
+  "fleet-connection": "src/main/redis/fleet-connection.ts",
   "import-extension": "src/shared/extensions/import-extension.ts",
   // load/mock/mock-target.ts starts it as a worker, by `new URL("./mock-thread.js", import.meta.url)`.
   "mock-thread": "src/main/load/mock/mock-thread.ts",

@@ -48,7 +48,7 @@ const allowed: Record<string, string[]> = {
  */
 const LAYERS: readonly (readonly string[])[] = [
   ["config"], // settings files, models.json, option schemas, module URLs
-  ["fleet"], // fleet mode's Redis connection and key names
+  ["redis"], // the Redis connection of fleet mode, its key prefix and Lua scripts (below every Redis user)
   ["workers"], // one link per worker, the roster of links, the piscina pool, watchdog, keep-alive
   ["session-files"], // pi's session files, the store interface, locks and the write queue
   ["auth"], // auth.json, key selection and rotation
@@ -60,7 +60,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["session"], // AgentSession and what only it owns
   ["telemetry"], // OpenTelemetry metrics and spans from session events (B9), the CLI's /metrics
   ["host"], // SessionHost: options, opening and resuming sessions
-  ["load", "rpc", "serve", "tui"], // the CLI's modes (serve: a fleet host taking queued prompts)
+  ["fleet", "load", "rpc", "tui"], // the CLI's modes (fleet: a fleet host taking queued prompts, lifeline/fleet)
   ["load-fleet"], // distributed load runs: generators (load-agent) and their coordinator, over the fleet's Redis
   ["cli"], // the command line: option groups, the command tree, each command's flags → the modes' typed requests
   ["(entry)"], // index.ts, cli.ts

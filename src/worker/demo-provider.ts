@@ -22,6 +22,7 @@ import {
   type SimpleStreamOptions,
 } from "@mariozechner/pi-ai";
 import { DEMO_PROVIDER, type DemoModelId } from "../shared/demo-models.js";
+import { messageText } from "../shared/message-text.js";
 import { registerScriptedFaux } from "./scripted-faux.js";
 
 export { DEMO_PROVIDER } from "../shared/demo-models.js";
@@ -133,9 +134,7 @@ function errorMessage(text: string): AssistantMessage {
 function lastUserText(context: Context): string {
   for (let i = context.messages.length - 1; i >= 0; i--) {
     const message = context.messages[i];
-    if (message?.role !== "user") continue;
-    if (typeof message.content === "string") return message.content;
-    return message.content.map((block) => (block.type === "text" ? block.text : "")).join("");
+    if (message?.role === "user") return messageText(message.content);
   }
   return "";
 }

@@ -14,6 +14,7 @@ import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { isContextOverflow } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
+import { withHostInternals } from "../../dist/main/host/host-internals.js";
 import {
   type AgentSession,
   createSessionHost,
@@ -344,13 +345,17 @@ describe("real providers against the mock model server", () => {
   describe("B6: Retry-After on the main path", () => {
     function recordingHost(retry: Record<string, unknown>): { host: SessionHost; delays: number[] } {
       const delays: number[] = [];
-      const host = hostWith({
-        settings: { retry: { baseDelayMs: 5, ...retry } },
-        sleep: (ms) => {
-          delays.push(ms);
-          return Promise.resolve();
-        },
-      });
+      const host = hostWith(
+        withHostInternals(
+          { settings: { retry: { baseDelayMs: 5, ...retry } } },
+          {
+            sleep: (ms) => {
+              delays.push(ms);
+              return Promise.resolve();
+            },
+          },
+        ),
+      );
       return { host, delays };
     }
 

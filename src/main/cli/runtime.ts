@@ -8,6 +8,7 @@
 
 import type { MockServerCommandRequest } from "../../mock-server/mock-server-command.js";
 import type { AuthCommandRequest } from "../auth/auth-command.js";
+import type { ServeCommandRequest, SubmitCommandRequest } from "../fleet/serve-command.js";
 import type { PrintModeOptions } from "../host/print-mode.js";
 import type { ExportCommandRequest, SessionsCommandRequest } from "../host/stored-sessions-command.js";
 import type { CompareCommandRequest } from "../load/compare/compare-command.js";
@@ -15,7 +16,6 @@ import type { LoadCommandRequest } from "../load/load-command.js";
 import type { MergeCommandRequest } from "../load/merge/merge-command.js";
 import type { LoadAgentCommandRequest } from "../load-fleet/load-fleet-command.js";
 import type { RpcModeOptions } from "../rpc/rpc-mode.js";
-import type { ServeCommandRequest, SubmitCommandRequest } from "../serve/serve-command.js";
 import type { InteractiveOptions } from "../tui/interactive-mode.js";
 
 /** One call per command; each resolves to the command's exit code. */
@@ -52,8 +52,8 @@ export const processRuntime: CliRuntime = {
   loadMerge: async (request) => (await import("../load/merge/merge-command.js")).runMergeCommand(request),
   loadCompare: async (request) => (await import("../load/compare/compare-command.js")).runCompareCommand(request),
   loadAgent: async (request) => (await import("../load-fleet/load-fleet-command.js")).runLoadAgentCommand(request),
-  serve: async (request) => (await import("../serve/serve-command.js")).runServeCommand(request),
-  submit: async (request) => (await import("../serve/serve-command.js")).runSubmitCommand(request),
+  serve: async (request) => (await import("../fleet/serve-command.js")).runServeCommand(request),
+  submit: async (request) => (await import("../fleet/serve-command.js")).runSubmitCommand(request),
   exportSession: async (request) => (await import("../host/stored-sessions-command.js")).runExportCommand(request),
   listSessions: async (request) => (await import("../host/stored-sessions-command.js")).runSessionsCommand(request),
 };

@@ -5,9 +5,9 @@
  * chunks, so that a bundled host and its run-time modules share one copy of every class.
  */
 
-/** Fleet mode's connection to Redis (fleet/fleet-connection.ts). */
+/** Fleet mode's connection to Redis (redis/fleet-connection.ts). */
 export function fleetConnectionModule(): URL {
-  return new URL("../fleet/fleet-connection.js", import.meta.url);
+  return new URL("../redis/fleet-connection.js", import.meta.url);
 }
 
 /** The extension loader of the main thread (shared/extensions/import-extension.ts). */

@@ -20,7 +20,7 @@ import { errorText } from "../../shared/error-text.js";
 import type { CoordinationFallbackEvent } from "../../shared/events.js";
 import type { RetryBudgetSettings } from "../../shared/settings.js";
 import { withTimeout } from "../../shared/with-timeout.js";
-import type { FleetConnection } from "../fleet/fleet-connection.js";
+import type { FleetConnection } from "../redis/fleet-connection.js";
 import { FleetBudget } from "./fleet-budget.js";
 import { type FleetLease, FleetPermits } from "./fleet-permits.js";
 import { type FleetCalls, type FleetScriptName, loadFleetScripts, runFleetScript } from "./fleet-scripts.js";

@@ -8,7 +8,7 @@
  * `NOSCRIPT` answer (the script cache was flushed) is answered by `EVAL` of the same script.
  */
 import type { Redis } from "ioredis";
-import { evalLua, type LuaScript, luaScript } from "../fleet/lua-script.js";
+import { evalLua, type LuaScript, luaScript } from "../redis/lua-script.js";
 
 /** The script's time: ms since the epoch with µs in the fraction, from the Redis server's clock. */
 const NOW = `local t = redis.call('TIME')

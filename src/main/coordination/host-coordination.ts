@@ -9,7 +9,7 @@
 import { createHash } from "node:crypto";
 import type { CoordinationFallbackEvent } from "../../shared/events.js";
 import type { RetryBudgetSettings } from "../../shared/settings.js";
-import type { FleetConnection } from "../fleet/fleet-connection.js";
+import type { FleetConnection } from "../redis/fleet-connection.js";
 import { FleetCoordination } from "./fleet-coordination.js";
 import type { FleetLease } from "./fleet-permits.js";
 import { ProviderGate } from "./provider-gate.js";

@@ -5,7 +5,7 @@
  */
 
 import { errorText } from "../../shared/error-text.js";
-import { InvalidSettingsError } from "../../shared/errors.js";
+import { InvalidSettingsError, LifelineError } from "../../shared/errors.js";
 import type { ModelChange, ModelRef } from "../../shared/protocol.js";
 import {
   HOST_WIDE_SETTINGS,
@@ -18,7 +18,7 @@ import {
 import type { AuthStorage } from "../auth/auth-storage.js";
 import { FileAuthStorage } from "../auth/file-auth-storage.js";
 import { loadModelsConfig, type ModelsConfig, modelsPath, resolveModelRef } from "../config/models-config.js";
-import { loadSettingsFiles, resolveLifelineDir } from "../config/settings-store.js";
+import { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "../config/settings-store.js";
 
 /** The host options this reads (see `SessionHostOptions` for each). */
 export interface HostConfigOptions {
@@ -68,6 +68,23 @@ export class HostConfig {
   reload(): void {
     this.#fileSettings = undefined;
     this.#modelsConfig = undefined;
+  }
+
+  /**
+   * B5: merges `patch` into the user's `settings.json`, then forgets the cached files.
+   * @throws ERR_INVALID_OPTIONS when the host has `lifelineDir: false` (no file to write), and what
+   *   writing the file throws.
+   */
+  async writeUserSettings(patch: SettingsInput): Promise<void> {
+    const dir = this.lifelineDir();
+    if (dir === false) {
+      throw new LifelineError(
+        "ERR_INVALID_OPTIONS",
+        "This host was created with lifelineDir: false, so it has no settings file to write; pass a directory as lifelineDir, or pass settings to createSessionHost instead.",
+      );
+    }
+    await writeUserSettings(patch, dir);
+    this.reload();
   }
 
   /**

@@ -10,9 +10,9 @@ import { FleetUnavailableError } from "../../shared/errors.js";
 import type { Settings } from "../../shared/settings.js";
 import { importAtRunTime } from "../config/run-time-import.js";
 import { fleetConnectionModule } from "../config/run-time-modules.js";
-import type { FleetConnection } from "../fleet/fleet-connection.js";
+import type { FleetConnection } from "../redis/fleet-connection.js";
 
-type FleetConnectionModule = typeof import("../fleet/fleet-connection.js");
+type FleetConnectionModule = typeof import("../redis/fleet-connection.js");
 
 /** One host's fleet connection; main thread only. */
 export class HostFleet {

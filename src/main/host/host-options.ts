@@ -32,7 +32,6 @@ import {
 } from "../config/option-schemas.js";
 import type { SessionsOptions } from "../session-files/session-persistence.js";
 import type { TelemetryOptions } from "../telemetry/telemetry-options.js";
-import type { LinkEndpoint } from "../workers/link-options.js";
 
 /** Options of {@link createSessionHost}. Every field is optional. */
 export interface SessionHostOptions {
@@ -103,13 +102,6 @@ export interface SessionHostOptions {
   resourceLimits?: ResourceLimits;
   /** Receives errors thrown by `subscribe()` listeners. @default prints to stderr */
   onListenerError?: (error: unknown, event: SessionEvent) => void;
-  /**
-   * Replaces the piscina pool as the source of worker endpoints. For tests that serve the worker
-   * API in-process over a MessageChannel; production code leaves it unset.
-   */
-  connect?: () => LinkEndpoint;
-  /** Replaces the retry sleep (tests with an injected clock). @default a main-thread timer */
-  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /**
    * Persist every session of this host (B7); a session's own `sessions` option overrides it.
    * @default off (an embedded host chooses where its files go)
@@ -262,8 +254,6 @@ const hostOptionsSchema = z.lazy(() =>
     workerPriority: z.number().int().min(0).max(19).optional(),
     resourceLimits: resourceLimitsSchema.optional(),
     onListenerError: fn.optional(),
-    connect: fn.optional(),
-    sleep: fn.optional(),
     sessions: sessionsOptionsSchema.optional(),
     extensions: z.array(z.string().min(1)).optional(),
     telemetry: z

@@ -7,6 +7,7 @@
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { isFailedStop } from "../../shared/classify.js";
 import type { PromptResult, SessionEvent } from "../../shared/events.js";
+import { messageText } from "../../shared/message-text.js";
 import { compactionNotice } from "../compaction/compaction-notice.js";
 import { reportCliError, SESSION_USAGE_ERRORS } from "../config/cli-errors.js";
 import { workerFate } from "../supervision/interrupted-run.js";
@@ -79,8 +80,7 @@ async function promptFromStdin(): Promise<string[] | undefined> {
 }
 
 function answerText(message: AssistantMessage | undefined): string {
-  if (message === undefined) return "";
-  return message.content.map((block) => (block.type === "text" ? block.text : "")).join("");
+  return message === undefined ? "" : messageText(message.content);
 }
 
 /**

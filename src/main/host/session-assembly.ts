@@ -16,6 +16,7 @@ import type { SessionExtensions } from "../extensions/session-extensions.js";
 import { AgentSession } from "../session/agent-session.js";
 import type { SessionSetup } from "../session/session-setup.js";
 import { sharedModel } from "../session/state/session-model.js";
+import { assertValidSessionId } from "../session-files/session-format.js";
 import type { SessionPersistence } from "../session-files/session-persistence.js";
 import type { SessionRecorder } from "../session-files/session-recorder.js";
 import type { OpenedSession, SessionStore } from "../session-files/session-store.js";
@@ -26,6 +27,7 @@ import type { TurnPacer } from "../workers/turn-pacer.js";
 import type { WorkerRoster } from "../workers/worker-roster.js";
 import type { HostConfig } from "./host-config.js";
 import type { HostFleet } from "./host-fleet.js";
+import { hostInternals } from "./host-internals.js";
 import {
   HOST_DEFAULTS,
   type ResumeOptions,
@@ -37,7 +39,7 @@ import { sessionInit, withModel } from "./session-init.js";
 
 /** The host's parts a session is assembled from; each is the host's and outlives its sessions. */
 export interface SessionAssemblyParts {
-  /** The host's options, read at each open (`setupTimeoutMs`, `onListenerError`, `sleep`). */
+  /** The host's options, read at each open (`setupTimeoutMs`, `onListenerError`, a test's `sleep`). */
   options: SessionHostOptions;
   config: HostConfig;
   workers: WorkerRoster;
@@ -69,25 +71,32 @@ export class SessionAssembly {
   }
 
   /**
-   * Opens a new session: `options.sessionId` or a random UUID, recorded by `store` from its first
-   * entry when persistence is on. The caller has checked `options` (and the id, with a store).
+   * Opens a new session: `options.sessionId` or a random UUID, recorded from its first entry by the
+   * store `options.sessions` names when persistence is on. The caller has checked `options`.
    * @throws what the steps throw: ERR_FLEET_UNAVAILABLE (fleet mode), ERR_INVALID_SETTINGS, ERR_INVALID_MODELS, ERR_UNKNOWN_MODEL,
    *   ERR_MISSING_API_KEY, ERR_EXTENSION_LOAD, ERR_WORKER_START, ERR_WORKER_MODULE, ERR_WORKER_EXITED,
    *   ERR_SESSION_FILE; ERR_HOST_CLOSED when the host closed meanwhile; ERR_INVALID_OPTIONS when a
    *   session of that id is already open.
    */
-  create(options: SessionOptions, store: SessionStore | undefined): Promise<AgentSession> {
+  async create(options: SessionOptions): Promise<AgentSession> {
+    // Fleet mode decides where sessions are kept (the fleet's Redis), so it comes first.
+    await this.#parts.fleet.connection();
+    const store = this.#parts.files.storeFor(options.sessions);
+    if (store !== undefined && options.sessionId !== undefined) assertValidSessionId(options.sessionId);
     return this.#open(options, store, undefined);
   }
 
   /**
-   * Opens the stored session `ref` (a file path, or an id or unique prefix of one) of `store` again:
+   * Opens the stored session `ref` (a file path, or an id or unique prefix of one) of the store
+   * `options.sessions` names again (ERR_INVALID_OPTIONS with persistence off):
    * its file's warnings (damaged lines skipped) become process warnings, and its id must not be
    * open in this host already. On any failure the file is closed (and unlocked) again.
    * @throws what `store.open` throws (ERR_INVALID_OPTIONS, ERR_SESSION_NOT_FOUND, ERR_SESSION_LOCKED,
    *   ERR_SESSION_FILE), ERR_SESSION_LOCKED when it is open in this host, and what {@link create} throws.
    */
-  async resume(store: SessionStore, ref: string, options: ResumeOptions): Promise<AgentSession> {
+  async resume(ref: string, options: ResumeOptions): Promise<AgentSession> {
+    await this.#parts.fleet.connection();
+    const store = this.#parts.files.requireStore(options.sessions, "resumeSession()");
     const opened = await store.open(ref, this.#parts.config.cwd());
     try {
       for (const warning of opened.warnings) process.emitWarning(warning, { code: "LIFELINE_SESSION_FILE" });
@@ -172,6 +181,7 @@ export class SessionAssembly {
       if (extensions !== undefined) runner?.close(extensions);
       throw error;
     }
+    const { sleep } = hostInternals(this.#parts.options);
     const setup: SessionSetup = {
       start: {
         sessionId,
@@ -218,7 +228,7 @@ export class SessionAssembly {
         // SPEC X7: opened again on a fresh worker from the main-side transcript; a suspect on its own.
         reopen: async (messages, model, thinkingLevel, isolate) =>
           (await workers.open(withModel(init, model, messages, thinkingLevel), isolate)).link,
-        ...(this.#parts.options.sleep === undefined ? {} : { sleep: this.#parts.options.sleep }),
+        ...(sleep === undefined ? {} : { sleep }),
         pacer: this.#parts.pacer,
         telemetry,
       },

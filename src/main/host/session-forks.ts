@@ -19,6 +19,12 @@ export interface ForkHost {
   resume(path: string): Promise<AgentSession>;
 }
 
+/** `SessionHost.forkSession`'s options. */
+export interface ForkOptions {
+  /** Fork before the user message (`"before"`) or at the entry, including it (`"at"`). @default "before" */
+  position?: ForkPosition;
+}
+
 /** A new session made from a point of another, and the user message's text for a fork "before" it. */
 export interface ForkResult {
   session: AgentSession;

@@ -4,7 +4,7 @@
  * whether it is busy. A generator that dies or loses Redis stops renewing, and its key lapses: a
  * coordinator that sees it gone declares the generator lost. No consensus: the lease is the truth.
  */
-import type { FleetConnection } from "../fleet/fleet-connection.js";
+import type { FleetConnection } from "../redis/fleet-connection.js";
 import {
   AGENT_LEASE_MS,
   AGENT_RENEW_MS,

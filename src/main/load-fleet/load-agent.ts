@@ -22,11 +22,11 @@ import { LifelineError } from "../../shared/errors.js";
 import type { FleetSettings } from "../../shared/settings.js";
 import { withTimeout } from "../../shared/with-timeout.js";
 import { lifelineVersion } from "../config/lifeline-version.js";
-import { connectFleet, type FleetConnection } from "../fleet/fleet-connection.js";
 import { Sketch } from "../load/metrics/sketch.js";
 import type { LoadOptions, LoadSample } from "../load/options/load-options.js";
 import { REPORT_SCHEMA } from "../load/report/load-report.js";
 import { runLoad } from "../load/run/run-load.js";
+import { connectFleet, type FleetConnection } from "../redis/fleet-connection.js";
 import { abortableSleep } from "../retry/sleep.js";
 import { AgentLease } from "./agent-registry.js";
 import {

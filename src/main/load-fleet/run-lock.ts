@@ -5,8 +5,8 @@
  * and delete); a coordinator that dies leaves it to lapse within {@link RUN_LOCK_MS}.
  */
 import { LifelineError } from "../../shared/errors.js";
-import type { FleetConnection } from "../fleet/fleet-connection.js";
-import { evalLua, luaScript } from "../fleet/lua-script.js";
+import type { FleetConnection } from "../redis/fleet-connection.js";
+import { evalLua, luaScript } from "../redis/lua-script.js";
 import { loadKeys, type RunLockHolder } from "./load-fleet-protocol.js";
 
 /** The lock lapses this long after its coordinator stopped renewing it. */

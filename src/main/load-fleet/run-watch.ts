@@ -6,8 +6,8 @@
  * aborts its run when it notices it has lost Redis, so they would be partial anyway).
  */
 import type { Redis } from "ioredis";
-import type { FleetConnection } from "../fleet/fleet-connection.js";
 import type { LoadProgress } from "../load/metrics/load-metrics.js";
+import type { FleetConnection } from "../redis/fleet-connection.js";
 import { readAgents } from "./agent-registry.js";
 import { type AgentRegistration, decodeMessage, type RunEntry, type ShareOptions } from "./load-fleet-protocol.js";
 

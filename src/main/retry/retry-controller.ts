@@ -9,6 +9,9 @@
  *   remove the failed message, sleep, `continueRun()` → the retried run's first successful
  *   assistant `message_end` ends the chain with success; another failure loops; exhaustion,
  *   cancellation or a non-retryable failure ends it with `success: false`.
+ *
+ * The delay of each retry is computed by retry-delay.ts, the R4 report of a usage or rate limit to
+ * the auth storage (injected, like everything else here) made by key-limits.ts.
  */
 import {
   type ClassifiableMessage,
@@ -21,7 +24,9 @@ import {
 import type { AutoRetryEndReason, AutoRetryStartEvent, RetryEvent } from "../../shared/events.js";
 import { requestFailureOf } from "../../shared/request-failure.js";
 import type { RetrySettings } from "../../shared/settings.js";
-import { type AuthStorage, type LimitKind, normalizeOutcome, type UsageLimitOutcome } from "../auth/auth-storage.js";
+import type { AuthStorage } from "../auth/auth-storage.js";
+import { limitKind, reportLimit } from "./key-limits.js";
+import { formatMs, retryDelay } from "./retry-delay.js";
 
 /** `finalError` of a chain ended by `abortRetry()` or `abort()` (R8). */
 const RETRY_CANCELLED = "Retry cancelled";
@@ -206,7 +211,7 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
       this.#endChain(false, this.#attempt - 1, "exhausted", errorMessage);
       return { kind: "none", failure: "exhausted" };
     }
-    const delayMs = this.#delay(settings, this.#attempt, hints.retryAfterMs);
+    const delayMs = retryDelay(settings, this.#attempt, hints.retryAfterMs, this.#options);
     if (delayMs === undefined) {
       const cap = settings.maxDelayMs ?? 0;
       this.#endChain(
@@ -266,9 +271,9 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
     let delayMs = decision.delayMs;
     let model: string | undefined;
     let rotated = false;
-    const limit = this.#limitKind(decision);
+    const limit = limitKind(decision, this.#options.authStorage);
     if (limit !== undefined) {
-      const outcome = await this.#reportLimit(decision, limit);
+      const outcome = await reportLimit(this.#options, decision, limit);
       if (!live()) return;
       if (outcome.switched) {
         delayMs = 0;
@@ -351,49 +356,6 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
     this.#endChain(false, this.#attempt, reason, finalError);
   }
 
-  /**
-   * Which limit the R4 step handles: usage limits always; 429 rate limits only with a storage that
-   * serves keys (another key may be free; without one a 429 is a plain transient failure).
-   */
-  #limitKind(decision: Extract<RetryDecision<M>, { kind: "retry" }>): LimitKind | undefined {
-    if (decision.usageLimit) return "usage_limit";
-    if (decision.rateLimit === true && typeof this.#options.authStorage?.apiKeyFor === "function") return "rate_limit";
-    return undefined;
-  }
-
-  /** R4: tells the storage; a throw, a rejection or an odd answer counts as "did not switch". */
-  async #reportLimit(
-    decision: Extract<RetryDecision<M>, { kind: "retry" }>,
-    kind: LimitKind,
-  ): Promise<UsageLimitOutcome> {
-    const storage = this.#options.authStorage;
-    if (storage === undefined) return { switched: false };
-    const info: { retryAfterMs?: number; baseUrl?: string; kind?: LimitKind } = {};
-    if (decision.retryAfterMs !== undefined) info.retryAfterMs = decision.retryAfterMs;
-    const baseUrl = this.#options.baseUrl?.();
-    if (baseUrl !== undefined) info.baseUrl = baseUrl;
-    if (kind === "rate_limit") info.kind = kind;
-    return Promise.resolve()
-      .then(() => storage.markUsageLimitReached(decision.message.provider, this.#options.sessionId, info))
-      .then(normalizeOutcome, () => ({ switched: false }));
-  }
-
-  #delay(settings: RetrySettings, attempt: number, retryAfterMs: number | undefined): number | undefined {
-    // Capped so the delay stays a finite number (2^(n−1) is Infinity past n = 1024, and 0 · Infinity
-    // is NaN): auto_retry_start.delayMs is always a real number; the sleep splits long delays.
-    const backoff =
-      settings.baseDelayMs === 0 ? 0 : Math.min(settings.baseDelayMs * 2 ** (attempt - 1), Number.MAX_SAFE_INTEGER);
-    let delay = backoff;
-    if (settings.jitter === "full") delay = this.#options.random() * backoff;
-    else if (settings.jitter === "equal") delay = backoff / 2 + (this.#options.random() * backoff) / 2;
-    if (settings.respectRetryAfter && retryAfterMs !== undefined) {
-      if (settings.maxDelayMs !== undefined && retryAfterMs > settings.maxDelayMs) return undefined;
-      delay = Math.max(delay, retryAfterMs);
-    }
-    if (settings.maxDelayMs !== undefined) delay = Math.min(delay, settings.maxDelayMs);
-    return Math.min(Math.round(delay), Number.MAX_SAFE_INTEGER);
-  }
-
   #startChain(): void {
     let resolve: () => void = () => {};
     const promise = new Promise<void>((r) => {
@@ -424,8 +386,4 @@ export class RetryController<M extends RetryMessage = RetryMessage> {
     this.#options.emit(event);
     chain?.resolve();
   }
-}
-
-function formatMs(ms: number): string {
-  return ms >= 1000 ? `${Math.round(ms / 100) / 10}s` : `${ms}ms`;
 }

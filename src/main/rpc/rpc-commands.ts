@@ -8,6 +8,7 @@
  */
 import { basename } from "node:path";
 import { LifelineError } from "../../shared/errors.js";
+import { messageText } from "../../shared/message-text.js";
 import { FileAuthStorage } from "../auth/file-auth-storage.js";
 import type { SessionHost } from "../host/session-host.js";
 import type { AgentSession } from "../session/agent-session.js";
@@ -238,10 +239,7 @@ function lastAssistantText(session: AgentSession): string | undefined {
     const message = session.messages[i];
     if (message?.role !== "assistant") continue;
     if (message.stopReason === "aborted" && message.content.length === 0) continue;
-    const text = message.content
-      .map((block) => (block.type === "text" ? block.text : ""))
-      .join("")
-      .trim();
+    const text = messageText(message.content).trim();
     return text === "" ? undefined : text;
   }
   return undefined;

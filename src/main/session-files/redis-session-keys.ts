@@ -15,7 +15,7 @@
  * A session id has no `/`, `\`, `..` or control characters (assertValidSessionId), and the suffix
  * after it never contains `:`, so no two sessions' keys can meet.
  */
-import type { FleetConnection } from "../fleet/fleet-connection.js";
+import type { FleetConnection } from "../redis/fleet-connection.js";
 
 /** The keys of one session, plus the indexes an append touches. */
 export interface SessionKeys {

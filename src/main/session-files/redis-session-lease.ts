@@ -14,7 +14,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { LifelineError } from "../../shared/errors.js";
-import type { FleetConnection } from "../fleet/fleet-connection.js";
+import type { FleetConnection } from "../redis/fleet-connection.js";
 import type { SessionKeys } from "./redis-session-keys.js";
 import { RELEASE, RENEW, runScript } from "./redis-session-scripts.js";
 

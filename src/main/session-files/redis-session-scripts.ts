@@ -7,7 +7,7 @@
  * error, so a refusal is told apart from a connection that failed (which may be tried again).
  */
 import type { Redis } from "ioredis";
-import { evalLua, type LuaScript, luaScript } from "../fleet/lua-script.js";
+import { evalLua, type LuaScript, luaScript } from "../redis/lua-script.js";
 
 /** One Lua script of the store, with how many of its arguments are keys. */
 interface SessionScript extends LuaScript {

@@ -17,7 +17,7 @@
  */
 import { errorText } from "../../shared/error-text.js";
 import { FleetUnavailableError, LifelineError } from "../../shared/errors.js";
-import type { FleetConnection } from "../fleet/fleet-connection.js";
+import type { FleetConnection } from "../redis/fleet-connection.js";
 import { allSessionsKey, cwdSessionsKey, sessionIdsKey, sessionKeys, sessionPath } from "./redis-session-keys.js";
 import { lockedError, newOwner } from "./redis-session-lease.js";
 import { ACQUIRE, CREATE, RELEASE, runScript } from "./redis-session-scripts.js";

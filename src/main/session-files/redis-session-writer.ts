@@ -14,7 +14,7 @@
  */
 import { errorText } from "../../shared/error-text.js";
 import { LifelineError } from "../../shared/errors.js";
-import type { FleetConnection } from "../fleet/fleet-connection.js";
+import type { FleetConnection } from "../redis/fleet-connection.js";
 import { BatchedAppends } from "./batched-appends.js";
 import type { SessionKeys } from "./redis-session-keys.js";
 import { fencedError, SessionLease } from "./redis-session-lease.js";

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { LifelineError } from "../../shared/errors.js";
+import { messageText } from "../../shared/message-text.js";
 import { SESSION_VERSION, type SessionEntry, type SessionHeader } from "./session-format.js";
 
 /** A user message a fork may start from: its entry and its text. */
@@ -28,7 +29,7 @@ export function forkMessages(entries: readonly SessionEntry[]): ForkMessage[] {
     if (entry.type !== "message") continue;
     const message = (entry as { message?: { role?: unknown; content?: unknown } }).message;
     if (message?.role !== "user") continue;
-    const text = userText(message.content);
+    const text = messageText(message.content);
     if (text !== "") messages.push({ entryId: entry.id, text });
   }
   return messages;
@@ -76,20 +77,8 @@ export function forkedSession(
     parentSession: stored.file,
   };
   const text =
-    position === "before" ? userText((selected as { message?: { content?: unknown } }).message?.content) : undefined;
+    position === "before" ? messageText((selected as { message?: { content?: unknown } }).message?.content) : undefined;
   // pi rebuilds labels from its own index; lifeline writes none, and a label of another branch
   // would point outside the path.
   return { header, entries: path.filter((entry) => entry.type !== "label"), text };
-}
-
-/** A user message's text as pi extracts it: a string, or its text blocks joined. */
-function userText(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  return content
-    .filter(
-      (block): block is { type: "text"; text: string } => block?.type === "text" && typeof block.text === "string",
-    )
-    .map((block) => block.text)
-    .join("");
 }

@@ -6,7 +6,7 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { LifelineError } from "../../shared/errors.js";
 import type { SessionOpened } from "../../shared/protocol.js";
-import type { FleetConnection } from "../fleet/fleet-connection.js";
+import type { FleetConnection } from "../redis/fleet-connection.js";
 import { FileSessionStore } from "./file-session-store.js";
 import type { FsyncPolicy } from "./persistence-queue.js";
 import { RedisSessionStore } from "./redis-session-store.js";

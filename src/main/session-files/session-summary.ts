@@ -3,6 +3,8 @@
  * name), computed the same way by every store: the file store from a whole file, the Redis store
  * from each appended batch.
  */
+
+import { messageText } from "../../shared/message-text.js";
 import type { SessionEntry } from "./session-format.js";
 
 /** A summary of some entries, in order. */
@@ -28,18 +30,7 @@ export function summarizeEntries(entries: readonly SessionEntry[]): EntriesSumma
     if (entry.type !== "message") continue;
     messageCount++;
     const message = (entry as { message?: { role?: unknown; content?: unknown } }).message;
-    if (firstMessage === "" && message?.role === "user") firstMessage = textOf(message.content);
+    if (firstMessage === "" && message?.role === "user") firstMessage = messageText(message.content);
   }
   return { messageCount, firstMessage, name };
-}
-
-function textOf(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  return content
-    .filter(
-      (block): block is { type: "text"; text: string } => block?.type === "text" && typeof block.text === "string",
-    )
-    .map((block) => block.text)
-    .join(" ");
 }

@@ -14,6 +14,7 @@
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { Attributes, Context } from "@opentelemetry/api";
 import type { SessionEvent } from "../../shared/events.js";
+import { messageText } from "../../shared/message-text.js";
 import type { RequestTiming } from "../../shared/request-timing.js";
 import type { PromptTracing } from "../session/session-setup.js";
 import type { Instruments } from "./instruments.js";
@@ -267,15 +268,5 @@ function textOf(message: { role: string; content: unknown }): {
   role: string;
   parts: { type: "text"; content: string }[];
 } {
-  const content = message.content;
-  const text =
-    typeof content === "string"
-      ? content
-      : Array.isArray(content)
-        ? content
-            .filter((part): part is { type: "text"; text: string } => part?.type === "text")
-            .map((part) => part.text)
-            .join("")
-        : "";
-  return { role: message.role, parts: [{ type: "text", content: text }] };
+  return { role: message.role, parts: [{ type: "text", content: messageText(message.content) }] };
 }

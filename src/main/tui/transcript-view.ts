@@ -7,18 +7,19 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { Container, Markdown, Spacer, Text } from "@mariozechner/pi-tui";
 import type { SessionEvent } from "../../shared/events.js";
+import { messageText } from "../../shared/message-text.js";
 import type { UiNotice } from "./session-ui-controller.js";
 import { markdownTheme, style } from "./theme.js";
 
 /** Longest rendering of a tool's arguments or error, in characters; tool output can be huge. */
 const MAX_DETAIL = 120;
 
-/** Text blocks of an assistant message; thinking and tool calls are not part of the answer text. */
-function answerText(content: readonly { type: string; text?: string }[]): string {
-  return content
-    .filter((block) => block.type === "text")
-    .map((block) => block.text ?? "")
-    .join("\n");
+/**
+ * A message's text as the transcript draws it: each text block on a line of its own (pi draws each
+ * as a paragraph); thinking and tool calls are not part of the answer text.
+ */
+function answerText(content: unknown): string {
+  return messageText(content, { separator: "\n" });
 }
 
 /** A one-line summary of unknown data (tool arguments or results), cut to {@link MAX_DETAIL}. */
@@ -64,7 +65,7 @@ export class TranscriptView extends Container {
     for (const message of messages) {
       if (message.role === "user") {
         const content = message.content;
-        this.addUser(typeof content === "string" ? content : answerText(content));
+        this.addUser(messageText(content));
       } else if (message.role === "assistant") {
         const text = answerText(message.content);
         if (text.trim() !== "") this.addChild(new Markdown(text, 1, 0, markdownTheme));

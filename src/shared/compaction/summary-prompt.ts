@@ -7,6 +7,7 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage, ToolResultMessage, UserMessage } from "@mariozechner/pi-ai";
 import { isFailedStop } from "../classify.js";
+import { messageText } from "../message-text.js";
 
 /** What the worker needs to ask for a summary. Plain data: crosses to the worker. */
 export interface SummaryRequest {
@@ -24,6 +25,9 @@ export const SUMMARY_SYSTEM_PROMPT =
 
 /** A tool result longer than this is shortened in the transcript sent for summary. */
 const TOOL_RESULT_CHARS = 2000;
+
+/** Images appear in the transcript as a marker, so the summary can say one was there. */
+const IMAGE = { image: "[image]" } as const;
 
 /** The user turn of the summary request. */
 export function summaryPrompt(request: SummaryRequest): string {
@@ -58,7 +62,7 @@ export function transcriptText(messages: readonly AgentMessage[]): string {
   for (const message of messages) {
     switch (message.role) {
       case "user":
-        lines.push(`USER: ${textOf((message as UserMessage).content)}`);
+        lines.push(`USER: ${messageText((message as UserMessage).content, IMAGE)}`);
         break;
       case "assistant": {
         const reply = message as AssistantMessage;
@@ -72,7 +76,7 @@ export function transcriptText(messages: readonly AgentMessage[]): string {
       }
       case "toolResult": {
         const result = message as ToolResultMessage;
-        const text = textOf(result.content);
+        const text = messageText(result.content, IMAGE);
         const shown = text.length > TOOL_RESULT_CHARS ? `${text.slice(0, TOOL_RESULT_CHARS)} […]` : text;
         lines.push(`TOOL ${result.toolName}${result.isError ? " FAILED" : ""}: ${shown}`);
         break;
@@ -94,9 +98,4 @@ export function transcriptText(messages: readonly AgentMessage[]): string {
     }
   }
   return lines.join("\n\n");
-}
-
-function textOf(content: UserMessage["content"] | ToolResultMessage["content"]): string {
-  if (typeof content === "string") return content;
-  return content.map((block) => (block.type === "text" ? block.text : "[image]")).join("");
 }

@@ -7,6 +7,7 @@ import type { StreamFn, ThinkingLevel } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { SUMMARY_SYSTEM_PROMPT, type SummaryRequest, summaryPrompt } from "../../shared/compaction/summary-prompt.js";
 import { LifelineError } from "../../shared/errors.js";
+import { messageText } from "../../shared/message-text.js";
 
 /** What {@link requestSummary} sends the request with. */
 export interface SummaryCall {
@@ -52,10 +53,7 @@ export async function requestSummary(request: SummaryRequest, call: SummaryCall)
   if (reply.stopReason === "error") {
     throw new LifelineError("ERR_RUN_FAILED", `The summary request failed: ${reply.errorMessage ?? "no reason given"}`);
   }
-  const text = reply.content
-    .map((block) => (block.type === "text" ? block.text : ""))
-    .join("")
-    .trim();
+  const text = messageText(reply.content).trim();
   if (text === "") throw new LifelineError("ERR_RUN_FAILED", "The summary request returned no text.");
   return text;
 }

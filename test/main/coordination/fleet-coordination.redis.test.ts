@@ -10,7 +10,7 @@ import { describe, expect, it, vi } from "vitest";
 import { gateKey, HostCoordination } from "../../../src/main/coordination/host-coordination.js";
 import { RetryBudget } from "../../../src/main/coordination/retry-budget.js";
 import { SessionCoordination } from "../../../src/main/coordination/session-coordination.js";
-import { connectFleet } from "../../../src/main/fleet/fleet-connection.js";
+import { connectFleet } from "../../../src/main/redis/fleet-connection.js";
 import { abortableSleep } from "../../../src/main/retry/sleep.js";
 import type { CoordinationFallbackEvent, SessionEvent } from "../../../src/shared/events.js";
 import { DEFAULT_SETTINGS, parseSettings, type RetrySettings } from "../../../src/shared/settings.js";

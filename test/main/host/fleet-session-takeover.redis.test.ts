@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { connectFleet } from "../../../src/main/fleet/fleet-connection.js";
+import { connectFleet } from "../../../src/main/redis/fleet-connection.js";
 import { RedisSessionStore } from "../../../src/main/session-files/redis-session-store.js";
 import type { SessionEntry } from "../../../src/main/session-files/session-format.js";
 import { parseSettings } from "../../../src/shared/settings.js";

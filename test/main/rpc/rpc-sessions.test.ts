@@ -5,6 +5,7 @@
 import { PassThrough } from "node:stream";
 import { MessageChannel } from "node:worker_threads";
 import { afterEach, describe, expect, it } from "vitest";
+import { withHostInternals } from "../../../src/main/host/host-internals.js";
 import { runRpcMode } from "../../../src/main/rpc/rpc-mode.js";
 import { FileSessionStore } from "../../../src/main/session-files/file-session-store.js";
 import type { SessionStore } from "../../../src/main/session-files/session-store.js";
@@ -53,16 +54,20 @@ describe("RPC mode with persistence (B7)", () => {
         if (record.type === "agent_settled") settle();
       },
       errors: () => {},
-      host: {
-        lifelineDir: dir,
-        cwd: dir,
-        settings: { retry: { baseDelayMs: 1 } },
-        sessions: { store },
-        connect: () => {
-          const { port1, port2 } = new MessageChannel();
-          return { port: port1, done: serveWorker(port2, { batchIntervalMs: 0 }) };
+      host: withHostInternals(
+        {
+          lifelineDir: dir,
+          cwd: dir,
+          settings: { retry: { baseDelayMs: 1 } },
+          sessions: { store },
         },
-      },
+        {
+          connect: () => {
+            const { port1, port2 } = new MessageChannel();
+            return { port: port1, done: serveWorker(port2, { batchIntervalMs: 0 }) };
+          },
+        },
+      ),
     });
     input.write(`${JSON.stringify({ id: "1", type: "prompt", message: "hello" })}\n`);
     await within(settled, 10_000, "the prompt to settle");
@@ -87,16 +92,20 @@ describe("RPC mode with persistence (B7)", () => {
         waiters.get(record.id)?.();
       },
       errors: () => {},
-      host: {
-        lifelineDir: dir,
-        cwd: dir,
-        settings: { retry: { baseDelayMs: 1 } },
-        sessions: {},
-        connect: () => {
-          const { port1, port2 } = new MessageChannel();
-          return { port: port1, done: serveWorker(port2, { batchIntervalMs: 0 }) };
+      host: withHostInternals(
+        {
+          lifelineDir: dir,
+          cwd: dir,
+          settings: { retry: { baseDelayMs: 1 } },
+          sessions: {},
         },
-      },
+        {
+          connect: () => {
+            const { port1, port2 } = new MessageChannel();
+            return { port: port1, done: serveWorker(port2, { batchIntervalMs: 0 }) };
+          },
+        },
+      ),
     });
     let next = 0;
     const send = async (command: Record<string, unknown>) => {

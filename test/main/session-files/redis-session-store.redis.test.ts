@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { connectFleet, type FleetConnection } from "../../../src/main/fleet/fleet-connection.js";
+import { connectFleet, type FleetConnection } from "../../../src/main/redis/fleet-connection.js";
 import { FileSessionStore } from "../../../src/main/session-files/file-session-store.js";
 import { RedisSessionStore } from "../../../src/main/session-files/redis-session-store.js";
 import {

@@ -2,9 +2,11 @@
  * The entries of a fork (pi's createBranchedSession): the path from the root to the fork point
  * through `parentId`, so a branched pi file gives only the chosen branch; labels left out.
  */
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { forkedSession, forkMessages } from "../../../src/main/session-files/session-fork.js";
 import type { SessionEntry, SessionHeader } from "../../../src/main/session-files/session-format.js";
+import { summarizeEntries } from "../../../src/main/session-files/session-summary.js";
 
 const header: SessionHeader = { type: "session", version: 3, id: "s", timestamp: "t", cwd: "/w" };
 const user = (id: string, parentId: string | null, text: string): SessionEntry => ({
@@ -56,5 +58,23 @@ describe("forks of a stored session", () => {
       { entryId: "u2", text: "two" },
       { entryId: "u3", text: "three" },
     ]);
+  });
+});
+
+describe("the text of a user message in the session lists", () => {
+  it("is the same in the fork list and the session list's first message (they joined blocks differently)", () => {
+    fc.assert(
+      fc.property(fc.array(fc.string(), { maxLength: 5 }), (pieces) => {
+        const entry = {
+          type: "message",
+          id: "u1",
+          parentId: null,
+          timestamp: "t",
+          message: { role: "user", content: pieces.map((piece) => ({ type: "text", text: piece })), timestamp: 0 },
+        } as SessionEntry;
+        const listed = forkMessages([entry])[0]?.text ?? "";
+        expect(summarizeEntries([entry]).firstMessage).toBe(listed);
+      }),
+    );
   });
 });

@@ -9,6 +9,7 @@ import { MessageChannel } from "node:worker_threads";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { afterEach, describe, expect, it } from "vitest";
 import { type AuthStorage, InMemoryAuthStorage } from "../../../src/main/auth/auth-storage.js";
+import { withHostInternals } from "../../../src/main/host/host-internals.js";
 import { createSessionHost, type SessionHostOptions } from "../../../src/main/host/session-host.js";
 import { serveWorker } from "../../../src/worker/serve-worker.js";
 import { nextEvent } from "../../fixtures/events.js";
@@ -507,30 +508,36 @@ describe("session lifecycle", () => {
   it("X5 X7: a startRun the worker never answers settles the prompt with a code naming the hang (cause hung), not as a model failure", async () => {
     const scripted = script([{ text: "never" }]);
     const dir = mkdtempSync(join(tmpdir(), "lifeline-test-"));
-    const host = createSessionHost({
-      lifelineDir: dir,
-      cwd: dir,
-      batchIntervalMs: 0,
-      callTimeoutMs: 200,
-      settings: { retry: { baseDelayMs: 1 } },
-      // The worker API served in-process behind a relay that swallows run starts (the runOps
-      // calls that carry one; a retry's removal of its failed reply goes before, on its own).
-      connect: () => {
-        const toMain = new MessageChannel();
-        const toWorker = new MessageChannel();
-        toMain.port2.on("message", (data: { path?: unknown; argumentList?: { value?: unknown }[] }) => {
-          const path = Array.isArray(data?.path) ? data.path : [];
-          const ops = data.argumentList?.[0]?.value;
-          const starts = path[0] === "runOps" && Array.isArray(ops) && ops.some((op) => op?.kind === "start");
-          if (!starts) toWorker.port1.postMessage(data);
-        });
-        toWorker.port1.on("message", (data: unknown) => toMain.port2.postMessage(data));
-        toMain.port2.on("close", () => toWorker.port1.close());
-        const done = serveWorker(toWorker.port2, { batchIntervalMs: 0 });
-        // Like a real thread, termination takes effect a little later than it is asked for.
-        return { port: toMain.port1, done, terminate: () => setImmediate(() => toMain.port2.close()) };
-      },
-    });
+    const host = createSessionHost(
+      withHostInternals(
+        {
+          lifelineDir: dir,
+          cwd: dir,
+          batchIntervalMs: 0,
+          callTimeoutMs: 200,
+          settings: { retry: { baseDelayMs: 1 } },
+          // The worker API served in-process behind a relay that swallows run starts (the runOps
+          // calls that carry one; a retry's removal of its failed reply goes before, on its own).
+        },
+        {
+          connect: () => {
+            const toMain = new MessageChannel();
+            const toWorker = new MessageChannel();
+            toMain.port2.on("message", (data: { path?: unknown; argumentList?: { value?: unknown }[] }) => {
+              const path = Array.isArray(data?.path) ? data.path : [];
+              const ops = data.argumentList?.[0]?.value;
+              const starts = path[0] === "runOps" && Array.isArray(ops) && ops.some((op) => op?.kind === "start");
+              if (!starts) toWorker.port1.postMessage(data);
+            });
+            toWorker.port1.on("message", (data: unknown) => toMain.port2.postMessage(data));
+            toMain.port2.on("close", () => toWorker.port1.close());
+            const done = serveWorker(toWorker.port2, { batchIntervalMs: 0 });
+            // Like a real thread, termination takes effect a little later than it is asked for.
+            return { port: toMain.port1, done, terminate: () => setImmediate(() => toMain.port2.close()) };
+          },
+        },
+      ),
+    );
     cleanups.push(() => host.close());
     const session = await host.createSession({ model: scripted.model });
     const events = record(session);

@@ -11,6 +11,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { getModels, type Model } from "@mariozechner/pi-ai";
 import { afterEach, describe, expect, it } from "vitest";
+import { withHostInternals } from "../../../dist/main/host/host-internals.js";
 import {
   type AgentSession,
   LifelineError,
@@ -528,28 +529,31 @@ describe("sessions through a real worker pool", () => {
     const slots = new Int32Array(new SharedArrayBuffer(16));
     const log: string[] = [];
     let session: AgentSession | undefined;
-    const host = realHost({
-      threads: 1,
-      settings: { retry: { baseDelayMs: 25 } },
-      // The production timer, wrapped to block the worker for the whole backoff window.
-      sleep: async (ms, signal) => {
-        log.push(`sleep ${ms}`);
-        Atomics.store(slots, BLOCK, 1);
-        Atomics.notify(slots, BLOCK);
-        const blocked = waitAsync(slots, BLOCKED, 0);
-        if (blocked.async) await within(Promise.resolve(blocked.value), 5000, "the worker to block its event loop");
-        log.push(`worker blocked; continue posted: ${session?.isStreaming}`);
-        await abortableSleep(ms, signal);
-        Atomics.store(slots, SLEPT, 1);
-        log.push(`main-side timer fired; continue posted: ${session?.isStreaming}`);
-        // After the controller has acted on the timer (it posts continue synchronously after it).
-        setImmediate(() => {
-          log.push(`worker still blocked; continue posted: ${session?.isStreaming}`);
-          Atomics.store(slots, RELEASE, 1);
-          Atomics.notify(slots, RELEASE);
-        });
-      },
-    });
+    const host = realHost(
+      withHostInternals(
+        { threads: 1, settings: { retry: { baseDelayMs: 25 } } },
+        {
+          // The production timer, wrapped to block the worker for the whole backoff window.
+          sleep: async (ms, signal) => {
+            log.push(`sleep ${ms}`);
+            Atomics.store(slots, BLOCK, 1);
+            Atomics.notify(slots, BLOCK);
+            const blocked = waitAsync(slots, BLOCKED, 0);
+            if (blocked.async) await within(Promise.resolve(blocked.value), 5000, "the worker to block its event loop");
+            log.push(`worker blocked; continue posted: ${session?.isStreaming}`);
+            await abortableSleep(ms, signal);
+            Atomics.store(slots, SLEPT, 1);
+            log.push(`main-side timer fired; continue posted: ${session?.isStreaming}`);
+            // After the controller has acted on the timer (it posts continue synchronously after it).
+            setImmediate(() => {
+              log.push(`worker still blocked; continue posted: ${session?.isStreaming}`);
+              Atomics.store(slots, RELEASE, 1);
+              Atomics.notify(slots, RELEASE);
+            });
+          },
+        },
+      ),
+    );
     session = await host.createSession({
       model: BLOCKING_MODEL,
       workerModule: BLOCKING_MODULE,

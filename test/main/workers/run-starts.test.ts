@@ -7,6 +7,7 @@
  */
 import { MessageChannel } from "node:worker_threads";
 import { afterEach, describe, expect, it } from "vitest";
+import { withHostInternals } from "../../../src/main/host/host-internals.js";
 import { createSessionHost } from "../../../src/main/host/session-host.js";
 import { WorkerLink } from "../../../src/main/workers/worker-link.js";
 import { serveWorker } from "../../../src/worker/serve-worker.js";
@@ -76,17 +77,23 @@ describe("run ops", () => {
     cleanups.push(() => scripted.unregister());
     const relays: Relay[] = [];
     const dir = tempDir(cleanups, "lifeline-run-starts-");
-    const host = createSessionHost({
-      lifelineDir: dir,
-      cwd: dir,
-      threads: 1,
-      batchIntervalMs: 0,
-      connect: () => {
-        const relay = relayedWorker();
-        relays.push(relay);
-        return { port: relay.port, done: relay.done };
-      },
-    });
+    const host = createSessionHost(
+      withHostInternals(
+        {
+          lifelineDir: dir,
+          cwd: dir,
+          threads: 1,
+          batchIntervalMs: 0,
+        },
+        {
+          connect: () => {
+            const relay = relayedWorker();
+            relays.push(relay);
+            return { port: relay.port, done: relay.done };
+          },
+        },
+      ),
+    );
     cleanups.push(() => host.close());
     const sessions = [];
     for (let i = 0; i < 20; i++) sessions.push(await host.createSession({ model: scripted.model }));

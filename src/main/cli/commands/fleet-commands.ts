@@ -4,7 +4,7 @@
  * needs a fleet, from `--fleet` or the settings files.
  */
 import { resolve } from "node:path";
-import { SERVE_DEFAULTS } from "../../serve/serve-options.js";
+import { SERVE_DEFAULTS } from "../../fleet/serve-options.js";
 import type { CliContext } from "../cli-context.js";
 import { command } from "../command-tree.js";
 import { switchFlag, textFlag, valueFlag } from "../flag.js";

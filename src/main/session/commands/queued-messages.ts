@@ -6,6 +6,7 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { SessionEvent } from "../../../shared/events.js";
+import { messageText } from "../../../shared/message-text.js";
 
 /** The queue a message went to: `steer` before the next model call, `followUp` when the loop would stop. */
 export type QueueKind = "steer" | "followUp";
@@ -116,8 +117,5 @@ function sameContent(a: AgentMessage, b: AgentMessage): boolean {
 
 /** A queued message's text (lifeline queues text only). */
 function textOf(message: AgentMessage): string {
-  if (!("content" in message)) return "";
-  const { content } = message;
-  if (typeof content === "string") return content;
-  return content.map((block) => (block.type === "text" ? block.text : "")).join("");
+  return "content" in message ? messageText(message.content) : "";
 }

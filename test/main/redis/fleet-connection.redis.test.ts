@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectFleet, type FleetConnection } from "../../../src/main/fleet/fleet-connection.js";
+import { connectFleet, type FleetConnection } from "../../../src/main/redis/fleet-connection.js";
 import { parseSettings } from "../../../src/shared/settings.js";
 import { freePort, startRedis, type TestRedis } from "../../fixtures/redis-server.js";
 

@@ -11,7 +11,7 @@
 import type { PromptResult, SessionEvent } from "../../shared/events.js";
 import type { ModelRef } from "../../shared/protocol.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
-import { fleetPrefix } from "../fleet/fleet-connection.js";
+import { fleetPrefix } from "../redis/fleet-connection.js";
 
 /** The BullMQ queue's name. */
 export const PROMPT_QUEUE = "prompts";

@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FleetClient } from "../../../dist/main/serve/index.js";
+import { FleetClient } from "../../../dist/main/fleet/index.js";
 import { tempDir, within } from "../../fixtures/bounded.js";
 import { fleetTranscript, type ServeChild, startServe, writeFleetSettings } from "../../fixtures/fleet-hosts.js";
 import { workerApiModel } from "../../fixtures/models.mjs";

@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FleetClient, type PromptJobResult } from "../../../dist/main/serve/index.js";
+import { FleetClient, type PromptJobResult } from "../../../dist/main/fleet/index.js";
 import { mulberry32 } from "../../../src/shared/prng.js";
 import { tempDir, within } from "../../fixtures/bounded.js";
 import { fleetTranscript, type ServeChild, startServe, writeFleetSettings } from "../../fixtures/fleet-hosts.js";

@@ -11,9 +11,9 @@
  */
 import { Worker } from "bullmq";
 import { InvalidSettingsError, LifelineError } from "../../shared/errors.js";
-import type { FleetConnection } from "../fleet/fleet-connection.js";
 import type { SessionHostOptions } from "../host/host-options.js";
 import { createSessionHost, type SessionHost } from "../host/session-host.js";
+import type { FleetConnection } from "../redis/fleet-connection.js";
 import { jobEventsKey, PROMPT_QUEUE, type PromptJobData, type PromptJobResult, queuePrefix } from "./fleet-queue.js";
 import { JobEventsWriter } from "./job-events.js";
 import { PromptProcessor } from "./prompt-processor.js";

@@ -5,7 +5,7 @@
  * about once (it was warned about twice when the server opened a second connection).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { serveFleet } from "../../../dist/main/serve/index.js";
+import { serveFleet } from "../../../dist/main/fleet/index.js";
 import { tempDir } from "../../fixtures/bounded.js";
 import { startRedis, type TestRedis } from "../../fixtures/redis-server.js";
 

@@ -16,7 +16,7 @@ import type { ModelRef } from "../../shared/protocol.js";
 import { parseSettings, type SettingsInput } from "../../shared/settings.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
 import { withTimeout } from "../../shared/with-timeout.js";
-import { connectFleet, type FleetConnection } from "../fleet/fleet-connection.js";
+import { connectFleet, type FleetConnection } from "../redis/fleet-connection.js";
 import { activeTraceparent } from "../telemetry/traceparent.js";
 import {
   type FleetEvent,

@@ -7,7 +7,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FleetClient, type FleetEvent } from "../../../dist/main/serve/index.js";
+import { FleetClient, type FleetEvent } from "../../../dist/main/fleet/index.js";
 import { startMockServer } from "../../../dist/mock-server/index.js";
 import { tempDir, within } from "../../fixtures/bounded.js";
 import { fleetTranscript, type ServeChild, startServe, writeFleetSettings } from "../../fixtures/fleet-hosts.js";

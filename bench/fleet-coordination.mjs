@@ -26,7 +26,7 @@ import { HostCoordination } from "../dist/main/coordination/host-coordination.js
 import { SessionCoordination } from "../dist/main/coordination/session-coordination.js";
 import { connectFleet } from "../dist/main/redis/fleet-connection.js";
 import { abortableSleep } from "../dist/main/retry/sleep.js";
-import { DEFAULT_SETTINGS, parseSettings } from "../dist/shared/settings.js";
+import { DEFAULT_SETTINGS, parseSettings } from "../dist/shared/settings/settings.js";
 import { pick, report, sleep } from "./lib.mjs";
 
 const SAMPLES = pick(5000, 1000);

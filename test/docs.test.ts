@@ -323,7 +323,7 @@ function looksLikePath(path: string): boolean {
 }
 
 /**
- * A source or doc file named from inside the tree (`retry/sleep.ts`, `shared/classify.ts`): at
+ * A source or doc file named from inside the tree (`retry/sleep.ts`, `shared/failures/classify.ts`): at
  * least one folder, a word character first (not `./x.ts`), ending in `.ts` or `.md`.
  */
 const NAMED_FILE = /(?<![\w./@:$-])(?:\w[\w.-]*\/)+\w[\w.-]*\.(?:ts|md)(?![\w/])/g;
@@ -496,10 +496,10 @@ describe("the scanner", () => {
       path: "src/main/probe.ts",
       text: [
         "// as retry/sleep.ts does, and load/load-command.ts (renamed), not ./local.ts",
-        'const fixture = "pkg/src/entry.ts"; // shared/classify.ts',
+        'const fixture = "pkg/src/entry.ts"; // shared/failures/classify.ts',
       ].join("\n"),
     };
-    const exists = (path: string) => ["src/main/retry/sleep.ts", "src/shared/classify.ts"].includes(path);
+    const exists = (path: string) => ["src/main/retry/sleep.ts", "src/shared/failures/classify.ts"].includes(path);
     expect(missingPaths(probe, exists)).toEqual([
       `src/main/probe.ts:1: load/load-command.ts is in none of ${WHERE_NAMED_FROM}`,
     ]);

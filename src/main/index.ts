@@ -8,8 +8,6 @@
 // "lifeline/mock-server" (src/mock-server/index.ts). docs/api.md, "Entry points", says why.
 
 export type { BashExecutionMessage, BashResult } from "../shared/bash/bash-message.js";
-export type { ClassifiableMessage, Classification, FailureClass } from "../shared/classify.js";
-export { explainMessage } from "../shared/classify.js";
 export type { CompactionSummaryMessage } from "../shared/compaction/summary-message.js";
 export type { ErrorCode, WireError, WorkerExitCause } from "../shared/errors.js";
 export {
@@ -45,9 +43,10 @@ export type {
   UiRequest,
   UiTransport,
 } from "../shared/extensions/extension-ui.js";
-export type { ModelRef, ProviderOverrides, QueueMode } from "../shared/protocol.js";
-export type { RequestFailure } from "../shared/request-failure.js";
-export { requestFailureOf } from "../shared/request-failure.js";
+export type { ClassifiableMessage, Classification, FailureClass } from "../shared/failures/classify.js";
+export { explainMessage } from "../shared/failures/classify.js";
+export type { RequestFailure } from "../shared/failures/request-failure.js";
+export { requestFailureOf } from "../shared/failures/request-failure.js";
 export type { RequestTiming, ToolTiming } from "../shared/request-timing.js";
 export type {
   CompactionSettings,
@@ -56,9 +55,10 @@ export type {
   Settings,
   SettingsInput,
   SupervisionSettings,
-} from "../shared/settings.js";
-export { DEFAULT_SETTINGS } from "../shared/settings.js";
+} from "../shared/settings/settings.js";
+export { DEFAULT_SETTINGS } from "../shared/settings/settings.js";
 export { THINKING_LEVELS, type ThinkingLevel } from "../shared/thinking.js";
+export type { ModelRef, ProviderOverrides, QueueMode } from "../shared/wire/protocol.js";
 export type { WorkerModuleContext, WorkerModuleSetup, WorkerModuleSetupFn } from "../shared/worker-module.js";
 export type {
   AuthStorage,

@@ -3,7 +3,7 @@
  * script from a file, until Ctrl+C or SIGTERM. Resolves to the exit code: 2 for a bad port or
  * script, 1 when the server cannot start, 0 after a stop.
  */
-import { errorText } from "../shared/error-text.js";
+import { errorText } from "../shared/failures/error-text.js";
 import { startMockServer } from "./mock-server.js";
 import { loadMockScript, type MockScript } from "./script.js";
 

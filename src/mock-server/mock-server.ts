@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createTlsServer } from "node:https";
 import type { Socket } from "node:net";
 import * as z from "zod";
-import { errorText } from "../shared/error-text.js";
+import { errorText } from "../shared/failures/error-text.js";
 import { anthropicWire } from "./anthropic-wire.js";
 import { MockServerError } from "./errors.js";
 import { isProblem, parseModelRequest } from "./model-request.js";

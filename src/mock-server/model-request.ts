@@ -3,7 +3,7 @@
  * the word tokens an answer is streamed in.
  */
 import type { IncomingHttpHeaders } from "node:http";
-import { errorText } from "../shared/error-text.js";
+import { errorText } from "../shared/failures/error-text.js";
 
 /** The header that names a request's conversation, overriding the first user message. */
 export const CONVERSATION_HEADER = "x-mock-conversation";

@@ -5,7 +5,7 @@
 import { readFile } from "node:fs/promises";
 import { type ParseError, parse, printParseErrorCode } from "jsonc-parser";
 import * as z from "zod";
-import { errorText } from "../shared/error-text.js";
+import { errorText } from "../shared/failures/error-text.js";
 import { mulberry32, streamSeed } from "../shared/prng.js";
 import { MockServerError } from "./errors.js";
 

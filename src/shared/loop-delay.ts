@@ -17,7 +17,7 @@
  * between two ticks may go unseen). A sampler runs only while a host records metrics.
  */
 import { createHistogram, type Histogram, type RecordableHistogram } from "node:perf_hooks";
-import type { LoopDelay } from "./protocol.js";
+import type { LoopDelay } from "./wire/protocol.js";
 
 /** How often the sampler wakes the loop, in ms. */
 const LOOP_DELAY_RESOLUTION_MS = 20;

@@ -1,5 +1,5 @@
 /**
- * The worker's end of its control channel (`ControlChannel` in shared/protocol.ts): the aborts
+ * The worker's end of its control channel (`ControlChannel` in shared/wire/protocol.ts): the aborts
  * main sends ahead of the port's queue.
  *
  * Why: a worker streaming for hundreds of sessions handles, in one turn of its loop, every socket
@@ -14,7 +14,7 @@
  * message, the other no longer sees it.
  */
 import { type MessagePort, receiveMessageOnPort } from "node:worker_threads";
-import { type ControlChannel, type ControlMessage, decodeControlMessage } from "../shared/protocol.js";
+import { type ControlChannel, type ControlMessage, decodeControlMessage } from "../shared/wire/protocol.js";
 
 /** Receives a worker's control messages; see the file comment. */
 export class ControlInbox {

@@ -4,8 +4,8 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Message } from "@mariozechner/pi-ai";
 import { bashAsUser } from "../shared/bash/bash-message.js";
-import { isFailedStop } from "../shared/classify.js";
 import { summaryAsUser } from "../shared/compaction/summary-message.js";
+import { isFailedStop } from "../shared/failures/classify.js";
 
 /**
  * Keeps user, assistant and tool-result messages, turns a compaction summary and a command the

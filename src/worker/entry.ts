@@ -4,7 +4,7 @@
  * worker busy and never parks it in Atomics.wait while sessions are open (fact F5 in docs/architecture.md).
  */
 import type { MessagePort } from "node:worker_threads";
-import type { ControlChannel } from "../shared/protocol.js";
+import type { ControlChannel } from "../shared/wire/protocol.js";
 import { type ServeOptions, serveWorker } from "./serve-worker.js";
 import { lowerThreadPriority } from "./thread-priority.js";
 
@@ -14,7 +14,7 @@ export interface LinkTask {
   batchIntervalMs?: number;
   heartbeatMs?: number;
   signOfLifeMs?: number;
-  /** The control channel for early aborts (shared/protocol.ts). */
+  /** The control channel for early aborts (shared/wire/protocol.ts). */
   control?: ControlChannel;
   /** The host's `workerPriority`: this thread's nice value, on Linux (thread-priority.ts). */
   priority?: number;

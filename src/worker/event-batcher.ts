@@ -14,9 +14,9 @@
  */
 import type { AgentEvent } from "@mariozechner/pi-agent-core";
 import type { TimedAgentEvent } from "../shared/events.js";
-import type { BatchItem, BatchMessage } from "../shared/protocol.js";
-import type { WireAgentEnd, WireTurnEnd } from "../shared/run-message-refs.js";
-import { mergeWireUpdates, snapshot, toWireUpdate } from "../shared/stream-wire.js";
+import type { BatchItem, BatchMessage } from "../shared/wire/protocol.js";
+import type { WireAgentEnd, WireTurnEnd } from "../shared/wire/run-message-refs.js";
+import { mergeWireUpdates, snapshot, toWireUpdate } from "../shared/wire/stream-wire.js";
 
 /**
  * An agent event as the batcher takes it: `turn_end` and `agent_end` already in their wire form

@@ -6,7 +6,7 @@
  * it waits gives back its place the same way. Only sessions opened with `requestPermits` ask, so
  * a host without the setting pays nothing.
  */
-import type { WorkerMessage } from "../shared/protocol.js";
+import type { WorkerMessage } from "../shared/wire/protocol.js";
 
 /** The worker's permit requests in flight; one per worker, owned by `serveWorker`. */
 export class RequestPermits {

@@ -3,7 +3,7 @@
  */
 import { type Api, getEnvApiKey, getModels, getProviders, type Model } from "@mariozechner/pi-ai";
 import { LifelineError } from "../shared/errors.js";
-import type { CatalogueQuery, ModelRef, ProviderOverrides } from "../shared/protocol.js";
+import type { CatalogueQuery, ModelRef, ProviderOverrides } from "../shared/wire/protocol.js";
 import { DEMO_PROVIDER, demoModels } from "./demo-provider.js";
 
 /**

@@ -25,7 +25,7 @@ import {
   type ToolCall,
   type Usage,
 } from "@mariozechner/pi-ai";
-import { errorText } from "../shared/error-text.js";
+import { errorText } from "../shared/failures/error-text.js";
 import { emptyUsage } from "../shared/usage.js";
 
 /** Chunks streamed between two macrotask yields when no pace is set. */

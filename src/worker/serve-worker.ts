@@ -17,7 +17,7 @@ import {
   type SessionOpened,
   type WorkerApi,
   type WorkerMessage,
-} from "../shared/protocol.js";
+} from "../shared/wire/protocol.js";
 import { BashRuns } from "./bash/bash-runs.js";
 import { ControlInbox } from "./control-inbox.js";
 import { EventBatcher } from "./event-batcher.js";
@@ -55,7 +55,7 @@ export interface ServeOptions {
    */
   signOfLifeMs?: number;
   /**
-   * The control channel main sends early aborts on (shared/protocol.ts, `ControlChannel`). Without
+   * The control channel main sends early aborts on (shared/wire/protocol.ts, `ControlChannel`). Without
    * it (tests that serve in-process) aborts come only as `abort` calls on the port.
    */
   control?: ControlChannel;

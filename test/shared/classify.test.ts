@@ -8,8 +8,12 @@ import {
   parseRetryHeaders,
   parseRetryHintsFromText,
   retryHintsOf,
-} from "../../src/shared/classify.js";
-import { attachRequestFailure, type RequestFailure, requestFailureOf } from "../../src/shared/request-failure.js";
+} from "../../src/shared/failures/classify.js";
+import {
+  attachRequestFailure,
+  type RequestFailure,
+  requestFailureOf,
+} from "../../src/shared/failures/request-failure.js";
 
 const overflow = (m: ClassifiableMessage) => isContextOverflow(m as AssistantMessage);
 const error = (errorMessage: string, failure?: RequestFailure): ClassifiableMessage => {

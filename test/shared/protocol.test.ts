@@ -3,7 +3,7 @@
  * refuses a malformed report as a protocol error rather than passing it on.
  */
 import { describe, expect, it } from "vitest";
-import { decodeWorkerMessage } from "../../src/shared/protocol.js";
+import { decodeWorkerMessage } from "../../src/shared/wire/protocol.js";
 
 describe("a heartbeat's loop report", () => {
   it("B9: a heartbeat decodes with its loop report, and without one", () => {

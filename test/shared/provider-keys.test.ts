@@ -1,5 +1,5 @@
 /**
- * The key variables an ERR_MISSING_API_KEY names (src/shared/provider-keys.ts) are the ones pi-ai
+ * The key variables an ERR_MISSING_API_KEY names (src/shared/settings/provider-keys.ts) are the ones pi-ai
  * reads: with every variable set to a value of its own, pi-ai's getEnvApiKey returns, for each of
  * its providers, the value of the variable lifeline names, and nothing for a provider lifeline
  * names none for.
@@ -7,7 +7,12 @@
 import { getEnvApiKey, getProviders } from "@mariozechner/pi-ai";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { BUILT_IN_PROVIDERS, envApiKey, keyVariable, missingKeyMessages } from "../../src/shared/provider-keys.js";
+import {
+  BUILT_IN_PROVIDERS,
+  envApiKey,
+  keyVariable,
+  missingKeyMessages,
+} from "../../src/shared/settings/provider-keys.js";
 
 const saved = { ...process.env };
 afterEach(() => {

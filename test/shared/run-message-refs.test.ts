@@ -8,7 +8,7 @@ import { Agent, type AgentEvent, type AgentMessage } from "@mariozechner/pi-agen
 import { fauxAssistantMessage, fauxToolCall, registerFauxProvider, Type } from "@mariozechner/pi-ai";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RunMessageRefs, RunMessages } from "../../src/shared/run-message-refs.js";
+import { RunMessageRefs, RunMessages } from "../../src/shared/wire/run-message-refs.js";
 
 type Wire = ReturnType<typeof encode>[number];
 

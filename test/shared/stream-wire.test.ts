@@ -2,7 +2,13 @@ import type { AgentEvent } from "@mariozechner/pi-agent-core";
 import { type AssistantMessage, fauxAssistantMessage } from "@mariozechner/pi-ai";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { fromWireUpdate, mergeWireUpdates, snapshot, startStream, toWireUpdate } from "../../src/shared/stream-wire.js";
+import {
+  fromWireUpdate,
+  mergeWireUpdates,
+  snapshot,
+  startStream,
+  toWireUpdate,
+} from "../../src/shared/wire/stream-wire.js";
 
 type Update = Extract<AgentEvent, { type: "message_update" }>;
 

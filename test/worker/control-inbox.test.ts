@@ -7,7 +7,7 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { afterEach, describe, expect, it } from "vitest";
-import { type ControlMessage, decodeControlMessage } from "../../src/shared/protocol.js";
+import { type ControlMessage, decodeControlMessage } from "../../src/shared/wire/protocol.js";
 import { ControlInbox } from "../../src/worker/control-inbox.js";
 
 const ports: MessagePort[] = [];

@@ -1,7 +1,7 @@
 import type { AgentEvent } from "@mariozechner/pi-agent-core";
 import { fauxAssistantMessage } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
-import type { BatchMessage } from "../../src/shared/protocol.js";
+import type { BatchMessage } from "../../src/shared/wire/protocol.js";
 import { EventBatcher } from "../../src/worker/event-batcher.js";
 
 function delta(text: string, contentIndex = 0): AgentEvent {

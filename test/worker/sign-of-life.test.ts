@@ -15,7 +15,7 @@
 import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { wrap } from "comlink";
 import { afterEach, describe, expect, it } from "vitest";
-import type { RunOp, WorkerApi } from "../../src/shared/protocol.js";
+import type { RunOp, WorkerApi } from "../../src/shared/wire/protocol.js";
 import { serveWorker } from "../../src/worker/serve-worker.js";
 import { within } from "../fixtures/bounded.js";
 

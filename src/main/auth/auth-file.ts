@@ -17,8 +17,8 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import lockfile from "proper-lockfile";
-import { errorText } from "../../shared/error-text.js";
 import { LifelineError } from "../../shared/errors.js";
+import { errorText } from "../../shared/failures/error-text.js";
 
 /** The file's keys per provider, in file order, and what was skipped. */
 export interface AuthFileContents {

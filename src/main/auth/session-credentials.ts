@@ -2,7 +2,7 @@
  * R4 for one session: the key each model attempt goes out with, and the fallback model a session
  * moves to when every key of its provider is blocked.
  */
-import type { ModelChange } from "../../shared/protocol.js";
+import type { ModelChange } from "../../shared/wire/protocol.js";
 
 /** Where a session's keys come from (the host, through `SessionCredentials`). */
 export interface KeySource {

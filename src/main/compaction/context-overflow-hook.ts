@@ -3,10 +3,10 @@
  * becomes the transcript a session installs.
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
-import { isRemovableFailure } from "../../shared/classify.js";
 import { isSummaryMessage } from "../../shared/compaction/summary-message.js";
 import { transcriptText } from "../../shared/compaction/summary-prompt.js";
 import { LifelineError } from "../../shared/errors.js";
+import { isRemovableFailure } from "../../shared/failures/classify.js";
 
 /** What a host's `onContextOverflow` hook receives. */
 export interface ContextOverflowInfo {

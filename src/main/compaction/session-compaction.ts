@@ -8,15 +8,15 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
-import { isFailedStop } from "../../shared/classify.js";
 import { planCompaction, planKeepingAll } from "../../shared/compaction/plan.js";
 import { summaryMessage } from "../../shared/compaction/summary-message.js";
 import type { SummaryRequest } from "../../shared/compaction/summary-prompt.js";
 import { contextTokens, estimateAll, overThreshold } from "../../shared/compaction/tokens.js";
-import { errorText } from "../../shared/error-text.js";
 import type { CompactionReason, CompactionResult, SessionEvent } from "../../shared/events.js";
-import type { BatchItem } from "../../shared/protocol.js";
-import type { CompactionSettings } from "../../shared/settings.js";
+import { isFailedStop } from "../../shared/failures/classify.js";
+import { errorText } from "../../shared/failures/error-text.js";
+import type { CompactionSettings } from "../../shared/settings/settings.js";
+import type { BatchItem } from "../../shared/wire/protocol.js";
 import type { SessionRecorder } from "../session-files/session-recorder.js";
 import { type ContextOverflowHook, hookTranscript } from "./context-overflow-hook.js";
 import { EntryIds } from "./entry-ids.js";

@@ -6,8 +6,9 @@
  * key that is not there: the command's own `usageCodes`), 1 for anything else. Each command names
  * its own usage codes, since what counts as the user's to fix depends on what the command does.
  */
-import { errorText } from "../../shared/error-text.js";
+
 import { type ErrorCode, LifelineError } from "../../shared/errors.js";
+import { errorText } from "../../shared/failures/error-text.js";
 
 /** The text of `error` for a CLI user: its `cliMessage` when it has one, else its message. */
 export function cliErrorText(error: unknown): string {

@@ -3,7 +3,7 @@
  * (`defaultProvider`/`defaultModel`), RPC's `set_model` and the CLI's `--model`.
  */
 import { LifelineError } from "../../shared/errors.js";
-import type { ModelRef } from "../../shared/protocol.js";
+import type { ModelRef } from "../../shared/wire/protocol.js";
 
 /** `"provider/id"` → `{ provider, id }`. @throws ERR_INVALID_OPTIONS without a slash. */
 function parseModelName(name: string): ModelRef {

@@ -20,9 +20,9 @@ import { join } from "node:path";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import * as z from "zod";
 import { LifelineError } from "../../shared/errors.js";
-import type { CatalogueQuery, ModelChange, ModelRef, ProviderOverrides } from "../../shared/protocol.js";
-import { BUILT_IN_PROVIDERS, envApiKey } from "../../shared/provider-keys.js";
+import { BUILT_IN_PROVIDERS, envApiKey } from "../../shared/settings/provider-keys.js";
 import { THINKING_LEVELS } from "../../shared/thinking.js";
+import type { CatalogueQuery, ModelChange, ModelRef, ProviderOverrides } from "../../shared/wire/protocol.js";
 import { parseJsonText } from "./json-text.js";
 
 /** APIs a custom provider may use: pi's `models.json` set. */

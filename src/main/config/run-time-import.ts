@@ -6,7 +6,7 @@
  * feature, from lifeline's files. An app that bundles lifeline and uses such a feature keeps the
  * `lifeline` package external to its bundle (docs/embedding.md, "What an embedding app pays").
  */
-import { errorText } from "../../shared/error-text.js";
+import { errorText } from "../../shared/failures/error-text.js";
 
 /**
  * The module at `url` (a file of lifeline's, computed with `new URL(…, import.meta.url)` where it

@@ -5,7 +5,7 @@
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { InvalidSettingsError } from "../../shared/errors.js";
-import { mergeSettings, parseSettingsLayer, type SettingsInput } from "../../shared/settings.js";
+import { mergeSettings, parseSettingsLayer, type SettingsInput } from "../../shared/settings/settings.js";
 import { parseJsonText } from "./json-text.js";
 import { resolveLifelineDir } from "./lifeline-dir.js";
 

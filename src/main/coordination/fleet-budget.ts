@@ -7,7 +7,7 @@
  * Keys: `<prefix>budget:<provider>:<ratio>:<minPerSecond>:<windowMs>:first` and `…:retries`,
  * sorted sets of attempts scored by time. Main thread only.
  */
-import type { RetryBudgetSettings } from "../../shared/settings.js";
+import type { RetryBudgetSettings } from "../../shared/settings/settings.js";
 import type { FleetCalls } from "./fleet-scripts.js";
 import type { RetryBudgetState } from "./retry-budget.js";
 

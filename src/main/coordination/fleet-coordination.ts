@@ -16,9 +16,9 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import { errorText } from "../../shared/error-text.js";
 import type { CoordinationFallbackEvent } from "../../shared/events.js";
-import type { RetryBudgetSettings } from "../../shared/settings.js";
+import { errorText } from "../../shared/failures/error-text.js";
+import type { RetryBudgetSettings } from "../../shared/settings/settings.js";
 import { withTimeout } from "../../shared/with-timeout.js";
 import type { FleetConnection } from "../redis/fleet-connection.js";
 import { FleetBudget } from "./fleet-budget.js";

@@ -8,7 +8,7 @@
  */
 import { createHash } from "node:crypto";
 import type { CoordinationFallbackEvent } from "../../shared/events.js";
-import type { RetryBudgetSettings } from "../../shared/settings.js";
+import type { RetryBudgetSettings } from "../../shared/settings/settings.js";
 import type { FleetConnection } from "../redis/fleet-connection.js";
 import { FleetCoordination } from "./fleet-coordination.js";
 import type { FleetLease } from "./fleet-permits.js";

@@ -8,7 +8,7 @@
  * window is exact: a retry at time t is allowed when the retries already taken in (t − window, t],
  * plus this one, are at most `ratio × first attempts in (t − window, t] + minPerSecond × window/1000`.
  */
-import type { RetryBudgetSettings } from "../../shared/settings.js";
+import type { RetryBudgetSettings } from "../../shared/settings/settings.js";
 
 /** What a budget reports, for events and `get_state` (plain data). */
 export interface RetryBudgetState {

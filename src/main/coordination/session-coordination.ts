@@ -7,7 +7,7 @@
  * starts from this host's recent traffic.
  */
 import type { ProviderGateWaitEvent } from "../../shared/events.js";
-import type { RetrySettings } from "../../shared/settings.js";
+import type { RetrySettings } from "../../shared/settings/settings.js";
 import type { RetryCoordination } from "../retry/retry-controller.js";
 import type { CoordinationSource } from "./fleet-coordination.js";
 import { gateKey, type HostCoordination } from "./host-coordination.js";

@@ -12,7 +12,7 @@ import {
   toolProblem,
 } from "../../shared/extensions/extension-api.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
-import type { SessionExtensions as WorkerExtensions } from "../../shared/protocol.js";
+import type { SessionExtensions as WorkerExtensions } from "../../shared/wire/protocol.js";
 import { importAtRunTime } from "../config/run-time-import.js";
 import { extensionImporterModule } from "../config/run-time-modules.js";
 import type { ResolvedExtension } from "./resolve-extensions.js";

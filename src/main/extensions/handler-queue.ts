@@ -9,7 +9,7 @@
  * (reported, then the queue moves on); a handler stuck in synchronous code blocks the whole main
  * thread, and nothing in JavaScript can interrupt it.
  */
-import { errorText } from "../../shared/error-text.js";
+import { errorText } from "../../shared/failures/error-text.js";
 
 /** A handler call failed: it threw, rejected, or did not settle in time. */
 export interface HandlerFailure {

@@ -10,11 +10,11 @@
  */
 import { randomUUID } from "node:crypto";
 import { Job, Queue, QueueEvents } from "bullmq";
-import { errorText } from "../../shared/error-text.js";
 import { FleetUnavailableError, LifelineError } from "../../shared/errors.js";
-import type { ModelRef } from "../../shared/protocol.js";
-import { parseSettings, type SettingsInput } from "../../shared/settings.js";
+import { errorText } from "../../shared/failures/error-text.js";
+import { parseSettings, type SettingsInput } from "../../shared/settings/settings.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
+import type { ModelRef } from "../../shared/wire/protocol.js";
 import { withTimeout } from "../../shared/with-timeout.js";
 import { connectFleet, type FleetConnection } from "../redis/fleet-connection.js";
 import { activeTraceparent } from "../telemetry/traceparent.js";

@@ -9,8 +9,8 @@
  * prefix, so two fleets on one Redis never see each other's jobs.
  */
 import type { PromptResult, SessionEvent } from "../../shared/events.js";
-import type { ModelRef } from "../../shared/protocol.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
+import type { ModelRef } from "../../shared/wire/protocol.js";
 import { fleetPrefix } from "../redis/fleet-connection.js";
 
 /** The BullMQ queue's name. */

@@ -18,9 +18,9 @@
  */
 import { hostname } from "node:os";
 import { DelayedError, type Job, UnrecoverableError } from "bullmq";
-import { errorText } from "../../shared/error-text.js";
 import { LifelineError } from "../../shared/errors.js";
 import type { PromptResult } from "../../shared/events.js";
+import { errorText } from "../../shared/failures/error-text.js";
 import type { ResumeOptions, SessionHost } from "../host/session-host.js";
 import type { AgentSession } from "../session/agent-session.js";
 import type { PromptJobData, PromptJobResult } from "./fleet-queue.js";

@@ -12,8 +12,8 @@
  *   prompt failed or the fleet could not serve it, 2 bad usage or settings.
  */
 import { hostname } from "node:os";
-import { isFailedStop } from "../../shared/classify.js";
 import { type ErrorCode, LifelineError } from "../../shared/errors.js";
+import { isFailedStop } from "../../shared/failures/classify.js";
 import { cliErrorText, reportCliError } from "../config/cli-errors.js";
 import type { SessionHostOptions } from "../host/host-options.js";
 import { type MetricsEndpoint, startMetricsEndpoint } from "../telemetry/metrics-endpoint.js";

@@ -4,9 +4,8 @@
  * Called by `SessionHost` only; every read is lazy, so a host that opens no session reads nothing.
  */
 
-import { errorText } from "../../shared/error-text.js";
 import { InvalidSettingsError, LifelineError } from "../../shared/errors.js";
-import type { ModelChange, ModelRef } from "../../shared/protocol.js";
+import { errorText } from "../../shared/failures/error-text.js";
 import {
   HOST_WIDE_SETTINGS,
   mergeSettings,
@@ -14,7 +13,8 @@ import {
   parseSettingsLayer,
   type Settings,
   type SettingsInput,
-} from "../../shared/settings.js";
+} from "../../shared/settings/settings.js";
+import type { ModelChange, ModelRef } from "../../shared/wire/protocol.js";
 import type { AuthStorage } from "../auth/auth-storage.js";
 import { FileAuthStorage } from "../auth/file-auth-storage.js";
 import { loadModelsConfig, type ModelsConfig, modelsPath, resolveModelRef } from "../config/models-config.js";

@@ -7,7 +7,7 @@
  * bundle made from `import "lifeline"` does not carry it (config/run-time-import.ts).
  */
 import { FleetUnavailableError } from "../../shared/errors.js";
-import type { Settings } from "../../shared/settings.js";
+import type { Settings } from "../../shared/settings/settings.js";
 import { importAtRunTime } from "../config/run-time-import.js";
 import { fleetConnectionModule } from "../config/run-time-modules.js";
 import type { FleetConnection } from "../redis/fleet-connection.js";

@@ -5,8 +5,8 @@
  * the prompt ends, Ctrl+C and SIGTERM included.
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
-import { isFailedStop } from "../../shared/classify.js";
 import type { PromptResult, SessionEvent } from "../../shared/events.js";
+import { isFailedStop } from "../../shared/failures/classify.js";
 import { messageText } from "../../shared/message-text.js";
 import { compactionNotice } from "../compaction/compaction-notice.js";
 import { reportCliError, SESSION_USAGE_ERRORS } from "../config/cli-errors.js";

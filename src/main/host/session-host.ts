@@ -9,7 +9,7 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import { LifelineError } from "../../shared/errors.js";
-import type { Settings, SettingsInput } from "../../shared/settings.js";
+import type { Settings, SettingsInput } from "../../shared/settings/settings.js";
 import type { AuthStorage } from "../auth/auth-storage.js";
 import { ExtensionRunner } from "../extensions/extension-runner.js";
 import { resolveExtensions } from "../extensions/resolve-extensions.js";

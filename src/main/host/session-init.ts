@@ -4,9 +4,9 @@
  */
 import { resolve } from "node:path";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
-import type { ModelChange, SessionInit, WorkerNetwork } from "../../shared/protocol.js";
-import type { Settings } from "../../shared/settings.js";
+import type { Settings } from "../../shared/settings/settings.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
+import type { ModelChange, SessionInit, WorkerNetwork } from "../../shared/wire/protocol.js";
 import { toModuleUrl } from "../config/module-url.js";
 import { SESSION_DEFAULTS } from "./host-options.js";
 

@@ -16,9 +16,9 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { performance } from "node:perf_hooks";
-import { errorText } from "../../shared/error-text.js";
 import { LifelineError } from "../../shared/errors.js";
-import type { FleetSettings } from "../../shared/settings.js";
+import { errorText } from "../../shared/failures/error-text.js";
+import type { FleetSettings } from "../../shared/settings/settings.js";
 import { withTimeout } from "../../shared/with-timeout.js";
 import { lifelineVersion } from "../config/lifeline-version.js";
 import type { LoadProgress } from "../load/metrics/load-metrics.js";

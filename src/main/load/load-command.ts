@@ -12,7 +12,7 @@
  */
 import type { ErrorCode } from "../../shared/errors.js";
 import { LifelineError } from "../../shared/errors.js";
-import type { FleetSettings } from "../../shared/settings.js";
+import type { FleetSettings } from "../../shared/settings/settings.js";
 import { reportCliError } from "../config/cli-errors.js";
 import { type MetricsEndpoint, startMetricsEndpoint } from "../telemetry/metrics-endpoint.js";
 import type { LoadOptions } from "./options/load-options.js";

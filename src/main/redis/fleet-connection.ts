@@ -10,9 +10,9 @@
  */
 import { EventEmitter } from "node:events";
 import { Redis, type RedisOptions } from "ioredis";
-import { errorText } from "../../shared/error-text.js";
 import { FleetAuthError, FleetUnavailableError, InvalidSettingsError } from "../../shared/errors.js";
-import type { FleetSettings } from "../../shared/settings.js";
+import { errorText } from "../../shared/failures/error-text.js";
+import type { FleetSettings } from "../../shared/settings/settings.js";
 import { withTimeout } from "../../shared/with-timeout.js";
 
 /** How long {@link connectFleet} tries before ERR_FLEET_UNAVAILABLE. */

@@ -13,6 +13,8 @@
  * The delay of each retry is computed by retry-delay.ts, the R4 report of a usage or rate limit to
  * the auth storage (injected, like everything else here) made by key-limits.ts.
  */
+
+import type { AutoRetryEndReason, AutoRetryStartEvent, RetryEvent } from "../../shared/events.js";
 import {
   type ClassifiableMessage,
   classifyMessage,
@@ -20,10 +22,9 @@ import {
   isFailedStop,
   isRateLimit,
   retryHintsOf,
-} from "../../shared/classify.js";
-import type { AutoRetryEndReason, AutoRetryStartEvent, RetryEvent } from "../../shared/events.js";
-import { requestFailureOf } from "../../shared/request-failure.js";
-import type { RetrySettings } from "../../shared/settings.js";
+} from "../../shared/failures/classify.js";
+import { requestFailureOf } from "../../shared/failures/request-failure.js";
+import type { RetrySettings } from "../../shared/settings/settings.js";
 import type { AuthStorage } from "../auth/auth-storage.js";
 import { limitKind, reportLimit } from "./key-limits.js";
 import { formatMs, retryDelay } from "./retry-delay.js";
@@ -87,7 +88,7 @@ export interface RetryControllerOptions {
   now: () => number;
   /** Uniform in [0, 1), for jitter. */
   random: () => number;
-  /** A further R1 overflow test besides the worker's mark (shared/classify.ts); tests set one. */
+  /** A further R1 overflow test besides the worker's mark (shared/failures/classify.ts); tests set one. */
   isOverflow?: ((message: ClassifiableMessage) => boolean) | undefined;
   emit: (event: RetryEvent) => void;
   authStorage?: AuthStorage | undefined;

@@ -4,7 +4,7 @@
  * capped by `retry.maxDelayMs`. Pure: the randomness comes from the caller (the controller's
  * injected `random`, STYLE 7).
  */
-import type { RetrySettings } from "../../shared/settings.js";
+import type { RetrySettings } from "../../shared/settings/settings.js";
 
 /**
  * The delay before retry `attempt` (1-based), in whole ms; undefined when the server's hint is

@@ -9,7 +9,7 @@
  * SIGTERM or SIGHUP shut the session down and end the process. Every non-blank line on stdin gets
  * exactly one response, whatever it holds, from the command queue in rpc-server.ts.
  */
-import { errorText } from "../../shared/error-text.js";
+import { errorText } from "../../shared/failures/error-text.js";
 import { createSessionHost, type SessionHostOptions } from "../host/session-host.js";
 import type { CliSessionFlags } from "../host/sessions-cli.js";
 import { attachJsonlReader, serializeJsonLine } from "./jsonl.js";

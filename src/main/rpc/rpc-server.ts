@@ -4,7 +4,7 @@
  * "Bad input"). What each command does is in rpc-commands.ts; the process around it (stdin,
  * stdout, signals, exit codes) in rpc-mode.ts.
  */
-import { errorText } from "../../shared/error-text.js";
+import { errorText } from "../../shared/failures/error-text.js";
 import type { SessionHost } from "../host/session-host.js";
 import { serializeJsonLine } from "./jsonl.js";
 import { DETACHED_COMMANDS, type RpcCommandContext, rpcCommands } from "./rpc-commands.js";

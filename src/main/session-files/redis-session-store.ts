@@ -15,8 +15,9 @@
  * `open`, `read` and `list` fail at once with ERR_FLEET_UNAVAILABLE (the connection does not
  * queue commands); appends are tried again for a while (redis-session-writer.ts).
  */
-import { errorText } from "../../shared/error-text.js";
+
 import { FleetUnavailableError, LifelineError } from "../../shared/errors.js";
+import { errorText } from "../../shared/failures/error-text.js";
 import type { FleetConnection } from "../redis/fleet-connection.js";
 import { allSessionsKey, cwdSessionsKey, sessionIdsKey, sessionKeys, sessionPath } from "./redis-session-keys.js";
 import { lockedError, newOwner } from "./redis-session-lease.js";

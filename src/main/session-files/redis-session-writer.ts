@@ -12,8 +12,9 @@
  * another (its fencing token is no longer the latest, redis-session-lease.ts) fails for good with
  * ERR_SESSION_LOCKED and stores nothing more.
  */
-import { errorText } from "../../shared/error-text.js";
+
 import { LifelineError } from "../../shared/errors.js";
+import { errorText } from "../../shared/failures/error-text.js";
 import type { FleetConnection } from "../redis/fleet-connection.js";
 import { BatchedAppends } from "./batched-appends.js";
 import type { SessionKeys } from "./redis-session-keys.js";

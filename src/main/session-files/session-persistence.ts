@@ -5,7 +5,7 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import { LifelineError } from "../../shared/errors.js";
-import type { SessionOpened } from "../../shared/protocol.js";
+import type { SessionOpened } from "../../shared/wire/protocol.js";
 import type { FleetConnection } from "../redis/fleet-connection.js";
 import { FileSessionStore } from "./file-session-store.js";
 import type { FsyncPolicy } from "./persistence-queue.js";

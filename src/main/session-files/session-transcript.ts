@@ -4,9 +4,9 @@
  * (`messages`), and the model last chosen. Pure: no I/O.
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
-import { isRemovableFailure } from "../../shared/classify.js";
 import { summaryMessage } from "../../shared/compaction/summary-message.js";
 import type { PromptResult } from "../../shared/events.js";
+import { isRemovableFailure } from "../../shared/failures/classify.js";
 import { isThinkingLevel, type ThinkingLevel } from "../../shared/thinking.js";
 import {
   type CompactionEntry,

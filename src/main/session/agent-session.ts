@@ -12,8 +12,8 @@ import type { Api, Model } from "@mariozechner/pi-ai";
 import type { BashResult } from "../../shared/bash/bash-message.js";
 import { LifelineError } from "../../shared/errors.js";
 import type { CompactionResult, CoordinationFallbackEvent, PromptResult } from "../../shared/events.js";
-import type { ModelRef, QueueMode } from "../../shared/protocol.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
+import type { ModelRef, QueueMode } from "../../shared/wire/protocol.js";
 import { toModelRef } from "../config/model-ref.js";
 import {
   assertListener,

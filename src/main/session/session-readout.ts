@@ -5,9 +5,9 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
-import type { QueueMode } from "../../shared/protocol.js";
-import type { Settings } from "../../shared/settings.js";
+import type { Settings } from "../../shared/settings/settings.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
+import type { QueueMode } from "../../shared/wire/protocol.js";
 import type { CoordinationState } from "../coordination/session-coordination.js";
 import type { QueueKind } from "./commands/queued-messages.js";
 import type { PromptRecord } from "./prompt/prompt-records.js";

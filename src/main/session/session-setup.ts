@@ -7,9 +7,9 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import type { SessionEvent } from "../../shared/events.js";
-import type { ModelChange, ModelRef } from "../../shared/protocol.js";
-import type { Settings } from "../../shared/settings.js";
+import type { Settings } from "../../shared/settings/settings.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
+import type { ModelChange, ModelRef } from "../../shared/wire/protocol.js";
 import type { AuthStorage } from "../auth/auth-storage.js";
 import type { KeySource } from "../auth/session-credentials.js";
 import type { ContextOverflowHook } from "../compaction/context-overflow-hook.js";

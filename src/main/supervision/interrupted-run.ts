@@ -12,7 +12,7 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, AssistantMessage, Model, ToolResultMessage } from "@mariozechner/pi-ai";
 import type { WorkerExitCause } from "../../shared/errors.js";
-import { WORKER_EXIT_DIAGNOSTIC } from "../../shared/request-failure.js";
+import { WORKER_EXIT_DIAGNOSTIC } from "../../shared/failures/request-failure.js";
 import { emptyUsage } from "../../shared/usage.js";
 
 /** What the main thread knows of the run when its worker died. */

@@ -3,7 +3,7 @@
  * `maxRestarts` times within any `windowMs`; one more restart in the window gives it up.
  * A pure unit with an injected clock.
  */
-import type { SupervisionSettings } from "../../shared/settings.js";
+import type { SupervisionSettings } from "../../shared/settings/settings.js";
 
 /** One session's record of the restarts it was blamed for. */
 export class RestartBudget {

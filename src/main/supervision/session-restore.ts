@@ -6,11 +6,11 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, AssistantMessage, Model } from "@mariozechner/pi-ai";
-import { errorText } from "../../shared/error-text.js";
 import { SessionCrashedError, type WorkerExitCause, type WorkerExitedError } from "../../shared/errors.js";
 import type { SessionEvent } from "../../shared/events.js";
-import type { RunInput } from "../../shared/protocol.js";
-import type { SupervisionSettings } from "../../shared/settings.js";
+import { errorText } from "../../shared/failures/error-text.js";
+import type { SupervisionSettings } from "../../shared/settings/settings.js";
+import type { RunInput } from "../../shared/wire/protocol.js";
 import type { TurnPacer } from "../workers/turn-pacer.js";
 import type { WorkerLink } from "../workers/worker-link.js";
 import { interruptedRun, workerFate } from "./interrupted-run.js";

@@ -23,7 +23,7 @@ import type { EventLoopUtilization } from "node:perf_hooks";
 import type { Worker } from "node:worker_threads";
 import type { BatchObservableResult, Meter, ObservableGauge } from "@opentelemetry/api";
 import { LoopDelaySampler } from "../../shared/loop-delay.js";
-import type { LoopDelay } from "../../shared/protocol.js";
+import type { LoopDelay } from "../../shared/wire/protocol.js";
 import { WorkerSlots } from "./worker-slots.js";
 
 /** What {@link observeEventLoops} returns to the host's telemetry. */

@@ -13,7 +13,7 @@
  */
 import type { Worker } from "node:worker_threads";
 import type { BatchObservableResult, Context, Meter, ObservableResult, Tracer } from "@opentelemetry/api";
-import type { LoopDelay } from "../../shared/protocol.js";
+import type { LoopDelay } from "../../shared/wire/protocol.js";
 import type { CoordinationSnapshot } from "../coordination/host-coordination.js";
 import { type EventLoopObserver, observeEventLoops } from "./event-loop-metrics.js";
 import { type Instruments, instrumentsOf } from "./instruments.js";

@@ -5,8 +5,8 @@
  * decision.
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
-import { explainMessage, isRateLimit, retryHintsOf } from "../../shared/classify.js";
-import { requestFailureOf, workerExitOf } from "../../shared/request-failure.js";
+import { explainMessage, isRateLimit, retryHintsOf } from "../../shared/failures/classify.js";
+import { requestFailureOf, workerExitOf } from "../../shared/failures/request-failure.js";
 
 /**
  * How an attempt's reply is treated, as a metric attribute (`lifeline.retry_class`): `none` for a

@@ -10,8 +10,8 @@
  * process `exit` hook, an exception that ends the process.
  */
 import { ProcessTerminal, Text, TUI } from "@mariozechner/pi-tui";
-import { errorText } from "../../shared/error-text.js";
-import type { ModelRef } from "../../shared/protocol.js";
+import { errorText } from "../../shared/failures/error-text.js";
+import type { ModelRef } from "../../shared/wire/protocol.js";
 import type { SessionHostOptions, SessionOptions } from "../host/host-options.js";
 import { createSessionHost, type SessionHost } from "../host/session-host.js";
 import { type CliSessionFlags, openCliSession } from "../host/sessions-cli.js";

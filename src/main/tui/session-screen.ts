@@ -15,9 +15,9 @@ import {
   type TUI,
   truncateToWidth,
 } from "@mariozechner/pi-tui";
-import { isFailedStop } from "../../shared/classify.js";
-import { errorText } from "../../shared/error-text.js";
 import type { PromptResult } from "../../shared/events.js";
+import { isFailedStop } from "../../shared/failures/classify.js";
+import { errorText } from "../../shared/failures/error-text.js";
 import type { AgentSession } from "../session/agent-session.js";
 import { type LoaderView, SessionUiController } from "./session-ui-controller.js";
 import { style } from "./theme.js";

@@ -12,9 +12,9 @@
  * stay on screen over a streaming answer.
  */
 
-import { isFailedStop } from "../../shared/classify.js";
-import { errorText } from "../../shared/error-text.js";
 import type { SessionEvent } from "../../shared/events.js";
+import { isFailedStop } from "../../shared/failures/classify.js";
+import { errorText } from "../../shared/failures/error-text.js";
 import { compactionNotice } from "../compaction/compaction-notice.js";
 import { workerFate } from "../supervision/interrupted-run.js";
 import { abortedText, msUntilNextSecond, retryFailedText, retryLoaderText } from "./retry-loader.js";

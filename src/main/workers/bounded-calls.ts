@@ -12,7 +12,7 @@
  */
 import type { Remote } from "comlink";
 import { fromWireError, LifelineError } from "../../shared/errors.js";
-import type { Result, WorkerApi } from "../../shared/protocol.js";
+import type { Result, WorkerApi } from "../../shared/wire/protocol.js";
 
 /** What a {@link WorkerApi} method resolves with. */
 export type ApiResult<K extends keyof WorkerApi> = Awaited<ReturnType<WorkerApi[K]>>;

@@ -1,11 +1,11 @@
 /**
- * main's end of a worker's control channel (shared/protocol.ts, `ControlChannel`): early aborts
+ * main's end of a worker's control channel (shared/wire/protocol.ts, `ControlChannel`): early aborts
  * that reach a worker busy streaming for other sessions between two of their events, instead of
  * at its loop's next turn (control-inbox.ts in the worker). Absent for in-process endpoints, whose
  * aborts go only as calls on the port. Never what keeps the process alive.
  */
 import type { MessagePort } from "node:worker_threads";
-import type { ControlMessage } from "../../shared/protocol.js";
+import type { ControlMessage } from "../../shared/wire/protocol.js";
 
 export class LinkControl {
   readonly #channel: { port: MessagePort; posted: Int32Array } | undefined;

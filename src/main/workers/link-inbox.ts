@@ -1,14 +1,14 @@
 /**
  * What one worker's messages do on the main thread: the receiving half of a {@link WorkerLink}
  * (worker-link.ts), which keeps the calling half. Each message is decoded once
- * (`decodeWorkerMessage`, shared/protocol.ts) and dispatched: batch items mark their runs' ends
+ * (`decodeWorkerMessage`, shared/wire/protocol.ts) and dispatched: batch items mark their runs' ends
  * (in-flight-work.ts) and go to the sessions the worker serves (link-sessions.ts); permit
  * messages to the host's coordination (B8); extension UI requests to the host's UI (link-ui.ts);
  * loop reports to B9. Any message, a comlink reply included, is a sign that the worker lives: the
  * time of the last one is what the hang of a call and the watchdog (X8) are judged by.
  */
 import { LifelineError } from "../../shared/errors.js";
-import { decodeWorkerMessage, type LoopDelay, type WorkerMessage } from "../../shared/protocol.js";
+import { decodeWorkerMessage, type LoopDelay, type WorkerMessage } from "../../shared/wire/protocol.js";
 import type { InFlightWork } from "./in-flight-work.js";
 import type { PermitHandler, PermitLink } from "./link-options.js";
 import type { LinkSessions } from "./link-sessions.js";

@@ -6,7 +6,7 @@
 import type { MessagePort } from "node:worker_threads";
 import type { WorkerExitCause } from "../../shared/errors.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
-import type { LoopDelay } from "../../shared/protocol.js";
+import type { LoopDelay } from "../../shared/wire/protocol.js";
 import type { TurnPacer } from "./turn-pacer.js";
 
 /** A worker's port plus a promise that settles when its serve loop ends (rejects on a crash). */
@@ -19,7 +19,7 @@ export interface LinkEndpoint {
    */
   terminate?: () => void;
   /**
-   * main's end of the worker's control channel (shared/protocol.ts, `ControlChannel`): the port
+   * main's end of the worker's control channel (shared/wire/protocol.ts, `ControlChannel`): the port
    * and the counter over the shared flag. Absent for in-process endpoints: aborts then go only as
    * calls on `port`.
    */

@@ -4,7 +4,7 @@
  * and, when the worker dies, which of them are blamed for it (SPEC X7).
  */
 import type { WorkerExitedError } from "../../shared/errors.js";
-import type { BatchItem } from "../../shared/protocol.js";
+import type { BatchItem } from "../../shared/wire/protocol.js";
 
 /** What a session registers with its link. */
 export interface LinkClient {

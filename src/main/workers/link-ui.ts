@@ -6,7 +6,7 @@
  * is answered with nothing at once (the extension gets pi's default) and a notice is dropped.
  */
 import type { UiAnswer, UiDialogRequest, UiNotice, UiTransport } from "../../shared/extensions/extension-ui.js";
-import type { WorkerMessage } from "../../shared/protocol.js";
+import type { WorkerMessage } from "../../shared/wire/protocol.js";
 
 /** See the module comment. Owned by a `WorkerLink`; `answer` posts `answerUi` to its worker. */
 export class LinkUi {

@@ -16,7 +16,7 @@
  * whole burst's continuations would run in that one task (docs/performance.md, "(m)").
  */
 import { fromWireError, LifelineError } from "../../shared/errors.js";
-import type { RunOp } from "../../shared/protocol.js";
+import type { RunOp } from "../../shared/wire/protocol.js";
 import type { BoundedCalls } from "./bounded-calls.js";
 import type { PacedTurn, TurnPacer } from "./turn-pacer.js";
 

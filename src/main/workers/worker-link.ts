@@ -21,7 +21,7 @@ import type { MessagePort } from "node:worker_threads";
 import { wrap } from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { LifelineError, type WorkerExitCause, WorkerExitedError } from "../../shared/errors.js";
-import type { RunInput, SessionInit, SessionOpened, WorkerApi } from "../../shared/protocol.js";
+import type { RunInput, SessionInit, SessionOpened, WorkerApi } from "../../shared/wire/protocol.js";
 import { type ApiResult, BoundedCalls, type Unwrapped } from "./bounded-calls.js";
 import { hungCallError, judgeHang, LIVE_CALL_PERIODS, setupTimeoutError } from "./hang-judgement.js";
 import { InFlightWork } from "./in-flight-work.js";

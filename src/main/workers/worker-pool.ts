@@ -45,7 +45,7 @@ export class WorkerPool {
   connect(): LinkEndpoint {
     const pool = this.#ensurePool();
     const { port1, port2 } = new MessageChannel();
-    // The control channel (shared/protocol.ts): early aborts, ahead of a busy worker's loop.
+    // The control channel (shared/wire/protocol.ts): early aborts, ahead of a busy worker's loop.
     const control = new MessageChannel();
     const flag = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
     const abort = new AbortController();

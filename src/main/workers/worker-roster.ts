@@ -7,7 +7,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import type { ResourceLimits, Worker } from "node:worker_threads";
 import { LifelineError, WorkerExitedError } from "../../shared/errors.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
-import type { LoopDelay, SessionInit, SessionOpened } from "../../shared/protocol.js";
+import type { LoopDelay, SessionInit, SessionOpened } from "../../shared/wire/protocol.js";
 import { signOfLifeMs } from "./hang-judgement.js";
 import type { LinkEndpoint, LinkTimeouts, PermitHandler } from "./link-options.js";
 import type { TurnPacer } from "./turn-pacer.js";

@@ -6,7 +6,7 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage, ToolResultMessage, UserMessage } from "@mariozechner/pi-ai";
-import { isFailedStop } from "../classify.js";
+import { isFailedStop } from "../failures/classify.js";
 import { messageText } from "../message-text.js";
 
 /** What the worker needs to ask for a summary. Plain data: crosses to the worker. */

@@ -12,9 +12,9 @@
  */
 import type { AgentToolResult, AgentToolUpdateCallback } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
-import { errorText } from "../error-text.js";
 import { ExtensionLoadError, ExtensionUnsupportedError, LifelineError } from "../errors.js";
 import type { SessionEvent } from "../events.js";
+import { errorText } from "../failures/error-text.js";
 import { isThinkingLevel, THINKING_LEVELS, type ThinkingLevel } from "../thinking.js";
 import type { ExtensionUIContext } from "./extension-ui.js";
 

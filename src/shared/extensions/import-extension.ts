@@ -12,8 +12,9 @@
  * extension written for pi needs no node_modules for them. Any other import resolves from the
  * extension's own directory upwards, as in Node.
  */
-import { errorText } from "../error-text.js";
+
 import { ExtensionLoadError } from "../errors.js";
+import { errorText } from "../failures/error-text.js";
 import type { ExtensionFactory } from "./extension-api.js";
 
 type Jiti = { import(id: string, options?: { default?: boolean }): Promise<unknown> };

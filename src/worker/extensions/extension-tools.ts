@@ -17,8 +17,8 @@ import {
 } from "../../shared/extensions/extension-api.js";
 import { createUiContext, type UiTransport } from "../../shared/extensions/extension-ui.js";
 import { importExtension } from "../../shared/extensions/import-extension.js";
-import type { SessionExtensions } from "../../shared/protocol.js";
 import type { ThinkingLevel } from "../../shared/thinking.js";
+import type { SessionExtensions } from "../../shared/wire/protocol.js";
 
 /** What a tool's `ctx` reads from its session, bound once the session's agent exists. */
 export interface ToolSessionView {

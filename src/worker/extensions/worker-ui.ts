@@ -6,7 +6,7 @@
  * the tool's `tool_execution_start` before the dialog the tool opened.
  */
 import type { UiAnswer, UiTransport } from "../../shared/extensions/extension-ui.js";
-import type { WorkerMessage } from "../../shared/protocol.js";
+import type { WorkerMessage } from "../../shared/wire/protocol.js";
 
 /** See the module comment. One per worker, owned by its serve loop. */
 export class WorkerUi {

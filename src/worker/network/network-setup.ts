@@ -9,8 +9,8 @@
  * dispatcher is needed.
  */
 import { InvalidSettingsError } from "../../shared/errors.js";
-import type { WorkerNetwork } from "../../shared/protocol.js";
-import { isProxyUrl, PROXY_URL_RULE } from "../../shared/proxy-url.js";
+import { isProxyUrl, PROXY_URL_RULE } from "../../shared/settings/proxy-url.js";
+import type { WorkerNetwork } from "../../shared/wire/protocol.js";
 import type { DispatcherPlan } from "./proxy-dispatcher.js";
 
 /** The plan the thread's dispatcher was built from; "direct": Node's own (none was installed). */

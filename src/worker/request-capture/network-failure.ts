@@ -5,7 +5,7 @@
  *
  * Pure functions: request-capture.ts calls them with what fetch or a body read threw.
  */
-import type { RequestFailure } from "../../shared/request-failure.js";
+import type { RequestFailure } from "../../shared/failures/request-failure.js";
 
 /**
  * The failure of a request that got no response (`request`: refused, reset, DNS, timeout), or

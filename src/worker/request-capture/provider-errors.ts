@@ -8,7 +8,7 @@
  * Pure functions of strings: no I/O, no clock. request-capture.ts feeds them what it saw on the
  * wire; test/worker/provider-errors.test.ts feeds them literal bodies.
  */
-import { RETRY_HEADER_NAMES, type RequestFailure } from "../../shared/request-failure.js";
+import { RETRY_HEADER_NAMES, type RequestFailure } from "../../shared/failures/request-failure.js";
 
 /** Error bodies are short JSON; a larger one is not worth holding to find `error.type`. */
 export const MAX_ERROR_BODY_BYTES = 64 * 1024;

@@ -22,7 +22,7 @@
  * classified from the text (R2).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { RequestFailure } from "../../shared/request-failure.js";
+import type { RequestFailure } from "../../shared/failures/request-failure.js";
 import { watchEventStream } from "./event-stream-watch.js";
 import { isAbort, networkFailure, originOf } from "./network-failure.js";
 import { errorResponseFailure, inStreamFailure, MAX_ERROR_BODY_BYTES } from "./provider-errors.js";

@@ -4,7 +4,7 @@
  */
 import { type Api, getEnvApiKey, type Model } from "@mariozechner/pi-ai";
 import { LifelineError } from "../../shared/errors.js";
-import { missingKeyMessages } from "../../shared/provider-keys.js";
+import { missingKeyMessages } from "../../shared/settings/provider-keys.js";
 
 /**
  * The key a session's requests use. Every key it has used stays in `secrets`, so a key replaced

@@ -4,8 +4,8 @@
  * that could not be reached or not be trusted is named, and no key the server echoed survives in it.
  */
 import { type AssistantMessage, isContextOverflow } from "@mariozechner/pi-ai";
-import { redactSecrets, redactStrings } from "../../shared/redact.js";
-import { attachRequestFailure, markOverflow, type RequestFailure } from "../../shared/request-failure.js";
+import { redactSecrets, redactStrings } from "../../shared/failures/redact.js";
+import { attachRequestFailure, markOverflow, type RequestFailure } from "../../shared/failures/request-failure.js";
 import { proxiesInUse } from "../network/network-setup.js";
 
 /**

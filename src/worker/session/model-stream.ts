@@ -7,7 +7,7 @@
  */
 import type { StreamFn } from "@mariozechner/pi-agent-core";
 import { type Api, type SimpleStreamOptions, streamSimple } from "@mariozechner/pi-ai";
-import type { ProviderSettings } from "../../shared/protocol.js";
+import type { ProviderSettings } from "../../shared/wire/protocol.js";
 import type { RequestCapture } from "../request-capture/request-capture.js";
 import type { RequestPermits } from "../request-permits.js";
 import { alternatingTurns } from "./alternating-turns.js";

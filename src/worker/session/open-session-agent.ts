@@ -6,7 +6,7 @@
 import { Agent, type StreamFn } from "@mariozechner/pi-agent-core";
 import { type Api, clampThinkingLevel, type Model } from "@mariozechner/pi-ai";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
-import type { SessionInit } from "../../shared/protocol.js";
+import type { SessionInit } from "../../shared/wire/protocol.js";
 import { convertToLlm } from "../convert-to-llm.js";
 import type { ToolSessionView } from "../extensions/extension-tools.js";
 import { assertRegisteredApi } from "../registered-api.js";

@@ -4,9 +4,9 @@
  * pi's replace built-ins).
  */
 import type { AgentTool } from "@mariozechner/pi-agent-core";
-import { errorText } from "../../shared/error-text.js";
 import { LifelineError } from "../../shared/errors.js";
-import type { SessionInit } from "../../shared/protocol.js";
+import { errorText } from "../../shared/failures/error-text.js";
+import type { SessionInit } from "../../shared/wire/protocol.js";
 import type { WorkerModuleSetup, WorkerModuleSetupFn } from "../../shared/worker-module.js";
 import { loadExtensionTools, type ToolSessionView } from "../extensions/extension-tools.js";
 

@@ -6,15 +6,15 @@
  */
 import type { Agent, AgentMessage, StreamFn } from "@mariozechner/pi-agent-core";
 import { clampThinkingLevel } from "@mariozechner/pi-ai";
-import { isRemovableFailure } from "../../shared/classify.js";
 import type { SummaryRequest } from "../../shared/compaction/summary-prompt.js";
 import { LifelineError, toWireError } from "../../shared/errors.js";
 import type { UiTransport } from "../../shared/extensions/extension-ui.js";
-import type { ModelChange, QueueMode, RunInput, SessionInit, SessionOpened } from "../../shared/protocol.js";
-import { redactSecrets } from "../../shared/redact.js";
+import { isRemovableFailure } from "../../shared/failures/classify.js";
+import { redactSecrets } from "../../shared/failures/redact.js";
 import { epochNow } from "../../shared/request-timing.js";
-import { RunMessageRefs } from "../../shared/run-message-refs.js";
 import { isThinkingLevel, type ThinkingLevel } from "../../shared/thinking.js";
+import type { ModelChange, QueueMode, RunInput, SessionInit, SessionOpened } from "../../shared/wire/protocol.js";
+import { RunMessageRefs } from "../../shared/wire/run-message-refs.js";
 import { forgetDemoSession } from "../demo-provider.js";
 import type { EventBatcher } from "../event-batcher.js";
 import { assertRegisteredApi } from "../registered-api.js";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { fauxAssistantMessage, type SimpleStreamOptions } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
 import { loadSettingsFiles, resolveLifelineDir, writeUserSettings } from "../../../src/main/config/settings-store.js";
-import { DEFAULT_SETTINGS, mergeSettings, parseSettings } from "../../../src/shared/settings.js";
+import { DEFAULT_SETTINGS, mergeSettings, parseSettings } from "../../../src/shared/settings/settings.js";
 import { registerScriptedFaux } from "../../../src/worker/scripted-faux.js";
 import { inProcessHost } from "../../fixtures/in-process-host.js";
 

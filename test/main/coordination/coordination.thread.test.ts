@@ -14,7 +14,7 @@ import {
   type SessionHost,
   type SessionHostOptions,
 } from "../../../dist/main/index.js";
-import { requestFailureOf } from "../../../dist/shared/request-failure.js";
+import { requestFailureOf } from "../../../dist/shared/failures/request-failure.js";
 import { tempDir, within } from "../../fixtures/bounded.js";
 import { nextEvent } from "../../fixtures/events.js";
 import { mockServerSuite } from "../../fixtures/mock-server-suite.js";

@@ -13,7 +13,7 @@ import { SessionCoordination } from "../../../src/main/coordination/session-coor
 import { connectFleet } from "../../../src/main/redis/fleet-connection.js";
 import { abortableSleep } from "../../../src/main/retry/sleep.js";
 import type { CoordinationFallbackEvent, SessionEvent } from "../../../src/shared/events.js";
-import { DEFAULT_SETTINGS, parseSettings, type RetrySettings } from "../../../src/shared/settings.js";
+import { DEFAULT_SETTINGS, parseSettings, type RetrySettings } from "../../../src/shared/settings/settings.js";
 import { within } from "../../fixtures/bounded.js";
 import { redisForFile } from "../../fixtures/redis-server.js";
 

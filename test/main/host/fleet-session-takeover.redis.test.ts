@@ -13,7 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { connectFleet } from "../../../src/main/redis/fleet-connection.js";
 import { RedisSessionStore } from "../../../src/main/session-files/redis-session-store.js";
 import type { SessionEntry } from "../../../src/main/session-files/session-format.js";
-import { parseSettings } from "../../../src/shared/settings.js";
+import { parseSettings } from "../../../src/shared/settings/settings.js";
 import { within } from "../../fixtures/bounded.js";
 import { startRedis, type TestRedis } from "../../fixtures/redis-server.js";
 import { type RpcChild, type RpcRecord, spawnRpc } from "../../fixtures/rpc-child.js";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectFleet, type FleetConnection } from "../../../src/main/redis/fleet-connection.js";
-import { parseSettings } from "../../../src/shared/settings.js";
+import { parseSettings } from "../../../src/shared/settings/settings.js";
 import { freePort, startRedis, type TestRedis } from "../../fixtures/redis-server.js";
 
 let redis: TestRedis;

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import type { AuthStorage } from "../../../src/main/auth/auth-storage.js";
 import { type RetryActions, RetryController, type RetryMessage } from "../../../src/main/retry/retry-controller.js";
 import type { RetryEvent } from "../../../src/shared/events.js";
-import { DEFAULT_SETTINGS, type RetrySettings } from "../../../src/shared/settings.js";
+import { DEFAULT_SETTINGS, type RetrySettings } from "../../../src/shared/settings/settings.js";
 import { ManualSleep } from "../../fixtures/in-process-host.js";
 
 function failure(errorMessage: string): RetryMessage {

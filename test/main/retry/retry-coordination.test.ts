@@ -8,8 +8,8 @@ import { HostCoordination } from "../../../src/main/coordination/host-coordinati
 import { SessionCoordination } from "../../../src/main/coordination/session-coordination.js";
 import { type RetryActions, RetryController, type RetryMessage } from "../../../src/main/retry/retry-controller.js";
 import type { RetryEvent, SessionEvent } from "../../../src/shared/events.js";
-import { attachRequestFailure, type RequestFailure } from "../../../src/shared/request-failure.js";
-import { DEFAULT_SETTINGS, type RetrySettings } from "../../../src/shared/settings.js";
+import { attachRequestFailure, type RequestFailure } from "../../../src/shared/failures/request-failure.js";
+import { DEFAULT_SETTINGS, type RetrySettings } from "../../../src/shared/settings/settings.js";
 import { within } from "../../fixtures/bounded.js";
 import { ManualSleep } from "../../fixtures/in-process-host.js";
 

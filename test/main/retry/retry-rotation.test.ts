@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { AuthStorage, UsageLimitInfo } from "../../../src/main/auth/auth-storage.js";
 import { type RetryActions, RetryController, type RetryMessage } from "../../../src/main/retry/retry-controller.js";
 import type { RetryEvent } from "../../../src/shared/events.js";
-import { DEFAULT_SETTINGS, parseSettings, type RetrySettings } from "../../../src/shared/settings.js";
+import { DEFAULT_SETTINGS, parseSettings, type RetrySettings } from "../../../src/shared/settings/settings.js";
 import { ManualSleep } from "../../fixtures/in-process-host.js";
 
 const NOW = Date.parse("2026-11-30T00:00:00Z");

@@ -14,7 +14,7 @@ import {
   type SessionHeader,
   serializeLine,
 } from "../../../src/main/session-files/session-format.js";
-import { parseSettings } from "../../../src/shared/settings.js";
+import { parseSettings } from "../../../src/shared/settings/settings.js";
 import { tempDir, within } from "../../fixtures/bounded.js";
 import { redisForFile } from "../../fixtures/redis-server.js";
 

@@ -12,7 +12,7 @@ import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { afterEach, describe, expect, it } from "vitest";
 import type { SessionHostOptions } from "../../../src/main/host/session-host.js";
 import { restoreTranscript } from "../../../src/main/session-files/session-transcript.js";
-import { WORKER_EXIT_DIAGNOSTIC } from "../../../src/shared/request-failure.js";
+import { WORKER_EXIT_DIAGNOSTIC } from "../../../src/shared/failures/request-failure.js";
 import { tempDir, within } from "../../fixtures/bounded.js";
 import { inProcessHost } from "../../fixtures/in-process-host.js";
 import { assistantMessage } from "../../fixtures/messages.js";

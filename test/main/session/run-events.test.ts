@@ -9,7 +9,7 @@ import type { RetryDecision } from "../../../src/main/retry/retry-controller.js"
 import { type AfterRun, RunEvents, type RunEventsTarget } from "../../../src/main/session/runs/run-events.js";
 import type { ActiveRun } from "../../../src/main/supervision/session-restore.js";
 import type { SessionEvent } from "../../../src/shared/events.js";
-import type { BatchItem } from "../../../src/shared/protocol.js";
+import type { BatchItem } from "../../../src/shared/wire/protocol.js";
 import { assistantMessage } from "../../fixtures/messages.js";
 
 const user: AgentMessage = { role: "user", content: [{ type: "text", text: "hi" }], timestamp: 1 };

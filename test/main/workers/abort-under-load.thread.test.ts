@@ -1,6 +1,6 @@
 /**
  * abort() on a worker whose loop does not come back to its port: the early abort of the control
- * channel (shared/protocol.ts `ControlChannel`, worker/control-inbox.ts) reaches the run between
+ * channel (shared/wire/protocol.ts `ControlChannel`, worker/control-inbox.ts) reaches the run between
  * two of another session's events, and the aborted run's end is posted at once.
  *
  * A real worker thread (the host's pool, `threads: 1`) serves two sessions: a probe whose model is

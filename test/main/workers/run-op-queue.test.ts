@@ -10,7 +10,7 @@ import { BoundedCalls } from "../../../src/main/workers/bounded-calls.js";
 import { RunOpQueue } from "../../../src/main/workers/run-op-queue.js";
 import { TurnPacer } from "../../../src/main/workers/turn-pacer.js";
 import { LifelineError } from "../../../src/shared/errors.js";
-import type { Result, RunOp, WorkerApi } from "../../../src/shared/protocol.js";
+import type { Result, RunOp, WorkerApi } from "../../../src/shared/wire/protocol.js";
 
 /** A queue whose one message is answered when the test says, every op with its index. */
 function answeredLater(pacer?: TurnPacer) {

@@ -4,7 +4,7 @@
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
-import type { RequestFailure } from "../../../src/shared/request-failure.js";
+import type { RequestFailure } from "../../../src/shared/failures/request-failure.js";
 import { emptyUsage } from "../../../src/shared/usage.js";
 import { finishFailedMessage } from "../../../src/worker/session/finish-failed-message.js";
 

@@ -11,7 +11,7 @@
  * ERR_INVALID_SETTINGS naming the key (`fleet.redis`, `fleet.name`).
  */
 import { InvalidSettingsError } from "../../../shared/errors.js";
-import type { FleetSettings, SettingsInput } from "../../../shared/settings.js";
+import type { FleetSettings, SettingsInput } from "../../../shared/settings/settings.js";
 import type { CliContext } from "../cli-context.js";
 import { textFlag } from "../flag.js";
 
@@ -36,7 +36,7 @@ export interface FleetFlagValues {
  */
 async function settingsModules() {
   const [{ parseSettings }, { loadSettingsFiles }] = await Promise.all([
-    import("../../../shared/settings.js"),
+    import("../../../shared/settings/settings.js"),
     import("../../config/settings-store.js"),
   ]);
   return { parseSettings, loadSettingsFiles };

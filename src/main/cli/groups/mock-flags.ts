@@ -5,7 +5,7 @@
  * retry settings a run overrides (`--retry-budget`, `--coordinate`, `--max-concurrent`,
  * `--idle-timeout`). Every refusal is ERR_INVALID_OPTIONS naming the flag.
  */
-import type { SettingsInput } from "../../../shared/settings.js";
+import type { SettingsInput } from "../../../shared/settings/settings.js";
 import { FAULT_KINDS, type FaultKind, LOAD_DEFAULTS } from "../../load/options/load-defaults.js";
 import type { LoadFault, LoadOptions } from "../../load/options/load-options.js";
 import { switchFlag, valueFlag } from "../flag.js";

@@ -11,10 +11,10 @@
  * events reach the main thread.
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
-import { explainMessage, type FailureClass, isFailedStop } from "../../../shared/classify.js";
-import { errorText } from "../../../shared/error-text.js";
 import type { PromptResult, SessionEvent } from "../../../shared/events.js";
-import { requestFailureOf, workerExitOf } from "../../../shared/request-failure.js";
+import { explainMessage, type FailureClass, isFailedStop } from "../../../shared/failures/classify.js";
+import { errorText } from "../../../shared/failures/error-text.js";
+import { requestFailureOf, workerExitOf } from "../../../shared/failures/request-failure.js";
 import { type RequestTiming, roundMicros } from "../../../shared/request-timing.js";
 import { AgenticMetrics } from "./agentic-metrics.js";
 import { Sketch } from "./sketch.js";

@@ -9,8 +9,9 @@
  * {before: "retry"}` (B8), then the retried request's `turn_start`; or `auto_retry_end` when the
  * chain ends first (cancelled by the run's end).
  */
-import { isFailedStop, retryHintsOf } from "../../../shared/classify.js";
+
 import type { SessionEvent } from "../../../shared/events.js";
+import { isFailedStop, retryHintsOf } from "../../../shared/failures/classify.js";
 import { failureKind } from "./load-metrics.js";
 
 /** What the ledger counted over a run; retry-verdicts.ts turns it into report.json `verdicts`. */

@@ -6,7 +6,7 @@
  * delays, and never less than 5 s (room for a busy host's event-loop delay), is certainly a stall.
  * The user's own value wins: `--idle-timeout`, `settings`, or the settings files.
  */
-import { mergeSettings, type SettingsInput } from "../../../shared/settings.js";
+import { mergeSettings, type SettingsInput } from "../../../shared/settings/settings.js";
 import { MAX_TIMER_MS } from "../../../shared/timer-ms.js";
 import { loadSettingsFiles } from "../../config/settings-store.js";
 

@@ -6,8 +6,8 @@
 import { Worker } from "node:worker_threads";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import type { MockStats } from "../../../mock-server/index.js";
-import { errorText } from "../../../shared/error-text.js";
 import { LifelineError } from "../../../shared/errors.js";
+import { errorText } from "../../../shared/failures/error-text.js";
 import type { LoadFault } from "../options/load-options.js";
 import { type MockTools, mockToolCalls } from "../options/load-tools.js";
 

@@ -9,7 +9,7 @@
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { type MockServer, startMockServer } from "../../../mock-server/index.js";
-import { errorText } from "../../../shared/error-text.js";
+import { errorText } from "../../../shared/failures/error-text.js";
 import type { MockTargetStats } from "./mock-target.js";
 
 const port = parentPort;

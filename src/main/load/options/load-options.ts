@@ -3,7 +3,7 @@
  * flags are turned into these by the CLI (cli/groups/load-flags.ts); a program passes them directly.
  */
 import * as z from "zod";
-import type { SettingsInput } from "../../../shared/settings.js";
+import type { SettingsInput } from "../../../shared/settings/settings.js";
 import type { ThinkingLevel } from "../../../shared/thinking.js";
 import { fn, settingsObject, thinkingLevelSchema, timerMs, validate } from "../../config/option-schemas.js";
 import type { TelemetryOptions } from "../../telemetry/telemetry-options.js";

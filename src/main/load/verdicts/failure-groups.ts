@@ -3,7 +3,7 @@
  * as `totals.requests.failuresByKind` counts them), each with one example message, so a reader
  * sees what the server said without opening records.jsonl. No example may carry a key (X6).
  */
-import { redactSecrets } from "../../../shared/redact.js";
+import { redactSecrets } from "../../../shared/failures/redact.js";
 import type { RequestRecord } from "../metrics/load-metrics.js";
 
 /** One group of report.json `failures`. */

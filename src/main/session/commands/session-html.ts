@@ -10,8 +10,8 @@ import { writeFile } from "node:fs/promises";
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { BashExecutionMessage } from "../../../shared/bash/bash-message.js";
-import { errorText } from "../../../shared/error-text.js";
 import { LifelineError } from "../../../shared/errors.js";
+import { errorText } from "../../../shared/failures/error-text.js";
 import type { SessionStats } from "../state/session-stats.js";
 
 /** What the page shows. */

@@ -7,7 +7,7 @@
  * are the session link's (session-link.ts).
  */
 import { LifelineError, SessionBusyError } from "../../../shared/errors.js";
-import type { QueueMode } from "../../../shared/protocol.js";
+import type { QueueMode } from "../../../shared/wire/protocol.js";
 import { assertQueueKind, invalidMessageText, queueModeSchema, validate } from "../../config/option-schemas.js";
 import type { PromptRunner } from "../prompt/prompt-runner.js";
 import type { QueuedMessages, QueueKind } from "./queued-messages.js";

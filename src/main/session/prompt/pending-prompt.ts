@@ -4,8 +4,8 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
-import { isFailedStop } from "../../../shared/classify.js";
 import type { PromptResult } from "../../../shared/events.js";
+import { isFailedStop } from "../../../shared/failures/classify.js";
 import type { CompactingPrompt } from "../../compaction/session-compaction.js";
 
 /** Options of `AgentSession.prompt`. */

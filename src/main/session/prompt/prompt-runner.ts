@@ -15,10 +15,10 @@
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { SummaryRequest } from "../../../shared/compaction/summary-prompt.js";
-import { errorText } from "../../../shared/error-text.js";
 import { LifelineError, SessionBusyError, type WorkerExitedError } from "../../../shared/errors.js";
 import type { CompactionResult, PromptResult } from "../../../shared/events.js";
-import type { BatchItem } from "../../../shared/protocol.js";
+import { errorText } from "../../../shared/failures/error-text.js";
+import type { BatchItem } from "../../../shared/wire/protocol.js";
 import { type CompactionTarget, SessionCompaction } from "../../compaction/session-compaction.js";
 import type { SessionCoordination } from "../../coordination/session-coordination.js";
 import type { RetryController } from "../../retry/retry-controller.js";

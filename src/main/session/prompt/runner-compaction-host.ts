@@ -2,7 +2,7 @@
  * What the session's compactions read of it (`CompactionHost`, compaction/session-compaction.ts),
  * built by its prompt runner.
  */
-import type { CompactionSettings, Settings } from "../../../shared/settings.js";
+import type { CompactionSettings, Settings } from "../../../shared/settings/settings.js";
 import type { ContextOverflowHook } from "../../compaction/context-overflow-hook.js";
 import type { CompactionHost, CompactionTarget } from "../../compaction/session-compaction.js";
 import type { SessionRecorder } from "../../session-files/session-recorder.js";

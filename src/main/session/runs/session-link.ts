@@ -11,8 +11,8 @@
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import type { LifelineError, WorkerExitedError } from "../../../shared/errors.js";
-import type { BatchItem, ModelChange, QueueMode } from "../../../shared/protocol.js";
 import type { ThinkingLevel } from "../../../shared/thinking.js";
+import type { BatchItem, ModelChange, QueueMode } from "../../../shared/wire/protocol.js";
 import { type RestoreLink, type RestoreTarget, SessionRestore } from "../../supervision/session-restore.js";
 import type { LinkClient } from "../../workers/link-sessions.js";
 import { isWorkerGone } from "../../workers/worker-exit.js";

@@ -12,7 +12,7 @@
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
 import type { ProviderGateWaitEvent, RetryEvent } from "../../../shared/events.js";
-import type { RetrySettings, Settings } from "../../../shared/settings.js";
+import type { RetrySettings, Settings } from "../../../shared/settings/settings.js";
 import type { AuthStorage } from "../../auth/auth-storage.js";
 import { switchToFallback } from "../../auth/session-credentials.js";
 import { SessionCoordination, type SessionCoordinationView } from "../../coordination/session-coordination.js";

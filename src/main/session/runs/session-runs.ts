@@ -15,10 +15,10 @@
  * session's `PromptRunner` (prompt-runner.ts), which builds them.
  */
 import type { AssistantMessage } from "@mariozechner/pi-ai";
-import { errorText } from "../../../shared/error-text.js";
 import { LifelineError, type WorkerExitedError } from "../../../shared/errors.js";
 import type { RetryEvent } from "../../../shared/events.js";
-import type { BatchItem, RunInput } from "../../../shared/protocol.js";
+import { errorText } from "../../../shared/failures/error-text.js";
+import type { BatchItem, RunInput } from "../../../shared/wire/protocol.js";
 import type { SessionCompaction, SummaryEnd } from "../../compaction/session-compaction.js";
 import type { RetryActions, RetryController } from "../../retry/retry-controller.js";
 import { workerFate } from "../../supervision/interrupted-run.js";

@@ -6,7 +6,7 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { AssistantMessage } from "@mariozechner/pi-ai";
-import { isRemovableFailure } from "../../../shared/classify.js";
+import { isRemovableFailure } from "../../../shared/failures/classify.js";
 import type { SessionRecorder } from "../../session-files/session-recorder.js";
 import { isWorkerGone } from "../../workers/worker-exit.js";
 import type { WorkerLink } from "../../workers/worker-link.js";

@@ -10,7 +10,7 @@
  */
 import { isDeepStrictEqual } from "node:util";
 import type { Api, Model } from "@mariozechner/pi-ai";
-import type { ModelChange } from "../../../shared/protocol.js";
+import type { ModelChange } from "../../../shared/wire/protocol.js";
 import { freshCredential, type KeySource } from "../../auth/session-credentials.js";
 
 /** Most distinct models shared (a host sees a handful); past it each session keeps its own copy. */

@@ -7,7 +7,7 @@
  * `thinking_level_changed` event. The level is the one the worker applied: the session adopts
  * the worker's answer (session-link.ts), so what it reports is what its requests carry.
  */
-import type { Settings } from "../../../shared/settings.js";
+import type { Settings } from "../../../shared/settings/settings.js";
 import { supportedThinkingLevels, type ThinkingLevel } from "../../../shared/thinking.js";
 import type { SessionRecorder } from "../../session-files/session-recorder.js";
 import type { SessionSetup } from "../session-setup.js";

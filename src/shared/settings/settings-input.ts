@@ -2,7 +2,7 @@
  * A layer of settings as it is written (a settings file, a host's or a session's `settings`) and
  * how layers merge; settings.ts validates the merged result.
  */
-import type { ThinkingLevel } from "./thinking.js";
+import type { ThinkingLevel } from "../thinking.js";
 
 /** What a settings file or an override may contain: any subset, nested. */
 export interface SettingsInput {

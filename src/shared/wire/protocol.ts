@@ -19,15 +19,15 @@
 import type { MessagePort } from "node:worker_threads";
 import type { AgentEvent, AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
-import type { BashResult } from "./bash/bash-message.js";
-import type { SummaryRequest } from "./compaction/summary-prompt.js";
-import type { WireError } from "./errors.js";
-import type { TimedAgentEvent } from "./events.js";
-import type { UiAnswer, UiRequest } from "./extensions/extension-ui.js";
+import type { BashResult } from "../bash/bash-message.js";
+import type { SummaryRequest } from "../compaction/summary-prompt.js";
+import type { WireError } from "../errors.js";
+import type { TimedAgentEvent } from "../events.js";
+import type { UiAnswer, UiRequest } from "../extensions/extension-ui.js";
+import type { ThinkingLevel } from "../thinking.js";
 import type { CatalogueQuery, ModelChange, QueueMode, SessionInit, SessionOpened } from "./protocol-session.js";
 import type { WireAgentEnd, WireTurnEnd } from "./run-message-refs.js";
 import type { WireUpdateEvent } from "./stream-wire.js";
-import type { ThinkingLevel } from "./thinking.js";
 
 /** The outcome of a worker call: a value or a typed error as data. */
 export type Result<T> = { ok: true; value: T } | { ok: false; error: WireError };

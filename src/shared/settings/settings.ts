@@ -8,10 +8,10 @@
  * timer range ({@link MAX_TIMER_MS}).
  */
 import * as z from "zod";
-import { InvalidSettingsError } from "./errors.js";
+import { InvalidSettingsError } from "../errors.js";
+import { DEFAULT_THINKING_LEVEL, THINKING_LEVELS } from "../thinking.js";
+import { MAX_TIMER_MESSAGE, MAX_TIMER_MS } from "../timer-ms.js";
 import { isProxyUrl, PROXY_URL_RULE } from "./proxy-url.js";
-import { DEFAULT_THINKING_LEVEL, THINKING_LEVELS } from "./thinking.js";
-import { MAX_TIMER_MESSAGE, MAX_TIMER_MS } from "./timer-ms.js";
 
 export { mergeSettings, type SettingsInput } from "./settings-input.js";
 
@@ -167,7 +167,7 @@ function buildSchemas() {
     leaseMs: z.number().int().min(500).max(600_000).default(10_000),
   });
 
-  /** A forward proxy's URL (docs/network.md; shared/proxy-url.ts says what is allowed). */
+  /** A forward proxy's URL (docs/network.md; shared/settings/proxy-url.ts says what is allowed). */
   const proxyUrl = z.string().refine(isProxyUrl, { error: `must be ${PROXY_URL_RULE}` });
 
   const settingsSchema = z.looseObject({

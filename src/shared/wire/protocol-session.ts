@@ -6,7 +6,7 @@
  */
 import type { AgentMessage } from "@mariozechner/pi-agent-core";
 import type { Api, Model } from "@mariozechner/pi-ai";
-import type { ThinkingLevel } from "./thinking.js";
+import type { ThinkingLevel } from "../thinking.js";
 
 /**
  * A model named by provider and id (resolved in the worker from pi-ai's catalogue, with the

@@ -15,6 +15,7 @@ import type { CompareCommandRequest } from "../load/compare/compare-command.js";
 import type { LoadCommandRequest } from "../load/load-command.js";
 import type { MergeCommandRequest } from "../load/merge/merge-command.js";
 import type { LoadAgentCommandRequest } from "../load-fleet/load-fleet-command.js";
+import type { HostModeOptions } from "../rpc/host/host-mode.js";
 import type { RpcModeOptions } from "../rpc/rpc-mode.js";
 import type { InteractiveOptions } from "../tui/interactive-mode.js";
 
@@ -22,6 +23,7 @@ import type { InteractiveOptions } from "../tui/interactive-mode.js";
 export interface CliRuntime {
   print(options: PrintModeOptions): Promise<number>;
   rpc(options: RpcModeOptions): Promise<number>;
+  host(options: HostModeOptions): Promise<number>;
   interactive(options: InteractiveOptions): Promise<number>;
   auth(request: AuthCommandRequest): Promise<number>;
   mockServer(request: MockServerCommandRequest): Promise<number>;
@@ -39,6 +41,7 @@ export interface CliRuntime {
 export const processRuntime: CliRuntime = {
   print: async (options) => (await import("../host/print-mode.js")).runPrintMode(options),
   rpc: async (options) => (await import("../rpc/rpc-mode.js")).runRpcMode(options),
+  host: async (options) => (await import("../rpc/host/host-mode.js")).runHostMode(options),
   interactive: async (options) => (await import("../tui/interactive-mode.js")).runInteractive(options),
   auth: async (request) => (await import("../auth/auth-command.js")).runAuthCommand(request),
   mockServer: async (request) =>

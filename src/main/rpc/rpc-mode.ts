@@ -105,10 +105,11 @@ export async function runRpcMode(options: RpcModeOptions = {}): Promise<number> 
 }
 
 /**
- * Makes stdout the protocol's alone: returns a writer to the real stdout and sends every other
- * write to process.stdout (a worker's console output is piped there) to stderr.
+ * Makes stdout the protocol's alone: returns a writer to the real stdout (false when its buffer is
+ * full, as `write`) and sends every other write to process.stdout (a worker's console output is
+ * piped there) to stderr.
  */
-function takeOverStdout(): (line: string) => void {
+export function takeOverStdout(): (line: string) => boolean {
   const stdout = process.stdout;
   const write = stdout.write.bind(stdout);
   // Looked up at each write, so a later replacement of process.stderr.write (a spy) sees these too.
@@ -120,7 +121,5 @@ function takeOverStdout(): (line: string) => void {
     typeof encodingOrCallback === "function"
       ? process.stderr.write(chunk, encodingOrCallback)
       : process.stderr.write(chunk, encodingOrCallback, callback);
-  return (line) => {
-    write(line);
-  };
+  return (line) => write(line);
 }

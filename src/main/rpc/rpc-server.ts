@@ -182,7 +182,7 @@ export class RpcServer {
 }
 
 /** The `"id": "…"` of a line that could not be parsed, when it has a readable one. */
-function readId(text: string): string | undefined {
+export function readId(text: string): string | undefined {
   const match = /"id"\s*:\s*"((?:[^"\\]|\\.){0,1000})"/.exec(text);
   if (match?.[1] === undefined) return undefined;
   try {

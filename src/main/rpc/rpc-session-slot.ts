@@ -49,6 +49,22 @@ export class RpcSessionSlot {
     this.#unsubscribe = session.subscribe((event) => this.#forward(event));
   }
 
+  /** Holds `session`, opened elsewhere (host mode's open, resume and fork), and forwards its events. */
+  hold(session: AgentSession): void {
+    this.#unsubscribe();
+    this.#session = session;
+    this.#unsubscribe = session.subscribe((event) => this.#forward(event));
+  }
+
+  /** Stops forwarding and closes the session, if one is open (a live prompt is aborted). */
+  async close(): Promise<void> {
+    const session = this.#session;
+    this.#unsubscribe();
+    this.#unsubscribe = () => {};
+    this.#session = undefined;
+    await session?.dispose();
+  }
+
   /**
    * `new_session`: disposes the current session (a live prompt is aborted) and opens a new one on
    * its model, at the thinking level pi's new session would have: the level last chosen on a model

@@ -85,6 +85,18 @@ const ROWS: Record<string, Row> = {
   // lifeline: the modes
   "lifeline --print": lands(["--print", "hello", "--model", "demo/demo-fast"], "print", { messages: ["hello"] }),
   "lifeline --mode": lands(["--mode", "rpc"], "rpc", { model: "demo/demo-1" }),
+  "lifeline --socket": lands(["--mode", "host", "--socket", at("h.sock")], "host", { socket: at("h.sock") }),
+  "lifeline --listen": lands(["--mode", "host", "--listen", "127.0.0.1:0", "--token-file", at("t")], "host", {
+    listen: { host: "127.0.0.1", port: 0 },
+  }),
+  "lifeline --token-file": lands(["--mode", "host", "--listen", "127.0.0.1:7", "--token-file", at("t")], "host", {
+    tokenFile: at("t"),
+  }),
+  "lifeline --allow-remote": lands(
+    ["--mode", "host", "--listen", "0.0.0.0:0", "--token-file", at("t"), "--allow-remote"],
+    "host",
+    { allowRemote: true },
+  ),
   "lifeline --provider": lands(print("--provider", "local", "--model", "local-1"), "print", { model: "local/local-1" }),
   "lifeline --model": lands(print("--model", "demo-fast"), "print", { model: "demo/demo-fast" }),
   "lifeline --thinking": lands(print("--thinking", "high"), "print", { flags: { thinkingLevel: "high" } }),
@@ -400,6 +412,27 @@ describe("the flag table", () => {
       row.check(await runRecorded(row.argv, place));
     });
   }
+});
+
+describe("--mode host's flags", () => {
+  const cases: [string, readonly string[], RegExp][] = [
+    ["outside --mode host", ["--mode", "rpc", "--socket", "/tmp/x.sock"], /--socket only apply to --mode host/],
+    ["without a mode", print("--listen", "127.0.0.1:0"), /--listen only apply to --mode host/],
+    ["--listen without a token file", ["--mode", "host", "--listen", "127.0.0.1:0"], /--listen needs --token-file/],
+    ["both places", ["--mode", "host", "--socket", "s", "--listen", "127.0.0.1:0"], /choose one/],
+    ["a token file without --listen", ["--mode", "host", "--token-file", "t"], /go with --listen/],
+    ["a malformed address", ["--mode", "host", "--listen", "localhost", "--token-file", "t"], /is not host:port/],
+    ["a session flag", ["--mode", "host", "-c"], /opens sessions by command/],
+  ];
+  for (const [name, argv, message] of cases) {
+    it(`refuses ${name}`, async () => refused(argv, message).check(await runRecorded(argv, place)));
+  }
+
+  it("runs host mode on stdio with the model and key it is given", async () => {
+    const outcome = await runRecorded(["--mode", "host", "--model", "demo-fast", "--api-key", "k"], place);
+    lands([], "host", { model: "demo/demo-fast", apiKey: "k" }).check(outcome);
+    expect(outcome.calls[0]?.request).not.toHaveProperty("socket");
+  });
 });
 
 describe("global flags a command does not take", () => {

@@ -13,6 +13,15 @@
 //   `HostSuccessResponse`: the fields of `HostErrorResponse` but `error`, `command` the command's
 //   type, `success: true`, and `data` as `HostResponseData[type]`, required unless that is
 //   `undefined` (which the generator writes as an optional `{"not": {}}`: no `data` at all).
+// - one documented loose part: pi's `AgentMessage` is `Message | CustomAgentMessages[keyof …]`,
+//   and lifeline adds its custom messages (bashExecution, compactionSummary) by declaration merging,
+//   which the generator does not follow (it writes `{}`, any value). `customMessages` puts in their
+//   place "an object with a string `role`", said in a `$comment` in the file.
+// - a second one: pi's agent events reach `SessionEvent` as `Exclude<AgentEvent, …>`
+//   (src/shared/events.ts, ForwardedAgentEvent), a conditional type the generator writes as `{}`;
+//   so agent_start, turn_*, message_start/update and tool_execution_start/update are checked for
+//   the envelope and a string `type` only (`forwardedAgentEvents`, with a `$comment` in the file).
+//   agent_end, message_end and tool_execution_end are lifeline's own types and fully spelled out.
 import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -82,10 +91,37 @@ function successDefinitions(types) {
   return definitions;
 }
 
+/** The loose branch of AgentMessage (see the file's comment), only where the generator left `{}`. */
+function customMessages(types) {
+  const branches = types.AgentMessage?.anyOf ?? [];
+  const at = branches.findIndex((branch) => Object.keys(branch).length === 0);
+  if (at < 0) return;
+  branches[at] = {
+    $comment:
+      "pi's custom messages (lifeline's bashExecution and compactionSummary), added by declaration merging, which the schema generator does not follow: only their `role` is checked.",
+    type: "object",
+    properties: { role: { type: "string" } },
+    required: ["role"],
+  };
+}
+
+/** The loose branch of HostEvent (see the file's comment): an event with no `type` gets a string one. */
+function forwardedAgentEvents(types) {
+  for (const branch of types.HostEvent?.anyOf ?? []) {
+    if (branch.type !== "object" || branch.properties?.type !== undefined) continue;
+    branch.$comment =
+      "pi's agent events other than agent_end, message_end and tool_execution_end (agent_start, turn_start, turn_end, message_start, message_update, tool_execution_start, tool_execution_update): the schema generator cannot evaluate the Exclude<AgentEvent, …> they come through, so only the envelope and a string `type` are checked.";
+    branch.properties = { ...branch.properties, type: { type: "string" } };
+    branch.required = [...(branch.required ?? []), "type"];
+  }
+}
+
 /** The whole schema, as an object. */
 export async function hostProtocolSchema() {
   const commands = await commandDefinitions();
   const types = typeDefinitions();
+  customMessages(types);
+  forwardedAgentEvents(types);
   const successes = successDefinitions(types);
   const { HostResponseData: _, ...kept } = types;
   return {

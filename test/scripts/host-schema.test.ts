@@ -68,6 +68,18 @@ describe("schema/host-protocol.schema.json", () => {
     expect(isOutput({ ...event, seq: 1 })).toBe(false);
   });
 
+  it("checks a custom message (the generator's loose part) for its role only", () => {
+    const isMessage = validator("AgentMessage");
+    expect(isMessage({ role: "bashExecution", command: "ls" })).toBe(true);
+    expect(isMessage({ command: "ls" })).toBe(false);
+  });
+
+  it("refuses an event without a type (pi's forwarded events are checked for the envelope and type only)", () => {
+    const isEvent = validator("HostEvent");
+    expect(isEvent({ type: "turn_start", sessionId: "abc", seq: 2 })).toBe(true);
+    expect(isEvent({ sessionId: "abc", seq: 2 })).toBe(false);
+  });
+
   it("holds a success line's data to its command's: get_state needs a state, prompt has none", () => {
     const isResponse = validator("HostResponse");
     const ok = { type: "response", success: true, sessionId: "abc" };

@@ -69,6 +69,15 @@ function cpuTicks(pid) {
   return Number(fields[11]) + Number(fields[12]);
 }
 
+/**
+ * The main thread's time running and waiting for a CPU while runnable (/proc/<pid>/schedstat, the
+ * thread-group leader's), ns: what a busy main thread and a crowded machine each add to latency.
+ */
+function mainSchedNs(pid) {
+  const [run, wait] = readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ").map(Number);
+  return { run, wait };
+}
+
 /** VmRSS of `pid`, bytes. */
 function rssBytes(pid) {
   const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
@@ -174,6 +183,8 @@ const sum = (children, read) => children.reduce((total, child) => total + read(c
 /** Runs the prompts of `jobs` (each `{ child, sessionId, index }`) `lanes` sessions at a time. */
 async function promptPhase(children, jobs, lanes, label, count) {
   const ticks0 = sum(children, cpuTicks);
+  const run0 = sum(children, (pid) => mainSchedNs(pid).run);
+  const wait0 = sum(children, (pid) => mainSchedNs(pid).wait);
   const t0 = performance.now();
   const timings = (
     await mapLimit(jobs, lanes, async ({ child, sessionId, index }) => {
@@ -184,11 +195,15 @@ async function promptPhase(children, jobs, lanes, label, count) {
   ).flat();
   const wallMs = performance.now() - t0;
   const cpuMs = ((sum(children, cpuTicks) - ticks0) * 1000) / CLK_TCK;
+  const mainWallNs = wallMs * 1e6 * children.length;
   return {
     prompts: timings.length,
     wallMs,
     cpuMs,
     cpuUsPerPrompt: (cpuMs * 1000) / timings.length,
+    // Shares of the phase's wall time, averaged over the side's main threads.
+    mainRunShare: (sum(children, (pid) => mainSchedNs(pid).run) - run0) / mainWallNs,
+    mainWaitShare: (sum(children, (pid) => mainSchedNs(pid).wait) - wait0) / mainWallNs,
     firstEventMs: summarize(timings.map((t) => t.firstEventMs)),
     responseMs: summarize(timings.map((t) => t.responseMs)),
   };

@@ -954,6 +954,7 @@ function printT(t) {
   const mb = (bytes) => (bytes / 1e6).toFixed(2);
   const row = (label, read, format) => [label, format(read(host)), format(read(rpc)), ratio2(read(host) / read(rpc))];
   const ms = (x) => x.toFixed(1);
+  const pct = (x) => `${(x * 100).toFixed(0)} %`;
   const c = t.config;
   console.log(
     `Per session and per prompt, so the sides compare although host has ${host.sessions} sessions in ${host.processes} process and rpc ${rpc.sessions} in ${rpc.processes} processes. ` +
@@ -979,8 +980,13 @@ function printT(t) {
         row("prompt → first event (client), p99 ms", (s) => s.measured.firstEventMs.p99, ms),
         row("prompt → its response (client), p50 ms", (s) => s.measured.responseMs.p50, ms),
         row("prompt → its response (client), p99 ms", (s) => s.measured.responseMs.p99, ms),
+        row("main thread running, share of the measured wall time", (s) => s.measured.mainRunShare, pct),
+        row("main thread runnable but waiting for a CPU, share", (s) => s.measured.mainWaitShare, pct),
       ],
     ),
+  );
+  console.log(
+    "Main-thread shares are averaged over the side's processes (/proc/<pid>/schedstat). On a machine other work crowds, the scheduler shares the CPUs by thread: 50 processes get more of them than one, which favours rpc's latency.",
   );
   console.log(
     `wall time to start and open: host ${ms(host.openMs / 1000)} s, rpc ${ms(rpc.openMs / 1000)} s; measured prompts: host ${host.measured.prompts} in ${ms(host.measured.wallMs / 1000)} s, rpc ${rpc.measured.prompts} in ${ms(rpc.measured.wallMs / 1000)} s; load average (1 min) rpc side ${rpc.loadavgBefore[0].toFixed(2)} → ${rpc.loadavgAfter[0].toFixed(2)}, host side ${host.loadavgBefore[0].toFixed(2)} → ${host.loadavgAfter[0].toFixed(2)}`,

@@ -954,7 +954,7 @@ function printT(t) {
   const mb = (bytes) => (bytes / 1e6).toFixed(2);
   const row = (label, read, format) => [label, format(read(host)), format(read(rpc)), ratio2(read(host) / read(rpc))];
   const ms = (x) => x.toFixed(1);
-  const pct = (x) => `${(x * 100).toFixed(0)} %`;
+  const pct = (x) => `${(x * 100).toFixed(1)} %`;
   const c = t.config;
   console.log(
     `Per session and per prompt, so the sides compare although host has ${host.sessions} sessions in ${host.processes} process and rpc ${rpc.sessions} in ${rpc.processes} processes. ` +

@@ -9,14 +9,16 @@
  *   host: one `--mode host` child on stdio; SESSIONS open_session commands (all sent at once),
  *         then sessions prompt IN_FLIGHT at a time (a lane takes the next session and runs its
  *         prompts), so the machine has as many prompts in flight as on the rpc side.
- *   rpc:  PROCESSES `--mode rpc` children (started all at once, each ready once `get_state`
- *         answers), one session each, all prompting at once.
+ *   rpc:  PROCESSES `--mode rpc` children (started START_LANES at a time, each ready once
+ *         `get_state` answers), one session each, all prompting at once.
  * Measured per side: RSS per session (the sum of the children's VmRSS ÷ sessions) after the
  * sessions are open and after the prompts; process CPU per prompt (utime + stime of
  * /proc/<pid>/stat, in clock ticks, the delta over the measured prompts summed over the side's
  * children ÷ prompts; the warm-up prompts' the same way, reported apart); the time the client
  * (this process) sees from writing `prompt` to the session's first event, and to the `prompt`
- * response. The per-session and per-prompt figures compare although the sides have different
+ * response; the share of the measured phase each side's main threads spent running and runnable
+ * but waiting for a CPU (/proc/<pid>/schedstat), against which to read the latencies on a crowded
+ * machine. The per-session and per-prompt figures compare although the sides have different
  * session counts. An rpc process serves its one session only, so its measured prompts run on code
  * that one warm-up prompt has warmed, where the host's run on code thousands of prompts have: that
  * (and each process's start, reported apart) is what a process per session costs.

@@ -38,6 +38,9 @@
  *                          packages it loads, a minimal embedder's bundle, and a host's start to its
  *                          first reply with the longest main-thread block meanwhile (BENCH_BASE_DIR=<a
  *                          built checkout of the base commit> measures the start there too)
+ *   (t) host-mode.mjs      `--mode host`, one process with 1,000 sessions, vs `--mode rpc`, 50 processes with
+ *                          one session each, on the same per-session prompts: RSS per session, process CPU
+ *                          per prompt, `prompt` → first event as the client sees it; host ÷ rpc
  *
  * Env: BENCH_QUICK=1 for smaller counts (a smoke run; noisier), BENCH_JSON=<path> to also write
  * the raw results as JSON, BENCH_ONLY=a,c to run some sections only.
@@ -73,6 +76,11 @@ const SECTIONS = [
   { id: "o", file: "./cpu-baseline.mjs", title: "(o) process CPU per prompt: lifeline vs the agent loop in-process" },
   { id: "r", file: "./rss.mjs", title: "(r) P4: RSS at 5,000 sessions, lifeline vs the agent loop in-process" },
   { id: "s", file: "./embedding-cost.mjs", title: "(s) what an embedding app pays: import, bundle, start" },
+  {
+    id: "t",
+    file: "./host-mode.mjs",
+    title: "(t) --mode host, many sessions in one process, vs --mode rpc, a process per session",
+  },
 ];
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
@@ -938,6 +946,53 @@ function printG(g) {
   );
 }
 
+/** Ratios of (t) span 1e-3 … 10: two significant digits. */
+const ratio2 = (x) => (x >= 10 ? x.toFixed(1) : x.toPrecision(2));
+
+function printT(t) {
+  const { host, rpc } = t.sides;
+  const mb = (bytes) => (bytes / 1e6).toFixed(2);
+  const row = (label, read, format) => [label, format(read(host)), format(read(rpc)), ratio2(read(host) / read(rpc))];
+  const ms = (x) => x.toFixed(1);
+  const pct = (x) => `${(x * 100).toFixed(1)} %`;
+  const c = t.config;
+  console.log(
+    `Per session and per prompt, so the sides compare although host has ${host.sessions} sessions in ${host.processes} process and rpc ${rpc.sessions} in ${rpc.processes} processes. ` +
+      `Every session: open, 1 warm-up prompt, then ${c.PROMPTS} measured prompts in a row; replies of ${c.TOKENS} tokens ${c.TOKEN_DELAY_MS} ms apart from one mock server (its own process). ` +
+      `Prompts in flight: host ${host.lanes} sessions at a time, rpc all ${rpc.lanes}. CPU: utime + stime of the children (/proc/<pid>/stat, ${c.CLK_TCK} ticks/s), summed. ` +
+      "An rpc process serves one session, so its measured prompts run on code warmed by one prompt only: that is part of what a process per session costs.",
+  );
+  console.log(
+    table(
+      [
+        "measurement",
+        `host: 1 process, ${host.sessions} sessions`,
+        `rpc: ${rpc.processes} processes, 1 session each`,
+        "host ÷ rpc",
+      ],
+      [
+        row("RSS per session after opening, MB", (s) => s.rssOpenBytesPerSession, mb),
+        row("RSS per session after the prompts, MB", (s) => s.rssEndBytesPerSession, mb),
+        row(`process CPU per prompt, ${c.PROMPTS} measured a session, ms`, (s) => s.measured.cpuUsPerPrompt / 1000, ms),
+        row("process CPU per prompt, the warm-up prompt, ms", (s) => s.warm.cpuUsPerPrompt / 1000, ms),
+        row("process CPU to start and open, per session, ms", (s) => s.openCpuMsPerSession, ms),
+        row("prompt → first event (client), p50 ms", (s) => s.measured.firstEventMs.p50, ms),
+        row("prompt → first event (client), p99 ms", (s) => s.measured.firstEventMs.p99, ms),
+        row("prompt → its response (client), p50 ms", (s) => s.measured.responseMs.p50, ms),
+        row("prompt → its response (client), p99 ms", (s) => s.measured.responseMs.p99, ms),
+        row("main thread running, share of the measured wall time", (s) => s.measured.mainRunShare, pct),
+        row("main thread runnable but waiting for a CPU, share", (s) => s.measured.mainWaitShare, pct),
+      ],
+    ),
+  );
+  console.log(
+    "Main-thread shares are averaged over the side's processes (/proc/<pid>/schedstat). On a machine other work crowds, the scheduler shares the CPUs by thread: 50 processes get more of them than one, which favours rpc's latency.",
+  );
+  console.log(
+    `wall time to start and open: host ${ms(host.openMs / 1000)} s, rpc ${ms(rpc.openMs / 1000)} s; measured prompts: host ${host.measured.prompts} in ${ms(host.measured.wallMs / 1000)} s, rpc ${rpc.measured.prompts} in ${ms(rpc.measured.wallMs / 1000)} s; load average (1 min) rpc side ${rpc.loadavgBefore[0].toFixed(2)} → ${rpc.loadavgAfter[0].toFixed(2)}, host side ${host.loadavgBefore[0].toFixed(2)} → ${host.loadavgAfter[0].toFixed(2)}`,
+  );
+}
+
 // ---------------------------------------------------------------- main
 
 const cpu = cpus()[0]?.model ?? "unknown CPU";
@@ -978,6 +1033,7 @@ for (const section of SECTIONS) {
     o: printO,
     r: printR,
     s: printS,
+    t: printT,
   }[section.id](results[section.id]);
   console.log(`(${((performance.now() - t0) / 1000).toFixed(1)} s; load average after: ${loadavg()[0].toFixed(2)})\n`);
 }
@@ -1291,6 +1347,25 @@ if (s !== undefined) {
       `≤ ${S_START_RATIO_MAX}×`,
       `${ratio(startRatio)}× (${ms2(s.start.head.firstReplyMs)} vs ${ms2(s.start.base.firstReplyMs)} ms)`,
       startRatio <= S_START_RATIO_MAX ? "PASS" : "FAIL",
+    ]);
+  }
+}
+const t = results.t;
+if (t !== undefined) {
+  const { host, rpc } = t.sides;
+  const mb = (bytes) => `${(bytes / 1e6).toFixed(2)} MB`;
+  const ms = (x) => `${x.toFixed(1)} ms`;
+  for (const [label, h, r, format] of [
+    ["RSS per session after the prompts", host.rssEndBytesPerSession, rpc.rssEndBytesPerSession, mb],
+    ["process CPU per measured prompt", host.measured.cpuUsPerPrompt / 1000, rpc.measured.cpuUsPerPrompt / 1000, ms],
+    ["prompt → first event, p50", host.measured.firstEventMs.p50, rpc.measured.firstEventMs.p50, ms],
+    ["prompt → first event, p99", host.measured.firstEventMs.p99, rpc.measured.firstEventMs.p99, ms],
+  ]) {
+    summary.push([
+      `(t) ${label}: --mode host (${host.sessions} sessions) ÷ --mode rpc (${rpc.processes} processes)`,
+      "— (reported)",
+      `${format(h)} ÷ ${format(r)} = ${ratio2(h / r)}`,
+      "info",
     ]);
   }
 }

@@ -54,6 +54,8 @@ export interface HostSlot {
   tail: Promise<void>;
   /** The id the slot is indexed under (the default's changes when it is replaced). */
   indexedAs: string | undefined;
+  /** Set by close_session: its live prompt's abort is asked for, not a failure to report. */
+  closed: boolean;
 }
 
 /** What a connection's sessions need from it. */
@@ -124,6 +126,7 @@ export class HostSessions {
     const slot = this.get(sessionId);
     this.#drop(sessionId);
     if (slot === this.#default) this.#default = undefined;
+    slot.closed = true;
     await slot.slot.close();
   }
 
@@ -163,7 +166,14 @@ export class HostSessions {
       isDefault,
       tail: Promise.resolve(),
       indexedAs: undefined,
-      context: { host: owner.host, session: slot, promptEndedUnsettled: (error) => owner.promptEndedUnsettled(error) },
+      closed: false,
+      context: {
+        host: owner.host,
+        session: slot,
+        promptEndedUnsettled: (error) => {
+          if (made?.closed !== true) owner.promptEndedUnsettled(error);
+        },
+      },
     };
     return made;
   }

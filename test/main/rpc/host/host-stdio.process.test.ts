@@ -202,8 +202,30 @@ describe("many sessions on stdio", () => {
     expect(twice.success, "resuming a session this connection already holds").toBe(false);
     expect(twice.error).toMatch(new RegExp(`${a.sessionId} is already open in this connection`));
 
+    // close_session of a session with a live prompt: the prompt is aborted, nothing of that session
+    // follows the response, and the deliberate close is no failure to report on stderr.
+    scripts.push({ match: "[stalls]", steps: [{ type: "stall", afterTokens: 2 }] });
+    suite.server.setScript({ reply: "Mock reply.", conversations: scripts });
+    const live = child.records.length;
+    await child.ok({ type: "prompt", sessionId: b.sessionId, message: "[stalls] now" });
+    await child.waitFor((r) => r.type === "message_update" && r.sessionId === b.sessionId, "b's first delta", live);
+    const closing = await child.request({ type: "close_session", sessionId: b.sessionId });
+    expect(closing).toMatchObject({ success: true, sessionId: b.sessionId });
+    const at = child.records.indexOf(closing);
+    await child.ok({ type: "list_sessions" });
+    expect(eventsOf(child.records.slice(at), b.sessionId)).toEqual([]);
+    expect(
+      texts(
+        await child.ok({
+          type: "get_messages",
+          sessionId: (await child.ok<Info>({ type: "resume_session", ref: b.sessionId })).sessionId,
+        }),
+      )[0],
+    ).toBe("user: [stalls] now");
+
     child.child.stdin.end();
     expect(await within(child.exited, 15_000, "exit after EOF")).toBe(0);
+    expect(child.stderr()).not.toMatch(/without settling/);
     expect(child.problems).toEqual([]);
   }, 60_000);
 });

@@ -59,6 +59,16 @@ export const hostOnlyCommands: HostOnlyTable = {
       session = await ctx.host.resumeSession(command.ref);
     } catch (error) {
       if (error instanceof LifelineError && error.code === "ERR_SESSION_LOCKED") {
+        // The store's lock names this very process: say which connection holds the session instead.
+        const held = ctx.registry.holding(command.ref, ctx.sessions);
+        if (held?.mine === false) throw heldElsewhere(held.sessionId, error);
+        if (held?.mine === true) {
+          throw new LifelineError(
+            "ERR_SESSION_LOCKED",
+            `Session ${held.sessionId} is already open in this connection: send commands with its sessionId (see list_sessions).`,
+            { cause: error },
+          );
+        }
         throw new LifelineError(
           "ERR_SESSION_LOCKED",
           `${error.message} In host mode a session is open in one connection at a time: if another client holds it, it must close_session first; if this one does, use its sessionId.`,
@@ -82,10 +92,11 @@ function opened(ctx: HostCommandContext, session: AgentSession): Answered<HostRe
   return { data: info(session, false), sessionId: session.id };
 }
 
-function heldElsewhere(sessionId: string): LifelineError {
+function heldElsewhere(sessionId: string, cause?: unknown): LifelineError {
   return new LifelineError(
     "ERR_SESSION_LOCKED",
     `Session ${sessionId} is open in another connection of this host; that client must close_session it first.`,
+    cause === undefined ? undefined : { cause },
   );
 }
 

@@ -67,6 +67,8 @@ export async function runHostMode(options: HostModeOptions = {}): Promise<number
   const host = createSessionHost(options.host);
   const registry = new HostSessionRegistry();
   const connections = new Set<HostConnection>();
+  /** The clients' sockets: ended at shutdown, or an idle client would keep the process alive. */
+  const sockets = new Set<Socket>();
   const base = {
     host,
     registry,
@@ -82,8 +84,10 @@ export async function runHostMode(options: HostModeOptions = {}): Promise<number
     const sink: OutputSink = { write: (chunk) => socket.write(chunk), onceDrain: (go) => socket.once("drain", go) };
     const connection = new HostConnection(sink, { ...base, token, end: () => socket.destroy() });
     connections.add(connection);
+    sockets.add(socket);
     socket.on("error", () => {});
     socket.once("close", () => {
+      sockets.delete(socket);
       connections.delete(connection);
       void connection.close();
     });
@@ -163,10 +167,24 @@ export async function runHostMode(options: HostModeOptions = {}): Promise<number
       await connection.close();
     }),
   );
+  for (const socket of sockets) endSocket(socket);
   if (options.socket !== undefined) await unlink(options.socket).catch(() => {});
   await host.close();
   if (options.input === undefined && "unref" in process.stdin) process.stdin.unref?.();
   return code;
+}
+
+/** How long a client has at shutdown to take what was written to it before its socket is destroyed. */
+const SHUTDOWN_FLUSH_MS = 1000;
+
+/** Ends `socket` after what was written to it, destroying it if the client does not take it in time. */
+function endSocket(socket: Socket): void {
+  const timer = setTimeout(() => socket.destroy(), SHUTDOWN_FLUSH_MS);
+  timer.unref();
+  socket.end(() => {
+    clearTimeout(timer);
+    socket.destroy();
+  });
 }
 
 /** The process's stdout as a sink, taken over as in `--mode rpc`. */

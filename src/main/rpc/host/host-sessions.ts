@@ -18,20 +18,30 @@ import type { HostSessionInfo } from "./host-protocol.js";
 
 /** Which connection holds each open session of the process. */
 export class HostSessionRegistry {
-  readonly #owners = new Map<string, object>();
+  readonly #owners = new Map<string, { owner: object; file: string | undefined }>();
 
   /** Whether `sessionId` is held by a connection other than `owner`. */
   heldElsewhere(sessionId: string, owner: object): boolean {
-    const holder = this.#owners.get(sessionId);
+    const holder = this.#owners.get(sessionId)?.owner;
     return holder !== undefined && holder !== owner;
   }
 
-  claim(sessionId: string, owner: object): void {
-    this.#owners.set(sessionId, owner);
+  /**
+   * The open session a `resume_session` ref names (its id, a prefix of its id, or its file), and
+   * whether `owner` holds it; undefined when no open session matches, or a prefix matches several.
+   */
+  holding(ref: string, owner: object): { sessionId: string; mine: boolean } | undefined {
+    const matches = [...this.#owners].filter(([id, held]) => id.startsWith(ref) || held.file === ref);
+    const [match] = matches.length === 1 ? matches : matches.filter(([id, held]) => id === ref || held.file === ref);
+    return match === undefined ? undefined : { sessionId: match[0], mine: match[1].owner === owner };
+  }
+
+  claim(sessionId: string, owner: object, file: string | undefined): void {
+    this.#owners.set(sessionId, { owner, file });
   }
 
   release(sessionId: string, owner: object): void {
-    if (this.#owners.get(sessionId) === owner) this.#owners.delete(sessionId);
+    if (this.#owners.get(sessionId)?.owner === owner) this.#owners.delete(sessionId);
   }
 }
 
@@ -44,6 +54,8 @@ export interface HostSlot {
   tail: Promise<void>;
   /** The id the slot is indexed under (the default's changes when it is replaced). */
   indexedAs: string | undefined;
+  /** Set by close_session: its live prompt's abort is asked for, not a failure to report. */
+  closed: boolean;
 }
 
 /** What a connection's sessions need from it. */
@@ -100,12 +112,13 @@ export class HostSessions {
 
   /** Indexes `slot` under its session's current id (after it was opened or replaced). */
   reindex(slot: HostSlot): void {
-    const id = slot.slot.current().id;
+    const session = slot.slot.current();
+    const id = session.id;
     if (slot.indexedAs === id) return;
     if (slot.indexedAs !== undefined) this.#drop(slot.indexedAs);
     slot.indexedAs = id;
     this.#byId.set(id, slot);
-    this.#owner.registry.claim(id, this);
+    this.#owner.registry.claim(id, this, session.sessionFile);
   }
 
   /** Closes the session `sessionId` (a live prompt is aborted). @throws as {@link get}. */
@@ -113,6 +126,7 @@ export class HostSessions {
     const slot = this.get(sessionId);
     this.#drop(sessionId);
     if (slot === this.#default) this.#default = undefined;
+    slot.closed = true;
     await slot.slot.close();
   }
 
@@ -152,7 +166,14 @@ export class HostSessions {
       isDefault,
       tail: Promise.resolve(),
       indexedAs: undefined,
-      context: { host: owner.host, session: slot, promptEndedUnsettled: (error) => owner.promptEndedUnsettled(error) },
+      closed: false,
+      context: {
+        host: owner.host,
+        session: slot,
+        promptEndedUnsettled: (error) => {
+          if (made?.closed !== true) owner.promptEndedUnsettled(error);
+        },
+      },
     };
     return made;
   }

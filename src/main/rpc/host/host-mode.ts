@@ -82,7 +82,9 @@ export async function runHostMode(options: HostModeOptions = {}): Promise<number
   /** Serves one socket until it closes; its sessions are closed then. */
   const serveSocket = (socket: Socket, token: string | undefined): void => {
     const sink: OutputSink = { write: (chunk) => socket.write(chunk), onceDrain: (go) => socket.once("drain", go) };
-    const connection = new HostConnection(sink, { ...base, token, end: () => socket.destroy() });
+    // A refused token is answered, then the socket ended after it; an overflowing client is cut off.
+    const end = (reason: string) => (reason === "not authenticated" ? socket.end() : socket.destroy());
+    const connection = new HostConnection(sink, { ...base, token, end });
     connections.add(connection);
     sockets.add(socket);
     socket.on("error", () => {});

@@ -32,7 +32,7 @@ export class PendingRequests {
    * `ERR_RPC_EXITED` when it could not be written, and as settled by the methods below. The
    * response data is trusted as the server sent it: `T` is what the caller knows the command answers.
    */
-  send<T>(child: RpcChild, command: { readonly type: string }): Promise<T> {
+  send<T>(child: Pick<RpcChild, "pid" | "write" | "stderrTail">, command: { readonly type: string }): Promise<T> {
     const id = `req_${++this.#nextId}`;
     return new Promise<T>((resolve, reject) => {
       const pending: PendingRequest = {

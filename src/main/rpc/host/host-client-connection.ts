@@ -15,6 +15,7 @@ import { RpcChild, type RpcChildOptions } from "../rpc-child.js";
 import type { ResolvedClientOptions } from "../rpc-client-options.js";
 import { RpcClientPhase } from "../rpc-client-phase.js";
 import type { HostEvent } from "./host-protocol.js";
+import { HostSocket } from "./host-socket.js";
 
 /** Where one session's events go: its internal watches (waits), then its `onEvent` listeners. */
 export class SessionRoute {
@@ -35,8 +36,10 @@ export class SessionRoute {
 /** One host client's child and what flows over its stdin and stdout. Single-use, as the client is. */
 export class HostClientConnection {
   readonly #childOptions: RpcChildOptions;
+  readonly #socketPath: string | undefined;
   readonly #phase = new RpcClientPhase("RpcHostClient");
-  #child: RpcChild | undefined;
+  /** The child, or the socket of a host that runs already. */
+  #child: RpcChild | HostSocket | undefined;
   #startPromise: Promise<void> | undefined;
   #stopPromise: Promise<void> | undefined;
   readonly #requests: PendingRequests;
@@ -46,9 +49,13 @@ export class HostClientConnection {
   /** The routes of the sessions that have a handle, by session id. */
   readonly #routes = new Map<string, SessionRoute>();
 
-  /** @param options resolved as `RpcClient`'s; the child runs `--mode host` */
-  constructor(options: ResolvedClientOptions) {
+  /**
+   * @param options resolved as `RpcClient`'s; the child runs `--mode host`
+   * @param socketPath connect to a host's Unix socket instead of spawning a child
+   */
+  constructor(options: ResolvedClientOptions, socketPath: string | undefined) {
     this.#childOptions = { ...options.child, mode: "host" };
+    this.#socketPath = socketPath;
     this.#requests = new PendingRequests(options.requestTimeoutMs);
     this.#onListenerError = options.onListenerError;
     this.#listeners = new EventListeners<HostEvent>(options.onListenerError);
@@ -64,7 +71,7 @@ export class HostClientConnection {
     return this.#child?.getStderr() ?? "";
   }
 
-  /** `RpcHostClient.start()`: spawns the child and waits for its answer to a `list_sessions`. */
+  /** `RpcHostClient.start()`: spawns the child (or connects) and waits for its answer to a `list_sessions`. */
   start(): Promise<void> {
     if (this.#startPromise !== undefined) return this.#startPromise;
     if (this.#phase.value !== "new") return Promise.reject(this.#phase.notStarted("start"));
@@ -74,11 +81,15 @@ export class HostClientConnection {
 
   async #start(): Promise<void> {
     const maxLineBytes = this.#childOptions.maxLineBytes;
-    this.#child = new RpcChild(this.#childOptions, {
-      line: (text) => this.#receive(text),
-      oversize: (bytes, head) => this.#requests.receiveOversize(bytes, head, maxLineBytes),
-      gone: (error) => this.#childGone(error),
-    });
+    const handlers = {
+      line: (text: string) => this.#receive(text),
+      oversize: (bytes: number, head: string) => this.#requests.receiveOversize(bytes, head, maxLineBytes),
+      gone: (error: LifelineError) => this.#childGone(error),
+    };
+    this.#child =
+      this.#socketPath === undefined
+        ? new RpcChild(this.#childOptions, handlers)
+        : new HostSocket(this.#socketPath, maxLineBytes, handlers);
     this.#phase.run();
     try {
       // list_sessions opens nothing (get_state would open the connection's default session).

@@ -4,6 +4,7 @@
  * `RpcClient`'s parts, with its guarantees: a readiness handshake, a timer per request, and every
  * waiter released at once, with the child's stderr, when the child dies or `stop()` is called.
  */
+import { LifelineError } from "../../../shared/errors.js";
 import type { ThinkingLevel } from "../../../shared/thinking.js";
 import { type RpcClientOptions, resolveClientOptions } from "../rpc-client-options.js";
 import { HostClientConnection } from "./host-client-connection.js";
@@ -12,9 +13,19 @@ import { type HandleOwner, RpcSessionHandle } from "./rpc-session-handle.js";
 
 /**
  * Options of `RpcHostClient`: those of `RpcClient` (the child runs `--mode host` instead of
- * `--mode rpc`; `model` is the model of sessions opened without one). Validated by its constructor.
+ * `--mode rpc`; `model` is the model of sessions opened without one), and `socketPath`.
+ * Validated by its constructor.
  */
-export type RpcHostClientOptions = RpcClientOptions;
+export interface RpcHostClientOptions extends RpcClientOptions {
+  /**
+   * Connect to the Unix socket of a `lifeline --mode host --socket <path>` that runs already,
+   * instead of spawning a child: the options that shape a child (`cliPath`, `execPath`, `cwd`,
+   * `env`, `provider`, `model`, `apiKey`, `args`) are then not used. `stop()` ends the connection;
+   * the host closes this client's sessions (their files stay) and keeps running.
+   * @default undefined: spawn a child
+   */
+  socketPath?: string;
+}
 
 /** What `openSession` may set; the child's `--model` and thinking level otherwise. */
 export interface OpenSessionOptions {
@@ -50,21 +61,30 @@ export class RpcHostClient {
 
   /**
    * Creates a client; spawns nothing until `start()`.
-   * @throws LifelineError `ERR_INVALID_OPTIONS` naming the option, as `RpcClient`'s constructor.
+   * @throws LifelineError `ERR_INVALID_OPTIONS` naming the option, as `RpcClient`'s constructor,
+   *   and for an empty `socketPath`.
    */
   constructor(options: RpcHostClientOptions = {}) {
-    this.#connection = new HostClientConnection(resolveClientOptions(options));
+    const { socketPath, ...clientOptions } = options;
+    if (socketPath !== undefined && (typeof socketPath !== "string" || socketPath === "")) {
+      throw new LifelineError(
+        "ERR_INVALID_OPTIONS",
+        `RpcHostClient option socketPath must be a non-empty path to a host's socket; got ${JSON.stringify(socketPath)}.`,
+      );
+    }
+    this.#connection = new HostClientConnection(resolveClientOptions(clientOptions), socketPath);
   }
 
-  /** The child's process id once spawned; undefined before start(). */
+  /** The child's process id once spawned; undefined before start(), and with `socketPath`. */
   get pid(): number | undefined {
     return this.#connection.pid;
   }
 
   /**
-   * Spawns `node <cliPath> --mode host …` and resolves once the child answered a `list_sessions`
-   * (which opens no session). Rejects as `RpcClient.start()` does; a child that did not answer is
-   * stopped first. Calling it again returns the first call's promise.
+   * Spawns `node <cliPath> --mode host …` (or connects to `socketPath`) and resolves once the
+   * host answered a `list_sessions` (which opens no session). Rejects as `RpcClient.start()`
+   * does (a socket nothing listens on: `ERR_RPC_EXITED`); a child that did not answer is stopped
+   * first. Calling it again returns the first call's promise.
    */
   start(): Promise<void> {
     return this.#connection.start();
@@ -72,7 +92,8 @@ export class RpcHostClient {
 
   /**
    * Ends the child cleanly: closes its stdin (EOF ends host mode; its sessions are closed, their
-   * files stay), then SIGTERM after 2 s, SIGKILL 1 s later. Resolves when it has exited.
+   * files stay), then SIGTERM after 2 s, SIGKILL 1 s later. Resolves when it has exited. With
+   * `socketPath`: ends the connection (destroyed after 2 s), the host keeps running.
    * Idempotent; never rejects. Pending requests and waits of every session reject with
    * `ERR_RPC_EXITED` at once; later calls reject with `ERR_RPC_NOT_STARTED`.
    */

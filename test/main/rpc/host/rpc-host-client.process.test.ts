@@ -1,9 +1,10 @@
 /**
  * RpcHostClient against a real `lifeline --mode host` child (the built dist/main/cli.js: run
- * `npm run build` first) with its own LIFELINE_DIR, its sessions answered by the mock model server
+ * `npm run build` first), spawned by the client or listening on a Unix socket, with its own LIFELINE_DIR, its sessions answered by the mock model server
  * on 127.0.0.1. A prompt whose text contains "stall" gets a response that goes silent, so a run
  * stays live until it is aborted. Every wait is bounded; every child is stopped after its test.
  */
+import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,12 +26,12 @@ afterEach(async () => {
 const KEY = "sk-host-client-test";
 
 /**
- * A started client of a host child whose default model is the mock server's; stopped after the
- * test. The key goes to the child as `apiKey` (LIFELINE_API_KEY), or with `keyInModels` in
- * models.json: a session that `fork` or `clone` makes does not get the mode's key
- * (`SessionHost.forkSession` takes none), so it must come from the provider's configuration.
+ * A LIFELINE_DIR whose `mock/mock-1` model is answered by a fresh mock server. With `keyInModels`
+ * the key is in models.json; otherwise the client passes it as `apiKey` (LIFELINE_API_KEY): a
+ * session that `fork` or `clone` makes does not get the mode's key (`SessionHost.forkSession` takes
+ * none), so a fork must find it in the provider's configuration.
  */
-async function startClient(keyInModels = false): Promise<RpcHostClient> {
+async function lifelineDir(keyInModels: boolean): Promise<string> {
   const server = await startMockServer({
     script: { reply: "Mock answer.", conversations: [{ match: "stall", steps: [{ type: "stall", afterTokens: 1 }] }] },
   });
@@ -50,13 +51,11 @@ async function startClient(keyInModels = false): Promise<RpcHostClient> {
       },
     }),
   );
-  const client = new RpcHostClient({
-    cliPath: CLI,
-    cwd: dir,
-    env: { LIFELINE_DIR: dir },
-    model: "mock/mock-1",
-    ...(keyInModels ? {} : { apiKey: KEY }),
-  });
+  return dir;
+}
+
+/** Starts `client` and stops it after the test. */
+async function started(client: RpcHostClient): Promise<RpcHostClient> {
   cleanups.push(async () => {
     const pid = client.pid;
     // A test may leave its child stopped (SIGSTOP): let it run so it can take the EOF.
@@ -65,6 +64,46 @@ async function startClient(keyInModels = false): Promise<RpcHostClient> {
   });
   await within(client.start(), 20_000, "start()");
   return client;
+}
+
+/** A started client of a host child whose default model is the mock server's; stopped after the test. */
+async function startClient(keyInModels = false): Promise<RpcHostClient> {
+  const dir = await lifelineDir(keyInModels);
+  return started(
+    new RpcHostClient({
+      cliPath: CLI,
+      cwd: dir,
+      env: { LIFELINE_DIR: dir },
+      model: "mock/mock-1",
+      ...(keyInModels ? {} : { apiKey: KEY }),
+    }),
+  );
+}
+
+/** `lifeline --mode host --socket <path>` as a child of the test, listening; killed after the test. */
+async function startSocketHost(): Promise<{ socketPath: string; host: ChildProcess }> {
+  const dir = await lifelineDir(false);
+  const socketPath = join(dir, "host.sock");
+  const host = spawn(process.execPath, [CLI, "--mode", "host", "--model", "mock/mock-1", "--socket", socketPath], {
+    cwd: dir,
+    env: { ...process.env, LIFELINE_DIR: dir, LIFELINE_API_KEY: KEY },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const exited = new Promise<void>((resolve) => host.once("exit", () => resolve()));
+  cleanups.push(async () => {
+    if (host.exitCode === null && host.signalCode === null) host.kill("SIGKILL");
+    await within(exited, 10_000, "the socket host's exit");
+  });
+  let stderr = "";
+  const listening = new Promise<void>((resolve) => {
+    host.stderr.setEncoding("utf8");
+    host.stderr.on("data", (text: string) => {
+      stderr += text;
+      if (stderr.includes("listening on")) resolve();
+    });
+  });
+  await within(listening, 20_000, "the socket host's 'listening on'");
+  return { socketPath, host };
 }
 
 function isAlive(pid: number): boolean {
@@ -290,5 +329,57 @@ describe("RpcHostClient with lifeline --mode host", () => {
     );
     await expect(b.getState()).rejects.toMatchObject(killed);
     await expect(client.listSessions()).rejects.toMatchObject(killed);
+  }, 60_000);
+});
+
+describe("RpcHostClient on the socket of a running lifeline --mode host", () => {
+  it("connects with socketPath; stop() ends the connection, the host keeps serving, and a new client resumes the session", async () => {
+    const { socketPath } = await startSocketHost();
+    const first = await started(new RpcHostClient({ socketPath }));
+    expect(first.pid).toBeUndefined();
+    const handle = await first.openSession();
+    const { settled } = await within(handle.promptAndWait("over the socket", 30_000), 35_000, "prompt");
+    expect(settled.stopReason).toBe("stop");
+    await within(first.stop(), 5_000, "stop()");
+    await expect(handle.getState()).rejects.toMatchObject({ code: "ERR_RPC_NOT_STARTED" });
+
+    const second = await started(new RpcHostClient({ socketPath }));
+    // The host closes a departed client's sessions as it notices the disconnect: retry briefly.
+    let resumed: RpcSessionHandle | undefined;
+    for (let attempt = 0; resumed === undefined; attempt++) {
+      try {
+        resumed = await second.resumeSession(handle.sessionId);
+      } catch (error) {
+        if (attempt >= 50) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+    expect(await userTexts(resumed)).toEqual(["over the socket"]);
+  }, 60_000);
+
+  it("a socket nothing listens on fails start() with ERR_RPC_EXITED; the host killed mid-prompt releases pending calls at once", async () => {
+    const dir = tempDir(cleanups, "lifeline-host-client-none-");
+    const nowhere = new RpcHostClient({ socketPath: join(dir, "none.sock") });
+    await expect(within(nowhere.start(), 5_000, "start() on no socket")).rejects.toMatchObject({
+      code: "ERR_RPC_EXITED",
+    });
+    expect(() => new RpcHostClient({ socketPath: "" })).toThrow(
+      expect.objectContaining({ code: "ERR_INVALID_OPTIONS" }),
+    );
+
+    const { socketPath, host } = await startSocketHost();
+    const client = await started(new RpcHostClient({ socketPath }));
+    const handle = await client.openSession();
+    const live = nextEvent(handle, "message_update");
+    const run = handle.promptAndWait("stall on the socket", 60_000);
+    await live;
+    host.kill("SIGSTOP");
+    const pending = handle.getState();
+    pending.catch(() => {});
+    host.kill("SIGKILL");
+    for (const promise of [run, pending] as Promise<unknown>[]) {
+      await expect(within(promise, 2_000, "a pending call")).rejects.toMatchObject({ code: "ERR_RPC_EXITED" });
+    }
+    await expect(client.listSessions()).rejects.toMatchObject({ code: "ERR_RPC_EXITED" });
   }, 60_000);
 });

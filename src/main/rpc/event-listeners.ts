@@ -1,23 +1,23 @@
 /**
- * The `onEvent` listeners of one `RpcClient`: every event to every listener, in subscription order;
+ * The `onEvent` listeners of one client (or of one session of a host client): every event to every listener, in subscription order;
  * a listener that throws is reported and never stops delivery.
  */
 import type { RpcEvent } from "./rpc-protocol.js";
 
-/** The public event subscribers of one `RpcClient`. */
-export class EventListeners {
-  readonly #listeners = new Set<(event: RpcEvent) => void>();
-  readonly #onListenerError: (error: unknown, event: RpcEvent) => void;
+/** The public event subscribers of one client; `E` is the event type. */
+export class EventListeners<E extends { type: string } = RpcEvent> {
+  readonly #listeners = new Set<(event: E) => void>();
+  readonly #onListenerError: (error: unknown, event: E) => void;
 
   /** @param onListenerError receives what a listener throws; undefined writes it to process.stderr */
-  constructor(onListenerError: ((error: unknown, event: RpcEvent) => void) | undefined) {
+  constructor(onListenerError: ((error: unknown, event: E) => void) | undefined) {
     this.#onListenerError = onListenerError ?? reportListenerError;
   }
 
   /** Subscribes `listener` from now on. Returns a function that unsubscribes it. */
-  add(listener: (event: RpcEvent) => void): () => void {
+  add(listener: (event: E) => void): () => void {
     // Wrapped so the same function can be subscribed twice and unsubscribed once each.
-    const entry = (event: RpcEvent) => listener(event);
+    const entry = (event: E) => listener(event);
     this.#listeners.add(entry);
     return () => {
       this.#listeners.delete(entry);
@@ -25,7 +25,7 @@ export class EventListeners {
   }
 
   /** Calls every listener with `event`. Never throws. */
-  dispatch(event: RpcEvent): void {
+  dispatch(event: E): void {
     for (const listener of [...this.#listeners]) {
       try {
         listener(event);
@@ -40,7 +40,7 @@ export class EventListeners {
   }
 }
 
-function reportListenerError(error: unknown, event: RpcEvent): void {
+function reportListenerError(error: unknown, event: { type: string }): void {
   const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
-  process.stderr.write(`lifeline RpcClient: an onEvent listener threw on ${event.type}: ${text}\n`);
+  process.stderr.write(`lifeline RPC client: an onEvent listener threw on ${event.type}: ${text}\n`);
 }

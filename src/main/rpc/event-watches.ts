@@ -1,5 +1,5 @@
 /**
- * `RpcClient`'s internal event subscriptions: each watch collects events until its step returns a
+ * A client's internal event subscriptions (`RpcClient`'s, and each `RpcHostClient` session's): each watch collects events until its step returns a
  * value, its own deadline passes, or the child goes and every watch is failed at once.
  */
 import { LifelineError } from "../../shared/errors.js";
@@ -9,8 +9,8 @@ import type { RpcEvent } from "./rpc-protocol.js";
 export const CONTINUE: unique symbol = Symbol("continue");
 
 /** An internal event subscription with its own deadline, released by the child's exit. */
-interface Watcher {
-  event(event: RpcEvent): void;
+interface Watcher<E> {
+  event(event: E): void;
   fail(error: unknown): void;
 }
 
@@ -24,16 +24,16 @@ export interface Watch<T> {
   cancel(): void;
 }
 
-/** The live watches of one `RpcClient`. */
-export class EventWatches {
-  readonly #watchers = new Set<Watcher>();
+/** The live watches of one client (or one session of a host client); `E` is the event type. */
+export class EventWatches<E = RpcEvent> {
+  readonly #watchers = new Set<Watcher<E>>();
 
   /**
    * Watches events until `step` returns a value, `timeoutMs` passes (`ERR_RPC_TIMEOUT`), or the
    * child goes (`ERR_RPC_EXITED`). The promise is marked handled so a watch abandoned by a caller
    * that already threw does not surface as an unhandled rejection.
    */
-  watch<T>(timeoutMs: number, what: string, step: (event: RpcEvent) => T | typeof CONTINUE): Watch<T> {
+  watch<T>(timeoutMs: number, what: string, step: (event: E) => T | typeof CONTINUE): Watch<T> {
     let resolvePromise: (value: T) => void = () => {};
     let rejectPromise: (error: unknown) => void = () => {};
     const promise = new Promise<T>((resolve, reject) => {
@@ -50,7 +50,7 @@ export class EventWatches {
       this.#watchers.delete(watcher);
       then();
     };
-    const watcher: Watcher = {
+    const watcher: Watcher<E> = {
       event: (event) => {
         const result = step(event);
         if (result !== CONTINUE) finish(() => resolvePromise(result));
@@ -82,7 +82,7 @@ export class EventWatches {
   }
 
   /** Hands `event` to every live watch, in subscription order. */
-  dispatch(event: RpcEvent): void {
+  dispatch(event: E): void {
     for (const watcher of [...this.#watchers]) watcher.event(event);
   }
 

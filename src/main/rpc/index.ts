@@ -1,5 +1,6 @@
 /**
- * `lifeline/rpc`: `RpcClient`, which drives `lifeline --mode rpc` in a child process, and the
+ * `lifeline/rpc`: `RpcClient`, which drives `lifeline --mode rpc` in a child process,
+ * `RpcHostClient`, which drives `lifeline --mode host` (a `RpcSessionHandle` per session), and the
  * types of the protocol it speaks (pi's RPC protocol, JSONL on stdin/stdout), and of host mode's
  * (`lifeline --mode host`: pi's protocol in a session envelope, many sessions per connection). RPC mode itself is
  * the CLI's (`lifeline --mode rpc`): it owns its process's stdin, stdout and signals, so it is no
@@ -21,6 +22,8 @@ export type {
   HostSessionInfo,
   HostSuccessResponse,
 } from "./host/host-protocol.js";
+export { type OpenSessionOptions, RpcHostClient, type RpcHostClientOptions } from "./host/rpc-host-client.js";
+export { RpcSessionHandle } from "./host/rpc-session-handle.js";
 export { RpcClient, type RpcClientOptions } from "./rpc-client.js";
 export type { RpcExtensionUiAnswer, RpcExtensionUiHandler } from "./rpc-client-ui.js";
 export type {

@@ -1,21 +1,21 @@
 /**
- * `RpcClient`'s commands awaiting their response: a fresh id and a timer per request, settled by
+ * A client's commands awaiting their response (`RpcClient`'s, and `RpcHostClient`'s, whose
+ * commands carry a session envelope): a fresh id and a timer per request, settled by
  * the response with that id, by an oversize record that was that response, by the timer, or by the
  * child's end, whichever comes first.
  */
 import { LifelineError } from "../../shared/errors.js";
 import { serializeJsonLine } from "./jsonl.js";
 import type { RpcChild } from "./rpc-child.js";
-import type { RpcCommandOf, RpcCommandType, RpcResponseData } from "./rpc-protocol.js";
 
 interface PendingRequest {
-  command: RpcCommandType;
+  command: string;
   resolve(data: unknown): void;
   reject(error: LifelineError): void;
   timer: NodeJS.Timeout | undefined;
 }
 
-/** The requests of one `RpcClient` not answered yet. */
+/** The requests of one client not answered yet. */
 export class PendingRequests {
   readonly #timeoutMs: number;
   #nextId = 0;
@@ -29,14 +29,15 @@ export class PendingRequests {
   /**
    * Sends one command with a fresh id and resolves with its response's data. Rejects with
    * `ERR_RPC_TIMEOUT` when no response came in time (the request is then forgotten),
-   * `ERR_RPC_EXITED` when it could not be written, and as settled by the methods below.
+   * `ERR_RPC_EXITED` when it could not be written, and as settled by the methods below. The
+   * response data is trusted as the server sent it: `T` is what the caller knows the command answers.
    */
-  send<K extends RpcCommandType>(child: RpcChild, command: RpcCommandOf<K>): Promise<RpcResponseData[K]> {
+  send<T>(child: Pick<RpcChild, "pid" | "write" | "stderrTail">, command: { readonly type: string }): Promise<T> {
     const id = `req_${++this.#nextId}`;
-    return new Promise<RpcResponseData[K]>((resolve, reject) => {
+    return new Promise<T>((resolve, reject) => {
       const pending: PendingRequest = {
         command: command.type,
-        resolve: (data) => resolve(data as RpcResponseData[K]),
+        resolve: (data) => resolve(data as T),
         reject,
         timer: undefined,
       };

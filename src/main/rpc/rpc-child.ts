@@ -1,6 +1,7 @@
 /**
- * The child process behind one `RpcClient`: spawning `node <cliPath> --mode rpc …`, reading its
- * stdout as JSONL, keeping its stderr tail, noticing once that it is gone, and stopping it.
+ * The child process behind one `RpcClient` or `RpcHostClient`: spawning `node <cliPath> --mode rpc …`
+ * (or `--mode host …`), reading its stdout as JSONL, keeping its stderr tail, noticing once that
+ * it is gone, and stopping it.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { LifelineError } from "../../shared/errors.js";
@@ -25,7 +26,9 @@ export interface RpcChildOptions {
   cliPath: string;
   /** The program that runs the CLI: node, or Electron's binary with ELECTRON_RUN_AS_NODE=1 in `env`. */
   execPath: string;
-  /** CLI arguments after `--mode rpc`. */
+  /** The mode the CLI runs in: `rpc` (one session, `RpcClient`) or `host` (many, `RpcHostClient`). */
+  mode: "rpc" | "host";
+  /** CLI arguments after `--mode <mode>`. */
   args: string[];
   cwd: string | undefined;
   env: NodeJS.ProcessEnv;
@@ -47,7 +50,7 @@ export interface RpcChildHandlers {
 }
 
 /**
- * One `lifeline --mode rpc` child process, owned by an `RpcClient`. Spawned by the constructor;
+ * One `lifeline --mode rpc` (or `--mode host`) child process, owned by a client. Spawned by the constructor;
  * gone once, after which no timer or handle of it keeps the process alive.
  */
 export class RpcChild {
@@ -73,7 +76,7 @@ export class RpcChild {
     this.#goneSignal = new Promise((resolve) => {
       this.#markGone = resolve;
     });
-    const child = spawn(options.execPath, [options.cliPath, "--mode", "rpc", ...options.args], {
+    const child = spawn(options.execPath, [options.cliPath, "--mode", options.mode, ...options.args], {
       cwd: options.cwd,
       env: options.env,
       stdio: ["pipe", "pipe", "pipe"],

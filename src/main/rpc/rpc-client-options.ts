@@ -92,7 +92,15 @@ export function resolveClientOptions(options: RpcClientOptions): ResolvedClientO
     ...(options.args ?? []),
   ];
   return {
-    child: { cliPath, execPath, args, cwd: options.cwd, env, maxLineBytes: CLIENT_DEFAULTS.maxResponseBytes },
+    child: {
+      cliPath,
+      execPath,
+      mode: "rpc",
+      args,
+      cwd: options.cwd,
+      env,
+      maxLineBytes: CLIENT_DEFAULTS.maxResponseBytes,
+    },
     requestTimeoutMs,
     onListenerError: options.onListenerError,
   };

@@ -7,11 +7,17 @@ import { LifelineError } from "../../shared/errors.js";
 /** The phases of an `RpcClient`. */
 export type Phase = "new" | "running" | "exited" | "stopped";
 
-/** The phase of one `RpcClient`, with the error each phase answers calls with. */
+/** The phase of one `RpcClient` (or `RpcHostClient`), with the error each phase answers calls with. */
 export class RpcClientPhase {
+  readonly #className: string;
   #phase: Phase = "new";
   /** Set once the child is gone: the error every later call rejects with (unless stopped). */
   #exitError: LifelineError | undefined;
+
+  /** @param className the client class that calls name in errors */
+  constructor(className = "RpcClient") {
+    this.#className = className;
+  }
 
   get value(): Phase {
     return this.#phase;
@@ -58,13 +64,14 @@ export class RpcClientPhase {
     if (blocked !== undefined) throw blocked;
   }
 
-  /** `ERR_RPC_NOT_STARTED` for `RpcClient.<what>()`, saying whether start() or a new client is the fix. */
+  /** `ERR_RPC_NOT_STARTED` for `<client>.<what>()`, saying whether start() or a new client is the fix. */
   notStarted(what: string): LifelineError {
+    const name = this.#className;
     return this.#phase === "new"
-      ? new LifelineError("ERR_RPC_NOT_STARTED", `RpcClient.${what}() was called before start(); await start() first.`)
+      ? new LifelineError("ERR_RPC_NOT_STARTED", `${name}.${what}() was called before start(); await start() first.`)
       : new LifelineError(
           "ERR_RPC_NOT_STARTED",
-          `RpcClient.${what}() was called after stop() (or a failed start()); create a new RpcClient to run another child.`,
+          `${name}.${what}() was called after stop() (or a failed start()); create a new ${name} to run another child.`,
         );
   }
 }

@@ -102,7 +102,7 @@ export class RpcConnection {
     const child = this.#child;
     if (blocked !== undefined || child === undefined)
       return Promise.reject(blocked ?? this.#phase.notStarted(command.type));
-    return this.#requests.send(child, command);
+    return this.#requests.send<RpcResponseData[K]>(child, command);
   }
 
   /** @throws LifelineError what a command made now would be refused with (the client is not running). */

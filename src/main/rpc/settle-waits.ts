@@ -8,16 +8,28 @@
 import type { AgentSettledEvent } from "../../shared/events.js";
 import { CONTINUE, type Watch } from "./event-watches.js";
 import { checkTimeout } from "./rpc-client-options.js";
-import type { RpcConnection } from "./rpc-connection.js";
-import type { RpcEvent } from "./rpc-protocol.js";
+import type { RpcEvent, RpcSessionState } from "./rpc-protocol.js";
 
-/** The settle waits of one client; each rejects like `RpcClient.waitForIdle` says. */
+/**
+ * What the waits need of one session's connection: `RpcClient`'s `RpcConnection`, or a session
+ * handle of `RpcHostClient` (its events are that session's alone).
+ */
+export interface SettleSource {
+  /** @throws LifelineError what a command made now would be refused with. */
+  assertUsable(method: string): void;
+  /** An internal watch of the session's events until `step` returns a value (see `EventWatches.watch`). */
+  watch<T>(timeoutMs: number, step: (event: RpcEvent) => T | typeof CONTINUE): Watch<T>;
+  /** The session's state (a `get_state`). */
+  request(command: { type: "get_state" }): Promise<RpcSessionState>;
+}
+
+/** The settle waits of one client (or session); each rejects like `RpcClient.waitForIdle` says. */
 export class SettleWaits {
-  readonly #connection: RpcConnection;
+  readonly #connection: SettleSource;
   /** Prompt, steer and follow_up requests not answered yet: each may still start a run that settles. */
   readonly #promptsInFlight = new Set<Promise<unknown>>();
 
-  constructor(connection: RpcConnection) {
+  constructor(connection: SettleSource) {
     this.#connection = connection;
   }
 

@@ -56,7 +56,8 @@ export const hostOnlyCommands: HostOnlyTable = {
     if (ctx.registry.heldElsewhere(command.ref, ctx.sessions)) throw heldElsewhere(command.ref);
     let session: AgentSession;
     try {
-      session = await ctx.host.resumeSession(command.ref);
+      // The mode's key (--api-key / LIFELINE_API_KEY) as for open_session: a stored session keeps no key.
+      session = await ctx.host.resumeSession(command.ref, ctx.apiKey === undefined ? {} : { apiKey: ctx.apiKey });
     } catch (error) {
       if (error instanceof LifelineError && error.code === "ERR_SESSION_LOCKED") {
         // The store's lock names this very process: say which connection holds the session instead.

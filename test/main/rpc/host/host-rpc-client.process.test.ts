@@ -1,5 +1,5 @@
 /**
- * A `--mode rpc` client works unchanged against `lifeline --mode host` (issue 40; docs/rpc.md,
+ * A `--mode rpc` client works unchanged against `lifeline --mode host` (docs/rpc.md,
  * "Many sessions in one process"): the repository's own `RpcClient` (src/main/rpc/rpc-client.ts)
  * drives one child of the built CLI in each mode through the same exchange, and the two agree on
  * everything but the host's extra envelope fields (`sessionId`, `seq`). The client always runs

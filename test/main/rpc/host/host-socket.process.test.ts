@@ -1,5 +1,5 @@
 /**
- * `lifeline --mode host --socket <path>` (issue 40; docs/rpc.md, "On a socket"), against real
+ * `lifeline --mode host --socket <path>` (docs/rpc.md, "On a socket"), against real
  * child processes of the built CLI, the mock model server and real Unix-socket clients: the file's
  * mode is 0600 and another user's connect is refused by it; two clients at once each hold their own
  * sessions; a session open in one client cannot be resumed by the other until it is closed or its

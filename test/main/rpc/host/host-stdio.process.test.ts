@@ -1,5 +1,5 @@
 /**
- * `lifeline --mode host` on stdio (docs/rpc.md, "Many sessions in one process"; issue 40), against
+ * `lifeline --mode host` on stdio (docs/rpc.md, "Many sessions in one process"), against
  * real child processes of the built CLI and the mock model server: many sessions in one process,
  * each event and response naming its session, per-session sequence numbers without gaps, and the
  * host-only commands (open, list, close, resume) and pi's replacing commands (fork, clone,

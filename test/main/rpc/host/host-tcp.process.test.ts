@@ -1,5 +1,5 @@
 /**
- * `lifeline --mode host --listen host:port --token-file f` (issue 40; docs/rpc.md, "On a socket"),
+ * `lifeline --mode host --listen host:port --token-file f` (docs/rpc.md, "On a socket"),
  * against real child processes of the built CLI and real TCP clients on 127.0.0.1: the token file
  * (mode 0600, JSON host/port/token/pid), the token never on stdout or stderr, a connection whose
  * first line lacks the token refused and closed, commands with it; a non-loopback address only

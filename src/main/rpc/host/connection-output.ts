@@ -29,6 +29,24 @@ export interface OutputLimits {
   maxQueuedBytes?: number;
 }
 
+/** What a connection that was behind reports when it has caught up (see {@link ConnectionOutput}). */
+export interface CatchUpReport {
+  /** From the first refused write to the drain that emptied the queue. */
+  behindMs: number;
+  /** The most bytes that waited at once (deltas estimated). */
+  peakQueuedBytes: number;
+  /** Deltas merged into others while it was behind. */
+  coalesced: number;
+}
+
+/** What a {@link ConnectionOutput} tells its owner. */
+export interface OutputListeners {
+  /** Called once when what waits passes the bound; the owner closes the connection. */
+  overflow(queuedBytes: number): void;
+  /** Called each time the client has caught up after being behind. */
+  caughtUp?(report: CatchUpReport): void;
+}
+
 /** 64 MiB: room for a few thousand whole replies, well under a host's memory. */
 const DEFAULT_MAX_QUEUED_BYTES = 64 * 1024 * 1024;
 /** Queued records are written in chunks of about this many bytes. */
@@ -47,7 +65,7 @@ interface Queued {
 export class ConnectionOutput {
   readonly #sink: OutputSink;
   readonly #maxQueuedBytes: number;
-  readonly #overflow: (queuedBytes: number) => void;
+  readonly #listeners: OutputListeners;
   /** Each session's last `seq` on this connection. */
   readonly #seq = new Map<string, number>();
   #queue: Queued[] = [];
@@ -61,12 +79,15 @@ export class ConnectionOutput {
   #closed = false;
   /** Deltas merged since the connection opened (for tests and diagnostics). */
   #coalescedTotal = 0;
+  /** Since when, and from which merge count, the current stretch behind runs; its peak bytes. */
+  #behindSince = 0;
+  #coalescedBefore = 0;
+  #peakQueuedBytes = 0;
 
-  /** @param overflow called once when the queue passes its bound; the owner closes the connection. */
-  constructor(sink: OutputSink, limits: OutputLimits, overflow: (queuedBytes: number) => void) {
+  constructor(sink: OutputSink, limits: OutputLimits, listeners: OutputListeners) {
     this.#sink = sink;
     this.#maxQueuedBytes = limits.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES;
-    this.#overflow = overflow;
+    this.#listeners = listeners;
   }
 
   /** Whether records are waiting for the client. */
@@ -147,14 +168,18 @@ export class ConnectionOutput {
   /** Adds `bytes` to what waits; past the bound, gives the connection up (once: it is closed then). */
   #count(bytes: number): void {
     this.#queuedBytes += bytes;
+    if (this.#queuedBytes > this.#peakQueuedBytes) this.#peakQueuedBytes = this.#queuedBytes;
     if (this.#queuedBytes <= this.#maxQueuedBytes) return;
     const queued = this.#queuedBytes;
     this.close();
-    this.#overflow(queued);
+    this.#listeners.overflow(queued);
   }
 
   #wait(): void {
     this.#behind = true;
+    this.#behindSince = performance.now();
+    this.#coalescedBefore = this.#coalescedTotal;
+    this.#peakQueuedBytes = 0;
     this.#sink.onceDrain(() => this.#flush());
   }
 
@@ -182,6 +207,11 @@ export class ConnectionOutput {
     this.#queue = [];
     this.#head = 0;
     this.#behind = false;
+    this.#listeners.caughtUp?.({
+      behindMs: performance.now() - this.#behindSince,
+      peakQueuedBytes: this.#peakQueuedBytes,
+      coalesced: this.#coalescedTotal - this.#coalescedBefore,
+    });
   }
 
   /** Drops the written head of the queue, so a long stall does not keep it. */

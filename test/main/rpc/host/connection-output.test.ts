@@ -10,7 +10,11 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ConnectionOutput, type OutputSink } from "../../../../src/main/rpc/host/connection-output.js";
+import {
+  type CatchUpReport,
+  ConnectionOutput,
+  type OutputSink,
+} from "../../../../src/main/rpc/host/connection-output.js";
 import type { SessionEvent } from "../../../../src/shared/events.js";
 
 /**
@@ -97,10 +101,12 @@ function other(type: string, extra: object = {}): SessionEvent {
 
 function output(sink: FakeSink, maxQueuedBytes?: number) {
   const overflows: number[] = [];
-  const out = new ConnectionOutput(sink, maxQueuedBytes === undefined ? {} : { maxQueuedBytes }, (bytes) =>
-    overflows.push(bytes),
-  );
-  return { out, overflows };
+  const caughtUp: CatchUpReport[] = [];
+  const out = new ConnectionOutput(sink, maxQueuedBytes === undefined ? {} : { maxQueuedBytes }, {
+    overflow: (bytes) => overflows.push(bytes),
+    caughtUp: (report) => caughtUp.push(report),
+  });
+  return { out, overflows, caughtUp };
 }
 
 describe("ConnectionOutput while the client keeps up", () => {
@@ -194,6 +200,29 @@ describe("ConnectionOutput while the client is behind", () => {
         partial: snapshot(0, "text", "Hello, world"),
       },
     });
+  });
+
+  it("reports, once caught up, the peak bytes that waited and the deltas merged meanwhile", () => {
+    const sink = new FakeSink();
+    const { out, caughtUp } = output(sink);
+    sink.fill();
+    out.event("s1", other("message_start"));
+    out.event("s1", delta("a"));
+    out.event("s1", delta("b", 0, "text", "ab"));
+    const peak = out.queuedBytes;
+    out.event("s2", other("agent_start"));
+    const peakWithOther = out.queuedBytes;
+    expect(peakWithOther).toBeGreaterThan(peak);
+    expect(caughtUp).toEqual([]);
+    sink.drain();
+    expect(caughtUp).toEqual([{ behindMs: expect.any(Number), peakQueuedBytes: peakWithOther, coalesced: 1 }]);
+    // A second stretch behind reports only its own figures.
+    sink.fill();
+    out.event("s1", other("message_end"));
+    out.record({ type: "response", command: "get_state", success: true });
+    sink.drain();
+    expect(caughtUp[1]?.coalesced).toBe(0);
+    expect(caughtUp[1]?.peakQueuedBytes).toBe('{"type":"response","command":"get_state","success":true}\n'.length);
   });
 
   it("merges a session's deltas across other sessions' records, but not across its own", () => {

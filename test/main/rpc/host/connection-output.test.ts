@@ -1,5 +1,5 @@
 /**
- * connection-output.ts, host mode's bounded output per connection (issue 40, flow control),
+ * connection-output.ts, host mode's bounded output per connection (flow control),
  * against a fake sink that, like a socket, takes every chunk but answers false while it is "full",
  * until the test drains it. The envelope's rule (host-protocol.ts): each session's events carry
  * `seq` from 1; an event with `coalesced: n` stands for n text or thinking deltas of one content

@@ -4,8 +4,10 @@
  * full) they wait in a queue until it drains, and while they wait a session's text and thinking
  * deltas of one content block merge into one (`coalesced`), so a client that reads slowly costs
  * the host one pending delta per streaming block, not one per token. Every other record (a
- * response, a whole message, a tool's result) waits as it is, counted against `maxQueuedBytes`;
- * past that bound the connection is given up (`overflow`), never buffered further.
+ * response, a whole message, a tool's result) waits as it is. Everything that waits counts
+ * against `maxQueuedBytes`, a waiting delta at an estimate of what it will write (see
+ * {@link deltaBytes}); past that bound the connection is given up (`overflow`), never buffered
+ * further.
  *
  * Each connection has its own output, so a slow client holds up nothing but itself.
  */
@@ -23,8 +25,26 @@ export interface OutputSink {
 
 /** Limits of a {@link ConnectionOutput}. */
 export interface OutputLimits {
-  /** Bytes of whole records that may wait while the client is behind; past it, `overflow`. @default 64 MiB */
+  /** Bytes of records that may wait while the client is behind (deltas estimated); past it, `overflow`. @default 64 MiB */
   maxQueuedBytes?: number;
+}
+
+/** What a connection that was behind reports when it has caught up (see {@link ConnectionOutput}). */
+export interface CatchUpReport {
+  /** From the first refused write to the drain that emptied the queue. */
+  behindMs: number;
+  /** The most bytes that waited at once (deltas estimated). */
+  peakQueuedBytes: number;
+  /** Deltas merged into others while it was behind. */
+  coalesced: number;
+}
+
+/** What a {@link ConnectionOutput} tells its owner. */
+export interface OutputListeners {
+  /** Called once when what waits passes the bound; the owner closes the connection. */
+  overflow(queuedBytes: number): void;
+  /** Called each time the client has caught up after being behind. */
+  caughtUp?(report: CatchUpReport): void;
 }
 
 /** 64 MiB: room for a few thousand whole replies, well under a host's memory. */
@@ -36,14 +56,16 @@ const CHUNK_BYTES = 256 * 1024;
 interface Queued {
   sessionId: string;
   line?: string;
-  delta?: HostEvent & { type: "message_update" };
+  delta?: DeltaEvent;
+  /** What it counts for in `#queuedBytes`: a line's length, a delta's {@link deltaBytes}. */
+  bytes: number;
 }
 
 /** See the module comment. */
 export class ConnectionOutput {
   readonly #sink: OutputSink;
   readonly #maxQueuedBytes: number;
-  readonly #overflow: (queuedBytes: number) => void;
+  readonly #listeners: OutputListeners;
   /** Each session's last `seq` on this connection. */
   readonly #seq = new Map<string, number>();
   #queue: Queued[] = [];
@@ -57,12 +79,15 @@ export class ConnectionOutput {
   #closed = false;
   /** Deltas merged since the connection opened (for tests and diagnostics). */
   #coalescedTotal = 0;
+  /** Since when, and from which merge count, the current stretch behind runs; its peak bytes. */
+  #behindSince = 0;
+  #coalescedBefore = 0;
+  #peakQueuedBytes = 0;
 
-  /** @param overflow called once when the queue passes its bound; the owner closes the connection. */
-  constructor(sink: OutputSink, limits: OutputLimits, overflow: (queuedBytes: number) => void) {
+  constructor(sink: OutputSink, limits: OutputLimits, listeners: OutputListeners) {
     this.#sink = sink;
     this.#maxQueuedBytes = limits.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES;
-    this.#overflow = overflow;
+    this.#listeners = listeners;
   }
 
   /** Whether records are waiting for the client. */
@@ -70,7 +95,7 @@ export class ConnectionOutput {
     return this.#behind;
   }
 
-  /** Bytes of whole records waiting. */
+  /** Bytes of records waiting (a delta's estimated, see {@link deltaBytes}). */
   get queuedBytes(): number {
     return this.#queuedBytes;
   }
@@ -82,7 +107,7 @@ export class ConnectionOutput {
 
   /** Writes a record that belongs to no session's event stream (a response). */
   record(value: object): void {
-    this.#push({ sessionId: "", line: serializeJsonLine(value) });
+    this.#push("", serializeJsonLine(value));
   }
 
   /** Writes `event` of session `sessionId`, with its envelope. */
@@ -95,19 +120,29 @@ export class ConnectionOutput {
       const open = this.#openDelta.get(sessionId);
       if (open?.delta !== undefined && merge(open.delta, enveloped)) {
         this.#coalescedTotal++;
+        const bytes = deltaBytes(open.delta);
+        const growth = bytes - open.bytes;
+        open.bytes = bytes;
+        this.#count(growth);
         return;
       }
-      const queued: Queued = { sessionId, delta: enveloped };
+      const queued: Queued = { sessionId, delta: enveloped, bytes: deltaBytes(enveloped) };
       this.#openDelta.set(sessionId, queued);
       this.#queue.push(queued);
+      this.#count(queued.bytes);
       return;
     }
-    this.#push({ sessionId, line: serializeJsonLine(enveloped) });
+    this.#push(sessionId, serializeJsonLine(enveloped));
   }
 
-  /** Drops the sequence count of a session that left this connection. */
+  /**
+   * Drops the sequence count of a session that left this connection, and closes its waiting delta
+   * to merging: if the session comes back, its events count from 1 again and never merge into a
+   * record of its earlier stay.
+   */
   forget(sessionId: string): void {
     this.#seq.delete(sessionId);
+    this.#openDelta.delete(sessionId);
   }
 
   /** Stops writing; what waits is dropped (the connection is gone). */
@@ -119,24 +154,32 @@ export class ConnectionOutput {
     this.#openDelta.clear();
   }
 
-  #push(queued: Queued & { line: string }): void {
+  #push(sessionId: string, line: string): void {
     if (this.#closed) return;
     if (!this.#behind) {
-      if (!this.#sink.write(queued.line)) this.#wait();
+      if (!this.#sink.write(line)) this.#wait();
       return;
     }
-    this.#openDelta.delete(queued.sessionId);
-    this.#queue.push(queued);
-    this.#queuedBytes += queued.line.length;
-    if (this.#queuedBytes > this.#maxQueuedBytes) {
-      const bytes = this.#queuedBytes;
-      this.close();
-      this.#overflow(bytes);
-    }
+    this.#openDelta.delete(sessionId);
+    this.#queue.push({ sessionId, line, bytes: line.length });
+    this.#count(line.length);
+  }
+
+  /** Adds `bytes` to what waits; past the bound, gives the connection up (once: it is closed then). */
+  #count(bytes: number): void {
+    this.#queuedBytes += bytes;
+    if (this.#queuedBytes > this.#peakQueuedBytes) this.#peakQueuedBytes = this.#queuedBytes;
+    if (this.#queuedBytes <= this.#maxQueuedBytes) return;
+    const queued = this.#queuedBytes;
+    this.close();
+    this.#listeners.overflow(queued);
   }
 
   #wait(): void {
     this.#behind = true;
+    this.#behindSince = performance.now();
+    this.#coalescedBefore = this.#coalescedTotal;
+    this.#peakQueuedBytes = 0;
     this.#sink.onceDrain(() => this.#flush());
   }
 
@@ -147,8 +190,8 @@ export class ConnectionOutput {
       let chunk = "";
       while (this.#head < this.#queue.length && chunk.length < CHUNK_BYTES) {
         const queued = this.#queue[this.#head++] as Queued;
+        this.#queuedBytes -= queued.bytes;
         if (queued.line !== undefined) {
-          this.#queuedBytes -= queued.line.length;
           chunk += queued.line;
         } else if (queued.delta !== undefined) {
           if (this.#openDelta.get(queued.sessionId) === queued) this.#openDelta.delete(queued.sessionId);
@@ -164,6 +207,11 @@ export class ConnectionOutput {
     this.#queue = [];
     this.#head = 0;
     this.#behind = false;
+    this.#listeners.caughtUp?.({
+      behindMs: performance.now() - this.#behindSince,
+      peakQueuedBytes: this.#peakQueuedBytes,
+      coalesced: this.#coalescedTotal - this.#coalescedBefore,
+    });
   }
 
   /** Drops the written head of the queue, so a long stall does not keep it. */
@@ -190,13 +238,36 @@ function isDelta(event: HostEvent): event is DeltaEvent {
  * Merges `next` into `open` when both are deltas of the same block: the text appends, the newest
  * message snapshot and `seq` win, and `coalesced` counts the deltas `open` now stands for.
  */
-function merge(open: HostEvent & { type: "message_update" }, next: DeltaEvent): boolean {
-  const a = open.assistantMessageEvent as DeltaEvent["assistantMessageEvent"];
+function merge(open: DeltaEvent, next: DeltaEvent): boolean {
+  const a = open.assistantMessageEvent;
   const b = next.assistantMessageEvent;
   if (a.type !== b.type || a.contentIndex !== b.contentIndex) return false;
-  open.assistantMessageEvent = { ...b, delta: a.delta + b.delta } as typeof open.assistantMessageEvent;
+  open.assistantMessageEvent = { ...b, delta: a.delta + b.delta };
   open.message = next.message;
   open.coalesced = (open.coalesced ?? 1) + 1;
   open.seq = next.seq;
   return true;
+}
+
+/** Bytes of a record's fixed part (type, ids, `seq`, field names), over-estimated. */
+const RECORD_OVERHEAD_BYTES = 256;
+
+/**
+ * What a waiting delta will write, estimated without serializing it (a merge would otherwise cost
+ * the whole answer so far, per token): its delta text, plus its message snapshot twice (the event
+ * carries it as `message` and as `assistantMessageEvent.partial`), each counted as the lengths of
+ * the string fields of its content blocks plus {@link RECORD_OVERHEAD_BYTES} per block. Characters
+ * are counted as bytes: text that needs escaping or is not ASCII writes more.
+ */
+function deltaBytes(event: DeltaEvent): number {
+  let snapshot = RECORD_OVERHEAD_BYTES;
+  const content = (event.message as { content?: unknown }).content;
+  if (Array.isArray(content)) {
+    for (const block of content as unknown[]) {
+      snapshot += RECORD_OVERHEAD_BYTES;
+      if (typeof block !== "object" || block === null) continue;
+      for (const value of Object.values(block)) if (typeof value === "string") snapshot += value.length;
+    }
+  }
+  return RECORD_OVERHEAD_BYTES + event.assistantMessageEvent.delta.length + 2 * snapshot;
 }

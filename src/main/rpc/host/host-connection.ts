@@ -42,6 +42,9 @@ export interface HostConnectionOptions {
   end: (reason: string) => void;
 }
 
+/** A client behind for at least this long is reported on stderr when it catches up. */
+const CATCH_UP_REPORT_MS = 1000;
+
 /** A response before it is written. */
 interface Answer {
   id: string | undefined;
@@ -66,9 +69,18 @@ export class HostConnection {
   constructor(sink: OutputSink, options: HostConnectionOptions) {
     this.#options = options;
     this.#authenticated = options.token === undefined;
-    this.#output = new ConnectionOutput(sink, options.limits ?? {}, (bytes) => {
-      options.errors(`lifeline host: a client fell ${bytes} bytes behind; its connection is closed.\n`);
-      options.end("output overflow");
+    this.#output = new ConnectionOutput(sink, options.limits ?? {}, {
+      overflow: (bytes) => {
+        options.errors(`lifeline host: a client fell ${bytes} bytes behind; its connection is closed.\n`);
+        options.end("output overflow");
+      },
+      caughtUp: ({ behindMs, peakQueuedBytes, coalesced }) => {
+        // Brief back-pressure is normal; a stall long enough to matter is worth a line.
+        if (behindMs < CATCH_UP_REPORT_MS) return;
+        options.errors(
+          `lifeline host: a client caught up after ${(behindMs / 1000).toFixed(1)} s behind (at most ${peakQueuedBytes} bytes waited; ${coalesced} text deltas merged).\n`,
+        );
+      },
     });
     this.sessions = new HostSessions({
       host: options.host,

@@ -117,9 +117,9 @@ describe("a Python client of --mode host", () => {
         workerDeaths: 1,
       });
       // The client stopped reading for 1.5 s while 99 sessions streamed: lifeline's output backed up
-    // and merged deltas, whose seq jumps the script checked against their `coalesced`.
-    expect(summary.coalesced).toBeGreaterThan(0);
-    // The killer at least; on one worker thread (this machine's default on 2 cores) all of them.
+      // and merged deltas, whose seq jumps the script checked against their `coalesced`.
+      expect(summary.coalesced).toBeGreaterThan(0);
+      // The killer at least; on one worker thread (this machine's default on 2 cores) all of them.
       expect(summary.restored).toBeGreaterThanOrEqual(1);
       expect(summary.restored).toBeLessThanOrEqual(SESSIONS);
 

@@ -28,7 +28,16 @@ afterAll(async () => {
 let copy: string;
 beforeAll(() => {
   copy = tempDir(cleanups, "lifeline-build-copy-");
-  const files = ["src", "scripts", "docs", "tsconfig.json", "tsconfig.build.json", "package.json", "package-lock.json"];
+  const files = [
+    "src",
+    "scripts",
+    "docs",
+    "schema",
+    "tsconfig.json",
+    "tsconfig.build.json",
+    "package.json",
+    "package-lock.json",
+  ];
   for (const file of [...files, "LICENSE", "README.md", "dist"])
     cpSync(join(REPO, file), join(copy, file), { recursive: true, preserveTimestamps: true });
   symlinkSync(join(REPO, "node_modules"), join(copy, "node_modules"));
@@ -121,7 +130,7 @@ describe("the build", () => {
     BUILD_MS,
   );
 
-  it("packs dist/'s entries, the bin and the docs, and no temporary folder or stamp", async () => {
+  it("packs dist/'s entries, the bin, the docs and the host protocol's schema, and no temporary folder or stamp", async () => {
     // A folder a killed build left behind, which must stay out of the package.
     mkdirSync(join(copy, `${TEMP_PREFIXES[0]}12345`, "main"), { recursive: true });
     writeFileSync(join(copy, `${TEMP_PREFIXES[0]}12345`, "main", "index.js"), "");
@@ -136,11 +145,13 @@ describe("the build", () => {
       typeof target === "string" ? [target] : Object.values(target),
     );
     for (const path of [...Object.values(manifest.bin), ...targets]) expect(files).toContain(path.replace(/^\.\//, ""));
-    for (const path of ["dist/main/index.js", "dist/lifeline-worker.mjs", "dist/piscina-worker.cjs", "docs/cli.md"])
-      expect(files).toContain(path);
+    const shipped = ["dist/main/index.js", "dist/lifeline-worker.mjs", "dist/piscina-worker.cjs", "docs/cli.md"];
+    for (const path of [...shipped, "schema/host-protocol.schema.json"]) expect(files).toContain(path);
     expect(files).toContain("LICENSE");
     expect(files).toContain("README.md");
-    const outside = [...files].filter((path) => !/^(dist\/|docs\/|LICENSE$|README\.md$|package\.json$)/.test(path));
+    const outside = [...files].filter(
+      (path) => !/^(dist\/|docs\/|schema\/|LICENSE$|README\.md$|package\.json$)/.test(path),
+    );
     expect(outside).toEqual([]);
     expect([...files].filter((path) => path.includes(".build-stamp") || path.startsWith(".dist-"))).toEqual([]);
   });

@@ -11,6 +11,7 @@ export type { ContextUsage, SessionStats } from "../session/state/session-stats.
 export type {
   HostCommand,
   HostCommandType,
+  HostErrorResponse,
   HostEvent,
   HostEventEnvelope,
   HostOnlyCommand,
@@ -18,6 +19,7 @@ export type {
   HostResponse,
   HostResponseData,
   HostSessionInfo,
+  HostSuccessResponse,
 } from "./host/host-protocol.js";
 export { RpcClient, type RpcClientOptions } from "./rpc-client.js";
 export type { RpcExtensionUiAnswer, RpcExtensionUiHandler } from "./rpc-client-ui.js";

@@ -112,14 +112,40 @@ export type HostResponseData = {
 };
 
 /**
- * A response line. `sessionId`: the session the command ran on (for a command that replaced the
- * default session, the one that replaced it); absent for a command that ran on none (a parse
- * error, `list_sessions`, `authenticate`, an unknown type). `command` is the command's type, or
- * "parse" when the line was not a command.
+ * The fields every response line has. `sessionId`: the session the command ran on (for a command
+ * that replaced the default session, the one that replaced it); absent for a command that ran on
+ * none (a parse error, `list_sessions`, `authenticate`, an unknown type).
  */
-export type HostResponse =
-  | { id?: string; type: "response"; command: string; sessionId?: string; success: true; data?: unknown }
-  | { id?: string; type: "response"; command: string; sessionId?: string; success: false; error: string };
+interface HostResponseBase {
+  /** The command's `id`, whenever one could be read. */
+  id?: string;
+  type: "response";
+  sessionId?: string;
+}
+
+/** A success line's `data` field: absent for a command whose data is `undefined`. */
+type DataField<T> = [T] extends [undefined] ? Record<never, never> : { data: T };
+
+/** The line answering each command that succeeded, keyed by the command's type. */
+type HostSuccessResponses = {
+  [K in keyof HostResponseData]: HostResponseBase & { command: K; success: true } & DataField<HostResponseData[K]>;
+};
+
+/**
+ * The line answering a command that succeeded, discriminated by `command`. The shipped JSON Schema
+ * (schema/host-protocol.schema.json, written by scripts/host-schema.mjs) spells out the same rule.
+ */
+export type HostSuccessResponse = HostSuccessResponses[keyof HostResponseData];
+
+/** The line answering a command that failed: `command` is its type (any string), or "parse" when the line was not a command. */
+export interface HostErrorResponse extends HostResponseBase {
+  command: string;
+  success: false;
+  error: string;
+}
+
+/** A response line: narrow on `success`, then on `command` for the type of `data`. */
+export type HostResponse = HostSuccessResponse | HostErrorResponse;
 
 /** The envelope every event line carries (see the module comment). */
 export interface HostEventEnvelope {

@@ -9,13 +9,16 @@
  *
  * python3 comes from Debian's packages (scripts/test-prereqs.mjs installs it for `npm test`; run
  * without it, the test fails saying how to install it). The traffic in both directions is kept in
- * TRAFFIC (os.tmpdir()), one JSON line per record, for reading after a failure.
+ * TRAFFIC (os.tmpdir()), one JSON line per record, for reading after a failure, and every line of
+ * it is held to the shipped schema (schema/host-protocol.schema.json): each command sent is a
+ * `HostCommand`, each line lifeline wrote a `HostOutput`.
  */
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { Ajv } from "ajv";
 import { describe, expect, it } from "vitest";
 import { PREREQUISITES, requirePrerequisites } from "../../../../scripts/test-prereqs.mjs";
 import { tempDir, within } from "../../../fixtures/bounded.js";
@@ -24,6 +27,7 @@ import { mockServerSuite } from "../../../fixtures/mock-server-suite.js";
 const CLI = fileURLToPath(new URL("../../../../dist/main/cli.js", import.meta.url));
 const SCENARIO = fileURLToPath(new URL("../../../fixtures/python/host_scenario.py", import.meta.url));
 const EXTENSION = fileURLToPath(new URL("../../../fixtures/kill-worker-extension.mjs", import.meta.url));
+const SCHEMA = new URL("../../../../schema/host-protocol.schema.json", import.meta.url);
 /** Where the recorded traffic stays after the run (overwritten by the next). */
 const TRAFFIC = join(tmpdir(), "lifeline-host-python-client.jsonl");
 
@@ -89,6 +93,20 @@ function runScenario(dir: string): Promise<{ code: number | null; stdout: string
   return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
 }
 
+const ajv = new Ajv({ allErrors: true, strict: false });
+ajv.addSchema(JSON.parse(readFileSync(SCHEMA, "utf8")) as object, "host");
+
+/** The records the schema's `definition` refuses, each with ajv's first reason. */
+function refused(definition: "HostCommand" | "HostOutput", records: readonly object[]): string[] {
+  const validate = ajv.getSchema(`host#/definitions/${definition}`);
+  if (validate === undefined) throw new Error(`the schema has no definition ${definition}`);
+  return records.flatMap((record) =>
+    validate(record)
+      ? []
+      : [`${JSON.stringify(record).slice(0, 300)}: ${ajv.errorsText(validate.errors?.slice(0, 1))}`],
+  );
+}
+
 describe("a Python client of --mode host", () => {
   it(
     "keeps 100 sessions in flight through one process: prompts, retry chains, aborts, steering, a worker death",
@@ -136,6 +154,16 @@ describe("a Python client of --mode host", () => {
       expect(responses.map((line) => line.record.id).sort()).toEqual([...ids].sort());
       const restoredEvents = traffic.filter((line) => line.record.type === "session_restored");
       expect(restoredEvents).toHaveLength(summary.restored);
+
+      // Every line both ways is what the shipped schema describes; the check can fail on this
+      // traffic: the same events without their session's id are refused.
+      const commands = traffic.filter((line) => line.direction === "command").map((line) => line.record);
+      const outputs = traffic.filter((line) => line.direction === "output").map((line) => line.record);
+      expect(refused("HostCommand", commands)).toEqual([]);
+      expect(refused("HostOutput", outputs)).toEqual([]);
+      const events = outputs.filter((record) => record.type !== "response");
+      const anonymous = events.map(({ sessionId: _, ...event }) => event);
+      expect(refused("HostOutput", anonymous)).toHaveLength(events.length);
 
       // What the mock server saw: each aborted stream was closed by the client side.
       const aborted = suite.server.log.filter((record) => record.conversation.startsWith("aborted-"));

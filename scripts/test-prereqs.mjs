@@ -56,6 +56,13 @@ export const PREREQUISITES = [
     debianPackage: "redis-server",
     present: () => commandRuns("redis-server", ["--version"]),
   },
+  {
+    name: "python3",
+    tier: "process",
+    neededBy: "the host-mode client in Python (test/main/rpc/host/python-client.process.test.ts)",
+    debianPackage: "python3",
+    present: () => commandRuns("python3", ["--version"]),
+  },
   // The network tests' certificate authority (test/fixtures/test-ca.ts), in both tiers that have one.
   ...["thread", "process"].map((tier) => ({
     name: "openssl",

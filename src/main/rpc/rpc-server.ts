@@ -75,15 +75,9 @@ export class RpcServer {
    */
   receive(text: string): void {
     if (text.trim() === "") return;
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (error) {
-      this.refuse(text, `Failed to parse command: ${errorText(error)}. Send one JSON object per line.`);
-      return;
-    }
-    if (value === null || typeof value !== "object" || Array.isArray(value)) {
-      this.refuse(text, 'Failed to parse command: a command is a JSON object like {"type": "get_state"}.');
+    const value = parseCommandLine(text, "get_state");
+    if (typeof value === "string") {
+      this.refuse(text, value);
       return;
     }
     const type = "type" in value ? value.type : undefined;
@@ -179,6 +173,23 @@ export class RpcServer {
   #send(record: object): void {
     this.#write(serializeJsonLine(record));
   }
+}
+
+/**
+ * A command line as a JSON object, or the refusal to answer it with (not JSON; JSON but not an
+ * object, whose example names `exampleType`). Shared by RPC mode and host mode.
+ */
+export function parseCommandLine(text: string, exampleType: string): object | string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return `Failed to parse command: ${errorText(error)}. Send one JSON object per line.`;
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    return `Failed to parse command: a command is a JSON object like {"type": "${exampleType}"}.`;
+  }
+  return value;
 }
 
 /** The `"id": "…"` of a line that could not be parsed, when it has a readable one. */

@@ -13,7 +13,7 @@ import { errorText } from "../../../shared/failures/error-text.js";
 import type { SessionHost } from "../../host/session-host.js";
 import { DETACHED_COMMANDS, rpcCommands } from "../rpc-commands.js";
 import { isRpcCommandType, parseRpcCommand, type RpcCommandOf, type RpcCommandType } from "../rpc-protocol.js";
-import { readId } from "../rpc-server.js";
+import { parseCommandLine, readId } from "../rpc-server.js";
 import { ConnectionOutput, type OutputLimits, type OutputSink } from "./connection-output.js";
 import { hostOnlyCommands, replacingCommand } from "./host-commands.js";
 import {
@@ -102,15 +102,9 @@ export class HostConnection {
   /** Handles one input line. */
   receive(text: string): void {
     if (text.trim() === "" || this.#closing) return;
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (error) {
-      this.refuse(text, `Failed to parse command: ${errorText(error)}. Send one JSON object per line.`);
-      return;
-    }
-    if (value === null || typeof value !== "object" || Array.isArray(value)) {
-      this.refuse(text, 'Failed to parse command: a command is a JSON object like {"type": "list_sessions"}.');
+    const value = parseCommandLine(text, "list_sessions");
+    if (typeof value === "string") {
+      this.refuse(text, value);
       return;
     }
     const record = value as Record<string, unknown>;

@@ -44,9 +44,11 @@ type HostOnlyTable = {
 /** One handler per host-only command. */
 export const hostOnlyCommands: HostOnlyTable = {
   open_session: async (command, ctx) => {
+    const model = command.model ?? ctx.model;
     const session = await ctx.host.createSession({
-      model: command.model ?? ctx.model,
-      ...(ctx.apiKey === undefined ? {} : { apiKey: ctx.apiKey }),
+      model,
+      // The mode's key is its model's provider's (see resumeWithKey).
+      ...(ctx.apiKey === undefined || providerOf(model) !== providerOf(ctx.model) ? {} : { apiKey: ctx.apiKey }),
       ...(command.thinkingLevel === undefined ? {} : { thinkingLevel: command.thinkingLevel }),
     });
     if (command.name !== undefined) session.setSessionName(command.name);
@@ -56,8 +58,7 @@ export const hostOnlyCommands: HostOnlyTable = {
     if (ctx.registry.heldElsewhere(command.ref, ctx.sessions)) throw heldElsewhere(command.ref);
     let session: AgentSession;
     try {
-      // The mode's key (--api-key / LIFELINE_API_KEY) as for open_session: a stored session keeps no key.
-      session = await ctx.host.resumeSession(command.ref, ctx.apiKey === undefined ? {} : { apiKey: ctx.apiKey });
+      session = await resumeWithKey(ctx, command.ref);
     } catch (error) {
       if (error instanceof LifelineError && error.code === "ERR_SESSION_LOCKED") {
         // The store's lock names this very process: say which connection holds the session instead.
@@ -87,6 +88,27 @@ export const hostOnlyCommands: HostOnlyTable = {
   },
   authenticate: async () => ({ data: undefined }),
 };
+
+/**
+ * Resumes `ref` with the mode's key (--api-key / LIFELINE_API_KEY) when the session is on the
+ * provider of the mode's model, the one that key was given for: a stored session keeps no key, and
+ * a session on another provider must not be sent this one (it finds its own in auth.json or the
+ * environment). Which provider a stored session is on is known once it is open, so a session
+ * opened with the key on another provider is closed and opened again without it.
+ */
+async function resumeWithKey(ctx: HostCommandContext, ref: string): Promise<AgentSession> {
+  if (ctx.apiKey === undefined) return ctx.host.resumeSession(ref);
+  const keyed = await ctx.host.resumeSession(ref, { apiKey: ctx.apiKey });
+  if (keyed.model.provider === providerOf(ctx.model)) return keyed;
+  const path = keyed.sessionFile;
+  await keyed.dispose();
+  return ctx.host.resumeSession(path ?? ref);
+}
+
+/** The provider of a `"provider/id"` model reference. */
+function providerOf(model: string): string {
+  return model.slice(0, Math.max(0, model.indexOf("/")));
+}
 
 function opened(ctx: HostCommandContext, session: AgentSession): Answered<HostResponseData["open_session"]> {
   ctx.sessions.adopt(session);

@@ -16,7 +16,7 @@ const MAX_FILE_LINES = 400;
 /** The facades: what they may not grow past (the session's, and the host's). */
 const FACADE_LINES: Readonly<Record<string, number>> = {
   "main/session/agent-session.ts": 350,
-  "main/host/session-host.ts": 250,
+  "main/host/session-host.ts": 260,
 };
 /** Most `.ts` files one folder of src/ holds directly. */
 const MAX_FOLDER_FILES = 20;

@@ -16,6 +16,7 @@ export function usage(message: string): never {
 }
 
 const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const DAY_MS = 86_400_000;
 
 /**
  * Milliseconds of a duration (`500ms`, `60s`, `2m`, `1.5h`, or a bare number of ms), rounded to
@@ -35,6 +36,24 @@ export function parseDuration(flag: string, text: string, minMs: number): number
   if (ms > MAX_TIMER_MS) usage(`${flag} "${text}" is too long; at most about 24 days.`);
   return ms;
 }
+
+/**
+ * An age (`90m`, `12h`, `30d`, or a bare number of ms), for how old something must be, not for a
+ * timer: days allowed, up to 100 years.
+ * @throws ERR_INVALID_OPTIONS naming `flag`.
+ */
+export const age: FlagParser<number> = (raw, flag) => {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$/.exec(raw);
+  const unit = match?.[2] ?? "ms";
+  const ms =
+    match === null ? Number.NaN : Math.round(Number(match[1]) * (unit === "d" ? DAY_MS : (UNITS[unit] ?? Number.NaN)));
+  if (!Number.isFinite(ms) || ms > 100 * 365 * DAY_MS) {
+    usage(
+      `${flag} "${raw}" is not an age; write a number and a unit, ms, s, m, h or d (for example 12h, 30d), up to 100 years; a bare number is milliseconds.`,
+    );
+  }
+  return ms;
+};
 
 /** A duration flag's parser, at least `minMs`. */
 export function duration(minMs = 0): FlagParser<number> {

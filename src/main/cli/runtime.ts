@@ -10,7 +10,12 @@ import type { MockServerCommandRequest } from "../../mock-server/mock-server-com
 import type { AuthCommandRequest } from "../auth/auth-command.js";
 import type { ServeCommandRequest, SubmitCommandRequest } from "../fleet/serve-command.js";
 import type { PrintModeOptions } from "../host/print-mode.js";
-import type { ExportCommandRequest, SessionsCommandRequest } from "../host/stored-sessions-command.js";
+import type {
+  DeleteCommandRequest,
+  ExportCommandRequest,
+  PruneCommandRequest,
+  SessionsCommandRequest,
+} from "../host/stored-sessions-command.js";
 import type { CompareCommandRequest } from "../load/compare/compare-command.js";
 import type { LoadCommandRequest } from "../load/load-command.js";
 import type { MergeCommandRequest } from "../load/merge/merge-command.js";
@@ -35,6 +40,8 @@ export interface CliRuntime {
   submit(request: SubmitCommandRequest): Promise<number>;
   exportSession(request: ExportCommandRequest): Promise<number>;
   listSessions(request: SessionsCommandRequest): Promise<number>;
+  deleteSession(request: DeleteCommandRequest): Promise<number>;
+  pruneSessions(request: PruneCommandRequest): Promise<number>;
 }
 
 /** The runtime of the `lifeline` process: each mode imported when its command runs. */
@@ -59,4 +66,6 @@ export const processRuntime: CliRuntime = {
   submit: async (request) => (await import("../fleet/serve-command.js")).runSubmitCommand(request),
   exportSession: async (request) => (await import("../host/stored-sessions-command.js")).runExportCommand(request),
   listSessions: async (request) => (await import("../host/stored-sessions-command.js")).runSessionsCommand(request),
+  deleteSession: async (request) => (await import("../host/stored-sessions-command.js")).runDeleteCommand(request),
+  pruneSessions: async (request) => (await import("../host/stored-sessions-command.js")).runPruneCommand(request),
 };

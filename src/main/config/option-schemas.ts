@@ -324,6 +324,26 @@ export const sessionsOptionsSchema = z.lazy(() =>
   ),
 );
 
+/** Options of `SessionHost.pruneSessions`. */
+export const pruneSessionsOptionsSchema = z.lazy(() =>
+  z
+    .strictObject(
+      {
+        olderThanMs: z.number().int().min(0),
+        cwd: z.string().min(1).optional(),
+        allDirectories: z.boolean().optional(),
+        dryRun: z.boolean().optional(),
+      },
+      {
+        error: (issue) =>
+          issue.code === "invalid_type" ? "must be an object such as { olderThanMs: 30 * 86_400_000 }" : undefined,
+      },
+    )
+    .refine((options) => options.cwd === undefined || options.allDirectories !== true, {
+      message: "give cwd (one directory's sessions) or allDirectories: true (every directory's), not both",
+    }),
+);
+
 /** Options of `SessionHost.listSessions`. */
 export const listSessionsOptionsSchema = z.lazy(() =>
   z

@@ -1,17 +1,62 @@
 /**
  * What a host does with its stored sessions without opening them itself: list them, export one as
- * a pi session file or an HTML page, fork or clone one (session-forks.ts). The checks of each
+ * a pi session file or an HTML page, fork or clone one (session-forks.ts), delete one or prune the
+ * old ones. The checks of each
  * call's arguments are here; `SessionHost` checks that it is open and delegates.
  */
 import { basename, resolve } from "node:path";
 import { LifelineError } from "../../shared/errors.js";
-import { forkArgumentsSchema, htmlPathSchema, listSessionsOptionsSchema, validate } from "../config/option-schemas.js";
+import {
+  forkArgumentsSchema,
+  htmlPathSchema,
+  listSessionsOptionsSchema,
+  pruneSessionsOptionsSchema,
+  validate,
+} from "../config/option-schemas.js";
 import type { AgentSession } from "../session/agent-session.js";
 import { writeSessionHtml } from "../session/commands/session-html.js";
+import { RedisSessionStore } from "../session-files/redis-session-store.js";
 import type { ForkMessage } from "../session-files/session-fork.js";
-import type { SessionInfo } from "../session-files/session-store.js";
+import type { SessionInfo, SessionStore } from "../session-files/session-store.js";
 import type { HostParts } from "./host-parts.js";
 import { type ForkHost, type ForkOptions, type ForkResult, forkSession, sessionForkMessages } from "./session-forks.js";
+
+/**
+ * Options of `SessionHost.pruneSessions`, which deletes the stored sessions (in the store
+ * `listSessions()` reads) last written more than `olderThanMs` ago and leaves those open
+ * somewhere; in fleet mode it first sweeps the sessions that expired (`fleet.sessionTtlMs`) from
+ * the indexes. It throws ERR_INVALID_OPTIONS (bad options, persistence off, a store without
+ * `delete`), ERR_SESSION_FILE, ERR_FLEET_UNAVAILABLE.
+ */
+export interface PruneOptions {
+  /** Delete the sessions last written longer ago than this (ms). */
+  olderThanMs: number;
+  /** This directory's sessions (default: the host's cwd). */
+  cwd?: string;
+  /** Every directory's sessions instead. */
+  allDirectories?: boolean;
+  /** Delete nothing; report what would be deleted. */
+  dryRun?: boolean;
+}
+
+/** What `SessionHost.pruneSessions` did. */
+export interface PruneResult {
+  /** The sessions deleted (with `dryRun`, those that would be), most recently modified first. */
+  deleted: SessionInfo[];
+  /** Old enough, but left: open for writing somewhere (or gone meanwhile); `reason` says which. */
+  skipped: { session: SessionInfo; reason: string }[];
+}
+
+/** The store's `delete`. @throws ERR_INVALID_OPTIONS when the store has none. */
+function deleter(store: SessionStore, what: string): (ref: string, cwd: string) => Promise<SessionInfo> {
+  if (store.delete === undefined) {
+    throw new LifelineError(
+      "ERR_INVALID_OPTIONS",
+      `${what} needs a session store with delete(); this host's has none.`,
+    );
+  }
+  return store.delete.bind(store);
+}
 
 /** One host's stored-session calls; each is documented on the `SessionHost` method of its name. */
 export class HostStoredSessions {
@@ -33,6 +78,44 @@ export class HostStoredSessions {
     await this.#parts.fleet.connection();
     const cwd = options.allDirectories === true ? undefined : (options.cwd ?? this.#parts.config.cwd());
     return this.#parts.files.requireStore(undefined, "listSessions()").list(cwd);
+  }
+
+  async delete(ref: string): Promise<SessionInfo> {
+    if (typeof ref !== "string" || ref === "") {
+      throw new LifelineError("ERR_INVALID_OPTIONS", "deleteSession() needs a session file path or id.");
+    }
+    await this.#parts.fleet.connection();
+    return deleter(this.#parts.files.requireStore(undefined, "deleteSession()"), "deleteSession()")(
+      ref,
+      this.#parts.config.cwd(),
+    );
+  }
+
+  async prune(options: PruneOptions): Promise<PruneResult> {
+    validate(pruneSessionsOptionsSchema, options, "pruneSessions options");
+    await this.#parts.fleet.connection();
+    const store = this.#parts.files.requireStore(undefined, "pruneSessions()");
+    const remove = deleter(store, "pruneSessions()");
+    if (store instanceof RedisSessionStore && options.dryRun !== true) await store.sweepExpired();
+    const cwd = options.allDirectories === true ? undefined : (options.cwd ?? this.#parts.config.cwd());
+    const cutoff = Date.now() - options.olderThanMs;
+    const result: PruneResult = { deleted: [], skipped: [] };
+    for (const info of await store.list(cwd)) {
+      if (info.modified.getTime() >= cutoff) continue;
+      if (options.dryRun === true) {
+        result.deleted.push(info);
+        continue;
+      }
+      try {
+        result.deleted.push(await remove(info.path, this.#parts.config.cwd()));
+      } catch (error) {
+        // Open somewhere (its writer is using it) or gone meanwhile: the others go on.
+        if (!(error instanceof LifelineError)) throw error;
+        if (error.code !== "ERR_SESSION_LOCKED" && error.code !== "ERR_SESSION_NOT_FOUND") throw error;
+        result.skipped.push({ session: info, reason: error.message });
+      }
+    }
+    return result;
   }
 
   async export(ref: string): Promise<{ text: string; warnings: string[] }> {

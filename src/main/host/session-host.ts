@@ -27,11 +27,12 @@ import {
   type SessionOptions,
 } from "./host-options.js";
 import { closeHostParts, type HostParts, makeHostParts } from "./host-parts.js";
-import { HostStoredSessions } from "./host-stored-sessions.js";
+import { HostStoredSessions, type PruneOptions, type PruneResult } from "./host-stored-sessions.js";
 import type { ForkOptions, ForkResult } from "./session-forks.js";
 
 /** The option types of this module's functions, for callers that import the host alone. */
 export type { ResumeOptions, SessionHostOptions, SessionOptions } from "./host-options.js";
+export type { PruneOptions, PruneResult } from "./host-stored-sessions.js";
 
 /**
  * Creates a host. Cheap: the pool and its workers start with the first session.
@@ -139,6 +140,18 @@ export class SessionHost {
     return this.#stored.export(ref);
   }
 
+  /** Deletes a stored session open nowhere (`ref` and store as for exportSession); resolves with what it was. */
+  async deleteSession(ref: string): Promise<SessionInfo> {
+    this.#assertOpen();
+    return this.#stored.delete(ref);
+  }
+
+  /** Deletes the stored sessions last written over `olderThanMs` ago, but not open ones (PruneOptions). */
+  async pruneSessions(options: PruneOptions): Promise<PruneResult> {
+    this.#assertOpen();
+    return this.#stored.prune(options);
+  }
+
   /**
    * pi's `/fork`: a new persisted session holding `session`'s path up to (`position: "before"`,
    * the default) the user message `entryId`, or up to and including the entry (`"at"`); its
@@ -193,19 +206,16 @@ export class SessionHost {
   }
 
   /**
-   * @internal Fleet mode: the host's one connection to its fleet's Redis (made on the first call,
-   * as the first session makes it), which `serveFleet` shares instead of opening a second one;
-   * undefined when the host is in no fleet. The host owns it: `close()` closes it.
-   * @throws ERR_FLEET_UNAVAILABLE, ERR_INVALID_SETTINGS (see `connectFleet`).
+   * @internal Fleet mode: the host's one connection to its fleet's Redis (made on first use), which
+   * `serveFleet` shares; undefined outside a fleet. `close()` closes it. @throws as `connectFleet`.
    */
   fleetConnection(): Promise<FleetConnection | undefined> {
     return this.#parts.fleet.connection();
   }
 
   /**
-   * @internal B9, fleet mode: the next prompt of session `sessionId` continues the trace named by
-   * `traceparent` (W3C), not the context its `prompt()` is called in. Ignored when the host records
-   * no spans or the value is malformed.
+   * @internal B9, fleet mode: session `sessionId`'s next prompt continues the W3C trace `traceparent`
+   * instead of its caller's context. Ignored without spans or for a malformed value.
    */
   continueTrace(sessionId: string, traceparent: string | undefined): void {
     this.#parts.telemetry.continueTrace(sessionId, traceparent);

@@ -1,17 +1,21 @@
 /**
- * The runs of `lifeline export <id>` and `lifeline sessions`: the stored sessions, read where the
- * CLI's other modes keep them: the fleet's Redis in fleet mode (`--fleet`, or the `fleet`
+ * The runs of `lifeline export <id>`, `lifeline sessions` and its `delete` and `prune`: the stored
+ * sessions, where the CLI's other modes keep them: the fleet's Redis in fleet mode (`--fleet`, or the `fleet`
  * setting), else `--session-dir`, the `sessionDir` setting, or `$LIFELINE_DIR/sessions/<encoded
  * cwd>/`; an explicit directory means files, in fleet mode too.
  *
- *   export   pi's v3 JSONL on stdout (or `--out FILE`)
- *   sessions this directory's sessions, newest first; in fleet mode every directory's, each
- *            line naming its directory (`--here`: only this directory's)
+ *   export          pi's v3 JSONL on stdout (or `--out FILE`)
+ *   sessions        this directory's sessions, newest first; in fleet mode every directory's,
+ *                   each line naming its directory (`--here`: only this directory's)
+ *   sessions delete one session, if it is open nowhere; its line on stdout
+ *   sessions prune  every directory's sessions (`--here`: this one's) last written longer ago
+ *                   than `--older-than`, except those open somewhere; a line per session deleted
  *
- * Neither opens a session for writing, so both work on a session open elsewhere. Exit codes: 0
- * done; 2 a session that does not exist, an ambiguous prefix, bad settings or credentials, a
- * stored session that cannot be read; 1 anything else (the fleet's Redis unreachable, `--out`
- * not writable).
+ * Export and listing open no session for writing, so both work on a session open elsewhere;
+ * delete refuses one that is open (ERR_SESSION_LOCKED). Exit codes: 0 done; 2 a session that does
+ * not exist, an ambiguous prefix, bad settings or credentials, a stored session that cannot be
+ * read; 1 anything else (the session open somewhere, the fleet's Redis unreachable, `--out` not
+ * writable).
  */
 import { writeFile } from "node:fs/promises";
 import type { ErrorCode } from "../../shared/errors.js";
@@ -69,6 +73,55 @@ export function runSessionsCommand(request: SessionsCommandRequest): Promise<num
       );
     }
     for (const info of sessions) process.stdout.write(`${listLine(info, request.allDirectories)}\n`);
+    return 0;
+  });
+}
+
+/** What `lifeline sessions delete` runs. */
+export interface DeleteCommandRequest {
+  host: SessionHostOptions;
+  /** The session's id, a unique prefix of it, or a session file's path. */
+  ref: string;
+}
+
+/** What `lifeline sessions prune` runs. */
+export interface PruneCommandRequest {
+  host: SessionHostOptions;
+  /** Delete the sessions last written longer ago than this. */
+  olderThanMs: number;
+  /** Every directory's sessions; else the host's cwd's. */
+  allDirectories: boolean;
+  /** Delete nothing; list what would be deleted. */
+  dryRun: boolean;
+}
+
+/** Runs `lifeline sessions delete`: the deleted session's line on stdout. Resolves to the exit code. Never throws. */
+export function runDeleteCommand(request: DeleteCommandRequest): Promise<number> {
+  return withHost(request.host, async (host) => {
+    const info = await host.deleteSession(request.ref);
+    process.stdout.write(`${listLine(info, true)}\n`);
+    process.stderr.write(`Deleted session ${info.id}.\n`);
+    return 0;
+  });
+}
+
+/**
+ * Runs `lifeline sessions prune`: a line per deleted session on stdout (with `dryRun`, per session
+ * it would delete), a line per session left (open somewhere) and a count on stderr. Resolves to
+ * the exit code. Never throws.
+ */
+export function runPruneCommand(request: PruneCommandRequest): Promise<number> {
+  return withHost(request.host, async (host) => {
+    const { deleted, skipped } = await host.pruneSessions({
+      olderThanMs: request.olderThanMs,
+      dryRun: request.dryRun,
+      ...(request.allDirectories ? { allDirectories: true } : {}),
+    });
+    for (const info of deleted) process.stdout.write(`${listLine(info, true)}\n`);
+    for (const { session, reason } of skipped) process.stderr.write(`Left ${session.id}: ${reason}\n`);
+    const verb = request.dryRun ? "Would delete" : "Deleted";
+    const left = skipped.length === 0 ? "" : `; left ${skipped.length} open somewhere`;
+    process.stderr.write(`${verb} ${deleted.length} session${deleted.length === 1 ? "" : "s"}${left}.\n`);
     return 0;
   });
 }

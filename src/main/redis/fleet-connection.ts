@@ -137,12 +137,19 @@ function fleetRedisOptions(connectTimeout: number) {
  * @throws ERR_FLEET_UNAVAILABLE when it does not answer within the timeout (the message names the
  *   URL, password hidden, and the last error); ERR_INVALID_SETTINGS (naming `fleet.redis`) when it
  *   answers but evicts keys (`maxmemory-policy` other than `noeviction`: a queue or a lease could
- *   vanish) or is older than Redis 7.
+ *   vanish) or is older than Redis 7, and naming `fleet.sessionTtlMs` when it is shorter than
+ *   `fleet.leaseMs`.
  */
 export async function connectFleet(
   settings: FleetSettings,
   options: ConnectFleetOptions = {},
 ): Promise<FleetConnection> {
+  if (settings.sessionTtlMs !== 0 && settings.sessionTtlMs < settings.leaseMs) {
+    // Else a live writer's session could expire between two renewals of its lease.
+    throw new InvalidSettingsError(
+      `fleet.sessionTtlMs (${settings.sessionTtlMs}) is shorter than fleet.leaseMs (${settings.leaseMs}); make it 0 (keep sessions) or at least the lease.`,
+    );
+  }
   const timeoutMs = options.timeoutMs ?? CONNECT_TIMEOUT_MS;
   const shown = redactedUrl(settings.redis);
   const redis = new Redis(settings.redis, fleetRedisOptions(timeoutMs));

@@ -105,6 +105,30 @@ export class FileSessionStore implements SessionStore {
     return infos.sort((a, b) => b.modified.getTime() - a.modified.getTime());
   }
 
+  /**
+   * Deletes a session file no process has open (it takes the file's lock first, so a writer
+   * cannot be appending meanwhile); resolves with what it was. The file's directory stays.
+   */
+  async delete(ref: string, cwd: string): Promise<SessionInfo> {
+    const path = await this.#resolve(ref, cwd);
+    await stat(path).catch(() => {
+      throw notFound(ref, path);
+    });
+    const lock = await lockSessionFile(path);
+    try {
+      const info = await describe(path).catch((error: unknown) => {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") throw notFound(ref, path);
+        throw fileError(`Could not read session file ${path}`, error);
+      });
+      await unlink(path).catch((error: unknown) => {
+        throw fileError(`Could not delete session file ${path}`, error);
+      });
+      return info;
+    } finally {
+      await lock.release();
+    }
+  }
+
   /** Session files of `cwd`'s directory, or of every directory when `cwd` is undefined. */
   async #files(cwd: string | undefined): Promise<string[]> {
     const directories =
@@ -137,13 +161,16 @@ export class FileSessionStore implements SessionStore {
         );
       }
     }
-    const where = this.#dir ?? join(this.#root, "sessions");
-    throw new LifelineError(
-      "ERR_SESSION_NOT_FOUND",
-      `No session with an id starting "${ref}" in ${where}; list them with listSessions().`,
-      { cliMessage: `No session with an id starting "${ref}" in ${where}; list them with \`lifeline sessions\`.` },
-    );
+    throw notFound(ref, this.#dir ?? join(this.#root, "sessions"));
   }
+}
+
+function notFound(ref: string, where: string): LifelineError {
+  return new LifelineError(
+    "ERR_SESSION_NOT_FOUND",
+    `No session with an id starting "${ref}" in ${where}; list them with listSessions().`,
+    { cliMessage: `No session with an id starting "${ref}" in ${where}; list them with \`lifeline sessions\`.` },
+  );
 }
 
 /** The writer of one open session file. */

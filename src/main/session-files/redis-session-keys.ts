@@ -11,6 +11,13 @@
  *   sessions:all            ZSET    id → modified ms, for listing every session
  *   sessions:cwd:<cwd>      ZSET    id → modified ms, for listing one working directory's
  *   sessions:ids            ZSET    id → 0, for finding ids by prefix (ZRANGE BYLEX)
+ *   sessions:expiry         ZSET    `<cwd>\n<id>` → the ms its idle time runs out (fleet.sessionTtlMs)
+ *
+ * With `fleet.sessionTtlMs`, a session's entries, info and fence carry that TTL, renewed whenever
+ * it is created, opened, its lease renewed or released; the index keys carry it too, renewed by
+ * every session's, so they outlive their newest member. Redis deletes an idle session's keys on
+ * its own; the scripts that create and release sessions then remove up to 100 expired sessions
+ * from the indexes (redis-session-scripts.ts, SWEEP), so nothing of them is left.
  *
  * A session id has no `/`, `\`, `..` or control characters (assertValidSessionId), and the suffix
  * after it never contains `:`, so no two sessions' keys can meet.
@@ -19,6 +26,8 @@ import type { FleetConnection } from "../redis/fleet-connection.js";
 
 /** The keys of one session, plus the indexes an append touches. */
 export interface SessionKeys {
+  /** The session's working directory (its header's), which names `byCwd`. */
+  cwd: string;
   entries: string;
   info: string;
   lock: string;
@@ -36,6 +45,7 @@ export function sessionKeys(connection: FleetConnection, id: string, cwd: string
     fence: connection.key("session", id, "fence"),
     all: allSessionsKey(connection),
     byCwd: cwdSessionsKey(connection, cwd),
+    cwd,
   };
 }
 

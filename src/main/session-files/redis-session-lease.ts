@@ -52,6 +52,7 @@ export class SessionLease {
   /** The lock's value while this writer holds it: `<fence>:<owner>`. */
   readonly value: string;
   readonly #connection: FleetConnection;
+  readonly #id: string;
   readonly #keys: SessionKeys;
   readonly #onLost: () => void;
   #timer: NodeJS.Timeout | undefined;
@@ -61,8 +62,16 @@ export class SessionLease {
    * Starts renewing a lease just taken (by the store's CREATE or ACQUIRE script).
    * @param onLost called once when a renewal finds another writer's token (the writer is fenced).
    */
-  constructor(connection: FleetConnection, keys: SessionKeys, fence: string, owner: string, onLost: () => void) {
+  constructor(
+    connection: FleetConnection,
+    id: string,
+    keys: SessionKeys,
+    fence: string,
+    owner: string,
+    onLost: () => void,
+  ) {
     this.#connection = connection;
+    this.#id = id;
     this.#keys = keys;
     this.fence = fence;
     this.value = `${fence}:${owner}`;
@@ -85,7 +94,10 @@ export class SessionLease {
   /** Stops renewing and deletes the lock if it is still this writer's. Never rejects. */
   async release(): Promise<void> {
     this.#stop();
-    await runScript(this.#connection.redis, RELEASE, [this.#keys.lock, this.value]).catch(() => {
+    const { lock, fence, cwd } = this.#keys;
+    const { prefix, settings } = this.#connection;
+    const args = [lock, fence, this.value, this.fence, this.#id, cwd, prefix, settings.sessionTtlMs];
+    await runScript(this.#connection.redis, RELEASE, args).catch(() => {
       // Redis is away: the lease lapses on its own within leaseMs.
     });
   }
@@ -94,12 +106,18 @@ export class SessionLease {
     if (this.#timer === undefined) return;
     let held: unknown;
     try {
+      const { lock, fence, cwd } = this.#keys;
+      const { prefix, settings } = this.#connection;
       held = await runScript(this.#connection.redis, RENEW, [
-        this.#keys.lock,
-        this.#keys.fence,
+        lock,
+        fence,
         this.fence,
         this.value,
         this.leaseMs,
+        this.#id,
+        cwd,
+        prefix,
+        settings.sessionTtlMs,
       ]);
     } catch {
       return; // Redis is away; the next tick tries again, and the token decides when it is back.

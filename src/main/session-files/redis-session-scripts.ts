@@ -28,37 +28,100 @@ redis.call('ZADD', KEYS[5], now, ARGV[1])
 redis.call('ZADD', KEYS[6], now, ARGV[1])`;
 
 /**
- * Stores a new session and takes its lock.
- * KEYS: entries, info, lock, fence, all, by cwd, ids. ARGV: id, owner, leaseMs, header line, cwd, created.
+ * Retention (fleet.sessionTtlMs, redis-session-keys.ts): `keep` gives a session's keys and the
+ * index keys the idle time `ttl` from `now` and records the deadline in the expiry index (`ttl` 0:
+ * no deadline, and any earlier one removed); `sweep` removes up to `limit` sessions whose
+ * deadline has passed from every index and answers how many it removed. Sweeping never deletes a
+ * live session: Redis deletes the keys themselves when their TTL (set with the deadline) runs
+ * out, and a due entry whose session still has a TTL left (a deadline moved on under another
+ * entry) is moved to that time instead; one kept without a TTL (`ttl` 0 since) only leaves the
+ * expiry index. Keys are built from the fleet's prefix `P` as redis-session-keys.ts builds them.
+ */
+const RETENTION = `local function indexes(P, cwd)
+  return {P .. 'sessions:all', P .. 'sessions:ids', P .. 'sessions:cwd:' .. cwd, P .. 'sessions:expiry'}
+end
+local function keep(P, id, cwd, ttl, now)
+  local s = P .. 'session:' .. id .. ':'
+  local member = cwd .. '\\n' .. id
+  if ttl > 0 then
+    redis.call('ZADD', P .. 'sessions:expiry', now + ttl, member)
+    for _, key in ipairs({s .. 'entries', s .. 'info', s .. 'fence'}) do redis.call('PEXPIRE', key, ttl) end
+    for _, key in ipairs(indexes(P, cwd)) do redis.call('PEXPIRE', key, ttl) end
+  else
+    if redis.call('ZREM', P .. 'sessions:expiry', member) == 1 then
+      for _, key in ipairs({s .. 'entries', s .. 'info', s .. 'fence'}) do redis.call('PERSIST', key) end
+    end
+    for _, key in ipairs(indexes(P, cwd)) do redis.call('PERSIST', key) end
+  end
+end
+local function sweep(P, now, limit)
+  local expiry = P .. 'sessions:expiry'
+  local due = redis.call('ZRANGEBYSCORE', expiry, '-inf', now, 'LIMIT', 0, limit)
+  local removed = 0
+  for _, member in ipairs(due) do
+    local cwd, id = string.match(member, '^(.*)\\n([^\\n]*)$')
+    local s = P .. 'session:' .. (id or '') .. ':'
+    local left = id and redis.call('PTTL', s .. 'entries') or -2
+    if left > 0 then
+      redis.call('ZADD', expiry, now + left, member)
+    else
+      if id and left == -2 then
+        redis.call('DEL', s .. 'info', s .. 'fence')
+        for _, key in ipairs(indexes(P, cwd)) do redis.call('ZREM', key, id) end
+      end
+      redis.call('ZREM', expiry, member)
+      removed = removed + 1
+    end
+  end
+  return removed
+end`;
+
+/** Most expired sessions one create or release sweeps from the indexes. */
+const SWEEP_LIMIT = 100;
+
+/**
+ * Stores a new session and takes its lock. Its fencing token starts at Redis's clock in ms (or
+ * above a counter left there), so a session made again under the id of one that expired never
+ * gives out a token a stalled writer of the old one still holds.
+ * KEYS: entries, info, lock, fence, all, by cwd, ids.
+ * ARGV: id, owner, leaseMs, header line, cwd, created, prefix, ttl.
  * → {"ok", fence} | {"locked", pttl, holder} | {"exists"}
  */
 export const CREATE = script(
   7,
-  `local holder = redis.call('GET', KEYS[3])
+  `${RETENTION}
+local holder = redis.call('GET', KEYS[3])
 if holder then return {'locked', redis.call('PTTL', KEYS[3]), holder} end
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'exists'} end
-local fence = redis.call('INCR', KEYS[4])
+${NOW}
+local fence = string.format('%d', math.max(tonumber(redis.call('GET', KEYS[4]) or '0') + 1, tonumber(now)))
+redis.call('SET', KEYS[4], fence)
 redis.call('SET', KEYS[3], fence .. ':' .. ARGV[2], 'PX', ARGV[3])
 redis.call('RPUSH', KEYS[1], ARGV[4])
-${NOW}
 redis.call('HSET', KEYS[2], 'id', ARGV[1], 'cwd', ARGV[5], 'created', ARGV[6], 'messages', 0)
 ${TOUCH}
 redis.call('ZADD', KEYS[7], 0, ARGV[1])
+keep(ARGV[7], ARGV[1], ARGV[5], tonumber(ARGV[8]), tonumber(now))
+sweep(ARGV[7], tonumber(now), ${SWEEP_LIMIT})
 return {'ok', fence}`,
 );
 
 /**
  * Takes the lock of a stored session and reads it.
- * KEYS: entries, lock, fence. ARGV: owner, leaseMs.
+ * KEYS: entries, lock, fence. ARGV: owner, leaseMs, id, prefix, ttl.
  * → {"ok", fence, line...} | {"locked", pttl, holder} | {"missing"}
  */
 export const ACQUIRE = script(
   3,
-  `if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing'} end
+  `${RETENTION}
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing'} end
 local holder = redis.call('GET', KEYS[2])
 if holder then return {'locked', redis.call('PTTL', KEYS[2]), holder} end
-local fence = redis.call('INCR', KEYS[3])
+local fence = string.format('%d', redis.call('INCR', KEYS[3]))
 redis.call('SET', KEYS[2], fence .. ':' .. ARGV[1], 'PX', ARGV[2])
+${NOW}
+local cwd = redis.call('HGET', ARGV[4] .. 'session:' .. ARGV[3] .. ':info', 'cwd') or ''
+keep(ARGV[4], ARGV[3], cwd, tonumber(ARGV[5]), tonumber(now))
 local reply = redis.call('LRANGE', KEYS[1], 0, -1)
 table.insert(reply, 1, fence)
 table.insert(reply, 1, 'ok')
@@ -67,13 +130,18 @@ return reply`,
 
 /**
  * Extends the lease while the writer's fencing token is the session's latest (no one took the
- * session since): also after the lease lapsed unnoticed (a Redis restart, a short stall).
- * KEYS: lock, fence. ARGV: fence, lock value, leaseMs. → 1 | 0 (taken over: the writer is fenced)
+ * session since): also after the lease lapsed unnoticed (a Redis restart, a short stall). An open
+ * session is not idle: its deadline moves on too.
+ * KEYS: lock, fence. ARGV: fence, lock value, leaseMs, id, cwd, prefix, ttl.
+ * → 1 | 0 (taken over: the writer is fenced)
  */
 export const RENEW = script(
   2,
-  `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+  `${RETENTION}
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+${NOW}
+keep(ARGV[6], ARGV[4], ARGV[5], tonumber(ARGV[7]), tonumber(now))
 return 1`,
 );
 
@@ -109,11 +177,49 @@ ${TOUCH}
 return {'ok', length + count}`,
 );
 
-/** Deletes the lock if it still holds this writer's value. KEYS: lock. ARGV: lock value. → 1 | 0 */
+/**
+ * Deletes the lock if it still holds this writer's value; while the writer's token is the latest,
+ * the session's idle time starts now. Then sweeps expired sessions from the indexes.
+ * KEYS: lock, fence. ARGV: lock value, fence, id, cwd, prefix, ttl. → 1 | 0
+ */
 export const RELEASE = script(
-  1,
-  `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`,
+  2,
+  `${RETENTION}
+${NOW}
+local released = 0
+if redis.call('GET', KEYS[1]) == ARGV[1] then released = redis.call('DEL', KEYS[1]) end
+if redis.call('GET', KEYS[2]) == ARGV[2] then keep(ARGV[5], ARGV[3], ARGV[4], tonumber(ARGV[6]), tonumber(now)) end
+sweep(ARGV[5], tonumber(now), ${SWEEP_LIMIT})
+return released`,
+);
+
+/**
+ * Deletes a stored session that no one holds: its keys, and it from every index.
+ * KEYS: entries, info, lock, fence. ARGV: id, prefix.
+ * → {"ok"} | {"locked", pttl, holder} | {"missing"}
+ */
+export const DELETE = script(
+  4,
+  `${RETENTION}
+local holder = redis.call('GET', KEYS[3])
+if holder then return {'locked', redis.call('PTTL', KEYS[3]), holder} end
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing'} end
+local cwd = redis.call('HGET', KEYS[2], 'cwd') or ''
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[4])
+for _, key in ipairs(indexes(ARGV[2], cwd)) do redis.call('ZREM', key, ARGV[1]) end
+redis.call('ZREM', ARGV[2] .. 'sessions:expiry', cwd .. '\\n' .. ARGV[1])
+return {'ok'}`,
+);
+
+/**
+ * Sweeps up to `limit` expired sessions from the indexes (see RETENTION), for a prune that wants
+ * them all gone now. KEYS: none. ARGV: prefix, limit. → how many it removed
+ */
+export const SWEEP = script(
+  0,
+  `${RETENTION}
+${NOW}
+return sweep(ARGV[1], tonumber(now), tonumber(ARGV[2]))`,
 );
 
 /**

@@ -21,7 +21,7 @@ import { errorText } from "../../shared/failures/error-text.js";
 import type { FleetConnection } from "../redis/fleet-connection.js";
 import { allSessionsKey, cwdSessionsKey, sessionIdsKey, sessionKeys, sessionPath } from "./redis-session-keys.js";
 import { lockedError, newOwner } from "./redis-session-lease.js";
-import { ACQUIRE, CREATE, RELEASE, runScript } from "./redis-session-scripts.js";
+import { ACQUIRE, CREATE, DELETE, RELEASE, runScript, SWEEP } from "./redis-session-scripts.js";
 import { RedisSessionWriter } from "./redis-session-writer.js";
 import { assertValidSessionId, type SessionHeader, serializeLine } from "./session-format.js";
 import { parseSessionText } from "./session-reader.js";
@@ -65,6 +65,8 @@ export class RedisSessionStore implements SessionStore {
         serializeLine(header).slice(0, -1),
         header.cwd,
         header.timestamp,
+        connection.prefix,
+        connection.settings.sessionTtlMs,
       ]),
     )) as unknown[];
     if (reply[0] === "locked") throw lockedError(header.id, Number(reply[1]), String(reply[2]));
@@ -104,6 +106,9 @@ export class RedisSessionStore implements SessionStore {
         lockKeys.fence,
         owner,
         connection.settings.leaseMs,
+        id,
+        connection.prefix,
+        connection.settings.sessionTtlMs,
       ]),
     )) as unknown[];
     if (reply[0] === "missing") throw notFound(id);
@@ -114,7 +119,9 @@ export class RedisSessionStore implements SessionStore {
     try {
       stored = this.#parse(id, lines);
     } catch (error) {
-      await runScript(connection.redis, RELEASE, [lockKeys.lock, `${fence}:${owner}`]).catch(() => {});
+      // No fence given: the session's deadline stays what ACQUIRE made it.
+      const release = [lockKeys.lock, lockKeys.fence, `${fence}:${owner}`, "", id, "", connection.prefix, 0];
+      await runScript(connection.redis, RELEASE, release).catch(() => {});
       throw error;
     }
     const writer = new RedisSessionWriter(connection, {
@@ -153,20 +160,48 @@ export class RedisSessionStore implements SessionStore {
     });
     const sessions: SessionInfo[] = [];
     for (const [error, value] of infos) {
-      const info = value as Record<string, string> | null;
-      if (error !== null || info?.id === undefined || info.cwd === undefined) continue;
-      sessions.push({
-        id: info.id,
-        path: sessionPath(connection, info.id),
-        cwd: info.cwd,
-        created: new Date(info.created ?? 0),
-        modified: new Date(Number(info.modified ?? 0)),
-        messageCount: Number(info.messages ?? 0),
-        firstMessage: info.first ?? "",
-        ...(info.name === undefined || info.name === "" ? {} : { name: info.name }),
-      });
+      // An id whose info is gone expired and waits for a sweep (redis-session-keys.ts).
+      const info = error === null ? toInfo(connection, value as Record<string, string> | null) : undefined;
+      if (info !== undefined) sessions.push(info);
     }
     return sessions;
+  }
+
+  /**
+   * Deletes a stored session no one holds (its keys, and it from every index); resolves with what
+   * it was. `ref` as for {@link open}.
+   * @throws ERR_SESSION_NOT_FOUND, ERR_INVALID_OPTIONS (ambiguous prefix), ERR_SESSION_LOCKED (open
+   *   on a host: close it there first), ERR_FLEET_UNAVAILABLE.
+   */
+  async delete(ref: string, cwd: string): Promise<SessionInfo> {
+    const connection = this.#connection;
+    const id = await this.#resolve(ref, cwd);
+    const keys = sessionKeys(connection, id, cwd);
+    const info = toInfo(connection, await this.#command("read session", () => connection.redis.hgetall(keys.info)));
+    const reply = (await this.#command("delete session", () =>
+      runScript(connection.redis, DELETE, [keys.entries, keys.info, keys.lock, keys.fence, id, connection.prefix]),
+    )) as unknown[];
+    if (reply[0] === "missing" || info === undefined) throw notFound(id);
+    if (reply[0] === "locked") throw lockedError(id, Number(reply[1]), String(reply[2]));
+    return info;
+  }
+
+  /**
+   * Removes from the indexes every session whose idle time (fleet.sessionTtlMs) ran out; Redis
+   * has deleted their keys already. Creating and releasing sessions sweep a hundred at a time; this
+   * sweeps until none is left. Resolves with how many it removed.
+   * @throws ERR_FLEET_UNAVAILABLE.
+   */
+  async sweepExpired(): Promise<number> {
+    const connection = this.#connection;
+    let removed = 0;
+    for (;;) {
+      const count = Number(
+        await this.#command("sweep sessions", () => runScript(connection.redis, SWEEP, [connection.prefix, 1000])),
+      );
+      removed += count;
+      if (count < 1000) return removed;
+    }
   }
 
   /** Lines as stored → header and entries; damaged lines skipped with warnings, as the file store does. */
@@ -236,6 +271,21 @@ export class RedisSessionStore implements SessionStore {
       );
     }
   }
+}
+
+/** A session's info hash as a {@link SessionInfo}; undefined when there is none. */
+function toInfo(connection: FleetConnection, info: Record<string, string> | null): SessionInfo | undefined {
+  if (info?.id === undefined || info.cwd === undefined) return undefined;
+  return {
+    id: info.id,
+    path: sessionPath(connection, info.id),
+    cwd: info.cwd,
+    created: new Date(info.created ?? 0),
+    modified: new Date(Number(info.modified ?? 0)),
+    messageCount: Number(info.messages ?? 0),
+    firstMessage: info.first ?? "",
+    ...(info.name === undefined || info.name === "" ? {} : { name: info.name }),
+  };
 }
 
 function notFound(ref: string): LifelineError {

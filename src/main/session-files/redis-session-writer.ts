@@ -72,7 +72,7 @@ export class RedisSessionWriter implements SessionWriter {
       closed: () =>
         new LifelineError("ERR_SESSION_FILE", `Session ${this.#id} is closed; nothing more is written to it.`),
     });
-    this.#lease = new SessionLease(connection, start.keys, start.fence, start.owner, () =>
+    this.#lease = new SessionLease(connection, start.id, start.keys, start.fence, start.owner, () =>
       this.#appends.fail(fencedError(this.#id, "")),
     );
   }

@@ -84,4 +84,11 @@ export interface SessionStore {
    * @throws as {@link open}, except ERR_SESSION_LOCKED.
    */
   read?(ref: string, cwd: string): Promise<StoredSession>;
+  /**
+   * Deletes a stored session that is not open for writing anywhere, `ref` as for {@link open};
+   * resolves with what it was. Optional: `host.deleteSession()` and `pruneSessions()` need it;
+   * the shipped stores have it.
+   * @throws as {@link open} (ERR_SESSION_LOCKED: open somewhere; close it there first).
+   */
+  delete?(ref: string, cwd: string): Promise<SessionInfo>;
 }

@@ -26,7 +26,7 @@ export interface SettingsInput {
   /** Read by the CLI only (see the schema). */
   extensions?: string[];
   compaction?: { enabled?: boolean; reserveTokens?: number; keepRecentTokens?: number };
-  fleet?: { redis?: string; name?: string; leaseMs?: number };
+  fleet?: { redis?: string; name?: string; leaseMs?: number; sessionTtlMs?: number };
   defaultThinkingLevel?: ThinkingLevel;
   /** Host-wide (see the schema): a session's `settings` may not set it. */
   proxy?: string;

@@ -165,6 +165,17 @@ function buildSchemas() {
      * it. @default 10000
      */
     leaseMs: z.number().int().min(500).max(600_000).default(10_000),
+    /**
+     * How long a stored session may stay idle (neither written nor open anywhere) before Redis
+     * deletes it, in ms; 0 keeps sessions until deleted. At least `leaseMs` (checked on joining).
+     * @default 2592000000 (30 days)
+     */
+    sessionTtlMs: z
+      .number()
+      .int()
+      .refine((ms) => ms === 0 || ms >= 1000, { error: "must be 0 (never) or at least 1000 ms" })
+      .max(315_360_000_000)
+      .default(2_592_000_000),
   });
 
   /** A forward proxy's URL (docs/network.md; shared/settings/proxy-url.ts says what is allowed). */

@@ -359,6 +359,54 @@ const ROWS: Record<string, Row> = {
   "lifeline sessions --here": lands(["sessions", "--fleet", REDIS, "--here"], "listSessions", {
     allDirectories: false,
   }),
+  "lifeline sessions delete --fleet": lands(["sessions", "delete", "abc", "--fleet", REDIS], "deleteSession", {
+    ref: "abc",
+    host: { settings: { fleet: { redis: REDIS } }, cwd: place.cwd },
+  }),
+  "lifeline sessions delete --fleet-name": lands(
+    ["sessions", "delete", "abc", "--fleet", REDIS, "--fleet-name", "blue"],
+    "deleteSession",
+    { host: { settings: { fleet: { name: "blue" } } } },
+  ),
+  "lifeline sessions delete --session-dir": lands(
+    ["sessions", "delete", "abc", "--session-dir", "/tmp/s"],
+    "deleteSession",
+    { host: { sessions: { dir: "/tmp/s" } } },
+  ),
+  "lifeline sessions prune --older-than": lands(["sessions", "prune", "--older-than", "30d"], "pruneSessions", {
+    olderThanMs: 30 * 86_400_000,
+    allDirectories: true,
+    dryRun: false,
+  }),
+  "lifeline sessions prune --fleet": lands(
+    ["sessions", "prune", "--older-than", "1h", "--fleet", REDIS],
+    "pruneSessions",
+    {
+      olderThanMs: 3_600_000,
+      host: { settings: { fleet: { redis: REDIS } } },
+    },
+  ),
+  "lifeline sessions prune --fleet-name": lands(
+    ["sessions", "prune", "--older-than", "1h", "--fleet", REDIS, "--fleet-name", "blue"],
+    "pruneSessions",
+    { host: { settings: { fleet: { name: "blue" } } } },
+  ),
+  "lifeline sessions prune --session-dir": lands(
+    ["sessions", "prune", "--older-than", "90m", "--session-dir", "/tmp/s"],
+    "pruneSessions",
+    { olderThanMs: 5_400_000, host: { sessions: { dir: "/tmp/s" } } },
+  ),
+  "lifeline sessions prune --here": lands(["sessions", "prune", "--older-than", "0", "--here"], "pruneSessions", {
+    olderThanMs: 0,
+    allDirectories: false,
+  }),
+  "lifeline sessions prune --dry-run": lands(
+    ["sessions", "prune", "--older-than", "2d", "--dry-run"],
+    "pruneSessions",
+    {
+      dryRun: true,
+    },
+  ),
 };
 
 /** The arguments a command needs besides its flags, so that a refused flag is the only fault. */
@@ -377,6 +425,8 @@ const BASE: Record<string, readonly string[]> = {
   "lifeline submit": ["--fleet", REDIS, "hi"],
   "lifeline export": ["abc"],
   "lifeline sessions": [],
+  "lifeline sessions delete": ["abc"],
+  "lifeline sessions prune": ["--older-than", "30d"],
 };
 
 /** A value for a flag that takes one, valid for the flag itself. */

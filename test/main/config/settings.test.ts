@@ -213,7 +213,12 @@ describe("settings files", () => {
     expect(await loadSettingsFiles(dir, tempDir())).toEqual({ fleet: { name: "team-a", leaseMs: 4000 } });
     const { host } = inProcessHost({ lifelineDir: dir, settings: { fleet: { redis: "redis://127.0.0.1:6390" } } });
     try {
-      expect((await host.settings()).fleet).toEqual({ redis: "redis://127.0.0.1:6390", name: "team-a", leaseMs: 4000 });
+      expect((await host.settings()).fleet).toEqual({
+        redis: "redis://127.0.0.1:6390",
+        name: "team-a",
+        leaseMs: 4000,
+        sessionTtlMs: 30 * 86_400_000,
+      });
     } finally {
       await host.close();
     }

@@ -1,5 +1,6 @@
 /**
- * `lifeline sessions` and `lifeline export <id>`: the stored sessions, where the modes keep them:
+ * `lifeline sessions` (with `delete <id>` and `prune --older-than <age>`) and `lifeline export
+ * <id>`: the stored sessions, where the modes keep them:
  * the fleet's Redis in fleet mode (`--fleet`, or the `fleet` setting), else `--session-dir`, the
  * `sessionDir` setting, or `$LIFELINE_DIR/sessions/<encoded cwd>/`. In fleet mode `sessions`
  * lists every directory's sessions, each line naming its directory (a session served by a fleet
@@ -10,7 +11,7 @@ import type { SessionHostOptions } from "../../host/host-options.js";
 import type { CliContext } from "../cli-context.js";
 import { command } from "../command-tree.js";
 import { switchFlag, valueFlag } from "../flag.js";
-import { nonBlank } from "../flag-values.js";
+import { age, nonBlank, usage } from "../flag-values.js";
 import { type FleetFlagValues, fleetFlags, fleetOverride } from "../groups/fleet-flags.js";
 import { sessionsOption, storedSessionFlags } from "../groups/session-flags.js";
 
@@ -42,7 +43,46 @@ const sessionsFlags = {
   here: switchFlag("--here", "in fleet mode, only the sessions of this directory"),
 } as const;
 
-/** `lifeline sessions`. */
+/** `lifeline sessions delete`. */
+const deleteCommand = command<CliContext, typeof storeFlags>({
+  name: "delete",
+  description: "delete a stored session that is open nowhere (in fleet mode, from the fleet's Redis)",
+  args: [
+    { spelling: "<id>", description: "the session's id, or a unique prefix of it (a path works for session files)" },
+  ],
+  flags: storeFlags,
+  run: async ({ flags, args, context }) => {
+    const store = await storeHost(flags, context);
+    return context.runtime.deleteSession({ host: store.host, ref: args[0] as string });
+  },
+});
+
+const pruneFlags = {
+  ...storeFlags,
+  olderThan: valueFlag("--older-than <age>", "delete the sessions last written longer ago than this (12h, 30d)", age),
+  here: switchFlag("--here", "only the sessions of this directory (default: every directory's)"),
+  dryRun: switchFlag("--dry-run", "delete nothing; list what would be deleted"),
+} as const;
+
+/** `lifeline sessions prune`. */
+const pruneCommand = command<CliContext, typeof pruneFlags>({
+  name: "prune",
+  description:
+    "delete the stored sessions of every directory last written longer ago than --older-than, except those open somewhere",
+  flags: pruneFlags,
+  run: async ({ flags, context }) => {
+    if (flags.olderThan === undefined) usage("lifeline sessions prune needs --older-than <age> (for example 30d).");
+    const store = await storeHost(flags, context);
+    return context.runtime.pruneSessions({
+      host: store.host,
+      olderThanMs: flags.olderThan,
+      allDirectories: flags.here !== true,
+      dryRun: flags.dryRun === true,
+    });
+  },
+});
+
+/** `lifeline sessions`, and `delete` and `prune` under it. */
 export const sessionsCommand = command<CliContext, typeof sessionsFlags>({
   name: "sessions",
   description: "list the stored sessions, most recent first: this directory's, or in fleet mode every directory's",
@@ -51,6 +91,7 @@ export const sessionsCommand = command<CliContext, typeof sessionsFlags>({
     const store = await storeHost(flags, context);
     return context.runtime.listSessions({ host: store.host, allDirectories: store.fleet && flags.here !== true });
   },
+  subcommands: [deleteCommand, pruneCommand],
 });
 
 const exportFlags = {

@@ -79,6 +79,7 @@ describe("a command that needs a fleet", () => {
       redis: "redis://10.0.0.1:6379",
       name: "default",
       leaseMs: 10_000,
+      sessionTtlMs: 30 * 86_400_000,
     });
   });
 

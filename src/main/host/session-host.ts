@@ -32,7 +32,6 @@ import type { ForkOptions, ForkResult } from "./session-forks.js";
 
 /** The option types of this module's functions, for callers that import the host alone. */
 export type { ResumeOptions, SessionHostOptions, SessionOptions } from "./host-options.js";
-export type { PruneOptions, PruneResult } from "./host-stored-sessions.js";
 
 /**
  * Creates a host. Cheap: the pool and its workers start with the first session.

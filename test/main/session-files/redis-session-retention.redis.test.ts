@@ -143,10 +143,10 @@ describe("fleet.sessionTtlMs: idle sessions expire", () => {
     expect(await connection.redis.zcard(all)).toBe(151);
     // Creating and closing sessions sweeps a hundred expired ones at a time.
     for (const id of ["new-1", "new-2"]) await (await store.create(header(id, "/work/dir-1"))).close();
-    expect(await connection.redis.zrange(all, 0, -1)).toEqual(expect.arrayContaining(["busy", "new-1", "new-2"]));
+    expect(await connection.redis.zrange(all, "0", "-1")).toEqual(expect.arrayContaining(["busy", "new-1", "new-2"]));
     expect(await connection.redis.zcard(all)).toBe(3);
     expect(await connection.redis.zcard(connection.key("sessions", "ids"))).toBe(3);
-    expect(await connection.redis.zrange(connection.key("sessions", "cwd", "/work/dir-2"), 0, -1)).toEqual([]);
+    expect(await connection.redis.zrange(connection.key("sessions", "cwd", "/work/dir-2"), "0", "-1")).toEqual([]);
     expect(await scan(connection, `${connection.prefix}session:old-*`)).toEqual([]);
     expect((await store.list("/work/dir-1")).map((info) => info.id).sort()).toEqual(["new-1", "new-2"]);
   });
@@ -213,7 +213,7 @@ describe("deleting a session in the fleet", () => {
     expect(info).toMatchObject({ id: "s-gone", cwd: "/work/a", messageCount: 2 });
     expect(await scan(connection, `${connection.prefix}session:s-gone:*`)).toEqual([]);
     for (const index of [["all"], ["ids"], ["cwd", "/work/a"], ["expiry"]]) {
-      const members = await connection.redis.zrange(connection.key("sessions", ...index), 0, -1);
+      const members = await connection.redis.zrange(connection.key("sessions", ...index), "0", "-1");
       expect(
         members.some((member) => member.endsWith("s-gone")),
         index.join(":"),

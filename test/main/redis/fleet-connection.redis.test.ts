@@ -98,11 +98,12 @@ describe("fleet settings", () => {
     expect(String((error as Error).message)).toContain(`${key}:`);
   });
 
-  it("takes the defaults: fleet name 'default', leases of 10 s", () => {
+  it("takes the defaults: fleet name 'default', leases of 10 s, sessions kept 30 idle days", () => {
     expect(parseSettings({ fleet: { redis: "redis://127.0.0.1:6379" } }, "test").fleet).toEqual({
       redis: "redis://127.0.0.1:6379",
       name: "default",
       leaseMs: 10_000,
+      sessionTtlMs: 30 * 86_400_000,
     });
   });
 });

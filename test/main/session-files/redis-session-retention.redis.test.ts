@@ -78,7 +78,8 @@ function code(error: unknown): unknown {
 describe("fleet.sessionTtlMs: idle sessions expire", () => {
   it("leaves no key of 400 expired sessions and gives back their memory (used_memory within 10 %)", async () => {
     const name = file.fleetName("ttl");
-    const connection = await connect(name, { leaseMs: 500, sessionTtlMs: 1500 });
+    // A TTL that outlasts making the sessions on a loaded machine, so all 400 are there at once.
+    const connection = await connect(name, { leaseMs: 500, sessionTtlMs: 4000 });
     const store = new RedisSessionStore(connection);
     // Load the scripts and settle the connection's buffers before measuring.
     const warm = await store.create(header("warm-up"));
@@ -129,16 +130,18 @@ describe("fleet.sessionTtlMs: idle sessions expire", () => {
   });
 
   it("sweeps expired sessions out of the listing indexes while the fleet stays busy", async () => {
-    const connection = await connect(file.fleetName("ttl"), { leaseMs: 500, sessionTtlMs: 1000 });
+    const ttl = 3000;
+    const connection = await connect(file.fleetName("ttl"), { leaseMs: 500, sessionTtlMs: ttl });
     const store = new RedisSessionStore(connection);
-    for (let n = 0; n < 150; n++) {
-      const writer = await store.create(header(`old-${n}`, `/work/dir-${n % 3}`));
-      await writer.close();
-    }
+    await Promise.all(
+      Array.from({ length: 150 }, async (_, n) =>
+        (await store.create(header(`old-${n}`, `/work/dir-${n % 3}`))).close(),
+      ),
+    );
     // One session stays open (renewed), which keeps the index keys alive past the others' deadline.
     const busy = await store.create(header("busy", "/work/dir-0"));
     cleanups.push(() => busy.close());
-    await sleep(1800);
+    await sleep(ttl + 500);
     const all = connection.key("sessions", "all");
     expect(await connection.redis.zcard(all)).toBe(151);
     // Creating and closing sessions sweeps a hundred expired ones at a time.

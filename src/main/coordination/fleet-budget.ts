@@ -50,6 +50,16 @@ export class FleetBudget {
   }
 
   /**
+   * Records first attempts and retries this host counted alone while Redis was away (their ages in
+   * ms), so the fleet's window holds them as if they had been sent to it. Not awaited; never rejects.
+   */
+  replay(deposits: readonly number[], withdrawals: readonly number[]): void {
+    if (deposits.length + withdrawals.length === 0) return;
+    const ages = [deposits.length, ...deposits.map(Math.round), ...withdrawals.map(Math.round)];
+    void this.#run("replay", ages).catch(() => {});
+  }
+
+  /**
    * The budget as of this host's last decision or refresh (undefined before the first answer);
    * a snapshot older than 250 ms is refreshed in the background for the next call.
    */
@@ -66,8 +76,9 @@ export class FleetBudget {
     return snapshot?.state;
   }
 
-  async #run(op: "deposit" | "withdraw" | "state"): Promise<boolean> {
-    const reply = (await this.#calls.run("budget", this.#keys, [...this.#args, op, this.#calls.member()])) as number[];
+  async #run(op: "deposit" | "withdraw" | "state" | "replay", more: readonly number[] = []): Promise<boolean> {
+    const args = [...this.#args, op, this.#calls.member(), ...more];
+    const reply = (await this.#calls.run("budget", this.#keys, args)) as number[];
     const [allowed, deposits, withdrawals, available] = reply;
     this.#snapshot = {
       state: { deposits: deposits ?? 0, withdrawals: withdrawals ?? 0, available: available ?? 0 },

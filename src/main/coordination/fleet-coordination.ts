@@ -41,12 +41,27 @@ export interface FleetCoordinationOptions {
   gate: ProviderGate;
   /** Tells the host's sessions that decisions moved to the host or back to the fleet. */
   announce: (event: CoordinationFallbackEvent) => void;
+  /**
+   * What the host's own budgets counted in the last `ms` (the fallback being over), as ages in
+   * ms, to be replayed into the fleet's budgets on rejoining.
+   */
+  decidedAlone?: (ms: number) => AloneDecisions[];
+}
+
+/** First attempts and retries one of the host's budgets counted while the host decided alone. */
+export interface AloneDecisions {
+  provider: string;
+  config: RetryBudgetSettings;
+  /** Ages in ms of the first attempts, then of the retries. */
+  deposits: number[];
+  withdrawals: number[];
 }
 
 /** One host's part in its fleet's coordination. */
 export class FleetCoordination implements FleetCalls {
   readonly #connection: FleetConnection;
   readonly #gate: ProviderGate;
+  readonly #decidedAlone: FleetCoordinationOptions["decidedAlone"];
   readonly #announce: (event: CoordinationFallbackEvent) => void;
   /** This host in the fleet's members (permits, attempts): unique per host object. */
   readonly #hostId = randomUUID();
@@ -76,6 +91,7 @@ export class FleetCoordination implements FleetCalls {
   constructor(options: FleetCoordinationOptions) {
     this.#connection = options.connection;
     this.#gate = options.gate;
+    this.#decidedAlone = options.decidedAlone;
     this.#announce = options.announce;
     this.#gatesKey = options.connection.key("gates");
     this.#gatesChannel = options.connection.key("channel", "gates");
@@ -223,9 +239,13 @@ export class FleetCoordination implements FleetCalls {
         await this.#bounded(subscriber.subscribe(this.#gatesChannel, this.#permitsChannel), "SUBSCRIBE");
         await this.#seedGates();
         if (this.#closed) return;
-        this.#source = "fleet";
         const lostAt = this.#lostAt;
+        // Taken in the same turn as the switch, so every decision is in Redis once: made alone
+        // before it (replayed here), or sent to the fleet after it.
+        const alone = lostAt === undefined ? undefined : (this.#decidedAlone?.(performance.now() - lostAt) ?? []);
+        this.#source = "fleet";
         this.#lostAt = undefined;
+        if (alone !== undefined) this.#replay(alone);
         if (lostAt !== undefined) {
           this.#announce({
             type: "coordination_fallback_end",
@@ -242,6 +262,18 @@ export class FleetCoordination implements FleetCalls {
     })();
     this.#rejoining = attempt;
     return attempt;
+  }
+
+  /**
+   * What the host decided alone goes to the fleet (not awaited): its budgets' first attempts and
+   * retries into the fleet's windows, and every gate its mirror holds closed (a 429 seen during the
+   * fallback), which the fleet keeps when later than its own and announces to every host.
+   */
+  #replay(alone: readonly AloneDecisions[]): void {
+    for (const { provider, config, deposits, withdrawals } of alone) {
+      this.budget(provider, config).replay(deposits, withdrawals);
+    }
+    for (const [key, ms] of this.#gate.closed()) this.closeGate(key, ms);
   }
 
   /** Copies the fleet's closed gates into the host's mirror. */

@@ -17,9 +17,12 @@ local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000`;
 /**
  * The retry budget of one provider and configuration, RetryBudget's exact sliding window:
  * KEYS first attempts, retries (sorted sets scored by time); ARGV ratio, minPerSecond, windowMs,
- * op (`deposit`, `withdraw` or `state`), a member unique to this call. Prunes both windows, then
- * counts a first attempt, or takes a retry when the retries in the window plus this one are at
- * most `ratio × first attempts + minPerSecond × windowMs / 1000`. Returns
+ * op (`deposit`, `withdraw`, `state` or `replay`), a member unique to this call. Prunes both
+ * windows, then counts a first attempt, or takes a retry when the retries in the window plus this
+ * one are at most `ratio × first attempts + minPerSecond × windowMs / 1000`. `replay` (after a
+ * fallback) takes further ARGV: how many first attempts, then their ages in ms, then the retries'
+ * ages, and records each still in the window at `now - age`, whatever the budget says (they
+ * happened). Returns
  * `{allowed (1/0), first attempts, retries, available}` after the operation.
  */
 const BUDGET = `${NOW}
@@ -45,6 +48,19 @@ elseif ARGV[4] == 'withdraw' then
     redis.call('PEXPIRE', KEYS[2], ttl)
     retries = retries + 1
   end
+elseif ARGV[4] == 'replay' then
+  local firsts = 7 + tonumber(ARGV[6])
+  for i = 7, #ARGV do
+    local at = now - tonumber(ARGV[i])
+    if at > cutoff then
+      local key = KEYS[2]
+      if i < firsts then key = KEYS[1] end
+      redis.call('ZADD', key, at, ARGV[5] .. ':' .. i)
+      redis.call('PEXPIRE', key, ttl)
+    end
+  end
+  deposits = redis.call('ZCARD', KEYS[1])
+  retries = redis.call('ZCARD', KEYS[2])
 end
 local available = math.floor(ratio * deposits + floor - retries)
 if available < 0 then available = 0 end

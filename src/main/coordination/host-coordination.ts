@@ -43,7 +43,7 @@ export interface CoordinationSnapshot {
 export class HostCoordination {
   readonly gate: ProviderGate;
   readonly #clock: CoordinationClock;
-  readonly #budgets = new Map<string, RetryBudget>();
+  readonly #budgets = new Map<string, { provider: string; config: RetryBudgetSettings; budget: RetryBudget }>();
   readonly #semaphores = new Map<string, RequestSemaphore>();
   /** The provider and limit each semaphore stands for: its fleet-wide permits are keyed alike. */
   readonly #semaphoreTargets = new WeakMap<RequestSemaphore, { provider: string; limit: number }>();
@@ -62,12 +62,12 @@ export class HostCoordination {
    */
   budget(provider: string, config: RetryBudgetSettings): RetryBudget {
     const key = `${provider}\u0000${config.ratio}\u0000${config.minPerSecond}\u0000${config.windowMs}`;
-    let budget = this.#budgets.get(key);
-    if (budget === undefined) {
-      budget = new RetryBudget(config, this.#clock.now);
-      this.#budgets.set(key, budget);
+    let entry = this.#budgets.get(key);
+    if (entry === undefined) {
+      entry = { provider, config: { ...config }, budget: new RetryBudget(config, this.#clock.now) };
+      this.#budgets.set(key, entry);
     }
-    return budget;
+    return entry.budget;
   }
 
   /** The permits of `provider` (with the same count; as {@link budget}, differing settings do not share). */
@@ -94,7 +94,9 @@ export class HostCoordination {
    * fall back to the host and return to the fleet.
    */
   joinFleet(connection: FleetConnection, announce: (event: CoordinationFallbackEvent) => void): Promise<void> {
-    this.#fleet = new FleetCoordination({ connection, gate: this.gate, announce });
+    const decidedAlone = (ms: number) =>
+      [...this.#budgets.values()].map(({ provider, config, budget }) => ({ provider, config, ...budget.recent(ms) }));
+    this.#fleet = new FleetCoordination({ connection, gate: this.gate, announce, decidedAlone });
     return this.#fleet.join();
   }
 
@@ -169,8 +171,8 @@ export class HostCoordination {
    * collection). One row per budget and per semaphore; providers repeat when settings differ.
    */
   snapshot(): CoordinationSnapshot {
-    const budgets = [...this.#budgets.entries()].map(([key, budget]) => ({
-      provider: key.slice(0, key.indexOf("\u0000")),
+    const budgets = [...this.#budgets.values()].map(({ provider, budget }) => ({
+      provider,
       available: budget.state().available,
     }));
     const permits = [...this.#semaphores.entries()].map(([key, semaphore]) => ({

@@ -37,6 +37,13 @@ export class ProviderGate implements GateStore {
     if (until > (this.#reopensAt.get(key) ?? Number.NEGATIVE_INFINITY)) this.#reopensAt.set(key, until);
   }
 
+  /** Every closed gate and the ms until it reopens. */
+  closed(): [key: string, remainingMs: number][] {
+    return [...this.#reopensAt.keys()]
+      .map((key) => [key, this.remainingMs(key)] as [string, number])
+      .filter(([, ms]) => ms > 0);
+  }
+
   remainingMs(key: string): number {
     const until = this.#reopensAt.get(key);
     if (until === undefined) return 0;

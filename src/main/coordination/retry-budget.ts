@@ -53,6 +53,16 @@ class TimeQueue {
   get size(): number {
     return this.#times.length - this.#head;
   }
+
+  /** How long ago (ms before `now`) each time at most `maxAgeMs` old was pushed, oldest first. */
+  agesWithin(now: number, maxAgeMs: number): number[] {
+    const ages: number[] = [];
+    for (let i = this.#head; i < this.#times.length; i++) {
+      const age = now - (this.#times[i] ?? 0);
+      if (age <= maxAgeMs) ages.push(age);
+    }
+    return ages;
+  }
 }
 
 /** The in-memory {@link RetryBudgetStore}: one per provider (and configuration) per host. */
@@ -90,6 +100,17 @@ export class RetryBudget implements RetryBudgetStore {
     const now = this.#now();
     this.#prune(now);
     this.#withdrawals.push(now);
+  }
+
+  /**
+   * The first attempts and retries counted in the last `ms` and still in the window, as their
+   * ages in ms: what the host decided alone while its fleet's Redis was away, to be replayed into
+   * the fleet's budget when it rejoins (fleet-coordination.ts).
+   */
+  recent(ms: number): { deposits: number[]; withdrawals: number[] } {
+    const now = this.#now();
+    this.#prune(now);
+    return { deposits: this.#deposits.agesWithin(now, ms), withdrawals: this.#withdrawals.agesWithin(now, ms) };
   }
 
   state(): RetryBudgetState {

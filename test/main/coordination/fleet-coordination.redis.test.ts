@@ -284,6 +284,45 @@ describe("a host that loses its fleet's Redis", () => {
   });
 });
 
+describe("what a host decided alone, when it rejoins", () => {
+  it("B8: goes into the fleet's budget and gates: its first attempts, retries and a gate a 429 closed during the fallback", async () => {
+    const name = freshFleet();
+    const a = await joinedHost(name);
+    const b = await joinedHost(name);
+    const budget = { ratio: 0.5, minPerSecond: 0, windowMs: 60_000 };
+    const alone = sessionOf(a.coordination, { budget, coordinate: true }).coordination;
+    await file.redis.stop();
+    try {
+      await vi.waitFor(() => expect(a.coordination.fleet?.source).toBe("local"), { timeout: 5000 });
+      for (let i = 0; i < 4; i++) alone.depositFirstAttempt();
+      // Decided by the host's own budget: ratio 0.5 of 4 first attempts.
+      for (let i = 0; i < 2; i++) {
+        expect(await within(Promise.resolve(alone.withdrawRetry()), 2000, "a local decision")).toBeUndefined();
+      }
+      alone.closeGate(30_000);
+    } finally {
+      await file.redis.start();
+    }
+    for (const host of [a, b]) {
+      await vi.waitFor(() => expect(host.coordination.fleet?.source).toBe("fleet"), { timeout: 10_000, interval: 50 });
+    }
+    // Host B never saw any of it but through Redis.
+    const fleetBudget = () => b.coordination.fleet?.budget("p", budget).state();
+    await vi.waitFor(() => expect(fleetBudget()).toMatchObject({ deposits: 4, withdrawals: 2, available: 0 }), {
+      timeout: 5000,
+      interval: 100,
+    });
+    const key = gateKey("p", "http://127.0.0.1:1/v1", "key-1");
+    await vi.waitFor(() => expect(b.coordination.gate.remainingMs(key)).toBeGreaterThan(20_000), { timeout: 5000 });
+    // Decided in the fleet from now on: two more first attempts make room for exactly one retry.
+    const view = sessionOf(b.coordination, { budget, coordinate: true }).coordination;
+    view.depositFirstAttempt();
+    view.depositFirstAttempt();
+    expect(await view.withdrawRetry()).toBeUndefined();
+    expect(await view.withdrawRetry()).toMatch(/across fleet/);
+  });
+});
+
 describe("a host whose fleet's Redis hangs", () => {
   it("B8: decides alone after the command bound instead of waiting, and rejoins when Redis answers again", async () => {
     const name = freshFleet();

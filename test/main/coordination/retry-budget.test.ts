@@ -66,3 +66,19 @@ describe("RetryBudget", () => {
     expect(budget.state()).toEqual({ deposits: 0, withdrawals: 0, available: 100 });
   });
 });
+
+describe("RetryBudget.recent (what a host replays into its fleet after a fallback)", () => {
+  it("gives the ages of the first attempts and retries of the last ms that are still in the window", () => {
+    let now = 0;
+    const budget = new RetryBudget({ ratio: 1, minPerSecond: 0, windowMs: 1000 }, () => now);
+    budget.deposit(); // at 0: leaves the window at 1000
+    now = 700;
+    budget.deposit();
+    expect(budget.tryWithdraw()).toBe(true);
+    now = 900;
+    budget.deposit();
+    now = 1100;
+    expect(budget.recent(300)).toEqual({ deposits: [200], withdrawals: [] });
+    expect(budget.recent(10_000)).toEqual({ deposits: [400, 200], withdrawals: [400] });
+  });
+});

@@ -119,7 +119,7 @@ export class FleetPermits {
   /** Renews this host's leases (one round trip); a failure has made the host fall back. */
   async renew(): Promise<void> {
     if (this.#held.size === 0) return;
-    await this.#calls.run("permitRenew", [this.key], [this.#leaseMs, ...this.#held]).catch(() => {});
+    await this.#calls.run("permitRenew", [this.key], [this.#leaseMs, this.#limit, ...this.#held]).catch(() => {});
   }
 
   /** Redis is lost: every waiter is rejected with `error`, to decide locally. Held leases lapse or are released later. */

@@ -126,17 +126,25 @@ end
 return redis.call('ZCARD', KEYS[1])`;
 
 /**
- * Renews this host's leases: KEYS the permits; ARGV leaseMs, then the members. Only members still
- * there are renewed (`XX`): a lease that lapsed (the host stalled past leaseMs) stays gone.
+ * Renews this host's leases: KEYS the permits; ARGV leaseMs, the limit, then the members. A lease
+ * still there is renewed. One that lapsed (the host stalled past leaseMs while its request went
+ * on) is taken again if the set has room, so no other host can take that request's place from
+ * now on; if another host took it meanwhile, it stays gone and the fleet has one request more
+ * than the limit until this host's request ends (docs/fleet.md, "Request permits and their
+ * leases"). Returns how many leases this host holds now.
  */
 const PERMIT_RENEW = `${NOW}
 local lease = tonumber(ARGV[1])
-local renewed = 0
-for i = 2, #ARGV do
-  renewed = renewed + redis.call('ZADD', KEYS[1], 'XX', 'CH', now + lease, ARGV[i])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local held = 0
+for i = 3, #ARGV do
+  if redis.call('ZSCORE', KEYS[1], ARGV[i]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
+    redis.call('ZADD', KEYS[1], now + lease, ARGV[i])
+    held = held + 1
+  end
 end
-if renewed > 0 then redis.call('PEXPIRE', KEYS[1], lease) end
-return renewed`;
+if held > 0 then redis.call('PEXPIRE', KEYS[1], lease) end
+return held`;
 
 const SCRIPTS = {
   budget: luaScript(BUDGET),

@@ -12,7 +12,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { MockRequestRecord } from "../../../src/mock-server/index.js";
 import { within } from "../../fixtures/bounded.js";
-import { type FleetHost, startFleetHost } from "../../fixtures/fleet-host.js";
+import { type FleetHost, type HostPromptResult, startFleetHost } from "../../fixtures/fleet-host.js";
 import { mockServerSuite } from "../../fixtures/mock-server-suite.js";
 import { startRedis, type TestRedis } from "../../fixtures/redis-server.js";
 
@@ -213,6 +213,53 @@ describe("a fleet's request permits, across three hosts", () => {
     await Promise.all(alone.flatMap((host, h) => [0, 1, 2].map((s) => host.prompt(s, `permit-alone h${h} s${s}`))));
     expect(suite.server.stats().maxInFlight).toBeGreaterThan(limit);
   }, 90_000);
+});
+
+describe("a host stalled past its lease with a request in flight", () => {
+  it("B8: the fleet has one request more than the limit while another host's request runs, and none once the stalled host renews", async () => {
+    const leaseMs = 1000;
+    const retry = { baseDelayMs: 1, maxConcurrentRequests: 1 };
+    const fleet = { redis: redis.url, name: freshFleet(), leaseMs };
+    suite.server.setScript({
+      tokenDelayMs: 5,
+      conversations: [
+        // About 6 s of streaming: A's request outlives its stall by seconds.
+        { match: "stalled-long", steps: [{ type: "ok", tokens: 60, tokenDelayMs: 100 }] },
+        { match: "during-stall", steps: [{ type: "ok", tokens: 5 }] },
+      ],
+    });
+    suite.server.reset();
+    const [a, b, c] = await hosts(3, retry, fleet, 1);
+    if (a === undefined || b === undefined || c === undefined) throw new Error("three hosts");
+    const long = a.prompt(0, "stalled-long");
+    await vi.waitFor(() => firstRequest("stalled-long"), { timeout: 10_000 });
+    // A's whole process stops: no renewal, as a host whose event loop is blocked.
+    const stoppedAt = Date.now();
+    a.child.kill("SIGSTOP");
+    let during: HostPromptResult;
+    try {
+      during = await within(b.prompt(0, "during-stall 1"), leaseMs + 10_000, "B's prompt while A is stopped");
+    } finally {
+      a.child.kill("SIGCONT");
+    }
+    expect(during.stopReason).toBe("stop");
+    const tookOver = firstRequest("during-stall 1").startedAt - stoppedAt;
+    // A renews again (every leaseMs / 3): the set has room, so it takes its place back and C waits.
+    await new Promise((resolve) => setTimeout(resolve, leaseMs));
+    const afterRenewal = c.prompt(0, "during-stall 2");
+    const longResult = await within(long, 20_000, "A's long prompt");
+    expect(longResult.stopReason).toBe("stop");
+    expect((await within(afterRenewal, 10_000, "C's prompt")).stopReason).toBe("stop");
+    const aEnd = suite.server.log.find((r) => r.conversation.includes("stalled-long"))?.endedAt ?? 0;
+    const cStart = firstRequest("during-stall 2").startedAt;
+    console.info(
+      `a host stopped ${tookOver} ms before another host's request took its lapsed permit (leaseMs ${leaseMs}); ` +
+        `max in flight ${suite.server.stats().maxInFlight} with a limit of 1; the next host's request started ${cStart - aEnd} ms after the stalled host's request ended`,
+    );
+    expect(suite.server.stats().maxInFlight).toBe(2);
+    // Without the renewal taking the lapsed permit back, C would have started while A still streamed.
+    expect(cStart).toBeGreaterThanOrEqual(aEnd);
+  }, 60_000);
 });
 
 describe("a fleet whose Redis stops mid-run", () => {

@@ -99,15 +99,18 @@ export class HostStoredSessions {
     if (store instanceof RedisSessionStore && options.dryRun !== true) await store.sweepExpired();
     const cwd = options.allDirectories === true ? undefined : (options.cwd ?? this.#parts.config.cwd());
     const cutoff = Date.now() - options.olderThanMs;
+    // A dry run asks the store what it would delete: an open session is one a prune leaves. A
+    // store without `deletable` cannot tell; its dry run lists every old session.
+    const check = options.dryRun === true ? store.deletable?.bind(store) : remove;
     const result: PruneResult = { deleted: [], skipped: [] };
     for (const info of await store.list(cwd)) {
       if (info.modified.getTime() >= cutoff) continue;
-      if (options.dryRun === true) {
+      if (check === undefined) {
         result.deleted.push(info);
         continue;
       }
       try {
-        result.deleted.push(await remove(info.path, this.#parts.config.cwd()));
+        result.deleted.push(await check(info.path, this.#parts.config.cwd()));
       } catch (error) {
         // Open somewhere (its writer is using it) or gone meanwhile: the others go on.
         if (!(error instanceof LifelineError)) throw error;

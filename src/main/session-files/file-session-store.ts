@@ -16,7 +16,7 @@ import {
   serializeLine,
   sessionFileName,
 } from "./session-format.js";
-import { lockSessionFile, type SessionLock } from "./session-lock.js";
+import { assertNotLocked, lockSessionFile, type SessionLock } from "./session-lock.js";
 import { type ParsedSession, parseSessionText, readSessionFile } from "./session-reader.js";
 import type { OpenedSession, SessionInfo, SessionStore, SessionWriter, StoredSession } from "./session-store.js";
 import { summarizeEntries } from "./session-summary.js";
@@ -110,16 +110,10 @@ export class FileSessionStore implements SessionStore {
    * cannot be appending meanwhile); resolves with what it was. The file's directory stays.
    */
   async delete(ref: string, cwd: string): Promise<SessionInfo> {
-    const path = await this.#resolve(ref, cwd);
-    await stat(path).catch(() => {
-      throw notFound(ref, path);
-    });
+    const path = await this.#existing(ref, cwd);
     const lock = await lockSessionFile(path);
     try {
-      const info = await describe(path).catch((error: unknown) => {
-        if ((error as NodeJS.ErrnoException).code === "ENOENT") throw notFound(ref, path);
-        throw fileError(`Could not read session file ${path}`, error);
-      });
+      const info = await describeToDelete(ref, path);
       await unlink(path).catch((error: unknown) => {
         throw fileError(`Could not delete session file ${path}`, error);
       });
@@ -127,6 +121,22 @@ export class FileSessionStore implements SessionStore {
     } finally {
       await lock.release();
     }
+  }
+
+  /** What {@link delete} would delete: it checks the file's lock without taking it. */
+  async deletable(ref: string, cwd: string): Promise<SessionInfo> {
+    const path = await this.#existing(ref, cwd);
+    await assertNotLocked(path);
+    return describeToDelete(ref, path);
+  }
+
+  /** The path `ref` names, if its file exists. @throws ERR_SESSION_NOT_FOUND as #resolve, or if it does not. */
+  async #existing(ref: string, cwd: string): Promise<string> {
+    const path = await this.#resolve(ref, cwd);
+    await stat(path).catch(() => {
+      throw notFound(ref, path);
+    });
+    return path;
   }
 
   /** Session files of `cwd`'s directory, or of every directory when `cwd` is undefined. */
@@ -163,6 +173,14 @@ export class FileSessionStore implements SessionStore {
     }
     throw notFound(ref, this.#dir ?? join(this.#root, "sessions"));
   }
+}
+
+/** The SessionInfo of a file about to be deleted; ERR_SESSION_NOT_FOUND if it went meanwhile. */
+function describeToDelete(ref: string, path: string): Promise<SessionInfo> {
+  return describe(path).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") throw notFound(ref, path);
+    throw fileError(`Could not read session file ${path}`, error);
+  });
 }
 
 function notFound(ref: string, where: string): LifelineError {

@@ -19,7 +19,14 @@
 import { FleetUnavailableError, LifelineError } from "../../shared/errors.js";
 import { errorText } from "../../shared/failures/error-text.js";
 import type { FleetConnection } from "../redis/fleet-connection.js";
-import { allSessionsKey, cwdSessionsKey, sessionIdsKey, sessionKeys, sessionPath } from "./redis-session-keys.js";
+import {
+  allSessionsKey,
+  cwdSessionsKey,
+  type SessionKeys,
+  sessionIdsKey,
+  sessionKeys,
+  sessionPath,
+} from "./redis-session-keys.js";
 import { lockedError, newOwner } from "./redis-session-lease.js";
 import { ACQUIRE, CREATE, DELETE, RELEASE, runScript, SWEEP } from "./redis-session-scripts.js";
 import { RedisSessionWriter } from "./redis-session-writer.js";
@@ -175,15 +182,37 @@ export class RedisSessionStore implements SessionStore {
    */
   async delete(ref: string, cwd: string): Promise<SessionInfo> {
     const connection = this.#connection;
-    const id = await this.#resolve(ref, cwd);
-    const keys = sessionKeys(connection, id, cwd);
-    const info = toInfo(connection, await this.#command("read session", () => connection.redis.hgetall(keys.info)));
+    const { id, keys, info } = await this.#toDelete(ref, cwd);
     const reply = (await this.#command("delete session", () =>
       runScript(connection.redis, DELETE, [keys.entries, keys.info, keys.lock, keys.fence, id, connection.prefix]),
     )) as unknown[];
     if (reply[0] === "missing" || info === undefined) throw notFound(id);
     if (reply[0] === "locked") throw lockedError(id, Number(reply[1]), String(reply[2]));
     return info;
+  }
+
+  /**
+   * What {@link delete} would delete: it reads the session's lease instead of deleting.
+   * @throws as {@link delete}.
+   */
+  async deletable(ref: string, cwd: string): Promise<SessionInfo> {
+    const redis = this.#connection.redis;
+    const { id, keys, info } = await this.#toDelete(ref, cwd);
+    const [holder, pttl] = await this.#command("read session", () =>
+      Promise.all([redis.get(keys.lock), redis.pttl(keys.lock)]),
+    );
+    if (info === undefined) throw notFound(id);
+    if (holder !== null) throw lockedError(id, pttl, holder);
+    return info;
+  }
+
+  /** The id `ref` names, its keys, and its info (undefined when it has none). */
+  async #toDelete(ref: string, cwd: string): Promise<{ id: string; keys: SessionKeys; info: SessionInfo | undefined }> {
+    const connection = this.#connection;
+    const id = await this.#resolve(ref, cwd);
+    const keys = sessionKeys(connection, id, cwd);
+    const info = toInfo(connection, await this.#command("read session", () => connection.redis.hgetall(keys.info)));
+    return { id, keys, info };
   }
 
   /**

@@ -60,12 +60,7 @@ export async function lockSessionFile(sessionFile: string): Promise<SessionLock>
       }
       const holder = await readHolder(path);
       if (holder === "gone") continue;
-      if (holder !== undefined && isAlive(holder)) {
-        throw new LifelineError(
-          "ERR_SESSION_LOCKED",
-          `Session file ${sessionFile} is open for writing by process ${holder.pid} on ${holder.hostname}. Close that session (or that process) first, or open another session.`,
-        );
-      }
+      if (holder !== undefined && isAlive(holder)) throw heldError(sessionFile, holder);
       await removeIfUnchanged(path, holder);
     }
     throw new LifelineError(
@@ -80,6 +75,27 @@ export async function lockSessionFile(sessionFile: string): Promise<SessionLock>
   } finally {
     await unlink(temp).catch(() => {});
   }
+}
+
+/**
+ * Throws as {@link lockSessionFile} would when a live process holds `sessionFile`'s lock, without
+ * taking it (a dry run must not make a concurrent open fail); a missing or stale lock passes.
+ * @throws LifelineError ERR_SESSION_LOCKED; ERR_SESSION_FILE when the lock file cannot be read.
+ */
+export async function assertNotLocked(sessionFile: string): Promise<void> {
+  const holder = await readHolder(`${sessionFile}.lock`).catch((error: unknown) => {
+    throw new LifelineError("ERR_SESSION_FILE", `Could not read the lock of ${sessionFile}: ${String(error)}`, {
+      cause: error,
+    });
+  });
+  if (holder !== "gone" && holder !== undefined && isAlive(holder)) throw heldError(sessionFile, holder);
+}
+
+function heldError(sessionFile: string, holder: LockContent): LifelineError {
+  return new LifelineError(
+    "ERR_SESSION_LOCKED",
+    `Session file ${sessionFile} is open for writing by process ${holder.pid} on ${holder.hostname}. Close that session (or that process) first, or open another session.`,
+  );
 }
 
 /** The holder named by the lock file; undefined when unreadable (a damaged file: stale); "gone" if removed meanwhile. */

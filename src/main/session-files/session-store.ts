@@ -91,4 +91,12 @@ export interface SessionStore {
    * @throws as {@link open} (ERR_SESSION_LOCKED: open somewhere; close it there first).
    */
   delete?(ref: string, cwd: string): Promise<SessionInfo>;
+  /**
+   * What {@link delete} would delete, deleting nothing and taking no lock (a concurrent open must
+   * not fail for it): the same checks, that it exists and is open nowhere. A prune's dry run
+   * asks it, so that it lists what a prune deletes, not also the open sessions a prune leaves;
+   * without it, the dry run lists every old session.
+   * @throws as {@link delete}.
+   */
+  deletable?(ref: string, cwd: string): Promise<SessionInfo>;
 }

@@ -13,11 +13,12 @@
  *   sessions:ids            ZSET    id → 0, for finding ids by prefix (ZRANGE BYLEX)
  *   sessions:expiry         ZSET    `<cwd>\n<id>` → the ms its idle time runs out (fleet.sessionTtlMs)
  *
- * With `fleet.sessionTtlMs`, a session's entries, info and fence carry that TTL, renewed whenever
- * it is created, opened, its lease renewed or released; the index keys carry it too, renewed by
- * every session's, so they outlive their newest member. Redis deletes an idle session's keys on
- * its own; the scripts that create and release sessions then remove up to 100 expired sessions
- * from the indexes (redis-session-scripts.ts, SWEEP), so nothing of them is left.
+ * With `fleet.sessionTtlMs`, a session's entries, info and fence carry that TTL, renewed when it
+ * is created, and when it is opened, its lease renewed or released once a tenth of the TTL has
+ * passed; the index keys carry it too, renewed with every session's, so they outlive their
+ * newest member. Redis deletes an idle session's keys on its own; creating a session removes up
+ * to 100 expired ones from the indexes (redis-session-scripts.ts, RETENTION), and a prune all of
+ * them, so nothing of them is left.
  *
  * A session id has no `/`, `\`, `..` or control characters (assertValidSessionId), and the suffix
  * after it never contains `:`, so no two sessions' keys can meet.

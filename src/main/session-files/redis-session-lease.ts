@@ -94,9 +94,9 @@ export class SessionLease {
   /** Stops renewing and deletes the lock if it is still this writer's. Never rejects. */
   async release(): Promise<void> {
     this.#stop();
-    const { lock, fence, cwd } = this.#keys;
+    const { lock, cwd } = this.#keys;
     const { prefix, settings } = this.#connection;
-    const args = [lock, fence, this.value, this.fence, this.#id, cwd, prefix, settings.sessionTtlMs];
+    const args = [lock, this.value, this.#id, cwd, prefix, settings.sessionTtlMs];
     await runScript(this.#connection.redis, RELEASE, args).catch(() => {
       // Redis is away: the lease lapses on its own within leaseMs.
     });

@@ -30,14 +30,27 @@ redis.call('ZADD', KEYS[6], now, ARGV[1])`;
 /**
  * Retention (fleet.sessionTtlMs, redis-session-keys.ts): `keep` gives a session's keys and the
  * index keys the idle time `ttl` from `now` and records the deadline in the expiry index (`ttl` 0:
- * no deadline, and any earlier one removed); `sweep` removes up to `limit` sessions whose
- * deadline has passed from every index and answers how many it removed. Sweeping never deletes a
- * live session: Redis deletes the keys themselves when their TTL (set with the deadline) runs
- * out, and a due entry whose session still has a TTL left (a deadline moved on under another
- * entry) is moved to that time instead; one kept without a TTL (`ttl` 0 since) only leaves the
- * expiry index. Keys are built from the fleet's prefix `P` as redis-session-keys.ts builds them.
+ * no deadline, and any earlier one removed). Creating a session keeps it; opening, renewing and
+ * closing it keep it only when `due`: more than a tenth of `ttl` has passed since its deadline
+ * was last set (or its keys carry a TTL they should not, or lack one they should). So a session
+ * in use costs one PTTL per script, not nine commands, and an idle one expires between 0.9 and 1
+ * × `ttl` after its last use. `sweep` removes up to `limit` sessions whose deadline has passed
+ * from every index and answers how many it removed. Sweeping never deletes a live session: Redis
+ * deletes the keys themselves when their TTL (set with the deadline) runs out, and a due entry
+ * whose session still has a TTL left (a deadline moved on under another entry) is moved to that
+ * time instead; one kept without a TTL (`ttl` 0 since) only leaves the expiry index. Keys are
+ * built from the fleet's prefix `P` as redis-session-keys.ts builds them.
  */
-const RETENTION = `local function indexes(P, cwd)
+const RETENTION = `local function clock()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function due(P, id, ttl)
+  local left = redis.call('PTTL', P .. 'session:' .. id .. ':entries')
+  if ttl > 0 then return left < ttl - ttl / 10 end
+  return left >= 0
+end
+local function indexes(P, cwd)
   return {P .. 'sessions:all', P .. 'sessions:ids', P .. 'sessions:cwd:' .. cwd, P .. 'sessions:expiry'}
 end
 local function keep(P, id, cwd, ttl, now)
@@ -76,7 +89,10 @@ local function sweep(P, now, limit)
   return removed
 end`;
 
-/** Most expired sessions one create or release sweeps from the indexes. */
+/**
+ * Most expired sessions one create sweeps from the indexes: every expired session was created
+ * once, so sweeping at creation keeps up with expiry a hundred times over.
+ */
 const SWEEP_LIMIT = 100;
 
 /**
@@ -119,9 +135,10 @@ local holder = redis.call('GET', KEYS[2])
 if holder then return {'locked', redis.call('PTTL', KEYS[2]), holder} end
 local fence = string.format('%d', redis.call('INCR', KEYS[3]))
 redis.call('SET', KEYS[2], fence .. ':' .. ARGV[1], 'PX', ARGV[2])
-${NOW}
-local cwd = redis.call('HGET', ARGV[4] .. 'session:' .. ARGV[3] .. ':info', 'cwd') or ''
-keep(ARGV[4], ARGV[3], cwd, tonumber(ARGV[5]), tonumber(now))
+if due(ARGV[4], ARGV[3], tonumber(ARGV[5])) then
+  local cwd = redis.call('HGET', ARGV[4] .. 'session:' .. ARGV[3] .. ':info', 'cwd') or ''
+  keep(ARGV[4], ARGV[3], cwd, tonumber(ARGV[5]), clock())
+end
 local reply = redis.call('LRANGE', KEYS[1], 0, -1)
 table.insert(reply, 1, fence)
 table.insert(reply, 1, 'ok')
@@ -140,8 +157,7 @@ export const RENEW = script(
   `${RETENTION}
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-${NOW}
-keep(ARGV[6], ARGV[4], ARGV[5], tonumber(ARGV[7]), tonumber(now))
+if due(ARGV[6], ARGV[4], tonumber(ARGV[7])) then keep(ARGV[6], ARGV[4], ARGV[5], tonumber(ARGV[7]), clock()) end
 return 1`,
 );
 
@@ -178,19 +194,17 @@ return {'ok', length + count}`,
 );
 
 /**
- * Deletes the lock if it still holds this writer's value; while the writer's token is the latest,
- * the session's idle time starts now. Then sweeps expired sessions from the indexes.
- * KEYS: lock, fence. ARGV: lock value, fence, id, cwd, prefix, ttl. → 1 | 0
+ * Deletes the lock if it still holds this writer's value; the session's idle time then starts
+ * (when `due`). An id of "" releases the lock alone.
+ * KEYS: lock. ARGV: lock value, id, cwd, prefix, ttl. → 1 | 0
  */
 export const RELEASE = script(
-  2,
+  1,
   `${RETENTION}
-${NOW}
-local released = 0
-if redis.call('GET', KEYS[1]) == ARGV[1] then released = redis.call('DEL', KEYS[1]) end
-if redis.call('GET', KEYS[2]) == ARGV[2] then keep(ARGV[5], ARGV[3], ARGV[4], tonumber(ARGV[6]), tonumber(now)) end
-sweep(ARGV[5], tonumber(now), ${SWEEP_LIMIT})
-return released`,
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+if ARGV[2] ~= '' and due(ARGV[4], ARGV[2], tonumber(ARGV[5])) then keep(ARGV[4], ARGV[2], ARGV[3], tonumber(ARGV[5]), clock()) end
+return 1`,
 );
 
 /**
@@ -218,8 +232,7 @@ return {'ok'}`,
 export const SWEEP = script(
   0,
   `${RETENTION}
-${NOW}
-return sweep(ARGV[1], tonumber(now), tonumber(ARGV[2]))`,
+return sweep(ARGV[1], clock(), tonumber(ARGV[2]))`,
 );
 
 /**

@@ -126,8 +126,8 @@ export class RedisSessionStore implements SessionStore {
     try {
       stored = this.#parse(id, lines);
     } catch (error) {
-      // No fence given: the session's deadline stays what ACQUIRE made it.
-      const release = [lockKeys.lock, lockKeys.fence, `${fence}:${owner}`, "", id, "", connection.prefix, 0];
+      // No id given: the lock alone; the session's deadline stays what ACQUIRE made it.
+      const release = [lockKeys.lock, `${fence}:${owner}`, "", "", connection.prefix, 0];
       await runScript(connection.redis, RELEASE, release).catch(() => {});
       throw error;
     }
@@ -217,8 +217,8 @@ export class RedisSessionStore implements SessionStore {
 
   /**
    * Removes from the indexes every session whose idle time (fleet.sessionTtlMs) ran out; Redis
-   * has deleted their keys already. Creating and releasing sessions sweep a hundred at a time; this
-   * sweeps until none is left. Resolves with how many it removed.
+   * has deleted their keys already. Creating a session sweeps a hundred at a time; this sweeps
+   * until none is left. Resolves with how many it removed.
    * @throws ERR_FLEET_UNAVAILABLE.
    */
   async sweepExpired(): Promise<number> {

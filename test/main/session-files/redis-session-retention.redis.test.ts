@@ -2,8 +2,8 @@
  * Sessions do not pile up in the fleet's Redis (docs/fleet.md, "Retention"), on a real
  * redis-server: with `fleet.sessionTtlMs`, an idle session's keys expire and nothing of it is left
  * (SCAN), Redis's `used_memory` comes back to what it was before; an open session does not expire
- * while its lease is renewed; expired sessions leave the listing indexes (swept by the scripts
- * that create and release sessions); a session made again under an expired id does not let a
+ * while its lease is renewed; expired sessions leave the listing indexes (swept when sessions are
+ * created); a session made again under an expired id does not let a
  * stalled writer of the old one in; `delete` removes every key of a session and refuses a held one.
  */
 import { setTimeout as sleep } from "node:timers/promises";
@@ -144,7 +144,7 @@ describe("fleet.sessionTtlMs: idle sessions expire", () => {
     await sleep(ttl + 500);
     const all = connection.key("sessions", "all");
     expect(await connection.redis.zcard(all)).toBe(151);
-    // Creating and closing sessions sweeps a hundred expired ones at a time.
+    // Creating a session sweeps a hundred expired ones at a time.
     for (const id of ["new-1", "new-2"]) await (await store.create(header(id, "/work/dir-1"))).close();
     expect(await connection.redis.zrange(all, "0", "-1")).toEqual(expect.arrayContaining(["busy", "new-1", "new-2"]));
     expect(await connection.redis.zcard(all)).toBe(3);

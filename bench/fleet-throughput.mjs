@@ -1,7 +1,9 @@
 /**
  * Section (h): a fleet's queue of prompts on this machine: prompts per second with 1, 2 and 3
  * `lifeline serve` processes (the built CLI) against one redis-server, and Redis commands per
- * prompt (from `INFO commandstats` before and after).
+ * prompt (from `INFO commandstats` before and after), Redis's main-thread CPU per prompt (`INFO
+ * cpu`), and the Redis memory a stored session, a finished prompt and a queued prompt take
+ * (`MEMORY USAGE`, `used_memory`).
  *
  * Each size runs on a fresh Redis database (FLUSHALL, CONFIG RESETSTAT): SESSIONS conversations of
  * PROMPTS prompts each on the demo model `demo/demo-fast` (no delay, no network), each prompt
@@ -23,6 +25,7 @@ const CLI = fileURLToPath(new URL("../dist/main/cli.js", import.meta.url));
 const HOSTS = pick([1, 2, 3], [1, 2]);
 const SESSIONS = pick(64, 16);
 const PROMPTS = pick(8, 4);
+const QUEUED = pick(1000, 200);
 
 function freePort() {
   return new Promise((resolve) => {
@@ -43,6 +46,33 @@ async function commandCalls(redis) {
   const calls = {};
   for (const match of info.matchAll(/cmdstat_([\w|]+):calls=(\d+)/g)) calls[match[1]] = Number(match[2]);
   return calls;
+}
+
+/** Redis's main-thread CPU so far, in µs (`INFO cpu`: user + sys of the main thread). */
+async function mainThreadCpuUs(redis) {
+  const info = await redis.info("cpu");
+  const field = (name) => Number(new RegExp(`^${name}:([\\d.]+)`, "m").exec(info)?.[1] ?? Number.NaN);
+  return (field("used_cpu_user_main_thread") + field("used_cpu_sys_main_thread")) * 1e6;
+}
+
+/** Bytes of every key matching `pattern` (`MEMORY USAGE … SAMPLES 0`: exact) and how many keys. */
+async function keyBytes(redis, pattern) {
+  let cursor = "0";
+  let bytes = 0;
+  let keys = 0;
+  do {
+    const [next, batch] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 1000);
+    cursor = next;
+    for (const key of batch) {
+      bytes += (await redis.call("MEMORY", "USAGE", key, "SAMPLES", "0")) ?? 0;
+      keys++;
+    }
+  } while (cursor !== "0");
+  return { bytes, keys };
+}
+
+async function usedMemory(redis) {
+  return Number(/^used_memory:(\d+)/m.exec(await redis.info("memory"))?.[1]);
 }
 
 /** Calls per prompt by command, between two `commandCalls`, most first. */
@@ -81,6 +111,7 @@ async function size(hosts, url, redis, dir) {
   const children = await Promise.all(Array.from({ length: hosts }, () => startServe(url, dir)));
   const client = await FleetClient.connect({ fleet: { redis: url, name: "bench" } });
   const before = await commandCalls(redis);
+  const cpuBefore = await mainThreadCpuUs(redis);
   const started = performance.now();
   let failed = 0;
   await Promise.all(
@@ -98,6 +129,18 @@ async function size(hosts, url, redis, dir) {
   const wallMs = performance.now() - started;
   // INFO itself and this client's own result checks are included: they are part of serving a prompt.
   const byCommand = callsPerPrompt(before, await commandCalls(redis), SESSIONS * PROMPTS);
+  const redisCpuUs = (await mainThreadCpuUs(redis)) - cpuBefore;
+  // What the run left in Redis: the sessions (kept for fleet.sessionTtlMs) and the finished jobs
+  // with their event streams (kept an hour).
+  const stored =
+    hosts === 1
+      ? {
+          session: await keyBytes(redis, "lifeline:bench:session:*"),
+          indexes: await keyBytes(redis, "lifeline:bench:sessions:*"),
+          events: await keyBytes(redis, "lifeline:bench:job:*"),
+          queue: await keyBytes(redis, "lifeline:bench:prompts:*"),
+        }
+      : undefined;
   await client.close();
   for (const child of children) child.kill("SIGTERM");
   await Promise.all(children.map(exited));
@@ -114,7 +157,32 @@ async function size(hosts, url, redis, dir) {
       .filter(([command]) => /^(evalsha|eval|fcall)/.test(command))
       .reduce((sum, [, perPrompt]) => sum + perPrompt, 0),
     byCommand: byCommand.slice(0, 12),
+    /** Redis's main-thread CPU per prompt, µs: what one Redis core spends to serve a prompt. */
+    redisCpuUsPerPrompt: redisCpuUs / prompts,
+    stored,
   };
+}
+
+/**
+ * Redis memory of prompts waiting in the queue: `count` prompts submitted with no host serving,
+ * `used_memory` before and after (the queue's own keys included), per prompt.
+ */
+async function queuedMemory(url, redis, count) {
+  const { FleetClient } = await import("../dist/main/fleet/index.js");
+  await redis.flushall();
+  const client = await FleetClient.connect({ fleet: { redis: url, name: "bench" } });
+  // One first, so the queue's fixed keys (meta, id counter, events stream) exist before measuring.
+  await client.submit("warm-up", { sessionId: "queued-warm", model: "demo/demo-fast" });
+  const before = await usedMemory(redis);
+  for (let i = 0; i < count; i++) {
+    await client.submit(`queued prompt ${i}, a line of text a user might send`, {
+      sessionId: `queued-${i % 50}`,
+      model: "demo/demo-fast",
+    });
+  }
+  const after = await usedMemory(redis);
+  await client.close();
+  return { count, bytesPerPrompt: (after - before) / count };
 }
 
 const dir = mkdtempSync(join(tmpdir(), "lifeline-bench-fleet-"));
@@ -157,7 +225,8 @@ try {
     process.stderr.write(`  (h) fleet: ${hosts} serve process(es), ${SESSIONS} × ${PROMPTS} prompts …\n`);
     runs.push(await size(hosts, url, redis, dir));
   }
-  report({ section: "h", config: { HOSTS, SESSIONS, PROMPTS }, runs });
+  const queued = await queuedMemory(url, redis, QUEUED);
+  report({ section: "h", config: { HOSTS, SESSIONS, PROMPTS }, runs, queued });
 } finally {
   redis.disconnect();
   server.kill("SIGTERM");

@@ -310,7 +310,16 @@ const F_HOST_LIMIT_ELU = 0.9;
 function printH(h) {
   console.log(
     table(
-      ["serve processes", "prompts", "failed", "wall s", "prompts/s", "Redis commands / prompt", "of them scripts"],
+      [
+        "serve processes",
+        "prompts",
+        "failed",
+        "wall s",
+        "prompts/s",
+        "Redis commands / prompt",
+        "of them scripts",
+        "Redis CPU / prompt, µs",
+      ],
       h.runs.map((r) => [
         r.hosts,
         r.prompts,
@@ -319,6 +328,7 @@ function printH(h) {
         r.promptsPerS.toFixed(1),
         r.redisCallsPerPrompt.toFixed(0),
         r.scriptCallsPerPrompt.toFixed(1),
+        r.redisCpuUsPerPrompt?.toFixed(0) ?? "",
       ]),
     ),
   );
@@ -326,6 +336,20 @@ function printH(h) {
   console.log(
     `Commands per prompt with ${first.hosts} serve process(es), by command (those inside scripts included): ${first.byCommand.map(([command, perPrompt]) => `${command} ${perPrompt.toFixed(1)}`).join(", ")}`,
   );
+  const kb = (bytes) => (bytes / 1024).toFixed(1);
+  const stored = first.stored;
+  if (stored !== undefined) {
+    const sessions = h.config.SESSIONS;
+    const prompts = first.prompts;
+    console.log(
+      `Redis memory (MEMORY USAGE) after the run of ${first.hosts}: per stored session of ${h.config.PROMPTS} prompts ${kb(stored.session.bytes / sessions)} KiB (${stored.session.keys} keys) + ${kb(stored.indexes.bytes / sessions)} KiB of indexes; per finished prompt (kept an hour) ${kb(stored.queue.bytes / prompts)} KiB of job and ${kb(stored.events.bytes / prompts)} KiB of event stream`,
+    );
+  }
+  if (h.queued !== undefined) {
+    console.log(
+      `Redis memory per queued prompt (used_memory over ${h.queued.count} waiting, no host serving): ${kb(h.queued.bytesPerPrompt)} KiB`,
+    );
+  }
 }
 
 /** (l): targets of abort() → prompt settled, p99, ms. */

@@ -164,6 +164,68 @@ async function size(hosts, url, redis, dir) {
 }
 
 /**
+ * Where a prompt's Redis commands come from: MONITOR over `count` prompts (5 sessions, one
+ * serve process, after a warm-up), each command (those run inside a script included, which
+ * MONITOR shows after the script) counted for the origin of the round trip it belongs to:
+ * BullMQ's scripts and commands (keys under `prompts`), the session store's (`session`), the
+ * job's event stream (`job:`), and the rest (the client's blocking reads, transactions).
+ */
+async function origins(url, redis, dir, count) {
+  const { FleetClient } = await import("../dist/main/fleet/index.js");
+  await redis.flushall();
+  const child = await startServe(url, dir);
+  const client = await FleetClient.connect({ fleet: { redis: url, name: "bench" } });
+  const run = (prompts, tag) =>
+    Promise.all(
+      Array.from({ length: 5 }, async (_, s) => {
+        for (let p = 0; p < prompts; p++) {
+          const handle = await client.submit(`${tag} ${p} of ${s}`, {
+            sessionId: `origin-${s}`,
+            model: "demo/demo-fast",
+          });
+          await handle.result({ timeoutMs: 60_000 });
+        }
+      }),
+    );
+  await run(2, "warm-up");
+  const watcher = new Redis(url);
+  const monitor = await watcher.monitor();
+  const seen = [];
+  monitor.on("monitor", (_time, args, source) => seen.push({ args, nested: source === "lua" }));
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  await run(count / 5, "measured");
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  monitor.disconnect();
+  watcher.disconnect();
+  await client.close();
+  child.kill("SIGTERM");
+  await exited(child);
+  const origin = (args) => {
+    const command = String(args[0]).toLowerCase();
+    const scripted = command === "evalsha" || command === "eval";
+    const key = String((scripted ? args[3] : args[1]) ?? "");
+    const kind = scripted ? "scripts" : command;
+    if (key.includes(":prompts")) return `BullMQ ${scripted ? "scripts" : "commands"}`;
+    if (key.includes(":session")) return `session store ${scripted ? "scripts" : "commands"}`;
+    if (key.includes(":job:") || command === "multi" || command === "exec") return "job event stream";
+    if (/^(budget|permits|gates)/.test(key.slice(key.indexOf(":", 9) + 1))) return "coordination";
+    return `other (${kind})`;
+  };
+  const rows = new Map();
+  let current = "other";
+  for (const { args, nested } of seen) {
+    if (!nested) current = origin(args);
+    const row = rows.get(current) ?? { commands: 0, roundTrips: 0 };
+    row.commands += 1;
+    if (!nested) row.roundTrips += 1;
+    rows.set(current, row);
+  }
+  return [...rows.entries()]
+    .map(([name, row]) => ({ name, commands: row.commands / count, roundTrips: row.roundTrips / count }))
+    .sort((a, b) => b.commands - a.commands);
+}
+
+/**
  * Redis memory of prompts waiting in the queue: `count` prompts submitted with no host serving,
  * `used_memory` before and after (the queue's own keys included), per prompt.
  */
@@ -226,7 +288,8 @@ try {
     runs.push(await size(hosts, url, redis, dir));
   }
   const queued = await queuedMemory(url, redis, QUEUED);
-  report({ section: "h", config: { HOSTS, SESSIONS, PROMPTS }, runs, queued });
+  const byOrigin = await origins(url, redis, dir, 20);
+  report({ section: "h", config: { HOSTS, SESSIONS, PROMPTS }, runs, queued, byOrigin });
 } finally {
   redis.disconnect();
   server.kill("SIGTERM");

@@ -345,6 +345,15 @@ function printH(h) {
       `Redis memory (MEMORY USAGE) after the run of ${first.hosts}: per stored session of ${h.config.PROMPTS} prompts ${kb(stored.session.bytes / sessions)} KiB (${stored.session.keys} keys) + ${kb(stored.indexes.bytes / sessions)} KiB of indexes; per finished prompt (kept an hour) ${kb(stored.queue.bytes / prompts)} KiB of job and ${kb(stored.events.bytes / prompts)} KiB of event stream`,
     );
   }
+  if (h.byOrigin !== undefined) {
+    console.log("Where a prompt's Redis commands come from (MONITOR over 20 prompts, one serve process):");
+    console.log(
+      table(
+        ["origin", "commands / prompt", "round trips / prompt"],
+        h.byOrigin.map((row) => [row.name, row.commands.toFixed(1), row.roundTrips.toFixed(2)]),
+      ),
+    );
+  }
   if (h.queued !== undefined) {
     console.log(
       `Redis memory per queued prompt (used_memory over ${h.queued.count} waiting, no host serving): ${kb(h.queued.bytesPerPrompt)} KiB`,

@@ -6,29 +6,21 @@
  * exactly the sessions last modified longer ago than `--older-than`, leaves an open one, and
  * `--dry-run` lists the same and deletes nothing.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
-import { tempDir, within } from "../../fixtures/bounded.js";
+import { tempDir } from "../../fixtures/bounded.js";
+import { type CliAt, holdSessionOpen, idsOf, runLifeline } from "../../fixtures/lifeline-cli.js";
 import { redisForFile } from "../../fixtures/redis-server.js";
 
-const CLI = fileURLToPath(new URL("../../../dist/main/cli.js", import.meta.url));
 const file = redisForFile();
 const { cleanups } = file;
 
-interface At {
-  home: string;
-  cwd: string;
-}
+type At = CliAt;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+const lifeline = (args: string[], at: At) => runLifeline(cleanups, args, at);
+const holdOpen = (flags: string[], at: At, id: string) => holdSessionOpen(cleanups, flags, at, id);
 
 /** One fleet of its own on the file's Redis: its flags, a client, and two working directories. */
 function fleet() {
@@ -59,42 +51,6 @@ async function scanAll(client: Redis, match: string): Promise<string[]> {
   return keys;
 }
 
-function spawnLifeline(args: string[], at: At, stdin: "ignore" | "pipe"): ChildProcess {
-  const child = spawn(process.execPath, [CLI, ...args], {
-    cwd: at.cwd,
-    env: { ...process.env, LIFELINE_DIR: at.home, NO_COLOR: "1" },
-    stdio: [stdin, "pipe", "pipe"],
-  });
-  cleanups.push(() => void child.kill("SIGKILL"));
-  return child;
-}
-
-function lifeline(args: string[], at: At): Promise<Run> {
-  const child = spawnLifeline(args, at, "ignore");
-  let stdout = "";
-  let stderr = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  return within(
-    new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr }))),
-    30_000,
-    `lifeline ${args.join(" ")}`,
-  );
-}
-
-/** The ids on a command's stdout (the first tab-separated field of each line), sorted. */
-function idsOf(stdout: string): string[] {
-  return stdout
-    .split("\n")
-    .filter((line) => line !== "")
-    .map((line) => line.split("\t")[0] ?? "")
-    .sort();
-}
-
 /** Runs `lifeline -p <prompt>` in the fleet and answers the id of the session it stored in `at.cwd`'s index. */
 async function makeSession(f: ReturnType<typeof fleet>, at: At, prompt: string): Promise<string> {
   const index = `lifeline:${f.name}:sessions:cwd:${at.cwd}`;
@@ -104,32 +60,6 @@ async function makeSession(f: ReturnType<typeof fleet>, at: At, prompt: string):
   const made = (await f.client.zrange(index, "0", "-1")).filter((id) => !before.includes(id));
   expect(made).toHaveLength(1);
   return made[0] as string;
-}
-
-/**
- * Opens session `id` in a `lifeline --mode rpc` child of the fleet and resolves once it answers
- * get_state with that session (it holds the session's lease from then on); `stop()` kills it.
- */
-async function holdOpen(flags: string[], at: At, id: string): Promise<{ stop: () => Promise<void> }> {
-  const child = spawnLifeline([...flags, "--mode", "rpc", "--session", id], at, "pipe");
-  const exited = new Promise<void>((resolve) => child.on("close", () => resolve()));
-  let stdout = "";
-  const opened = new Promise<void>((resolve, reject) => {
-    child.stdout?.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-      if (stdout.includes('"command":"get_state"')) resolve();
-    });
-    child.on("close", (code) => reject(new Error(`the rpc child exited with ${code} before answering: ${stdout}`)));
-  });
-  child.stdin?.write(`${JSON.stringify({ id: "1", type: "get_state" })}\n`);
-  await within(opened, 30_000, "the rpc child's get_state");
-  expect(stdout).toContain(`"sessionId":"${id}"`);
-  return {
-    stop: async () => {
-      child.kill("SIGKILL");
-      await within(exited, 10_000, "the rpc child's exit");
-    },
-  };
 }
 
 describe("lifeline sessions delete and prune in fleet mode", () => {

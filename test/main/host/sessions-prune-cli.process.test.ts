@@ -6,64 +6,28 @@
  * exactly the sessions older than `--older-than` (every directory's, or `--here` this one's),
  * leaves an open one, and `--dry-run` lists what a prune deletes and deletes nothing.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { encodeCwd } from "../../../src/main/session-files/session-format.js";
-import { tempDir, within } from "../../fixtures/bounded.js";
-
-const CLI = fileURLToPath(new URL("../../../dist/main/cli.js", import.meta.url));
+import { tempDir } from "../../fixtures/bounded.js";
+import { type CliAt, holdSessionOpen, idsOf, runLifeline } from "../../fixtures/lifeline-cli.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-interface At {
-  home: string;
-  cwd: string;
-}
+type At = CliAt;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+const lifeline = (args: string[], at: At) => runLifeline(cleanups, args, at, 20_000);
+const holdOpen = (at: At, id: string) => holdSessionOpen(cleanups, [], at, id, 20_000);
 
 /** A LIFELINE_DIR with fast retries, and two working directories that share it. */
 function dirs(): { a: At; b: At } {
   const home = tempDir(cleanups);
   writeFileSync(join(home, "settings.json"), JSON.stringify({ retry: { baseDelayMs: 5 } }));
   return { a: { home, cwd: tempDir(cleanups) }, b: { home, cwd: tempDir(cleanups) } };
-}
-
-function spawnLifeline(args: string[], at: At, stdin: "ignore" | "pipe"): ChildProcess {
-  const child = spawn(process.execPath, [CLI, ...args], {
-    cwd: at.cwd,
-    env: { ...process.env, LIFELINE_DIR: at.home, NO_COLOR: "1" },
-    stdio: [stdin, "pipe", "pipe"],
-  });
-  cleanups.push(() => void child.kill("SIGKILL"));
-  return child;
-}
-
-function lifeline(args: string[], at: At): Promise<Run> {
-  const child = spawnLifeline(args, at, "ignore");
-  let stdout = "";
-  let stderr = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  return within(
-    new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr }))),
-    20_000,
-    `lifeline ${args.join(" ")}`,
-  );
 }
 
 /** The session file of `id` in `at.cwd`'s directory of the store. */
@@ -91,42 +55,6 @@ async function makeSession(at: At, prompt: string): Promise<string> {
   const made = idsIn(at).filter((id) => !before.includes(id));
   expect(made).toHaveLength(1);
   return made[0] as string;
-}
-
-/**
- * Opens session `id` in a `lifeline --mode rpc` child and resolves once it answers get_state with
- * that session (it holds the file's lock from then on, until it exits); `stop()` kills it.
- */
-async function holdOpen(at: At, id: string): Promise<{ pid: number; stop: () => Promise<void> }> {
-  const child = spawnLifeline(["--mode", "rpc", "--session", id], at, "pipe");
-  const exited = new Promise<void>((resolve) => child.on("close", () => resolve()));
-  let stdout = "";
-  const opened = new Promise<void>((resolve, reject) => {
-    child.stdout?.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-      if (stdout.includes('"command":"get_state"')) resolve();
-    });
-    child.on("close", (code) => reject(new Error(`the rpc child exited with ${code} before answering: ${stdout}`)));
-  });
-  child.stdin?.write(`${JSON.stringify({ id: "1", type: "get_state" })}\n`);
-  await within(opened, 20_000, "the rpc child's get_state");
-  expect(stdout).toContain(`"sessionId":"${id}"`);
-  return {
-    pid: child.pid ?? -1,
-    stop: async () => {
-      child.kill("SIGKILL");
-      await within(exited, 10_000, "the rpc child's exit");
-    },
-  };
-}
-
-/** The ids on a command's stdout (the first tab-separated field of each line), sorted. */
-function idsOf(stdout: string): string[] {
-  return stdout
-    .split("\n")
-    .filter((line) => line !== "")
-    .map((line) => line.split("\t")[0] ?? "")
-    .sort();
 }
 
 const TWO_DAYS_AGO = new Date(Date.now() - 2 * 86_400_000);

@@ -43,13 +43,17 @@ const sessionsFlags = {
   here: switchFlag("--here", "in fleet mode, only the sessions of this directory"),
 } as const;
 
+/** The stored session a command names. */
+const ID_ARG = {
+  spelling: "<id>",
+  description: "the session's id, or a unique prefix of it (a path works for session files)",
+} as const;
+
 /** `lifeline sessions delete`. */
 const deleteCommand = command<CliContext, typeof storeFlags>({
   name: "delete",
   description: "delete a stored session that is open nowhere (in fleet mode, from the fleet's Redis)",
-  args: [
-    { spelling: "<id>", description: "the session's id, or a unique prefix of it (a path works for session files)" },
-  ],
+  args: [ID_ARG],
   flags: storeFlags,
   run: async ({ flags, args, context }) => {
     const store = await storeHost(flags, context);
@@ -103,9 +107,7 @@ const exportFlags = {
 export const exportCommand = command<CliContext, typeof exportFlags>({
   name: "export",
   description: "write a stored session as a pi session file (version 3 JSONL) to stdout, or to --out",
-  args: [
-    { spelling: "<id>", description: "the session's id, or a unique prefix of it (a path works for session files)" },
-  ],
+  args: [ID_ARG],
   flags: exportFlags,
   run: async ({ flags, args, context }) => {
     const store = await storeHost(flags, context);

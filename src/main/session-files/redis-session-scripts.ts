@@ -69,9 +69,9 @@ local function keep(P, id, cwd, ttl, now)
 end
 local function sweep(P, now, limit)
   local expiry = P .. 'sessions:expiry'
-  local due = redis.call('ZRANGEBYSCORE', expiry, '-inf', now, 'LIMIT', 0, limit)
+  local expired = redis.call('ZRANGEBYSCORE', expiry, '-inf', now, 'LIMIT', 0, limit)
   local removed = 0
-  for _, member in ipairs(due) do
+  for _, member in ipairs(expired) do
     local cwd, id = string.match(member, '^(.*)\\n([^\\n]*)$')
     local s = P .. 'session:' .. (id or '') .. ':'
     local left = id and redis.call('PTTL', s .. 'entries') or -2

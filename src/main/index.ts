@@ -76,7 +76,7 @@ export type {
 } from "./compaction/context-overflow-hook.js";
 export type { CoordinationState } from "./coordination/session-coordination.js";
 export type { ResumeOptions, SessionHostOptions, SessionOptions } from "./host/host-options.js";
-export type { PruneOptions, PruneResult } from "./host/host-stored-sessions.js";
+export type { PruneOptions, PruneResult } from "./host/prune-options.js";
 export type { ForkOptions, ForkResult } from "./host/session-forks.js";
 export { createSessionHost, SessionHost } from "./host/session-host.js";
 export { AgentSession } from "./session/agent-session.js";

@@ -19,33 +19,8 @@ import { RedisSessionStore } from "../session-files/redis-session-store.js";
 import type { ForkMessage } from "../session-files/session-fork.js";
 import type { SessionInfo, SessionStore } from "../session-files/session-store.js";
 import type { HostParts } from "./host-parts.js";
+import type { PruneOptions, PruneResult } from "./prune-options.js";
 import { type ForkHost, type ForkOptions, type ForkResult, forkSession, sessionForkMessages } from "./session-forks.js";
-
-/**
- * Options of `SessionHost.pruneSessions`, which deletes the stored sessions (in the store
- * `listSessions()` reads) last written more than `olderThanMs` ago and leaves those open
- * somewhere; in fleet mode it first sweeps the sessions that expired (`fleet.sessionTtlMs`) from
- * the indexes. It throws ERR_INVALID_OPTIONS (bad options, persistence off, a store without
- * `delete`), ERR_SESSION_FILE, ERR_FLEET_UNAVAILABLE.
- */
-export interface PruneOptions {
-  /** Delete the sessions last written longer ago than this (ms). */
-  olderThanMs: number;
-  /** This directory's sessions (default: the host's cwd). */
-  cwd?: string;
-  /** Every directory's sessions instead. */
-  allDirectories?: boolean;
-  /** Delete nothing; report what would be deleted. */
-  dryRun?: boolean;
-}
-
-/** What `SessionHost.pruneSessions` did. */
-export interface PruneResult {
-  /** The sessions deleted (with `dryRun`, those that would be), most recently modified first. */
-  deleted: SessionInfo[];
-  /** Old enough, but left: open for writing somewhere (or gone meanwhile); `reason` says which. */
-  skipped: { session: SessionInfo; reason: string }[];
-}
 
 /** The store's `delete`. @throws ERR_INVALID_OPTIONS when the store has none. */
 function deleter(store: SessionStore, what: string): (ref: string, cwd: string) => Promise<SessionInfo> {

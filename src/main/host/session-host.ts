@@ -27,7 +27,8 @@ import {
   type SessionOptions,
 } from "./host-options.js";
 import { closeHostParts, type HostParts, makeHostParts } from "./host-parts.js";
-import { HostStoredSessions, type PruneOptions, type PruneResult } from "./host-stored-sessions.js";
+import { HostStoredSessions } from "./host-stored-sessions.js";
+import type { PruneOptions, PruneResult } from "./prune-options.js";
 import type { ForkOptions, ForkResult } from "./session-forks.js";
 
 /** The option types of this module's functions, for callers that import the host alone. */
